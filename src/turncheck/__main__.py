@@ -1,0 +1,3 @@
+from turncheck.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""The `turncheck` command line: one module per subcommand under `turncheck.cli`.
+
+Each subcommand module exposes `register(subparsers)`, which adds its parser and
+sets `handler` (a function taking the parsed namespace and returning the exit
+code). Exit codes: 0 success, 1 a problem was found (invalid files, failing
+evals), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from turncheck import __version__
+from turncheck.cli import schema_cmd, validate_cmd
+
+COMMANDS = (validate_cmd, schema_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="turncheck",
+        description="Multi-turn LLM evals for pull requests.",
+    )
+    parser.add_argument("--version", action="version", version=f"turncheck {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    code: int = args.handler(args)
+    return code

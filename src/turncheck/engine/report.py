@@ -1,0 +1,123 @@
+"""The versioned JSON run report: what a run produced, per suite, eval and turn.
+
+This is the contract between `turncheck run`, `turncheck compare`, the action
+and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
+`SCHEMA_VERSION` on any breaking change.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from turncheck.diagnostics import Diagnostic
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+
+
+class Usage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class CheckResult(_Model):
+    type: str
+    passed: bool
+    detail: str
+    error: str | None = None
+    """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
+
+
+class TurnResult(_Model):
+    turn: int
+    prompt: str
+    response: str
+    usage: Usage
+    cost_usd: float | None
+    latency_ms: float
+    checks: list[CheckResult] = Field(default_factory=list)
+    passed: bool = False
+    output_tokens_estimated: bool = False
+    line: int | None = None
+    """Line of this turn's `prompt` in the suite file."""
+
+
+class EvalResult(_Model):
+    name: str
+    prompt: str
+    status: Status
+    passed_on_turn: int | None
+    error: str | None
+    usage: Usage
+    cost_usd: float | None
+    judge_usage: Usage
+    judge_cost_usd: float | None
+    turns: list[TurnResult] = Field(default_factory=list)
+    line: int = 1
+    """Line of the eval's first `prompt` in the suite file, for annotations."""
+
+
+class SuiteResult(_Model):
+    path: str
+    name: str
+    model: str
+    provider: str
+    cassette: str | None
+    evals: list[EvalResult] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = None
+
+
+class Totals(_Model):
+    evals: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = None
+    unpriced_models: list[str] = Field(default_factory=list)
+
+
+class PriceSource(_Model):
+    library: str
+    version: str
+    timestamp: str
+    """ISO-8601 UTC instant all prices of this run (and its comparison) were taken at."""
+
+
+class Report(_Model):
+    schema_version: int = SCHEMA_VERSION
+    turncheck_version: str
+    mode: str
+    commit: str | None = None
+    price_source: PriceSource
+    suites: list[SuiteResult] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    totals: Totals = Field(default_factory=Totals)
+    started_at: str
+    duration_s: float

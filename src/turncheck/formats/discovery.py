@@ -1,0 +1,121 @@
+"""Find suite and sample files under the paths a user names.
+
+Globs are matched against paths relative to each directory argument; `**/`
+matches zero or more directories. A file named explicitly is always taken,
+classified by its extension.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+
+DEFAULT_SUITE_GLOBS = ("**/*.eval.yaml", "**/*.eval.yml", "**/evals.yaml", "**/evals.yml")
+DEFAULT_SAMPLE_GLOBS = ("**/*.samples.toml",)
+SKIPPED_DIRECTORIES = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox"})
+
+
+class FileKind(StrEnum):
+    SUITE = "suite"
+    SAMPLES = "samples"
+
+
+@dataclass(frozen=True)
+class Globs:
+    suites: tuple[str, ...] = DEFAULT_SUITE_GLOBS
+    samples: tuple[str, ...] = DEFAULT_SAMPLE_GLOBS
+
+    def kind_of(self, relative: str) -> FileKind | None:
+        if any(glob_matches(pattern, relative) for pattern in self.suites):
+            return FileKind.SUITE
+        if any(glob_matches(pattern, relative) for pattern in self.samples):
+            return FileKind.SAMPLES
+        return None
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: Path
+    kind: FileKind
+
+
+@dataclass
+class Discovery:
+    files: list[FoundFile] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    index = 0
+    while index < len(pattern):
+        if pattern.startswith("**/", index):
+            parts.append("(?:.*/)?")
+            index += 3
+        elif pattern.startswith("**", index):
+            parts.append(".*")
+            index += 2
+        elif pattern[index] == "*":
+            parts.append("[^/]*")
+            index += 1
+        elif pattern[index] == "?":
+            parts.append("[^/]")
+            index += 1
+        else:
+            parts.append(re.escape(pattern[index]))
+            index += 1
+    return re.compile("".join(parts))
+
+
+def glob_matches(pattern: str, relative: str) -> bool:
+    return _glob_regex(pattern).fullmatch(relative.replace(os.sep, "/")) is not None
+
+
+def kind_by_extension(path: Path) -> FileKind | None:
+    if path.suffix in (".yaml", ".yml"):
+        return FileKind.SUITE
+    if path.suffix == ".toml":
+        return FileKind.SAMPLES
+    return None
+
+
+def _walk(directory: Path, globs: Globs) -> Iterable[FoundFile]:
+    for root, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRECTORIES)
+        for filename in sorted(filenames):
+            full = Path(root, filename)
+            kind = globs.kind_of(full.relative_to(directory).as_posix())
+            if kind is not None:
+                yield FoundFile(full, kind)
+
+
+def discover(paths: Sequence[str], globs: Globs = Globs()) -> Discovery:
+    """Files to check under `paths`, in a stable order, without duplicates."""
+    result = Discovery()
+    seen: set[Path] = set()
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found: Iterable[FoundFile] = _walk(path, globs)
+        elif path.is_file():
+            kind = globs.kind_of(path.name) or kind_by_extension(path)
+            if kind is None:
+                result.unsupported.append(name)
+                continue
+            found = [FoundFile(path, kind)]
+        else:
+            result.missing.append(name)
+            continue
+        for item in found:
+            key = item.path.resolve()
+            if key not in seen:
+                seen.add(key)
+                result.files.append(item)
+    return result

@@ -1,0 +1,192 @@
+"""Eval suite models (SPEC §2–3).
+
+These pydantic models are both the runtime representation the engine walks and
+the source of the published JSON Schema. Positions in the source file are kept
+as private attributes so they never leak into the schema or accept user keys.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictFloat, StrictInt, StrictStr
+
+MAX_DEPTH = 5
+"""Most nested follow-up levels a path may have (so at most 6 turns)."""
+
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+TokenCount = Annotated[StrictInt, Field(ge=0)]
+
+
+class _Node(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+
+    _line: int = PrivateAttr(default=1)
+    _column: int = PrivateAttr(default=1)
+
+    @property
+    def line(self) -> int:
+        return self._line
+
+    @property
+    def column(self) -> int:
+        return self._column
+
+    def at(self, line: int, column: int) -> _Node:
+        self._line, self._column = line, column
+        return self
+
+
+class Metadata(BaseModel):
+    """Suite metadata. Unknown keys are kept but reported as warnings."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    name: NonEmptyStr = Field(description="Suite name, shown in reports.")
+    model: NonEmptyStr = Field(description='Model id; "vendor/model" ids are OpenRouter ids.')
+    system_prompt: StrictStr | None = Field(default=None, description="Sent as the system message.")
+    threads: Annotated[StrictInt, Field(ge=1, le=256)] | None = Field(
+        default=None, description="Most evals of this suite run at once."
+    )
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = None
+    max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
+    seed: StrictInt | None = None
+    provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
+        default=None, description="Overrides the provider chosen from the model id."
+    )
+    judge_model: NonEmptyStr | None = Field(
+        default=None, description="Model for llm_judge checks (default: model)."
+    )
+    embedding_model: NonEmptyStr | None = Field(
+        default=None, description="Model for semantic checks (default: text-embedding-3-small)."
+    )
+    vars: dict[str, StrictStr] | None = Field(
+        default=None, description="Values for {{var('name')}} templates."
+    )
+
+
+class _FollowUpFields(_Node):
+    """A check's optional attached follow-up: sent when this check fails."""
+
+    prompt: NonEmptyStr | None = Field(default=None, description="Follow-up sent on failure.")
+    checks: CheckList | None = Field(default=None, description="Checks for the follow-up turn.")
+
+    @property
+    def follow_up(self) -> FollowUp | None:
+        if self.prompt is None or self.checks is None:
+            return None
+        follow_up = FollowUp(prompt=self.prompt, checks=self.checks)
+        follow_up.at(self.line, self.column)
+        return follow_up
+
+
+class MatchCheck(_FollowUpFields):
+    match: StrictStr = Field(description="Glob the whole response must match.")
+
+
+class NotMatchCheck(_FollowUpFields):
+    not_match: StrictStr = Field(description="Glob the whole response must not match.")
+
+
+class MinTokensCheck(_FollowUpFields):
+    min_tokens: TokenCount
+
+
+class MaxTokensCheck(_FollowUpFields):
+    max_tokens: TokenCount
+
+
+class SemanticSpec(_Node):
+    expected: NonEmptyStr
+    threshold: Annotated[StrictFloat | StrictInt, Field(ge=0, le=1)]
+
+
+class SemanticCheck(_FollowUpFields):
+    semantic: SemanticSpec
+
+
+class JudgeSpec(_Node):
+    criteria: NonEmptyStr
+
+
+class LlmJudgeCheck(_FollowUpFields):
+    llm_judge: JudgeSpec
+
+
+Check: TypeAlias = (
+    MatchCheck | NotMatchCheck | MinTokensCheck | MaxTokensCheck | SemanticCheck | LlmJudgeCheck
+)
+
+CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
+    "match": MatchCheck,
+    "not_match": NotMatchCheck,
+    "min_tokens": MinTokensCheck,
+    "max_tokens": MaxTokensCheck,
+    "semantic": SemanticCheck,
+    "llm_judge": LlmJudgeCheck,
+}
+
+
+class FollowUp(_Node):
+    """A standalone follow-up: sent when its level fails and no failed check carries one."""
+
+    prompt: NonEmptyStr
+    checks: CheckList
+
+
+class OrGroup(_Node):
+    """Passes when at least one member passes; a FollowUp inside is not a member."""
+
+    or_: Annotated[list[Item], Field(min_length=1)] = Field(alias="or")
+
+    @property
+    def members(self) -> list[Check | OrGroup]:
+        return [item for item in self.or_ if not isinstance(item, FollowUp)]
+
+    @property
+    def follow_up(self) -> FollowUp | None:
+        return next((item for item in self.or_ if isinstance(item, FollowUp)), None)
+
+
+Item: TypeAlias = Check | OrGroup | FollowUp
+CheckList: TypeAlias = Annotated[list[Item], Field(min_length=1)] | OrGroup
+
+
+class Eval(_Node):
+    name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
+    prompt: NonEmptyStr
+    checks: CheckList
+
+    _display_name: str = PrivateAttr(default="")
+
+    @property
+    def display_name(self) -> str:
+        return self._display_name or self.name or self.prompt
+
+
+class Suite(BaseModel):
+    """A suite file: metadata and evals."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"title": "turncheck eval suite"},
+    )
+
+    metadata: Metadata
+    evals: Annotated[list[Eval], Field(min_length=1)]
+
+
+for _model in (_FollowUpFields, *CHECK_TYPES.values(), FollowUp, OrGroup, Eval, Suite):
+    _model.model_rebuild()
+
+
+def level_items(checks: CheckList) -> tuple[list[Item], bool]:
+    """The items of a level and whether it is an `or` level."""
+    if isinstance(checks, OrGroup):
+        return list(checks.or_), True
+    return list(checks), False
+
+
+def check_type(check: Check) -> str:
+    return next(key for key, model in CHECK_TYPES.items() if isinstance(check, model))

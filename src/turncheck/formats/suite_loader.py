@@ -1,0 +1,379 @@
+"""Load and validate suite files with line-precise diagnostics.
+
+The grammar (which mapping is a check, an `or` group or a follow-up) is
+dispatched here by hand so that every error names the offending key at its
+line and column; each node's own fields are then validated by its pydantic
+model. An invalid eval is reported and skipped; the others survive.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from turncheck.diagnostics import Diagnostic, error, warning
+from turncheck.formats import templates
+from turncheck.formats.suite import (
+    CHECK_TYPES,
+    MAX_DEPTH,
+    Check,
+    CheckList,
+    Eval,
+    FollowUp,
+    Item,
+    Metadata,
+    OrGroup,
+    Suite,
+)
+from turncheck.formats.yamlsource import Path, Positions, load_yaml
+
+TOP_LEVEL_KEYS = ("metadata", "evals")
+EVAL_KEYS = ("name", "prompt", "checks")
+TEMPLATED_METADATA = ("system_prompt", "model", "judge_model", "embedding_model")
+
+
+@dataclass
+class SuiteFile:
+    """The result of loading one suite file: the valid part and every problem."""
+
+    path: str
+    suite: Suite | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+def validate_max_depth(max_depth: int) -> int:
+    if not 0 <= max_depth <= MAX_DEPTH:
+        raise ValueError(f"max depth must be between 0 and {MAX_DEPTH}, got {max_depth}")
+    return max_depth
+
+
+class _SuiteValidator:
+    def __init__(self, file: str, positions: Positions, max_depth: int) -> None:
+        self.file = file
+        self.positions = positions
+        self.max_depth = max_depth
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- reporting -----------------------------------------------------------
+
+    def error_at_key(self, path: Path, code: str, message: str) -> None:
+        pos = self.positions.key(path)
+        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
+
+    def error_at_value(self, path: Path, code: str, message: str) -> None:
+        pos = self.positions.value(path)
+        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
+
+    def unknown_key(self, path: Path, key: str, allowed: tuple[str, ...]) -> None:
+        hint = difflib.get_close_matches(key, allowed, n=1)
+        suggestion = f'; did you mean "{hint[0]}"?' if hint else f"; allowed: {', '.join(allowed)}"
+        self.error_at_key((*path, key), "unknown-key", f'unknown key "{key}"{suggestion}')
+
+    def pydantic_errors(self, path: Path, exc: ValidationError) -> None:
+        for problem in exc.errors():
+            loc = (*path, *problem["loc"])
+            dotted = ".".join(str(part) for part in problem["loc"]) or "value"
+            if problem["type"] == "extra_forbidden":
+                self.error_at_key(loc, "unknown-key", f'unknown key "{problem["loc"][-1]}"')
+            elif problem["type"] == "missing":
+                self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
+            else:
+                self.error_at_value(loc, "invalid-value", f"{dotted}: {problem['msg']}")
+
+    def templates_in(self, path: Path, text: str) -> None:
+        problem = templates.check_syntax(text)
+        if problem is not None:
+            self.error_at_value(path, "template-syntax", str(problem))
+
+    def build(self, model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
+        try:
+            node = model.model_validate(data)
+        except ValidationError as exc:
+            self.pydantic_errors(path, exc)
+            return None
+        pos = self.positions.value(path)
+        node.at(pos.line, pos.column)  # type: ignore[attr-defined]
+        return node
+
+    # -- suite ---------------------------------------------------------------
+
+    def suite(self, data: Any) -> Suite | None:
+        if data is None:
+            self.error_at_value((), "empty-file", "empty suite file: expected metadata and evals")
+            return None
+        if not isinstance(data, dict):
+            self.error_at_value((), "invalid-structure", "a suite file must be a mapping")
+            return None
+        for key in data:
+            if key not in TOP_LEVEL_KEYS:
+                self.unknown_key((), key, TOP_LEVEL_KEYS)
+        metadata = self.metadata(data.get("metadata"))
+        evals = self.evals(data.get("evals"))
+        if metadata is None or not evals:
+            return None
+        return Suite.model_construct(metadata=metadata, evals=evals)
+
+    def metadata(self, raw: Any) -> Metadata | None:
+        path: Path = ("metadata",)
+        if not isinstance(raw, dict):
+            what = "missing" if raw is None else "must be a mapping"
+            self.error_at_value(path, "invalid-metadata", f"metadata {what} (needs name and model)")
+            return None
+        for key in raw:
+            if key not in Metadata.model_fields:
+                pos = self.positions.key((*path, key))
+                self.diagnostics.append(
+                    warning(self.file, pos.line, pos.column, "unknown-metadata-key",
+                            f'unknown metadata key "{key}" is ignored')
+                )
+        for key in TEMPLATED_METADATA:
+            if isinstance(raw.get(key), str):
+                self.templates_in((*path, key), raw[key])
+        known = {k: v for k, v in raw.items() if k in Metadata.model_fields}
+        try:
+            return Metadata.model_validate(known)
+        except ValidationError as exc:
+            self.pydantic_errors(path, exc)
+            return None
+
+    def evals(self, raw: Any) -> list[Eval]:
+        path: Path = ("evals",)
+        if not isinstance(raw, list) or not raw:
+            self.error_at_value(path, "invalid-evals", "evals must be a non-empty list")
+            return []
+        evals: list[Eval] = []
+        seen_names: dict[str, int] = {}
+        for index, item in enumerate(raw):
+            before = len(self.diagnostics)
+            built = self.eval((*path, index), item)
+            if built is None or any(d.is_error for d in self.diagnostics[before:]):
+                continue
+            if not self._unique_name(built, seen_names, (*path, index)):
+                continue
+            evals.append(built)
+        return evals
+
+    def _unique_name(self, built: Eval, seen: dict[str, int], path: Path) -> bool:
+        base = built.name or " ".join(built.prompt.split())
+        if built.name is not None and base in seen:
+            self.error_at_value(
+                (*path, "name"), "duplicate-eval-name",
+                f'duplicate eval name "{base}" (first used at line {seen[base]})',
+            )
+            return False
+        name, counter = base, 1
+        while name in seen:
+            counter += 1
+            name = f"{base} #{counter}"
+        seen[name] = self.positions.value((*path, "name")).line if built.name else built.line
+        built._display_name = name
+        return True
+
+    def eval(self, path: Path, raw: Any) -> Eval | None:
+        if not isinstance(raw, dict):
+            self.error_at_value(path, "invalid-eval", "an eval must be a mapping with prompt and checks")
+            return None
+        for key in raw:
+            if key not in EVAL_KEYS:
+                self.unknown_key(path, key, EVAL_KEYS)
+        if "prompt" in raw and isinstance(raw["prompt"], str):
+            self.templates_in((*path, "prompt"), raw["prompt"])
+        if "checks" not in raw:
+            self.error_at_value(path, "missing-key", 'missing required key "checks"')
+            return None
+        checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
+        if checks is None:
+            return None
+        fields = {k: v for k, v in raw.items() if k in ("name", "prompt")}
+        built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path)
+        if built is not None:
+            prompt_pos = self.positions.value((*path, "prompt"))
+            built.at(prompt_pos.line, prompt_pos.column)
+        return built
+
+    # -- checks --------------------------------------------------------------
+
+    def check_list(self, path: Path, raw: Any, depth: int) -> CheckList | None:
+        if isinstance(raw, dict):
+            extra = [key for key in raw if key != "or"]
+            if "or" not in raw or extra:
+                self.error_at_value(
+                    path, "invalid-checks", "checks must be a list of checks or a mapping {or: [...]}"
+                )
+                return None
+            return self.or_group(path, raw, depth, whole_level=True)
+        if not isinstance(raw, list) or not raw:
+            self.error_at_value(path, "invalid-checks", "checks must be a non-empty list")
+            return None
+        items = self.items(path, raw, depth)
+        return items if items is not None else None
+
+    def items(self, path: Path, raw: list[Any], depth: int) -> list[Item] | None:
+        built: list[Item] = []
+        standalone_line: int | None = None
+        ok = True
+        for index, raw_item in enumerate(raw):
+            if _is_standalone_follow_up(raw_item):
+                if standalone_line is not None:
+                    self.error_at_key(
+                        (*path, index, "prompt"), "multiple-follow-ups",
+                        "only one standalone follow-up is allowed per level "
+                        f"(the first is at line {standalone_line})",
+                    )
+                    ok = False
+                    continue
+                standalone_line = self.positions.key((*path, index, "prompt")).line
+            item = self.item((*path, index), raw_item, depth)
+            if item is None:
+                ok = False
+                continue
+            built.append(item)
+        return built if ok else None
+
+    def item(self, path: Path, raw: Any, depth: int) -> Item | None:
+        if not isinstance(raw, dict):
+            self.error_at_value(
+                path, "invalid-check",
+                f'a check must be a mapping such as match: "*x*", got {type(raw).__name__}',
+            )
+            return None
+        kinds = [key for key in raw if key in CHECK_TYPES]
+        if len(kinds) > 1:
+            self.error_at_key(
+                (*path, kinds[1]), "multiple-check-types",
+                f'one item holds several checks ("{kinds[0]}" and "{kinds[1]}"); '
+                "give each check its own list item",
+            )
+            return None
+        if kinds:
+            return self.check(path, raw, kinds[0], depth)
+        if "or" in raw:
+            for key in raw:
+                if key != "or":
+                    self.unknown_key(path, key, ("or",))
+            return None if len(raw) > 1 else self.or_group(path, raw, depth, whole_level=False)
+        if "prompt" in raw:
+            return self.follow_up(path, raw, depth)
+        self.unknown_check(path, raw)
+        return None
+
+    def unknown_check(self, path: Path, raw: dict[str, Any]) -> None:
+        allowed = (*CHECK_TYPES, "or", "prompt")
+        keys = list(raw)
+        if keys:
+            self.unknown_key(path, keys[0], allowed)
+        else:
+            self.error_at_value(path, "invalid-check", "empty check")
+
+    def check(self, path: Path, raw: dict[str, Any], kind: str, depth: int) -> Check | None:
+        value = raw[kind]
+        if kind in ("match", "not_match") and isinstance(value, str):
+            self.templates_in((*path, kind), value)
+        data = dict(raw)
+        has_prompt, has_checks = "prompt" in raw, "checks" in raw
+        if has_prompt != has_checks:
+            present, absent = ("prompt", "checks") if has_prompt else ("checks", "prompt")
+            self.error_at_key(
+                (*path, present), "incomplete-follow-up",
+                f'an attached follow-up needs both "prompt" and "checks"; "{absent}" is missing',
+            )
+            return None
+        if has_prompt:
+            nested = self.nested(path, raw, depth)
+            if nested is None:
+                return None
+            data["checks"] = nested
+        built: Check | None = self.build(CHECK_TYPES[kind], data, path)
+        return built
+
+    def follow_up(self, path: Path, raw: dict[str, Any], depth: int) -> FollowUp | None:
+        for key in raw:
+            if key not in ("prompt", "checks"):
+                self.unknown_key(path, key, (*CHECK_TYPES, "prompt", "checks"))
+                return None
+        if "checks" not in raw:
+            self.error_at_key(
+                (*path, "prompt"), "incomplete-follow-up", 'a follow-up prompt needs "checks"'
+            )
+            return None
+        nested = self.nested(path, raw, depth)
+        if nested is None:
+            return None
+        built: FollowUp | None = self.build(FollowUp, {**raw, "checks": nested}, path)
+        if built is not None:
+            pos = self.positions.key((*path, "prompt"))
+            built.at(pos.line, pos.column)
+        return built
+
+    def nested(self, path: Path, raw: dict[str, Any], depth: int) -> CheckList | None:
+        """Validate a follow-up's prompt and checks one level deeper."""
+        if depth + 1 > self.max_depth:
+            self.error_at_key(
+                (*path, "prompt"), "max-depth",
+                f"follow-up nested {depth + 1} levels deep; at most {self.max_depth} "
+                f"nested levels are allowed (turn {depth + 2} would exceed "
+                f"{self.max_depth + 1} turns)",
+            )
+            return None
+        if isinstance(raw["prompt"], str):
+            self.templates_in((*path, "prompt"), raw["prompt"])
+        return self.check_list((*path, "checks"), raw["checks"], depth + 1)
+
+    def or_group(
+        self, path: Path, raw: dict[str, Any], depth: int, whole_level: bool
+    ) -> OrGroup | None:
+        members = raw["or"]
+        or_path = (*path, "or")
+        if not isinstance(members, list) or not members:
+            self.error_at_value(or_path, "invalid-or", "or must be a non-empty list of checks")
+            return None
+        items = self.items(or_path, members, depth)
+        if items is None:
+            return None
+        if all(isinstance(item, FollowUp) for item in items):
+            self.error_at_key(
+                (*path, "or"), "invalid-or", "or needs at least one check besides its follow-up"
+            )
+            return None
+        group: OrGroup | None = self.build(OrGroup, {"or": items}, path)
+        return group
+
+
+def _is_standalone_follow_up(raw: Any) -> bool:
+    return (
+        isinstance(raw, dict)
+        and "prompt" in raw
+        and "or" not in raw
+        and not any(key in CHECK_TYPES for key in raw)
+    )
+
+
+def parse_suite(text: str, file: str, max_depth: int = MAX_DEPTH) -> SuiteFile:
+    """Validate suite text. Never raises on bad input."""
+    validate_max_depth(max_depth)
+    loaded = load_yaml(text, file)
+    if loaded.diagnostics and loaded.data is None:
+        return SuiteFile(file, None, loaded.diagnostics)
+    validator = _SuiteValidator(file, loaded.positions, max_depth)
+    suite = validator.suite(loaded.data)
+    diagnostics = loaded.diagnostics + validator.diagnostics
+    return SuiteFile(file, suite, diagnostics)
+
+
+def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DEPTH) -> SuiteFile:
+    file = display or str(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"not UTF-8 text: {exc}")])
+    except OSError as exc:
+        return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")])
+    return parse_suite(text, file, max_depth)

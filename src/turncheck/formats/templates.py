@@ -1,0 +1,77 @@
+"""vibecheck-style `{{var('name')}}` and `{{secret('name')}}` templates.
+
+Vars come from configuration, secrets from the environment. Only these two
+forms exist; anything else between `{{` and `}}` is a validation error, so a
+typo cannot silently reach the model as literal text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+_EXPRESSION = re.compile(
+    r"""\s*(?P<kind>var|secret)\(\s*(?P<q>['"])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)\s*\)\s*"""
+)
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    kind: str
+    name: str
+    start: int
+    end: int
+
+
+class TemplateError(ValueError):
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+def placeholders(text: str) -> Iterator[Placeholder]:
+    """Yield every placeholder in `text`; raise TemplateError on a malformed one."""
+    position = 0
+    while (start := text.find("{{", position)) != -1:
+        end = text.find("}}", start + 2)
+        if end == -1:
+            raise TemplateError('"{{" is never closed by "}}"', start)
+        inner = text[start + 2 : end]
+        match = _EXPRESSION.fullmatch(inner)
+        if match is None:
+            raise TemplateError(
+                f"invalid template {{{{{inner}}}}}: expected {{{{var('name')}}}} "
+                "or {{secret('NAME')}}",
+                start,
+            )
+        yield Placeholder(match["kind"], match["name"], start, end + 2)
+        position = end + 2
+
+
+def check_syntax(text: str) -> TemplateError | None:
+    try:
+        for _ in placeholders(text):
+            pass
+    except TemplateError as exc:
+        return exc
+    return None
+
+
+def secret_names(text: str) -> set[str]:
+    return {p.name for p in placeholders(text) if p.kind == "secret"}
+
+
+def render(text: str, variables: Mapping[str, str], secrets: Mapping[str, str]) -> str:
+    """Substitute placeholders; a missing var or secret raises KeyError naming it."""
+    pieces: list[str] = []
+    position = 0
+    for placeholder in placeholders(text):
+        pieces.append(text[position : placeholder.start])
+        source = variables if placeholder.kind == "var" else secrets
+        if placeholder.name not in source:
+            raise KeyError(f"{placeholder.kind} {placeholder.name!r} is not set")
+        pieces.append(source[placeholder.name])
+        position = placeholder.end
+    pieces.append(text[position:])
+    return "".join(pieces)

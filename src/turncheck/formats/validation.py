@@ -1,0 +1,53 @@
+"""Validate every discovered suite and sample file; one bad file hides nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from turncheck.diagnostics import Diagnostic, Severity, sort_key
+from turncheck.formats.discovery import FileKind, FoundFile
+from turncheck.formats.samples import SampleFile, load_samples
+from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.suite_loader import SuiteFile, load_suite
+
+
+@dataclass
+class ValidationResult:
+    suites: list[SuiteFile] = field(default_factory=list)
+    samples: list[SampleFile] = field(default_factory=list)
+
+    @property
+    def files(self) -> int:
+        return len(self.suites) + len(self.samples)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        found = [d for f in self.suites for d in f.diagnostics]
+        found += [d for f in self.samples for d in f.diagnostics]
+        return sorted(found, key=sort_key)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for d in self.diagnostics if d.severity is severity)
+
+
+def display_path(path: Path, root: Path | None = None) -> str:
+    """A path as users should see it: relative to `root` (default cwd) when inside it."""
+    base = (root or Path.cwd()).resolve()
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def validate_files(
+    files: list[FoundFile], max_depth: int = MAX_DEPTH, root: Path | None = None
+) -> ValidationResult:
+    result = ValidationResult()
+    for found in files:
+        shown = display_path(found.path, root)
+        if found.kind is FileKind.SUITE:
+            result.suites.append(load_suite(found.path, shown, max_depth))
+        else:
+            result.samples.append(load_samples(found.path, shown))
+    return result

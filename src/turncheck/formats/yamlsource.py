@@ -1,0 +1,163 @@
+"""Safe YAML loading that remembers where every key and value came from.
+
+PyYAML's safe composer gives us a node tree with marks; we turn it into plain
+Python data while recording the 1-based position of each key and value, and we
+report duplicate keys, which PyYAML would silently collapse to the last one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from turncheck.diagnostics import Diagnostic, error
+
+Path = tuple[str | int, ...]
+
+MAX_YAML_BYTES = 5 * 1024 * 1024
+MAX_NESTING = 200
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int
+    column: int
+
+    @staticmethod
+    def of(mark: yaml.Mark) -> Pos:
+        return Pos(mark.line + 1, mark.column + 1)
+
+
+START = Pos(1, 1)
+
+
+@dataclass
+class Positions:
+    """Where each path's key and value start (1-based)."""
+
+    keys: dict[Path, Pos] = field(default_factory=dict)
+    values: dict[Path, Pos] = field(default_factory=dict)
+
+    def key(self, path: Path) -> Pos:
+        return self.keys.get(path) or self.value(path)
+
+    def value(self, path: Path) -> Pos:
+        for end in range(len(path), -1, -1):
+            pos = self.values.get(path[:end])
+            if pos is not None:
+                return pos
+        return START
+
+
+@dataclass
+class LoadedYaml:
+    data: Any
+    positions: Positions
+    diagnostics: list[Diagnostic]
+
+
+class _Converter:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.positions = Positions()
+        self.diagnostics: list[Diagnostic] = []
+        self._scalars = yaml.constructor.SafeConstructor()
+        self._active: set[int] = set()
+
+    def convert(self, node: yaml.Node, path: Path) -> Any:
+        self.positions.values[path] = Pos.of(node.start_mark)
+        if id(node) in self._active or len(path) > MAX_NESTING:
+            self._error(node.start_mark, "yaml-structure", "recursive or too deeply nested YAML")
+            return None
+        self._active.add(id(node))
+        try:
+            return self._convert_node(node, path)
+        finally:
+            self._active.discard(id(node))
+
+    def _convert_node(self, node: yaml.Node, path: Path) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self._scalars.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            self._error(node.start_mark, "yaml-value", f"cannot read this value: {exc}")
+            return None
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        first_seen: dict[str, Pos] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node)
+            if key is None:
+                continue
+            key_pos = Pos.of(key_node.start_mark)
+            if key in first_seen:
+                earlier = first_seen[key]
+                self._error(
+                    key_node.start_mark,
+                    "duplicate-key",
+                    f'duplicate key "{key}" (first defined at line {earlier.line}); '
+                    "YAML would silently keep only the last one",
+                )
+                continue
+            first_seen[key] = key_pos
+            self.positions.keys[(*path, key)] = key_pos
+            result[key] = self.convert(value_node, (*path, key))
+        return result
+
+    def _key(self, key_node: yaml.Node) -> str | None:
+        if isinstance(key_node, yaml.ScalarNode):
+            value = self._scalar(key_node)
+            if isinstance(value, str | int | float | bool) or value is None:
+                return key_node.value if value is None else str(value)
+        self._error(key_node.start_mark, "yaml-structure", "mapping keys must be plain strings")
+        return None
+
+    def _error(self, mark: yaml.Mark, code: str, message: str) -> None:
+        pos = Pos.of(mark)
+        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
+
+
+def _syntax_diagnostic(file: str, exc: yaml.YAMLError) -> Diagnostic:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    pos = Pos.of(mark) if mark is not None else START
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    message = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+    if problem and "mapping values are not allowed" in problem:
+        message += '; a value containing ": " must be quoted, e.g. prompt: "Hint: 15 * 7 = …"'
+    return error(file, pos.line, pos.column, "yaml-syntax", message)
+
+
+def load_yaml(text: str, file: str) -> LoadedYaml:
+    """Compose one YAML document safely; never raises on bad input."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+        big = error(file, 1, 1, "file-too-large", f"file is larger than {MAX_YAML_BYTES} bytes")
+        return LoadedYaml(None, Positions(), [big])
+    try:
+        node = yaml.compose(text, Loader=_SAFE_LOADER)
+    except yaml.YAMLError as exc:
+        return LoadedYaml(None, Positions(), [_syntax_diagnostic(file, exc)])
+    except RecursionError:
+        deep = error(file, 1, 1, "yaml-structure", "YAML nested too deeply to read")
+        return LoadedYaml(None, Positions(), [deep])
+    if node is None:
+        return LoadedYaml(None, Positions(), [])
+    converter = _Converter(file)
+    try:
+        data = converter.convert(node, ())
+    except RecursionError:
+        converter.diagnostics.append(
+            error(file, 1, 1, "yaml-structure", "YAML nested too deeply to read")
+        )
+        data = None
+    return LoadedYaml(data, converter.positions, converter.diagnostics)

@@ -1,0 +1,334 @@
+"""The GitHub REST operations the action needs, behind a small interface.
+
+`GitHubApi` is what the rest of turncheck depends on; `PyGithubApi` implements it
+with PyGithub. Every PyGithub, requests or urllib3 error is translated into
+`GitHubApiError` (or its subclass `GitHubPermissionError`) at this boundary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import requests
+import urllib3.exceptions
+from github import Auth, Github, GithubRetry
+from github.CheckRun import CheckRun
+from github.GithubException import (
+    BadAttributeException,
+    GithubException,
+    RateLimitExceededException,
+)
+from github.Issue import Issue
+from github.IssueComment import IssueComment
+from github.Repository import Repository
+from urllib3.util.retry import Retry
+
+DEFAULT_API_URL = "https://api.github.com"
+# GITHUB_TOKEN cannot read GET /user; its comments are authored by this login.
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
+
+MAX_ANNOTATIONS_PER_REQUEST = 50
+MAX_CHECK_OUTPUT_CHARS = 65_535
+MAX_ANNOTATION_TITLE_CHARS = 255
+MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024
+MAX_STATUS_DESCRIPTION_CHARS = 140
+TRUNCATION_SUFFIX = "\n…(truncated)"
+
+FileStatus = Literal["added", "modified", "removed", "renamed"]
+CommentMode = Literal["always", "on-change"]
+CommentAction = Literal["created", "updated", "unchanged"]
+AnnotationLevel = Literal["notice", "warning", "failure"]
+CheckConclusion = Literal[
+    "action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"
+]
+StatusState = Literal["error", "failure", "pending", "success"]
+
+# GitHub also reports "copied", "changed" and "unchanged"; we fold them into our four.
+_FILE_STATUS: dict[str, FileStatus] = {
+    "added": "added",
+    "copied": "added",
+    "removed": "removed",
+    "renamed": "renamed",
+    "modified": "modified",
+    "changed": "modified",
+    "unchanged": "modified",
+}
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    status: FileStatus
+    previous_path: str | None = None  # set for renamed files only
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    url: str
+    id: int
+    action: CommentAction
+
+
+@dataclass(frozen=True)
+class Annotation:
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: AnnotationLevel
+    message: str
+    title: str | None = None
+
+
+class GitHubApiError(Exception):
+    """A GitHub API call failed. `status` is None when no HTTP response arrived."""
+
+    def __init__(self, operation: str, status: int | None, message: str) -> None:
+        super().__init__(f"{operation}: {message} (HTTP {status})")
+        self.operation = operation
+        self.status = status
+        self.message = message
+
+
+class GitHubPermissionError(GitHubApiError):
+    """The token may not do this, e.g. a read-only token on a fork pull request."""
+
+
+class GitHubApi(Protocol):
+    def pr_files(self, number: int) -> list[ChangedFile]: ...
+
+    def upsert_comment(
+        self, number: int, body: str, marker: str, mode: CommentMode = "always"
+    ) -> CommentResult: ...
+
+    def create_check_run(
+        self,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        text: str,
+        conclusion: CheckConclusion,
+        annotations: Sequence[Annotation] = (),
+    ) -> str: ...
+
+    def create_status(
+        self,
+        sha: str,
+        state: StatusState,
+        description: str,
+        context: str,
+        target_url: str | None = None,
+    ) -> None: ...
+
+
+def default_retry() -> Retry:
+    """Retry 5xx and rate-limit responses a few times, without waiting minutes."""
+    return GithubRetry(total=4, backoff_factor=1.0, secondary_rate_wait=60, max_rate_limit_wait=120)
+
+
+class PyGithubApi:
+    """`GitHubApi` for one repository, implemented with PyGithub."""
+
+    def __init__(
+        self,
+        token: str,
+        repository: str,
+        api_url: str | None = None,
+        *,
+        retry: Retry | None = None,
+        seconds_between_requests: float = 0.25,
+        seconds_between_writes: float = 1.0,
+        timeout: int = 15,
+        author_login: str | None = None,
+    ) -> None:
+        """`retry=None` disables retries; pass `default_retry()` in production.
+
+        `author_login` skips the `GET /user` lookup of the comment author.
+        """
+        self._github = Github(
+            auth=Auth.Token(token),
+            base_url=api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+            per_page=100,
+            retry=retry,
+            timeout=timeout,
+            seconds_between_requests=seconds_between_requests,
+            seconds_between_writes=seconds_between_writes,
+            # Lazy objects build URLs locally instead of fetching the repo and PR first.
+            lazy=True,
+        )
+        self._repo: Repository = self._github.get_repo(repository)
+        self._author_login = author_login
+
+    def pr_files(self, number: int) -> list[ChangedFile]:
+        with _translate_errors("list pull request files"):
+            return [
+                _changed_file(f.filename, f.status, f.previous_filename)
+                for f in self._repo.get_pull(number).get_files()
+            ]
+
+    def upsert_comment(
+        self, number: int, body: str, marker: str, mode: CommentMode = "always"
+    ) -> CommentResult:
+        if marker not in body:
+            raise ValueError("the comment body must contain the marker, or it cannot be found again")
+        issue = self._repo.get_issue(number)
+        existing = self._find_comment(issue, marker)
+        if existing is None:
+            with _translate_errors("create comment", write=True):
+                created = issue.create_comment(body)
+                return CommentResult(created.html_url, created.id, "created")
+        if mode == "on-change" and existing.body == body:
+            return CommentResult(existing.html_url, existing.id, "unchanged")
+        with _translate_errors("edit comment", write=True):
+            existing.edit(body)
+            return CommentResult(existing.html_url, existing.id, "updated")
+
+    def create_check_run(
+        self,
+        head_sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        text: str,
+        conclusion: CheckConclusion,
+        annotations: Sequence[Annotation] = (),
+    ) -> str:
+        output: dict[str, Any] = {
+            "title": title,
+            "summary": _truncate_chars(summary, MAX_CHECK_OUTPUT_CHARS),
+            "text": _truncate_chars(text, MAX_CHECK_OUTPUT_CHARS),
+        }
+        first, *rest = _batches([_annotation_json(a) for a in annotations]) or [[]]
+        with _translate_errors("create check run", write=True):
+            run = self._repo.create_check_run(
+                name=name,
+                head_sha=head_sha,
+                status="completed",
+                conclusion=conclusion,
+                output={**output, "annotations": first},
+            )
+        # GitHub appends the annotations of each update to those already on the run.
+        for batch in rest:
+            self._append_annotations(run, output, batch)
+        return run.html_url
+
+    def create_status(
+        self,
+        sha: str,
+        state: StatusState,
+        description: str,
+        context: str,
+        target_url: str | None = None,
+    ) -> None:
+        optional = {"target_url": target_url} if target_url else {}
+        with _translate_errors("create commit status", write=True):
+            self._repo.get_commit(sha).create_status(
+                state=state,
+                description=_truncate_chars(description, MAX_STATUS_DESCRIPTION_CHARS, "…"),
+                context=context,
+                **optional,
+            )
+
+    def comment_author(self) -> str:
+        """The login our comments carry: the token's user, else the Actions bot."""
+        if self._author_login is None:
+            self._author_login = self._fetch_login()
+        return self._author_login
+
+    def _fetch_login(self) -> str:
+        try:
+            with _translate_errors("get authenticated user"):
+                return self._github.get_user().login
+        except GitHubApiError as error:
+            if error.status in (403, 404):
+                return ACTIONS_BOT_LOGIN
+            raise
+
+    def _find_comment(self, issue: Issue, marker: str) -> IssueComment | None:
+        author = self.comment_author()
+        with _translate_errors("list comments"):
+            # PaginatedList fetches every page, so comments beyond the first 100 are found.
+            for comment in issue.get_comments():
+                if comment.user.login == author and marker in (comment.body or ""):
+                    return comment
+        return None
+
+    def _append_annotations(
+        self, run: CheckRun, output: dict[str, Any], batch: list[dict[str, Any]]
+    ) -> None:
+        with _translate_errors("update check run", write=True):
+            run.edit(output={**output, "annotations": batch})
+
+
+def _changed_file(path: str, github_status: str, previous: str | None) -> ChangedFile:
+    status = _FILE_STATUS.get(github_status, "modified")
+    return ChangedFile(path, status, previous if status == "renamed" else None)
+
+
+def _annotation_json(annotation: Annotation) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "path": annotation.path,
+        "start_line": annotation.start_line,
+        "end_line": max(annotation.end_line, annotation.start_line),
+        "annotation_level": annotation.annotation_level,
+        "message": _truncate_utf8(annotation.message, MAX_ANNOTATION_MESSAGE_BYTES),
+    }
+    if annotation.title:
+        data["title"] = _truncate_chars(annotation.title, MAX_ANNOTATION_TITLE_CHARS, "…")
+    return data
+
+
+def _batches(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    size = MAX_ANNOTATIONS_PER_REQUEST
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _truncate_chars(text: str, limit: int, suffix: str = TRUNCATION_SUFFIX) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(suffix)] + suffix
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    room = limit - len(TRUNCATION_SUFFIX.encode("utf-8"))
+    # errors="ignore" drops a code point cut in half at the boundary.
+    return encoded[:room].decode("utf-8", errors="ignore") + TRUNCATION_SUFFIX
+
+
+@contextmanager
+def _translate_errors(operation: str, *, write: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except GithubException as error:
+        raise _api_error(operation, error, write) from error
+    except BadAttributeException as error:
+        raise GitHubApiError(operation, None, f"unexpected response: {error}") from error
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as error:
+        raise GitHubApiError(operation, None, f"request failed: {error}") from error
+
+
+def _api_error(operation: str, error: GithubException, write: bool) -> GitHubApiError:
+    message = _error_message(error)
+    if _is_permission_failure(error, write):
+        return GitHubPermissionError(operation, error.status, message)
+    return GitHubApiError(operation, error.status, message)
+
+
+def _is_permission_failure(error: GithubException, write: bool) -> bool:
+    if isinstance(error, RateLimitExceededException):
+        return False
+    # GitHub answers 404 rather than 403 when a token may not write to a resource.
+    return error.status == 403 or (error.status == 404 and write)
+
+
+def _error_message(error: GithubException) -> str:
+    if isinstance(error.data, dict) and isinstance(error.data.get("message"), str):
+        return str(error.data["message"])
+    return error.message or str(error)

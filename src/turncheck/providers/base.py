@@ -1,0 +1,71 @@
+"""Provider-neutral request/response types, the `Provider` protocol and errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+# A cassette stores the latency measured at record time in this response header,
+# so replayed turns report the recorded latency instead of ~0 ms.
+RECORDED_LATENCY_HEADER = "x-turncheck-latency-ms"
+
+# Request extension set by a provider that has no API key: the cassette
+# transport raises this message only when it would have to call the network.
+MISSING_KEY_EXTENSION = "turncheck.missing_key"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    messages: list[ChatMessage] = field(default_factory=list)
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: float
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingResponse:
+    vectors: list[list[float]]
+    input_tokens: int | None
+
+
+class ProviderError(Exception):
+    """A provider call failed; `message` is safe to show to users (no API keys)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+class RecordingMissing(ProviderError):
+    """Replay mode found no recording for a request."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+    price_provider_id: str | None
+
+    async def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def embed(self, model: str, inputs: list[str]) -> EmbeddingResponse: ...
+
+    async def aclose(self) -> None: ...

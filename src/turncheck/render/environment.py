@@ -1,0 +1,128 @@
+"""Jinja environments for the PR comment and step summary, and their filters.
+
+`autoescape=True` regardless of the template's file name (`select_autoescape` would skip
+`.md.j2`), so a value that misses its Markdown filter is still HTML-escaped.  Untrusted
+text should still go through `md_text`, `md_cell`, `code_block`, `inline_code` or
+`html_text`: HTML escaping alone does not stop mentions or Markdown injection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from turncheck.render.markdown import code_block, html_text, inline_code, md_cell, md_text
+
+MINUS = "\u2212"
+PLUS_MINUS = "\u00b1"
+
+
+def make_environment(
+    package_templates: str = "turncheck.render",
+    folder: str = "templates",
+    *,
+    loader: jinja2.BaseLoader | None = None,
+) -> jinja2.Environment:
+    """The environment for our own templates; `loader` replaces the package loader."""
+    env = jinja2.Environment(
+        loader=loader or jinja2.PackageLoader(package_templates, folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    """An environment for user-supplied templates: sandboxed, strict, not autoescaped.
+
+    Callers that render into Markdown must pass untrusted values through the filters.
+    """
+    env = ImmutableSandboxedEnvironment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def render_template(env: jinja2.Environment, name: str, **context: Any) -> str:
+    return env.get_template(name).render(**context)
+
+
+def usd(value: float | None) -> str:
+    """`$1.23`, `$0.000123` (three significant digits below $1), `$0`, or `unpriced`."""
+    if value is None:
+        return "unpriced"
+    if not math.isfinite(value):
+        return "n/a"
+    sign = MINUS if value < 0 else ""
+    return sign + _usd_magnitude(abs(value))
+
+
+def signed_usd(value: float | None) -> str:
+    """A cost delta: `+$0.0012`, `−$0.0012`, `±$0`, or `n/a`."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return _sign(value) + _usd_magnitude(abs(value))
+
+
+def signed_int(value: int | None) -> str:
+    """`+12`, `−3`, `0`, or `n/a`."""
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "0"
+    return _sign(value) + f"{abs(value):,}"
+
+
+def pct(value: float | None) -> str:
+    """A relative change given as a fraction: 0.125 → `+12.5%`; None or non-finite → `n/a`."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    percent = round(value * 100, 1)
+    if percent == 0:
+        return "0%"
+    return _sign(percent) + f"{abs(percent):,.1f}%"
+
+
+def _usd_magnitude(amount: float) -> str:
+    if amount == 0:
+        return "$0"
+    if amount >= 1:
+        return f"${amount:,.2f}"
+    # Three significant digits, but at least cents: $0.50, $0.0512, $0.000123.
+    decimals = max(2, 2 - math.floor(math.log10(amount)))
+    digits = f"{amount:.{decimals}f}".rstrip("0")
+    whole, _, fraction = digits.partition(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
+
+
+def _sign(value: float) -> str:
+    if value > 0:
+        return "+"
+    if value < 0:
+        return MINUS
+    return PLUS_MINUS
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "md_text": md_text,
+    "md_cell": md_cell,
+    "html_text": html_text,
+    "code_block": code_block,
+    "inline_code": inline_code,
+    "usd": usd,
+    "signed_usd": signed_usd,
+    "signed_int": signed_int,
+    "pct": pct,
+}
