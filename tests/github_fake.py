@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -290,7 +291,7 @@ class FakeGitHub:
         is_bot = login.endswith("[bot]")
         return {
             "login": login,
-            "id": abs(hash(login)) % 10**8,
+            "id": zlib.crc32(login.encode()),
             "node_id": "U_fake",
             "type": "Bot" if is_bot else "User",
             "site_admin": False,

@@ -45,6 +45,8 @@ class CheckResult(_Model):
     type: str
     passed: bool
     detail: str
+    depth: int = 0
+    """Nesting inside `or` groups, for display."""
     error: str | None = None
     """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
 

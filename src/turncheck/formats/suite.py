@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 MAX_DEPTH = 5
 """Most nested follow-up levels a path may have (so at most 6 turns)."""
@@ -21,19 +21,21 @@ TokenCount = Annotated[StrictInt, Field(ge=0)]
 class _Node(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
 
-    _line: int = PrivateAttr(default=1)
-    _column: int = PrivateAttr(default=1)
+    # Slots rather than private attributes: positions are set on thousands of
+    # nodes per file, and pydantic's private-attribute setup doubled load time.
+    __slots__ = ("source_line", "source_column")
 
     @property
     def line(self) -> int:
-        return self._line
+        return getattr(self, "source_line", 1)
 
     @property
     def column(self) -> int:
-        return self._column
+        return getattr(self, "source_column", 1)
 
     def at(self, line: int, column: int) -> _Node:
-        self._line, self._column = line, column
+        object.__setattr__(self, "source_line", line)
+        object.__setattr__(self, "source_column", column)
         return self
 
 
@@ -53,6 +55,9 @@ class Metadata(BaseModel):
     seed: StrictInt | None = None
     provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
         default=None, description="Overrides the provider chosen from the model id."
+    )
+    base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible server (implies provider openai)."
     )
     judge_model: NonEmptyStr | None = Field(
         default=None, description="Model for llm_judge checks (default: model)."
@@ -157,11 +162,15 @@ class Eval(_Node):
     prompt: NonEmptyStr
     checks: CheckList
 
-    _display_name: str = PrivateAttr(default="")
+    __slots__ = ("unique_name",)
 
     @property
     def display_name(self) -> str:
-        return self._display_name or self.name or self.prompt
+        """The eval's id in reports: its name, or its prompt made unique in the suite."""
+        return getattr(self, "unique_name", None) or self.name or self.prompt
+
+    def named(self, unique_name: str) -> None:
+        object.__setattr__(self, "unique_name", unique_name)
 
 
 class Suite(BaseModel):

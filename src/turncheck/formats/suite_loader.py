@@ -174,7 +174,7 @@ class _SuiteValidator:
             counter += 1
             name = f"{base} #{counter}"
         seen[name] = self.positions.value((*path, "name")).line if built.name else built.line
-        built._display_name = name
+        built.named(name)
         return True
 
     def eval(self, path: Path, raw: Any) -> Eval | None:

@@ -8,7 +8,7 @@ report duplicate keys, which PyYAML would silently collapse to the last one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -18,11 +18,12 @@ Path = tuple[str | int, ...]
 
 MAX_YAML_BYTES = 5 * 1024 * 1024
 MAX_NESTING = 200
+MAX_NODES = 1_000_000
+"""Caps alias expansion ("billion laughs"): aliases re-walk their anchor's subtree."""
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
-class Pos:
+class Pos(NamedTuple):
     line: int
     column: int
 
@@ -32,6 +33,7 @@ class Pos:
 
 
 START = Pos(1, 1)
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass
@@ -59,24 +61,26 @@ class LoadedYaml:
     diagnostics: list[Diagnostic]
 
 
+class _TooBig(Exception):
+    """Stops converting a document that exceeds the structure limits."""
+
+
 class _Converter:
     def __init__(self, file: str) -> None:
         self.file = file
         self.positions = Positions()
         self.diagnostics: list[Diagnostic] = []
         self._scalars = yaml.constructor.SafeConstructor()
-        self._active: set[int] = set()
+        self._nodes = 0
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
-        self.positions.values[path] = Pos.of(node.start_mark)
-        if id(node) in self._active or len(path) > MAX_NESTING:
-            self._error(node.start_mark, "yaml-structure", "recursive or too deeply nested YAML")
-            return None
-        self._active.add(id(node))
-        try:
-            return self._convert_node(node, path)
-        finally:
-            self._active.discard(id(node))
+        mark = node.start_mark
+        self.positions.values[path] = Pos(mark.line + 1, mark.column + 1)
+        self._nodes += 1
+        if len(path) > MAX_NESTING or self._nodes > MAX_NODES:
+            self._error(mark, "yaml-structure", "recursive, too large or too deeply nested YAML")
+            raise _TooBig
+        return self._convert_node(node, path)
 
     def _convert_node(self, node: yaml.Node, path: Path) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -86,6 +90,8 @@ class _Converter:
         return self._scalar(node)
 
     def _scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value
         try:
             return self._scalars.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
@@ -155,6 +161,8 @@ def load_yaml(text: str, file: str) -> LoadedYaml:
     converter = _Converter(file)
     try:
         data = converter.convert(node, ())
+    except _TooBig:
+        data = None
     except RecursionError:
         converter.diagnostics.append(
             error(file, 1, 1, "yaml-structure", "YAML nested too deeply to read")

@@ -174,7 +174,9 @@ class PyGithubApi:
         self, number: int, body: str, marker: str, mode: CommentMode = "always"
     ) -> CommentResult:
         if marker not in body:
-            raise ValueError("the comment body must contain the marker, or it cannot be found again")
+            raise ValueError(
+                "the comment body must contain the marker, or it cannot be found again"
+            )
         issue = self._repo.get_issue(number)
         existing = self._find_comment(issue, marker)
         if existing is None:

@@ -29,7 +29,7 @@ def make_environment(
 ) -> jinja2.Environment:
     """The environment for our own templates; `loader` replaces the package loader."""
     env = jinja2.Environment(
-        loader=loader or jinja2.PackageLoader(package_templates, folder),
+        loader=loader if loader is not None else jinja2.PackageLoader(package_templates, folder),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -55,7 +55,8 @@ def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.
     return env
 
 
-def render_template(env: jinja2.Environment, name: str, **context: Any) -> str:
+def render_template(env: jinja2.Environment, name: str, /, **context: Any) -> str:
+    # Positional-only, so `name` and `env` stay usable as template variables.
     return env.get_template(name).render(**context)
 
 

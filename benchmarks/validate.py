@@ -1,0 +1,61 @@
+"""Validation throughput: generate 1,000 suite files and validate them.
+
+Prints files/second and the time against the 2-second target for 1,000 files
+(the issue's bound on a 2-core machine). Run: python benchmarks/validate.py [N]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from turncheck.formats.discovery import discover
+from turncheck.formats.validation import validate_files
+
+TARGET_SECONDS_PER_1000 = 2.0
+
+
+def suite_text(index: int) -> str:
+    evals = []
+    for e in range(6):
+        evals.append(f"""  - name: eval-{e}
+    prompt: "Question {index}-{e}: what is {e} * 7? Use {{{{var('style')}}}}."
+    checks:
+      - match: "*{e * 7}*"
+      - not_match: "*error*"
+      - or:
+          - min_tokens: 1
+          - max_tokens: 200
+      - prompt: That is wrong. Recalculate {e} * 7.
+        checks:
+          - match: "*{e * 7}*"
+          - semantic: {{expected: "The answer is {e * 7}.", threshold: 0.8}}
+          - prompt: "Hint: add {e} seven times."
+            checks:
+              - llm_judge: {{criteria: "States {e * 7} as the result."}}
+""")
+    return (f"metadata:\n  name: generated-{index}\n  model: openai/gpt-4o-mini\n"
+            f"  system_prompt: You are terse.\n  threads: 4\nevals:\n" + "".join(evals))
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for index in range(count):
+            (root / f"suite-{index:04d}.eval.yaml").write_text(suite_text(index))
+        start = time.perf_counter()
+        found = discover([str(root)])
+        result = validate_files(found.files)
+        elapsed = time.perf_counter() - start
+    errors = sum(d.is_error for d in result.diagnostics)
+    bound = TARGET_SECONDS_PER_1000 * count / 1000
+    print(f"validated {result.files} files ({errors} errors) in {elapsed:.3f}s")
+    print(f"throughput: {result.files / elapsed:,.0f} files/s")
+    print(f"target: {bound:.2f}s for {count} files; ratio elapsed/target = {elapsed / bound:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""`turncheck run` and `turncheck record`: run multi-turn evals and report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from turncheck.cli.common import UsageError, add_discovery_options, discover_from, usage_error
+from turncheck.engine.report import Report
+from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.session import SessionSettings
+from turncheck.formats.validation import ValidationResult, validate_files
+from turncheck.github.workflow import StopCommands
+from turncheck.render import console
+from turncheck.render.junit import write_junit
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser(
+        "run", help="run eval suites (replayed from cassettes by default)",
+        description="Run multi-turn eval suites. Default mode is replay: every provider call "
+        "is answered from the suite's cassette, with no network and no API key.",
+    )
+    _add_run_options(run, with_mode=True)
+    run.set_defaults(handler=handle_run)
+    record = subparsers.add_parser(
+        "record", help="record missing provider calls into the suites' cassettes",
+        description="Same as `run --mode record`: replay what is recorded, call the "
+        "provider for the rest and append it to the cassette beside each suite.",
+    )
+    _add_run_options(record, with_mode=False)
+    record.set_defaults(handler=handle_run, mode="record")
+
+
+def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
+    add_discovery_options(parser)
+    if with_mode:
+        parser.add_argument("--mode", choices=("replay", "record", "live"), default="replay",
+                            help="replay (default, offline), record (fill cassette gaps), "
+                            "live (no cassettes)")
+    parser.add_argument("--concurrency", type=int, default=8, metavar="N",
+                        help="most evals running at once across all suites (default: 8)")
+    parser.add_argument("--provider", choices=("openrouter", "openai", "anthropic"),
+                        help="provider for every suite (default: from each suite's model id)")
+    parser.add_argument("--base-url", metavar="URL",
+                        help="OpenAI-compatible base URL (implies --provider openai)")
+    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                        help="value for {{var('NAME')}}; repeatable")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    parser.add_argument("--price-timestamp", metavar="ISO8601",
+                        help="price every call at this instant (default: now)")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="per-request timeout (default: 60)")
+    parser.add_argument("--attempts", type=int, default=4, metavar="N",
+                        help="attempts per request, retries included (default: 4)")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+
+
+def parse_vars(pairs: list[str]) -> dict[str, str]:
+    variables = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--var expects NAME=VALUE, got {pair!r}")
+        variables[name] = value
+    return variables
+
+
+def settings_from(args: argparse.Namespace) -> RunSettings:
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.attempts < 1 or args.timeout <= 0:
+        raise UsageError("--attempts must be at least 1 and --timeout positive")
+    return RunSettings(
+        mode=args.mode, concurrency=args.concurrency,
+        provider="openai" if args.base_url and not args.provider else args.provider,
+        base_url=args.base_url, variables=parse_vars(args.var), env=dict(os.environ),
+        price_timestamp=args.price_timestamp,
+        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+    )
+
+
+def print_report(report: Report, quiet: bool) -> None:
+    if not quiet:
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            with StopCommands(sys.stdout):
+                console.transcript(report, sys.stdout)
+        else:
+            console.transcript(report, sys.stdout)
+    console.summary(report, sys.stdout)
+
+
+def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
+    settings = settings_from(args)
+    total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
+    progress = console.Progress(total)
+    try:
+        return asyncio.run(run_suites(validation.suites, settings, validation.diagnostics,
+                                      progress.advance))
+    finally:
+        progress.finish()
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    try:
+        found = discover_from(args)
+        validation = validate_files(found.files, args.max_depth)
+        for diagnostic in validation.diagnostics:
+            print(diagnostic.compiler_style(), file=sys.stderr)
+        report = execute(args, validation)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    print_report(report, args.quiet)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if args.junit:
+        write_junit(report, args.junit)
+    invalid = any(d.is_error for d in validation.diagnostics)
+    return 1 if invalid or report.totals.failed or report.totals.errors else 0

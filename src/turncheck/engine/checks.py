@@ -1,0 +1,166 @@
+"""Evaluate one level's checks against a turn's response (SPEC §3–4).
+
+Every check at a level is evaluated and reported, even after one fails. A
+check that cannot be evaluated (judge answer unparseable, embedding call
+failed) is recorded with an `error`, which makes the eval an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from turncheck.engine.globs import glob_match
+from turncheck.engine.judge import JudgeAnswerError, judge_messages, parse_verdict
+from turncheck.engine.report import CheckResult
+from turncheck.engine.tokens import completion_tokens
+from turncheck.formats.suite import (
+    Check,
+    CheckList,
+    FollowUp,
+    Item,
+    LlmJudgeCheck,
+    MatchCheck,
+    MaxTokensCheck,
+    MinTokensCheck,
+    NotMatchCheck,
+    OrGroup,
+    SemanticCheck,
+    level_items,
+)
+from turncheck.providers.base import ChatMessage, ProviderError
+
+
+@dataclass
+class TurnContext:
+    """What a check may look at, and the calls it may make."""
+
+    response: str
+    reported_output_tokens: int | None
+    conversation: Sequence[ChatMessage]
+    render: Callable[[str], str]
+    judge: Callable[[list[ChatMessage]], Awaitable[str]]
+    embed: Callable[[list[str]], Awaitable[list[list[float]]]]
+
+
+@dataclass
+class LevelOutcome:
+    passed: bool
+    results: list[CheckResult] = field(default_factory=list)
+    follow_up: FollowUp | None = None
+
+    @property
+    def errors(self) -> list[str]:
+        return [r.error for r in self.results if r.error]
+
+
+@dataclass
+class _ItemOutcome:
+    passed: bool
+    follow_up: FollowUp | None
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+async def _match(check: MatchCheck | NotMatchCheck, ctx: TurnContext) -> CheckResult:
+    if isinstance(check, MatchCheck):
+        pattern = ctx.render(check.match)
+        return CheckResult(type="match", passed=glob_match(pattern, ctx.response),
+                           detail=f'match "{pattern}"')
+    pattern = ctx.render(check.not_match)
+    return CheckResult(type="not_match", passed=not glob_match(pattern, ctx.response),
+                       detail=f'not_match "{pattern}"')
+
+
+async def _tokens(check: MinTokensCheck | MaxTokensCheck, ctx: TurnContext) -> CheckResult:
+    count, estimated = completion_tokens(ctx.reported_output_tokens, ctx.response)
+    note = " (estimated)" if estimated else ""
+    if isinstance(check, MinTokensCheck):
+        return CheckResult(type="min_tokens", passed=count >= check.min_tokens,
+                           detail=f"min_tokens {check.min_tokens}: {count} tokens{note}")
+    return CheckResult(type="max_tokens", passed=count <= check.max_tokens,
+                       detail=f"max_tokens {check.max_tokens}: {count} tokens{note}")
+
+
+async def _semantic(check: SemanticCheck, ctx: TurnContext) -> CheckResult:
+    expected = ctx.render(check.semantic.expected)
+    threshold = check.semantic.threshold
+    try:
+        response_vector, expected_vector = await ctx.embed([ctx.response, expected])
+        similarity = cosine(response_vector, expected_vector)
+    except (ProviderError, ValueError) as exc:
+        message = getattr(exc, "message", str(exc))
+        return CheckResult(type="semantic", passed=False,
+                           detail=f"semantic ≥ {threshold}: not evaluated",
+                           error=f"semantic check failed: {message}")
+    return CheckResult(type="semantic", passed=similarity >= threshold,
+                       detail=f"semantic ≥ {threshold}: similarity {similarity:.3f}")
+
+
+async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
+    criteria = ctx.render(check.llm_judge.criteria)
+    try:
+        answer = await ctx.judge(judge_messages(ctx.conversation, criteria))
+        verdict = parse_verdict(answer)
+    except ProviderError as exc:
+        return CheckResult(type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"',
+                           error=f"judge call failed: {exc.message}")
+    except JudgeAnswerError as exc:
+        return CheckResult(type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"',
+                           error=str(exc))
+    return CheckResult(type="llm_judge", passed=verdict.passed,
+                       detail=f'llm_judge "{criteria}": {verdict.reason}')
+
+
+async def evaluate_check(check: Check, ctx: TurnContext) -> CheckResult:
+    if isinstance(check, MatchCheck | NotMatchCheck):
+        return await _match(check, ctx)
+    if isinstance(check, MinTokensCheck | MaxTokensCheck):
+        return await _tokens(check, ctx)
+    if isinstance(check, SemanticCheck):
+        return await _semantic(check, ctx)
+    return await _llm_judge(check, ctx)
+
+
+async def _evaluate_items(
+    items: Sequence[Item], any_of: bool, ctx: TurnContext, results: list[CheckResult], depth: int
+) -> _ItemOutcome:
+    """Evaluate a list or `or` group; returns whether it passed and its follow-up if it failed."""
+    passes: list[bool] = []
+    attached: FollowUp | None = None
+    standalone: FollowUp | None = None
+    for item in items:
+        if isinstance(item, FollowUp):
+            standalone = item
+            continue
+        if isinstance(item, OrGroup):
+            header = len(results)
+            outcome = await _evaluate_items(item.or_, True, ctx, results, depth + 1)
+            members = len(item.members)
+            results.insert(header, CheckResult(
+                type="or", passed=outcome.passed, depth=depth,
+                detail=f"or: at least one of {members} must pass",
+            ))
+            passes.append(outcome.passed)
+            if not outcome.passed and attached is None:
+                attached = outcome.follow_up
+            continue
+        result = await evaluate_check(item, ctx)
+        results.append(result.model_copy(update={"depth": depth}))
+        passes.append(result.passed)
+        if not result.passed and attached is None:
+            attached = item.follow_up
+    passed = any(passes) if any_of else all(passes)
+    return _ItemOutcome(passed, None if passed else (attached or standalone))
+
+
+async def evaluate_level(level: CheckList, ctx: TurnContext) -> LevelOutcome:
+    items, any_of = level_items(level)
+    results: list[CheckResult] = []
+    outcome = await _evaluate_items(items, any_of, ctx, results, 0)
+    return LevelOutcome(outcome.passed, results, outcome.follow_up)

@@ -1,0 +1,67 @@
+"""Prices from genai-prices, taken at one fixed timestamp per run.
+
+Base and head of a comparison are priced at the same instant so a price change
+between the two runs can never show up as a cost delta. A model genai-prices
+does not know is *unpriced* (None), never $0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import version
+
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+
+from turncheck.engine.report import PriceSource, Usage
+
+LIBRARY = "genai-prices"
+
+
+@dataclass
+class Pricer:
+    timestamp: datetime
+    unpriced: set[str] = field(default_factory=set)
+    _cache: dict[tuple[str, str | None], bool] = field(default_factory=dict)
+
+    @classmethod
+    def at(cls, timestamp: str | datetime | None = None) -> Pricer:
+        if timestamp is None:
+            return cls(datetime.now(UTC).replace(microsecond=0))
+        if isinstance(timestamp, str):
+            timestamp = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        return cls(timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=UTC))
+
+    @property
+    def source(self) -> PriceSource:
+        return PriceSource(
+            library=LIBRARY,
+            version=version(LIBRARY),
+            timestamp=self.timestamp.isoformat().replace("+00:00", "Z"),
+        )
+
+    def cost(self, usage: Usage, model: str, provider_id: str | None) -> float | None:
+        """USD for `usage` of `model`, or None when the model has no known price."""
+        if self._cache.get((model, provider_id)) is False:
+            return None
+        try:
+            price = calc_price(
+                PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+                model_ref=model,
+                provider_id=provider_id,
+                genai_request_timestamp=self.timestamp,
+            )
+        except LookupError:
+            self._cache[(model, provider_id)] = False
+            self.unpriced.add(model)
+            return None
+        self._cache[(model, provider_id)] = True
+        return float(price.total_price)
+
+
+def add_costs(costs: list[float | None]) -> float | None:
+    """Sum of costs; None (unpriced) if any part is unpriced and there are parts."""
+    if any(cost is None for cost in costs):
+        return None
+    return sum(cost for cost in costs if cost is not None)

@@ -1,0 +1,240 @@
+"""Run suites: multi-turn conversations per eval, concurrently (SPEC §4).
+
+Evals run concurrently under a global limit and each suite's `threads`; the
+turns of one eval are sequential. Whatever happens inside an eval, it ends with
+a status, so one eval's error never stops another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from turncheck import __version__
+from turncheck.diagnostics import Diagnostic
+from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
+from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.report import (
+    EvalResult,
+    Report,
+    Status,
+    SuiteResult,
+    Totals,
+    TurnResult,
+    Usage,
+)
+from turncheck.engine.session import Mode, SessionSettings, SuiteSession, open_session
+from turncheck.formats import templates
+from turncheck.formats.suite import CheckList, Eval, Suite
+from turncheck.formats.suite_loader import SuiteFile
+from turncheck.providers.base import ChatMessage, ProviderError
+
+EvalCallback = Callable[[SuiteResult, EvalResult], None]
+
+
+@dataclass
+class RunSettings:
+    mode: Mode = "replay"
+    concurrency: int = 8
+    provider: str | None = None
+    base_url: str | None = None
+    variables: dict[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    price_timestamp: str | None = None
+    commit: str | None = None
+    session: SessionSettings = field(default_factory=SessionSettings)
+
+
+class EvalError(Exception):
+    """Ends an eval with status `error` and this reason."""
+
+
+@dataclass
+class _EvalState:
+    messages: list[ChatMessage]
+    turns: list[TurnResult] = field(default_factory=list)
+    judge_usage: Usage = field(default_factory=Usage)
+    judge_costs: list[float | None] = field(default_factory=list)
+
+
+class _SuiteRun:
+    def __init__(self, suite_file: SuiteFile, suite: Suite, session: SuiteSession,
+                 settings: RunSettings, pricer: Pricer) -> None:
+        self.file = suite_file
+        self.suite = suite
+        self.session = session
+        self.settings = settings
+        self.pricer = pricer
+        self.variables = {**(suite.metadata.vars or {}), **settings.variables}
+
+    def render(self, text: str) -> str:
+        try:
+            return templates.render(text, self.variables, self.session.secrets)
+        except KeyError as exc:
+            raise EvalError(f"template: {exc.args[0]}") from exc
+
+    def first_messages(self, prompt: str) -> list[ChatMessage]:
+        system = self.suite.metadata.system_prompt
+        messages = [ChatMessage("system", self.render(system))] if system else []
+        return [*messages, ChatMessage("user", self.render(prompt))]
+
+    async def run_eval(self, evaluation: Eval) -> EvalResult:
+        state = _EvalState(messages=[])
+        try:
+            state.messages = self.first_messages(evaluation.prompt)
+            status, passed_on = await self._conversation(evaluation, state)
+            error = None
+        except EvalError as exc:
+            status, passed_on, error = Status.ERROR, None, str(exc)
+        except ProviderError as exc:
+            status, passed_on, error = Status.ERROR, None, exc.message
+        except Exception as exc:  # noqa: BLE001 - an eval must always end with a status
+            status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
+        return self._result(evaluation, state, status, passed_on, error)
+
+    async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
+        level, line = evaluation.checks, evaluation.line
+        for turn_number in range(1, 100):
+            turn, outcome = await self._turn(turn_number, line, level, state)
+            state.turns.append(turn)
+            if outcome.errors:
+                raise EvalError(f"turn {turn_number}: {outcome.errors[0]}")
+            if outcome.passed:
+                return Status.PASS, turn_number
+            if outcome.follow_up is None:
+                return Status.FAIL, None
+            follow_up = outcome.follow_up
+            state.messages += [
+                ChatMessage("assistant", turn.response),
+                ChatMessage("user", self.render(follow_up.prompt)),
+            ]
+            level, line = follow_up.checks, follow_up.line
+        raise EvalError("conversation did not end")  # unreachable: depth is validated
+
+    async def _turn(self, number: int, line: int, level: CheckList,
+                    state: _EvalState) -> tuple[TurnResult, LevelOutcome]:
+        response = await self.session.chat(list(state.messages))
+        usage = Usage(input_tokens=response.input_tokens or 0,
+                      output_tokens=response.output_tokens or 0)
+        ctx = TurnContext(
+            response=response.text,
+            reported_output_tokens=response.output_tokens,
+            conversation=[*state.messages, ChatMessage("assistant", response.text)],
+            render=self.render,
+            judge=lambda messages: self._judge(messages, state),
+            embed=lambda inputs: self._embed(inputs, state),
+        )
+        outcome = await evaluate_level(level, ctx)
+        turn = TurnResult(
+            turn=number, prompt=state.messages[-1].content, response=response.text,
+            usage=usage, cost_usd=self.pricer.cost(usage, self.session.model,
+                                                   self.session.price_provider_id),
+            latency_ms=round(response.latency_ms, 1), checks=outcome.results,
+            passed=outcome.passed, output_tokens_estimated=response.output_tokens is None,
+            line=line,
+        )
+        return turn, outcome
+
+    async def _judge(self, messages: list[ChatMessage], state: _EvalState) -> str:
+        response = await self.session.judge(messages)
+        usage = Usage(input_tokens=response.input_tokens or 0,
+                      output_tokens=response.output_tokens or 0)
+        state.judge_usage += usage
+        state.judge_costs.append(
+            self.pricer.cost(usage, self.session.judge_model, self.session.judge_price_provider_id)
+        )
+        return response.text
+
+    async def _embed(self, inputs: list[str], state: _EvalState) -> list[list[float]]:
+        response = await self.session.embed(inputs)
+        usage = Usage(input_tokens=response.input_tokens or 0)
+        state.judge_usage += usage
+        state.judge_costs.append(self.pricer.cost(
+            usage, self.session.embedding_model, self.session.embedding_price_provider_id
+        ))
+        if len(response.vectors) != len(inputs):
+            raise ValueError(f"expected {len(inputs)} embeddings, got {len(response.vectors)}")
+        return response.vectors
+
+    def _result(self, evaluation: Eval, state: _EvalState, status: Status,
+                passed_on: int | None, error: str | None) -> EvalResult:
+        usage = sum((t.usage for t in state.turns), Usage())
+        return EvalResult(
+            name=evaluation.display_name, prompt=evaluation.prompt, status=status,
+            passed_on_turn=passed_on, error=error, usage=usage,
+            cost_usd=add_costs([t.cost_usd for t in state.turns]),
+            judge_usage=state.judge_usage, judge_cost_usd=add_costs(state.judge_costs),
+            turns=state.turns, line=evaluation.line,
+        )
+
+
+def _suite_result(suite_file: SuiteFile, suite: Suite, session: SuiteSession,
+                  evals: list[EvalResult]) -> SuiteResult:
+    return SuiteResult(
+        path=suite_file.path, name=suite.metadata.name, model=suite.metadata.model,
+        provider=session.provider_name, cassette=session.cassette_display, evals=evals,
+        usage=sum((e.usage for e in evals), Usage()),
+        cost_usd=add_costs([e.cost_usd for e in evals]),
+        judge_usage=sum((e.judge_usage for e in evals), Usage()),
+        judge_cost_usd=add_costs([e.judge_cost_usd for e in evals]),
+    )
+
+
+async def _run_suite(suite_file: SuiteFile, suite: Suite, settings: RunSettings, pricer: Pricer,
+                     limit: asyncio.Semaphore, on_eval: EvalCallback | None) -> SuiteResult:
+    session = open_session(suite_file.path, suite, settings.mode, settings.provider,
+                           settings.base_url, settings.env, settings.session)
+    run = _SuiteRun(suite_file, suite, session, settings, pricer)
+    threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
+    partial = _suite_result(suite_file, suite, session, [])
+
+    async def one(evaluation: Eval) -> EvalResult:
+        async with threads, limit:
+            result = await run.run_eval(evaluation)
+        if on_eval is not None:
+            on_eval(partial, result)
+        return result
+
+    try:
+        results = await asyncio.gather(*(one(e) for e in suite.evals))
+    finally:
+        await session.close()
+    return _suite_result(suite_file, suite, session, list(results))
+
+
+def totals(suites: list[SuiteResult], unpriced: set[str]) -> Totals:
+    evals = [e for s in suites for e in s.evals]
+    return Totals(
+        evals=len(evals),
+        passed=sum(e.status is Status.PASS for e in evals),
+        failed=sum(e.status is Status.FAIL for e in evals),
+        errors=sum(e.status is Status.ERROR for e in evals),
+        usage=sum((s.usage for s in suites), Usage()),
+        cost_usd=add_costs([s.cost_usd for s in suites]),
+        judge_usage=sum((s.judge_usage for s in suites), Usage()),
+        judge_cost_usd=add_costs([s.judge_cost_usd for s in suites]),
+        unpriced_models=sorted(unpriced),
+    )
+
+
+async def run_suites(suite_files: list[SuiteFile], settings: RunSettings,
+                     diagnostics: list[Diagnostic] | None = None,
+                     on_eval: EvalCallback | None = None) -> Report:
+    started = datetime.now(UTC)
+    clock = time.perf_counter()
+    pricer = Pricer.at(settings.price_timestamp)
+    limit = asyncio.Semaphore(max(1, settings.concurrency))
+    runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
+    suites = await asyncio.gather(
+        *(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)
+    )
+    return Report(
+        turncheck_version=__version__, mode=settings.mode, commit=settings.commit,
+        price_source=pricer.source, suites=list(suites), diagnostics=diagnostics or [],
+        totals=totals(list(suites), pricer.unpriced),
+        started_at=started.isoformat().replace("+00:00", "Z"),
+        duration_s=round(time.perf_counter() - clock, 3),
+    )

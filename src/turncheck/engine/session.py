@@ -1,0 +1,146 @@
+"""One suite's connection to its providers, all through the suite's cassette.
+
+The model, the judge and the embedding calls of a suite share one cassette
+transport, so a suite has exactly one cassette beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from turncheck.formats import templates
+from turncheck.formats.suite import Metadata, Suite
+from turncheck.providers.base import (
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingResponse,
+    Provider,
+)
+from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.factory import make_provider, open_cassette, select_provider
+from turncheck.providers.http import RetryPolicy, Sleep
+
+Mode = Literal["replay", "record", "live"]
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+JUDGE_MAX_OUTPUT_TOKENS = 256
+
+
+@dataclass
+class SessionSettings:
+    timeout_s: float = 60.0
+    attempts: int = 4
+    backoff_base_s: float = 0.5
+    sleep: Sleep | None = None
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(max_attempts=self.attempts, timeout=self.timeout_s,
+                           backoff_base=self.backoff_base_s)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def secret_values(suite: Suite, env: Mapping[str, str]) -> dict[str, str]:
+    """Values of every `{{secret('NAME')}}` the suite uses that the environment sets."""
+    names = {name for text in _strings(suite.model_dump(by_alias=True))
+             for name in templates.secret_names(text)}
+    return {name: env[name] for name in sorted(names) if env.get(name)}
+
+
+@dataclass
+class SuiteSession:
+    metadata: Metadata
+    provider_name: str
+    model: str
+    chat_provider: Provider
+    judge_model: str
+    judge_provider: Provider
+    embedding_model: str
+    embedding_provider: Provider
+    transport: CassetteTransport | None
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def price_provider_id(self) -> str | None:
+        return self.chat_provider.price_provider_id
+
+    @property
+    def judge_price_provider_id(self) -> str | None:
+        return self.judge_provider.price_provider_id
+
+    @property
+    def embedding_price_provider_id(self) -> str | None:
+        return self.embedding_provider.price_provider_id
+
+    @property
+    def cassette_display(self) -> str | None:
+        return self.transport.path.as_posix() if self.transport is not None else None
+
+    async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
+        return await self.chat_provider.chat(ChatRequest(
+            model=self.model, messages=messages, temperature=self.metadata.temperature,
+            max_output_tokens=self.metadata.max_output_tokens, seed=self.metadata.seed,
+        ))
+
+    async def judge(self, messages: list[ChatMessage]) -> ChatResponse:
+        return await self.judge_provider.chat(ChatRequest(
+            model=self.judge_model, messages=messages, temperature=0,
+            max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS, seed=self.metadata.seed,
+        ))
+
+    async def embed(self, inputs: list[str]) -> EmbeddingResponse:
+        return await self.embedding_provider.embed(self.embedding_model, inputs)
+
+    async def close(self) -> None:
+        providers = {id(p): p for p in (self.chat_provider, self.judge_provider,
+                                         self.embedding_provider)}
+        for provider in providers.values():
+            await provider.aclose()
+        if self.transport is not None:
+            if self.transport.mode == "record":
+                self.transport.save()
+            await self.transport.close()
+
+
+def open_session(suite_path: str, suite: Suite, mode: Mode, provider: str | None,
+                 base_url: str | None, env: Mapping[str, str],
+                 settings: SessionSettings) -> SuiteSession:
+    metadata = suite.metadata
+    provider = provider or metadata.provider
+    base_url = base_url or metadata.base_url
+    secrets = secret_values(suite, env)
+    transport = open_cassette(Path(suite_path), mode, env=env, secrets=secrets.values())
+    built: dict[str, Provider] = {}
+
+    def provider_for(name: str) -> Provider:
+        if name not in built:
+            url = base_url if name == "openai" else None
+            built[name] = make_provider(name, env=env, policy=settings.policy(),
+                                        transport=transport, base_url=url, sleep=settings.sleep)
+        return built[name]
+
+    name, model = select_provider(metadata.model, provider, base_url)
+    judge_name, judge_model = select_provider(metadata.judge_model or metadata.model,
+                                              provider, base_url)
+    embedding_name = "openai" if name == "anthropic" else name
+    default_embedding = (f"openai/{DEFAULT_EMBEDDING_MODEL}" if embedding_name == "openrouter"
+                         else DEFAULT_EMBEDDING_MODEL)
+    return SuiteSession(
+        metadata=metadata, provider_name=name, model=model,
+        chat_provider=provider_for(name), judge_model=judge_model,
+        judge_provider=provider_for(judge_name),
+        embedding_model=metadata.embedding_model or default_embedding,
+        embedding_provider=provider_for(embedding_name), transport=transport, secrets=secrets,
+    )

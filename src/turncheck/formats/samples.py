@@ -1,0 +1,648 @@
+"""Sample files (TOML): conversations paired with the score a grader should give them.
+
+Two layouts are accepted (SPEC §7):
+
+    [[samples]]                          # list layout; id defaults to samples[<index>]
+    id = "correct-math"
+    messages = [{ role = "user", content = "What is 2+2?" }]
+    expected = { score = 3, reason = "Correct" }
+
+    [samples.happy-path]                 # keyed layout; the table name is the id
+    score = 3
+    [[samples.happy-path.messages]]
+    role = "user"
+    content = "hi"
+
+Loading never raises on bad input: every problem becomes a `Diagnostic` pointing at
+the offending key (or the sample's header), the invalid sample is skipped and the
+others are kept.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic_core import ErrorDetails
+
+from turncheck.diagnostics import Diagnostic, error
+
+MIN_SCORE = -3
+MAX_SCORE = 3
+
+Layout = Literal["list", "keyed"]
+TomlPath = tuple[str | int, ...]
+Position = tuple[int, int]
+
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+Score = Annotated[StrictInt, Field(ge=MIN_SCORE, le=MAX_SCORE)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Message(_Strict):
+    role: NonEmptyStr
+    content: NonEmptyStr
+
+
+class Expected(_Strict):
+    score: Score
+    reason: StrictStr | None = None
+
+
+class Sample(_Strict):
+    id: NonEmptyStr
+    messages: list[Message] = Field(min_length=1)
+    expected: Expected
+    tags: list[StrictStr] = Field(default_factory=list)
+    description: StrictStr | None = None
+    line: int = Field(ge=1, description="1-based line of the sample's header in its file")
+
+
+class SampleFile(BaseModel):
+    path: str
+    layout: Layout = "list"
+    samples: list[Sample] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    grader: dict[str, object] | None = None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+class _ListEntry(_Strict):
+    id: NonEmptyStr | None = None
+    messages: list[Message] = Field(min_length=1)
+    expected: Expected
+    tags: list[StrictStr] = Field(default_factory=list)
+    description: StrictStr | None = None
+
+    def to_sample(self, default_id: str, line: int) -> Sample:
+        return Sample(
+            id=self.id or default_id, messages=self.messages, expected=self.expected,
+            tags=self.tags, description=self.description, line=line,
+        )
+
+
+class _KeyedEntry(_Strict):
+    score: Score
+    reason: StrictStr | None = None
+    messages: list[Message] = Field(min_length=1)
+    tags: list[StrictStr] = Field(default_factory=list)
+    description: StrictStr | None = None
+
+    def to_sample(self, sample_id: str, line: int) -> Sample:
+        expected = Expected(score=self.score, reason=self.reason)
+        return Sample(
+            id=sample_id, messages=self.messages, expected=expected,
+            tags=self.tags, description=self.description, line=line,
+        )
+
+
+TOP_LEVEL_KEYS = ("samples", "grader")
+_ENTRY_MODELS: dict[Layout, type[_ListEntry] | type[_KeyedEntry]] = {
+    "list": _ListEntry,
+    "keyed": _KeyedEntry,
+}
+_LAYOUT_HINTS: dict[tuple[Layout, str], str] = {
+    ("list", "score"): " (in the list layout write expected = { score = N, reason = \"...\" })",
+    ("list", "reason"): " (in the list layout write expected = { score = N, reason = \"...\" })",
+    ("keyed", "expected"): " (in the keyed layout write score = N and reason = \"...\" directly)",
+    ("keyed", "id"): " (in the keyed layout the id is the table name: [samples.<id>])",
+}
+_VALUE_SHAPES = {
+    "id": "a non-empty string",
+    "tags": "an array of strings",
+    "description": "a string",
+    "reason": "a string",
+    "messages": 'an array of tables with "role" and "content"',
+}
+_SCORE_RULE = f"an integer from {MIN_SCORE} to {MAX_SCORE}"
+
+
+def load_samples(path: Path, display: str | None = None) -> SampleFile:
+    """Read and validate a sample file; `display` is the name used in diagnostics."""
+    file = str(path) if display is None else display
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return _failed(file, error(file, 1, 1, "read-error", f"cannot read: {exc.strerror or exc}"))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return _failed(file, _encoding_diagnostic(file, raw, exc))
+    return parse_samples(text, file)
+
+
+def parse_samples(text: str, file: str) -> SampleFile:
+    """Validate sample-file text; problems are returned as diagnostics, never raised."""
+    text = text.removeprefix("\ufeff")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return _failed(file, _syntax_diagnostic(file, text, str(exc)))
+    except ValueError as exc:  # tomllib lets int()'s digit limit escape
+        return _failed(file, error(file, 1, 1, "toml-syntax", f"invalid TOML: {_clip(str(exc))}"))
+    except RecursionError:
+        return _failed(file, error(file, 1, 1, "toml-syntax", "invalid TOML: nested too deeply"))
+    return _Checker(file, data, _Locator(text)).check()
+
+
+def _failed(file: str, diagnostic: Diagnostic) -> SampleFile:
+    return SampleFile(path=file, diagnostics=[diagnostic])
+
+
+def _encoding_diagnostic(file: str, raw: bytes, exc: UnicodeDecodeError) -> Diagnostic:
+    before = raw[: exc.start]
+    line_start = before.rfind(b"\n") + 1
+    column = len(before[line_start:].decode("utf-8", "replace")) + 1
+    bad_byte = raw[exc.start]
+    return error(
+        file, before.count(b"\n") + 1, column, "read-error",
+        f"not UTF-8 text: invalid byte 0x{bad_byte:02x}",
+    )
+
+
+_TOML_POSITION = re.compile(r"(?P<reason>.*?)\s*\(at line (?P<line>\d+), column (?P<column>\d+)\)")
+_AT_END = "(at end of document)"
+_LIST_HEADER = re.compile(r"\s*(\[\[\s*samples\s*\]\]|samples\s*=)")
+_KEYED_HEADER = re.compile(r"\s*\[\s*samples\s*\.")
+
+
+def _syntax_diagnostic(file: str, text: str, problem: str) -> Diagnostic:
+    found = _TOML_POSITION.fullmatch(problem)
+    if found:
+        reason, line, column = found["reason"], int(found["line"]), int(found["column"])
+    else:
+        reason = problem.removesuffix(_AT_END).strip()
+        line = text.count("\n") + 1
+        column = len(text) - text.rfind("\n")
+    switch_column = _layout_switch_column(text, line)
+    if switch_column:
+        return error(
+            file, line, switch_column, "mixed-layout",
+            "a file must use either the list layout ([[samples]]) "
+            "or the keyed layout ([samples.<id>]), not both",
+        )
+    reason = _printable(reason[:1].lower() + reason[1:])
+    return error(file, line, column, "toml-syntax", f"invalid TOML: {reason}")
+
+
+def _layout_switch_column(text: str, line: int) -> int | None:
+    """Where `line` starts `samples` in one layout after the other was used, if it does."""
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    current, before = lines[line - 1], lines[: line - 1]
+    if _LIST_HEADER.match(current):
+        switched = any(_KEYED_HEADER.match(earlier) for earlier in before)
+    elif _KEYED_HEADER.match(current):
+        switched = any(_LIST_HEADER.match(earlier) for earlier in before)
+    else:
+        switched = False
+    return len(current) - len(current.lstrip()) + 1 if switched else None
+
+
+class _Checker:
+    def __init__(self, file: str, data: dict[str, object], where: _Locator) -> None:
+        self.file = file
+        self.data = data
+        self.where = where
+        self.diagnostics: list[Diagnostic] = []
+
+    def check(self) -> SampleFile:
+        grader = self._grader()
+        self._check_top_level_keys()
+        layout, entries = self._entries()
+        samples: list[Sample] = []
+        first_line_of: dict[str, int] = {}
+        for key, raw in entries:
+            sample = self._sample(layout, key, raw)
+            if sample and self._is_new_id(sample, key, first_line_of):
+                samples.append(sample)
+        if entries and not samples:
+            count = len(entries)
+            which = "the only sample has" if count == 1 else f"all {count} samples have"
+            self._report((), "no-valid-samples", f"no valid sample: {which} errors")
+        return SampleFile(
+            path=self.file, layout=layout, samples=samples,
+            diagnostics=self.diagnostics, grader=grader,
+        )
+
+    def _report(self, path: TomlPath, code: str, message: str) -> None:
+        line, column = self.where.locate(path)
+        self.diagnostics.append(error(self.file, line, column, code, message))
+
+    def _grader(self) -> dict[str, object] | None:
+        grader = self.data.get("grader")
+        if grader is None or isinstance(grader, dict):
+            return grader
+        message = f'"grader" must be a table, got {_show(grader)}'
+        self._report(("grader",), "invalid-grader", message)
+        return None
+
+    def _check_top_level_keys(self) -> None:
+        for key in self.data:
+            if key not in TOP_LEVEL_KEYS:
+                message = f"unknown top-level key {_show(key)}{_suggestion(key, TOP_LEVEL_KEYS)}"
+                self._report((key,), "unknown-key", message)
+
+    def _entries(self) -> tuple[Layout, list[tuple[str | int, object]]]:
+        samples = self.data.get("samples")
+        if samples is None:
+            self._report((), "no-samples", "no samples: add [[samples]] or [samples.<id>] tables")
+            return "list", []
+        if isinstance(samples, list):
+            layout: Layout = "list"
+            entries: list[tuple[str | int, object]] = list(enumerate(samples))
+        elif isinstance(samples, dict):
+            layout, entries = "keyed", list(samples.items())
+        else:
+            self._report(
+                ("samples",), "invalid-samples",
+                '"samples" must be an array of tables ([[samples]]) '
+                f"or a table of samples ([samples.<id>]), got {_show(samples)}",
+            )
+            return "list", []
+        if not entries:
+            self._report(("samples",), "no-samples", '"samples" is empty')
+        return layout, entries
+
+    def _sample(self, layout: Layout, key: str | int, raw: object) -> Sample | None:
+        path: TomlPath = ("samples", key)
+        label = _label(key, raw)
+        if not isinstance(raw, dict):
+            self._report(path, "invalid-sample", f"{label} must be a table, got {_show(raw)}")
+            return None
+        if key == "":
+            self._report(path, "invalid-sample", 'a sample id must not be empty: [samples.""]')
+            return None
+        try:
+            entry = _ENTRY_MODELS[layout].model_validate(raw)
+        except ValidationError as exc:
+            for problem in exc.errors(include_url=False):
+                self._report_problem(layout, path, label, problem)
+            return None
+        return entry.to_sample(_default_id(key), self.where.locate(path)[0])
+
+    def _report_problem(
+        self, layout: Layout, sample_path: TomlPath, label: str, problem: ErrorDetails
+    ) -> None:
+        loc = tuple(problem["loc"])
+        path = sample_path + loc
+        if _is_keyed_header_in_list(layout, loc, problem) and path in self.where.table_headers:
+            self._report(
+                path, "mixed-layout",
+                f"[samples.{loc[0]}] after [[samples]]: a file must use either the list "
+                "layout ([[samples]]) or the keyed layout ([samples.<id>]), not both",
+            )
+            return
+        code, message = _describe(layout, loc, problem)
+        self._report(path, code, f"{label}: {message}")
+
+    def _is_new_id(self, sample: Sample, key: str | int, first_line_of: dict[str, int]) -> bool:
+        if sample.id not in first_line_of:
+            first_line_of[sample.id] = sample.line
+            return True
+        first_line = first_line_of[sample.id]
+        message = f"sample {_show(sample.id)}: duplicate id (first used at line {first_line})"
+        self._report(("samples", key, "id"), "duplicate-sample-id", message)
+        return False
+
+
+def _is_keyed_header_in_list(layout: Layout, loc: TomlPath, problem: ErrorDetails) -> bool:
+    return layout == "list" and len(loc) == 1 and problem["type"] == "extra_forbidden"
+
+
+def _default_id(key: str | int) -> str:
+    return f"samples[{key}]" if isinstance(key, int) else key
+
+
+def _label(key: str | int, raw: object) -> str:
+    sample_id = raw.get("id") if isinstance(raw, dict) and isinstance(key, int) else key
+    if isinstance(sample_id, str) and sample_id:
+        return f"sample {_show(sample_id)}"
+    return f"sample {_default_id(key)}"
+
+
+def _describe(layout: Layout, loc: TomlPath, problem: ErrorDetails) -> tuple[str, str]:
+    kind, value = problem["type"], problem["input"]
+    if kind == "extra_forbidden":
+        return "unknown-key", _unknown_key(layout, loc)
+    if loc[0] == "messages":
+        return _messages_problem(loc, kind, value)
+    if loc[-1] == "score" or loc == ("expected",):
+        return _score_problem(layout, loc, kind, value)
+    field = next(str(part) for part in reversed(loc) if isinstance(part, str))
+    return "invalid-sample", f'"{field}" must be {_VALUE_SHAPES[field]}, got {_show(value)}'
+
+
+def _unknown_key(layout: Layout, loc: TomlPath) -> str:
+    key = str(loc[-1])
+    if loc[0] == "messages" and len(loc) == 3:
+        allowed: tuple[str, ...] = tuple(Message.model_fields)
+        return f"message {_ordinal(loc)} has an unknown key {_show(key)}{_suggestion(key, allowed)}"
+    if loc[0] == "expected" and len(loc) == 2:
+        allowed = tuple(Expected.model_fields)
+        return f'unknown key {_show(key)} in "expected"{_suggestion(key, allowed)}'
+    hint = _LAYOUT_HINTS.get((layout, key)) or _suggestion(key, _ENTRY_MODELS[layout].model_fields)
+    return f"unknown key {_show(key)}{hint}"
+
+
+def _messages_problem(loc: TomlPath, kind: str, value: object) -> tuple[str, str]:
+    if len(loc) == 1:
+        if kind == "missing":
+            return "empty-messages", 'has no "messages"'
+        if kind == "too_short":
+            return "empty-messages", '"messages" is empty'
+        shape = _VALUE_SHAPES["messages"]
+        return "invalid-sample", f'"messages" must be {shape}, got {_show(value)}'
+    message = f"message {_ordinal(loc)}"
+    if len(loc) == 2:
+        shape = 'a table with "role" and "content"'
+        return "invalid-message", f"{message} must be {shape}, got {_show(value)}"
+    field = loc[2]
+    if kind == "missing":
+        return "invalid-message", f'{message} has no "{field}"'
+    if kind == "string_too_short":
+        return "invalid-message", f'{message} has an empty "{field}"'
+    return "invalid-message", f'{message}: "{field}" must be a string, got {_show(value)}'
+
+
+def _score_problem(layout: Layout, loc: TomlPath, kind: str, value: object) -> tuple[str, str]:
+    if kind == "missing":
+        if layout == "keyed":
+            return "missing-score", f"has no score (add score = N, where N is {_SCORE_RULE})"
+        add = 'expected = { score = N, reason = "..." }'
+        return "missing-score", f"has no expected score (add {add}, where N is {_SCORE_RULE})"
+    if loc == ("expected",):
+        return "invalid-sample", (
+            f'"expected" must be a table like {{ score = 3, reason = "..." }}, got {_show(value)}'
+        )
+    out_of_range = kind in ("greater_than_equal", "less_than_equal")
+    code = "score-out-of-range" if out_of_range else "invalid-score"
+    return code, f"expected score must be {_SCORE_RULE}, got {_show(value)}"
+
+
+def _ordinal(loc: TomlPath) -> int:
+    index = loc[1]
+    return index + 1 if isinstance(index, int) else 0
+
+
+def _suggestion(key: str, allowed: Iterable[str]) -> str:
+    names = list(allowed)
+    close = difflib.get_close_matches(key, names, n=1)
+    return f"; did you mean {_show(close[0])}?" if close else f" (allowed: {', '.join(names)})"
+
+
+def _show(value: object) -> str:
+    """A short, printable, TOML-like rendering of a value for a message."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False) if len(value) <= 60 else (
+            json.dumps(value[:60], ensure_ascii=False)[:-1] + '…"'
+        )
+    elif isinstance(value, int) and value.bit_length() > 128:
+        text = "a huge integer"
+    elif isinstance(value, list):
+        text = "an array"
+    elif isinstance(value, dict):
+        text = "a table"
+    else:
+        text = _clip(str(value))
+    return _printable(text)
+
+
+def _printable(text: str) -> str:
+    """`text` with lone surrogates escaped, so that it can be encoded and printed."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- locating keys in the text -------------------------------------------------------------
+#
+# tomllib returns no positions, so a small tokenizer walks the (already valid) TOML text and
+# records where each table header, key and inline-array element starts.
+
+_PUNCTUATION = "[]{}=,."
+_BARE_STOP = set(_PUNCTUATION) | set(" \t\r\n#\"'")
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # a punctuation character, "str", "bare" or "nl"
+    text: str
+    line: int
+    column: int
+
+
+def _tokens(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    line, line_start, i = 1, 0, 0
+    while i < len(text):
+        char = text[i]
+        column = i - line_start + 1
+        if char == "\n":
+            tokens.append(_Token("nl", char, line, column))
+            end = i + 1
+        elif char in " \t\r":
+            end = i + 1
+        elif char == "#":
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+        elif char in "\"'":
+            end = _string_end(text, i)
+            tokens.append(_Token("str", text[i:end], line, column))
+        elif char in _PUNCTUATION:
+            end = i + 1
+            tokens.append(_Token(char, char, line, column))
+        else:
+            end = i + 1
+            while end < len(text) and text[end] not in _BARE_STOP:
+                end += 1
+            tokens.append(_Token("bare", text[i:end], line, column))
+        newlines = text.count("\n", i, end)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", i, end) + 1
+        i = end
+    return tokens
+
+
+def _string_end(text: str, start: int) -> int:
+    quote = text[start]
+    delimiter = quote * 3 if text.startswith(quote * 3, start) else quote
+    i = start + len(delimiter)
+    while i < len(text):
+        if quote == '"' and text[i] == "\\":
+            i += 2
+        elif text.startswith(delimiter, i):
+            end = i + len(delimiter)
+            # A multi-line string may end with one or two quotes of its own: """a"""".
+            while len(delimiter) == 3 and end < len(text) and text[end] == quote and end - i < 5:
+                end += 1
+            return end
+        else:
+            i += 1
+    return len(text)
+
+
+def _key_text(token: _Token) -> str:
+    if token.kind == "bare":
+        return token.text
+    try:
+        return str(tomllib.loads(f"k = {token.text}")["k"])
+    except tomllib.TOMLDecodeError:
+        return token.text
+
+
+class _Locator:
+    """Positions of headers, keys and inline-array elements, by their path in the data."""
+
+    def __init__(self, text: str) -> None:
+        self.positions: dict[TomlPath, Position] = {}
+        self.table_headers: set[TomlPath] = set()
+        self._tokens = _tokens(text)
+        self._next = 0
+        self._array_lengths: dict[TomlPath, int] = {}
+        self._walk()
+
+    def locate(self, path: TomlPath) -> Position:
+        """Where `path` is, or its closest located ancestor; (1, 1) if none is."""
+        for length in range(len(path), 0, -1):
+            prefix = path[:length]
+            found = self.positions.get(prefix)
+            if found is None and length <= 2:
+                found = self._first_inside(prefix)
+            if found:
+                return found
+        return (1, 1)
+
+    def _first_inside(self, prefix: TomlPath) -> Position | None:
+        inside = [pos for path, pos in self.positions.items() if path[: len(prefix)] == prefix]
+        return min(inside, default=None)
+
+    def _peek(self) -> _Token | None:
+        return self._tokens[self._next] if self._next < len(self._tokens) else None
+
+    def _take(self) -> _Token | None:
+        token = self._peek()
+        self._next += 1
+        return token
+
+    def _walk(self) -> None:
+        table: TomlPath = ()
+        while (token := self._skip_newlines()) is not None:
+            if token.kind == "[":
+                table = self._header()
+            elif token.kind in ("bare", "str"):
+                self._key_value(table)
+            self._skip_past_newline()
+
+    def _skip_past_newline(self) -> None:
+        while (token := self._take()) is not None and token.kind != "nl":
+            pass
+
+    def _header(self) -> TomlPath:
+        opening = self._take()
+        assert opening is not None
+        second = self._peek()
+        is_array = second is not None and second.kind == "[" and second.column == opening.column + 1
+        if is_array:
+            self._next += 1
+        keys = self._dotted_key()
+        if not keys:
+            return ()
+        if is_array:
+            array = (*self._resolve(keys[:-1]), keys[-1])
+            index = self._array_lengths.get(array, 0)
+            self._array_lengths[array] = index + 1
+            path: TomlPath = (*array, index)
+        else:
+            path = self._resolve(keys)
+            self.table_headers.add(path)
+        self.positions.setdefault(path, (opening.line, opening.column))
+        return path
+
+    def _resolve(self, keys: list[str]) -> TomlPath:
+        """Follow arrays of tables to their last element, as TOML does for headers."""
+        path: TomlPath = ()
+        for key in keys:
+            path = (*path, key)
+            if path in self._array_lengths:
+                path = (*path, self._array_lengths[path] - 1)
+        return path
+
+    def _dotted_key(self) -> list[str]:
+        keys: list[str] = []
+        while (token := self._peek()) is not None and token.kind in ("bare", "str"):
+            keys.append(_key_text(token))
+            self._next += 1
+            following = self._peek()
+            if following is None or following.kind != ".":
+                break
+            self._next += 1
+        return keys
+
+    def _key_value(self, table: TomlPath) -> None:
+        first = self._peek()
+        keys = self._dotted_key()
+        equals = self._peek()
+        if first is None or not keys or equals is None or equals.kind != "=":
+            return
+        self._next += 1
+        path = (*table, *keys)
+        self.positions.setdefault(path, (first.line, first.column))
+        self._value(path)
+
+    def _value(self, path: TomlPath) -> None:
+        token = self._peek()
+        if token is not None and token.kind == "[":
+            self._next += 1
+            self._inline_array(path)
+        elif token is not None and token.kind == "{":
+            self._next += 1
+            self._inline_table(path)
+        else:
+            while (token := self._peek()) is not None and token.kind not in (",", "]", "}", "nl"):
+                self._next += 1
+
+    def _inline_array(self, path: TomlPath) -> None:
+        index = 0
+        while (token := self._skip_newlines()) is not None and token.kind != "]":
+            start = self._next
+            self.positions.setdefault((*path, index), (token.line, token.column))
+            self._value((*path, index))
+            after = self._skip_newlines()
+            if after is not None and after.kind == ",":
+                self._next += 1
+            self._next = max(self._next, start + 1)
+            index += 1
+        self._next += 1
+
+    def _inline_table(self, path: TomlPath) -> None:
+        while (token := self._skip_newlines()) is not None and token.kind != "}":
+            start = self._next
+            if token.kind in ("bare", "str"):
+                self._key_value(path)
+            self._next = max(self._next, start + 1)
+        self._next += 1
+
+    def _skip_newlines(self) -> _Token | None:
+        while (token := self._peek()) is not None and token.kind == "nl":
+            self._next += 1
+        return token

@@ -1,0 +1,101 @@
+"""Anthropic's Messages API (`POST {base_url}/messages`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import httpx
+
+from turncheck.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingResponse,
+    ProviderError,
+)
+from turncheck.providers.common import ApiKey, dig, token_count, unexpected
+from turncheck.providers.http import JsonHttpClient, JsonObject, RetryPolicy, Sleep
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
+
+
+class AnthropicProvider:
+    """Chat only: Anthropic has no embeddings endpoint. `seed` is not supported and ignored."""
+
+    name = "anthropic"
+    price_provider_id: str | None = "anthropic"
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        base_url: str | None = None,
+        policy: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.base_url = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
+        self._key = ApiKey(
+            env.get("ANTHROPIC_API_KEY"),
+            env_name="ANTHROPIC_API_KEY",
+            provider_name=self.name,
+            required=True,
+            transport=transport,
+        )
+        self._headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if self._key.value:
+            self._headers["x-api-key"] = self._key.value
+        self._http = JsonHttpClient(
+            self.name, policy or RetryPolicy(), transport, redact=self._key.secrets, sleep=sleep
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        result = await self._http.post_json(
+            self.base_url + "/messages",
+            messages_body(request),
+            self._headers,
+            extensions=self._key.request_extensions(),
+        )
+        model = result.body.get("model")
+        return ChatResponse(
+            text=self._reply_text(result.body),
+            input_tokens=token_count(dig(result.body, "usage", "input_tokens")),
+            output_tokens=token_count(dig(result.body, "usage", "output_tokens")),
+            latency_ms=result.latency_ms,
+            model=model if isinstance(model, str) else None,
+        )
+
+    async def embed(self, model: str, inputs: list[str]) -> EmbeddingResponse:
+        raise ProviderError(
+            "anthropic has no embeddings API; set embedding_model to an OpenAI-compatible "
+            "or OpenRouter model"
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _reply_text(self, body: JsonObject) -> str:
+        blocks = body.get("content")
+        if not isinstance(blocks, list):
+            raise unexpected(self.name, "no `content` list")
+        texts = [dig(block, "text") for block in blocks if dig(block, "type") == "text"]
+        return "".join(text for text in texts if isinstance(text, str))
+
+
+def messages_body(request: ChatRequest) -> JsonObject:
+    """System messages go to the top-level `system` field, joined by blank lines."""
+    system = [m.content for m in request.messages if m.role == "system"]
+    max_tokens = request.max_output_tokens
+    body: JsonObject = {
+        "model": request.model,
+        "max_tokens": DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+        "messages": [
+            {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
+        ],
+    }
+    if system:
+        body["system"] = "\n\n".join(system)
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body

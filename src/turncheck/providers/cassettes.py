@@ -1,0 +1,493 @@
+"""Cassette record/replay as an httpx transport, in vcrpy's cassette format.
+
+One cassette per suite, beside it: `math.eval.yaml` → `math.eval.cassette.yaml`
+(see `cassette_path_for`). The file is a vcrpy cassette (version 1), written and
+read with vcrpy's serializer and its safe YAML loader, so vcrpy tools can read it.
+
+Matching does not use vcrpy's patching or its linear matcher: interactions are
+indexed by (method, full URL, body) where the body is canonical JSON
+(`json.dumps(..., sort_keys=True, separators=(",", ":"))`, so key order does
+not matter) or the raw bytes when it is not JSON. Lookups are O(1).
+
+Repeats: when the cassette holds several responses for one key, identical
+requests get them in recorded order and, once they run out, the last one again.
+Record mode answers from the cassette whenever the key is present, so recording
+never stores a second response for a request it has already seen; concurrent
+identical misses are sent once. Only 2xx responses with a readable body are
+recorded: a 429/5xx would otherwise be replayed forever.
+
+Scrubbing happens before anything is stored or matched: the headers in
+`DROPPED_HEADERS` are removed from requests and responses, and every secret
+value is replaced by `SECRET_PLACEHOLDER` in URLs, header values and bodies.
+Keys are computed on the scrubbed request, so a replay run whose prompt renders
+an unavailable secret as `<SECRET>` still matches. Record mode returns exactly
+what replay will return later (the scrubbed, decompressed response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote, quote_plus
+
+import httpx
+from vcr.request import Request as VcrRequest
+from vcr.serialize import deserialize, serialize
+from vcr.serializers import yamlserializer
+
+from turncheck.providers.base import (
+    MISSING_KEY_EXTENSION,
+    RECORDED_LATENCY_HEADER,
+    ProviderError,
+    RecordingMissing,
+)
+
+CassetteMode = Literal["replay", "record"]
+DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
+MAX_INTERACTIONS = 100_000
+SECRET_PLACEHOLDER = "<SECRET>"
+# Shorter values would shred the cassette (every "abc" replaced) and are not secret.
+MIN_SECRET_LENGTH = 4
+DROPPED_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
+)
+# The stored body is decoded, so its framing headers are recomputed.
+_FRAMING_HEADERS = frozenset(
+    {"content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"}
+)
+
+Key = tuple[str, str, str | bytes]
+Headers = list[tuple[str, str]]
+
+
+def cassette_path_for(suite_path: Path) -> Path:
+    """`dir/name.eval.yaml` → `dir/name.eval.cassette.yaml` (`.yml` likewise)."""
+    name = suite_path.name
+    for suffix in (".yaml", ".yml"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return suite_path.with_name(f"{name}.cassette.yaml")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Scrubber:
+    """Replaces secret values by `SECRET_PLACEHOLDER`; idempotent."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
+        self.secrets = sorted(unique, key=len, reverse=True)
+        self._json_forms = [json.dumps(s)[1:-1] for s in self.secrets]
+        self._url_forms = [
+            form for s in self.secrets for form in (s, quote(s, safe=""), quote_plus(s))
+        ]
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, SECRET_PLACEHOLDER)
+        return value
+
+    def url(self, url: str) -> str:
+        for form in self._url_forms:
+            if form in url:
+                url = url.replace(form, SECRET_PLACEHOLDER)
+        return url
+
+    def headers(self, headers: Iterable[tuple[str, str]]) -> Headers:
+        return [
+            (name, self.text(value))
+            for name, value in headers
+            if name.lower() not in DROPPED_HEADERS
+        ]
+
+    def body(self, raw: bytes) -> tuple[str | bytes, bytes]:
+        """(the form used for matching, the scrubbed bytes to store)."""
+        try:
+            parsed = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            scrubbed = self._raw_bytes(raw)
+            return scrubbed, scrubbed
+        canonical = canonical_json(parsed)
+        if not any(form in canonical for form in self._json_forms):
+            return canonical, raw
+        cleaned = self._json_value(parsed)
+        stored = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode()
+        return canonical_json(cleaned), stored
+
+    def leaks_into(self, value: object) -> bool:
+        """Whether any string (or bytes) inside `value` still contains a secret."""
+        if isinstance(value, str):
+            return any(secret in value for secret in self.secrets)
+        if isinstance(value, bytes):
+            return any(secret.encode() in value for secret in self.secrets)
+        if isinstance(value, dict):
+            return any(self.leaks_into(k) or self.leaks_into(v) for k, v in value.items())
+        if isinstance(value, list | tuple):
+            return any(self.leaks_into(item) for item in value)
+        return False
+
+    def _raw_bytes(self, raw: bytes) -> bytes:
+        for secret in self.secrets:
+            raw = raw.replace(secret.encode(), SECRET_PLACEHOLDER.encode())
+        return raw
+
+    def _json_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self._json_value(item) for item in value]
+        if isinstance(value, dict):
+            return {self.text(k): self._json_value(v) for k, v in value.items()}
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """One scrubbed request/response pair."""
+
+    key: Key
+    method: str
+    uri: str
+    request_body: bytes
+    request_headers: Headers
+    status: int
+    reason: str
+    response_headers: Headers
+    response_body: bytes
+
+    def to_httpx(self) -> httpx.Response:
+        return httpx.Response(
+            self.status,
+            headers=self.response_headers,
+            stream=httpx.ByteStream(self.response_body),
+            extensions={"reason_phrase": self.reason.encode("ascii", errors="replace")},
+        )
+
+    def to_vcr(self) -> tuple[Any, dict[str, Any]]:
+        request = VcrRequest(self.method, self.uri, self.request_body, dict(self.request_headers))
+        grouped: dict[str, list[str]] = {}
+        for name, value in self.response_headers:
+            grouped.setdefault(name, []).append(value)
+        response = {
+            "status": {"code": self.status, "message": self.reason},
+            "headers": grouped,
+            "body": {"string": self.response_body},
+        }
+        return request, response
+
+
+class CassetteFormatError(ProviderError):
+    """The cassette file cannot be used (too big, not YAML, not a vcrpy cassette)."""
+
+
+class CassetteTransport(httpx.AsyncBaseTransport):
+    """Answers requests from a cassette; in record mode, records the misses.
+
+    `live` mode does not use this class at all. One instance may be shared by
+    several providers (clients): `aclose()` is therefore a no-op, and the owner
+    calls `save()` and then `close()` once at the end. Use from one event loop.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        mode: CassetteMode,
+        inner_transport: httpx.AsyncBaseTransport | None = None,
+        secrets: Iterable[str] = (),
+        suite_path: Path | str | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
+    ) -> None:
+        if mode not in ("replay", "record"):
+            raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
+        self.path = Path(path)
+        self.mode: CassetteMode = mode
+        self.suite_path = str(suite_path) if suite_path is not None else "<suite path>"
+        self._inner = inner_transport
+        self._scrubber = Scrubber(secrets)
+        self._interactions: list[Interaction] = []
+        self._index: dict[Key, list[Interaction]] = {}
+        self._cursor: dict[Key, int] = {}
+        self._locks: dict[Key, asyncio.Lock] = {}
+        self._new_count = 0
+        self.load_error: str | None = None
+        self._load(max_bytes)
+
+    @property
+    def recorded_count(self) -> int:
+        """Interactions recorded by this run, not yet saved."""
+        return self._new_count
+
+    def __len__(self) -> int:
+        return len(self._interactions)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.load_error is not None:
+            raise CassetteFormatError(self.load_error)
+        raw_body = await request.aread()
+        key, stored_body = self._key_of(request.method, str(request.url), raw_body)
+        if self.mode == "replay":
+            return self._replay(key)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            hit = self._next(key)
+            if hit is not None:
+                return hit.to_httpx()
+            missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
+            if isinstance(missing_key, str):
+                raise ProviderError(missing_key)
+            return await self._record(request, key, stored_body)
+
+    def save(self) -> bool:
+        """Write the cassette atomically if this run recorded anything; True if written."""
+        if self._new_count == 0 or self.load_error is not None:
+            return False
+        ordered = sorted(self._interactions, key=lambda i: (i.method, i.uri, i.request_body))
+        pairs = [interaction.to_vcr() for interaction in ordered]
+        for request, response in pairs:
+            if self._scrubber.leaks_into(request._to_dict()) or self._scrubber.leaks_into(response):
+                raise ProviderError(f"refusing to write {self.path}: a secret survived scrubbing")
+        text = serialize(
+            {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]},
+            yamlserializer,
+        )
+        _write_atomically(self.path, text)
+        self._new_count = 0
+        return True
+
+    async def aclose(self) -> None:
+        """No-op: clients sharing this transport must not close it for each other."""
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.aclose()
+
+    def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
+        match_body, stored_body = self._scrubber.body(body)
+        return (method.upper(), self._scrubber.url(url), match_body), stored_body
+
+    def _replay(self, key: Key) -> httpx.Response:
+        hit = self._next(key)
+        if hit is None:
+            raise RecordingMissing(self._missing_message(key))
+        return hit.to_httpx()
+
+    def _next(self, key: Key) -> Interaction | None:
+        entries = self._index.get(key)
+        if not entries:
+            return None
+        position = self._cursor.get(key, 0)
+        self._cursor[key] = position + 1
+        return entries[min(position, len(entries) - 1)]
+
+    def _missing_message(self, key: Key) -> str:
+        method, url, body = key
+        digest = hashlib.sha256(body.encode() if isinstance(body, str) else body).hexdigest()
+        model = _model_of(body)
+        what = f"model {model}, " if model else ""
+        return (
+            f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
+            f"{self.path}; record it with: turncheck record {self.suite_path}"
+        )
+
+    async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
+        if self._inner is None:
+            self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=100))
+        started = time.perf_counter()
+        response = await self._inner.handle_async_request(request)
+        try:
+            content = await response.aread()  # decompresses gzip/deflate/br
+        finally:
+            await response.aclose()
+        latency_ms = (time.perf_counter() - started) * 1000
+        interaction = self._scrubbed(request, key, stored_body, response, content, latency_ms)
+        if _worth_recording(response, content):
+            self._add(interaction)
+            self._new_count += 1
+        return interaction.to_httpx()
+
+    def _scrubbed(
+        self,
+        request: httpx.Request,
+        key: Key,
+        stored_body: bytes,
+        response: httpx.Response,
+        content: bytes,
+        latency_ms: float,
+    ) -> Interaction:
+        scrub = self._scrubber
+        _, body = scrub.body(content)
+        kept = [(n, v) for n, v in response.headers.multi_items() if n not in _FRAMING_HEADERS]
+        kept = [(n, v) for n, v in kept if n != RECORDED_LATENCY_HEADER]
+        response_headers = [
+            *scrub.headers(kept),
+            ("content-length", str(len(body))),
+            (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}"),
+        ]
+        return Interaction(
+            key=key,
+            method=key[0],
+            uri=key[1],
+            request_body=stored_body,
+            request_headers=scrub.headers(request.headers.multi_items()),
+            status=response.status_code,
+            reason=response.reason_phrase,
+            response_headers=response_headers,
+            response_body=body,
+        )
+
+    def _add(self, interaction: Interaction) -> None:
+        self._interactions.append(interaction)
+        self._index.setdefault(interaction.key, []).append(interaction)
+
+    def _load(self, max_bytes: int) -> None:
+        try:
+            for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
+                self._add(interaction)
+        except CassetteFormatError as exc:
+            self.load_error = f"{exc.message}; delete it and re-record with: " + (
+                f"turncheck record {self.suite_path}"
+            )
+
+
+def _model_of(body: str | bytes) -> str | None:
+    if not isinstance(body, str):
+        return None
+    try:
+        model = json.loads(body).get("model")
+    except (ValueError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+def _worth_recording(response: httpx.Response, content: bytes) -> bool:
+    if not 200 <= response.status_code < 300:
+        return False
+    if "json" not in response.headers.get("content-type", ""):
+        return True
+    try:
+        json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:
+    """Parse a cassette safely; every problem becomes a `CassetteFormatError`."""
+    text = _read_capped(path, max_bytes)
+    if text is None:
+        return []
+    try:
+        loaded = deserialize(text, yamlserializer)
+    except Exception as exc:  # the parser raises many types on hostile input
+        reason = " ".join(str(exc).split())[:300]
+        raise CassetteFormatError(
+            f"cassette {path} is not a valid vcrpy cassette: {reason}"
+        ) from None
+    requests, responses = loaded[0], loaded[1]
+    if len(requests) > MAX_INTERACTIONS:
+        raise CassetteFormatError(f"cassette {path} has more than {MAX_INTERACTIONS} interactions")
+    interactions = []
+    for number, (request, response) in enumerate(zip(requests, responses, strict=True), 1):
+        try:
+            interactions.append(_from_vcr(request, response, scrubber))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            message = f"cassette {path}: interaction {number} is malformed ({exc})"
+            raise CassetteFormatError(message) from None
+    return interactions
+
+
+def _read_capped(path: Path, max_bytes: int) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CassetteFormatError(f"cannot read cassette {path}: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise CassetteFormatError(
+            f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CassetteFormatError(f"cassette {path} is not UTF-8 text") from None
+
+
+def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
+    method, uri = _require_str(request.method, "method"), _require_str(request.uri, "uri")
+    body = _as_bytes(request.body_bytes, "request body")
+    key = (method.upper(), scrubber.url(uri), scrubber.body(body)[0])
+    status = response["status"]
+    code = status["code"]
+    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+        raise ValueError(f"bad status code {code!r}")
+    response_body = _as_bytes(response["body"]["string"], "response body")
+    headers = [
+        h
+        for h in _response_headers(response["headers"])
+        if h[0].lower() not in ("content-length", "transfer-encoding")
+    ]
+    return Interaction(
+        key=key,
+        method=method.upper(),
+        uri=uri,
+        request_body=body,
+        request_headers=[(str(n), str(v)) for n, v in request.headers.items()],
+        status=code,
+        reason=str(status.get("message") or ""),
+        response_headers=[*headers, ("content-length", str(len(response_body)))],
+        response_body=response_body,
+    )
+
+
+def _response_headers(raw: Any) -> Headers:
+    if not isinstance(raw, dict):
+        raise ValueError("response headers are not a mapping")
+    headers: Headers = []
+    for name, values in raw.items():
+        for value in values if isinstance(values, list) else [values]:
+            headers.append((_require_str(name, "header name"), _require_str(value, "header")))
+    return headers
+
+
+def _require_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is not a string")
+    return value
+
+
+def _as_bytes(value: Any, what: str) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes):
+        return value
+    raise ValueError(f"{what} is not text")

@@ -1,0 +1,73 @@
+"""Pieces shared by the concrete providers: API-key handling and response parsing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from turncheck.providers.base import MISSING_KEY_EXTENSION, ProviderError
+from turncheck.providers.cassettes import CassetteTransport
+
+
+class ApiKey:
+    """An optional API key whose absence is reported at call time, not construction.
+
+    Behind a cassette transport a missing key is only an error when the request
+    has to reach the network (a record-mode miss); replay never needs a key.
+    """
+
+    def __init__(
+        self,
+        value: str | None,
+        *,
+        env_name: str,
+        provider_name: str,
+        required: bool,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        self.value = value or None
+        self._missing: str | None = None
+        if required and self.value is None:
+            self._missing = (
+                f"{env_name} is not set; {provider_name} needs it in live and record modes "
+                "(replay mode needs no key)"
+            )
+        self._defer = isinstance(transport, CassetteTransport)
+
+    @property
+    def secrets(self) -> list[str]:
+        return [self.value] if self.value else []
+
+    def request_extensions(self) -> dict[str, Any]:
+        if self._missing is None:
+            return {}
+        if self._defer:
+            return {MISSING_KEY_EXTENSION: self._missing}
+        raise ProviderError(self._missing)
+
+
+def token_count(value: object) -> int | None:
+    """A usage number from a response, or None when absent or not a count."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def unexpected(provider_name: str, what: str) -> ProviderError:
+    return ProviderError(f"unexpected response from {provider_name}: {what}")
+
+
+def dig(payload: object, *path: str | int) -> object:
+    """`payload[p0][p1]...`, or None when any step is missing or of the wrong type."""
+    current = payload
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(current, list) or not -len(current) <= step < len(current):
+                return None
+            current = current[step]
+        else:
+            if not isinstance(current, dict):
+                return None
+            current = current.get(step)
+    return current

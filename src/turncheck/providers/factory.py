@@ -1,0 +1,95 @@
+"""Choosing and building providers.
+
+`select_provider` rules, first match wins:
+
+1. An explicit `provider` (suite metadata or CLI) is used as is.
+2. A `<provider>:` prefix naming a known provider (`anthropic:claude-3-5-haiku-latest`,
+   `openai:gpt-4o-mini`, `openrouter:...`) selects it and is stripped. Other
+   colons are left alone (`llama3:8b`, `vendor/model:free`).
+3. A `base_url` means an OpenAI-compatible server, whatever the id looks like
+   (vLLM serves `Qwen/Qwen2.5-7B-Instruct`).
+4. `vendor/model` ids go to OpenRouter.
+5. Bare ids (`gpt-4o-mini`) go to OpenAI (or `OPENAI_BASE_URL`).
+
+Anthropic's own API is used only when asked for (1 or 2); `anthropic/claude-...`
+is an OpenRouter id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import httpx
+
+from turncheck.providers.anthropic import AnthropicProvider
+from turncheck.providers.base import Provider, ProviderError
+from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
+from turncheck.providers.http import RetryPolicy, Sleep
+from turncheck.providers.openai_compat import openai_compatible, openrouter
+
+PROVIDER_NAMES = ("openrouter", "openai", "anthropic")
+API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+Mode = Literal["replay", "record", "live"]
+
+
+def select_provider(model: str, provider: str | None, base_url: str | None) -> tuple[str, str]:
+    """(provider name, model id to send to its API)."""
+    prefix, _, rest = model.partition(":")
+    has_prefix = bool(rest) and prefix in PROVIDER_NAMES
+    if provider is not None:
+        if provider not in PROVIDER_NAMES:
+            raise ProviderError(
+                f"unknown provider {provider!r}; expected one of {', '.join(PROVIDER_NAMES)}"
+            )
+        return provider, rest if has_prefix and prefix == provider else model
+    if has_prefix:
+        return prefix, rest
+    if base_url is not None:
+        return "openai", model
+    return ("openrouter" if "/" in model else "openai"), model
+
+
+def make_provider(
+    provider_name: str,
+    *,
+    env: Mapping[str, str],
+    policy: RetryPolicy | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    base_url: str | None = None,
+    sleep: Sleep | None = None,
+) -> Provider:
+    """Build a provider; `transport` is the cassette transport, or None for live calls.
+
+    A missing API key is reported when a request needs the network, not here.
+    """
+    if provider_name == "openrouter":
+        return openrouter(env, base_url=base_url, policy=policy, transport=transport, sleep=sleep)
+    if provider_name == "openai":
+        return openai_compatible(
+            env, base_url=base_url, policy=policy, transport=transport, sleep=sleep
+        )
+    if provider_name == "anthropic":
+        return AnthropicProvider(
+            env, base_url=base_url, policy=policy, transport=transport, sleep=sleep
+        )
+    raise ProviderError(
+        f"unknown provider {provider_name!r}; expected one of {', '.join(PROVIDER_NAMES)}"
+    )
+
+
+def open_cassette(
+    suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = ()
+) -> CassetteTransport | None:
+    """The suite's cassette transport, or None in live mode.
+
+    `secrets` are the values of the suite's `{{secret(...)}}` templates; the API
+    keys found in `env` are scrubbed as well.
+    """
+    if mode == "live":
+        return None
+    keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
+    return CassetteTransport(
+        cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path
+    )

@@ -1,0 +1,268 @@
+"""JSON POST with retries, shared by every provider.
+
+Retried: HTTP 408, 429 and 5xx, timeouts, connection errors (refused, reset,
+dropped without a response) and a 2xx body that is not valid JSON. Everything
+else fails at once. Waits use exponential backoff with full jitter, or the
+server's `Retry-After` (capped) when it sends one.
+
+A malformed 2xx body is retried at most `malformed_json_retries` times (default
+1): it is usually a truncated or proxy-mangled response, which a second try
+fixes, but the provider has probably billed the call already, and a body that
+is never JSON (a base URL pointing at an HTML page) will not get better.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from turncheck.providers.base import RECORDED_LATENCY_HEADER, ProviderError
+
+Sleep = Callable[[float], Awaitable[None]]
+JsonObject = dict[str, Any]
+
+EXCERPT_CHARS = 200
+_NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Attempts, backoff and timeouts (seconds) for one provider call."""
+
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_cap: float = 20.0
+    retry_after_cap: float = 60.0
+    timeout: float = 60.0
+    malformed_json_retries: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if min(self.backoff_base, self.backoff_cap, self.retry_after_cap) < 0:
+            raise ValueError("backoff and Retry-After limits must not be negative")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if self.malformed_json_retries < 0:
+            raise ValueError("malformed_json_retries must not be negative")
+
+    def backoff(self, retry_number: int, rng: random.Random) -> float:
+        """Full jitter: uniform in [0, min(cap, base * 2**(retry_number - 1))]."""
+        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** (retry_number - 1))
+        return rng.uniform(0.0, ceiling)
+
+
+@dataclass(frozen=True, slots=True)
+class JsonResult:
+    body: JsonObject
+    latency_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    summary: str
+    detail: str
+    retryable: bool
+    status_code: int | None = None
+    retry_after: float | None = None
+    malformed: bool = False
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` value (delta seconds or HTTP date)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    seconds: float | None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = _seconds_until_http_date(text, now)
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _seconds_until_http_date(text: str, now: datetime | None) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - (now or datetime.now(UTC))).total_seconds()
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """One line of at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def error_message_of(response: httpx.Response) -> str:
+    """The provider's error message (`{"error": {"message": ...}}`) or a body excerpt."""
+    try:
+        payload = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        return excerpt(response.content.decode("utf-8", errors="replace"))
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return excerpt(error["message"])
+    if isinstance(error, str):
+        return excerpt(error)
+    return excerpt(response.text)
+
+
+def _recorded_latency_ms(response: httpx.Response) -> float | None:
+    try:
+        value = float(response.headers.get(RECORDED_LATENCY_HEADER, ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+class JsonHttpClient:
+    """One `httpx.AsyncClient` plus the retry loop; `post_json` is safe to call concurrently."""
+
+    def __init__(
+        self,
+        provider_name: str,
+        policy: RetryPolicy,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        redact: Sequence[str] = (),
+        sleep: Sleep | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._provider_name = provider_name
+        self._policy = policy
+        self._redact = sorted((s for s in redact if s), key=len, reverse=True)
+        self._sleep = sleep or asyncio.sleep
+        self._rng = rng or random.Random()
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(policy.timeout),
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def post_json(
+        self,
+        url: str,
+        body: JsonObject,
+        headers: Mapping[str, str],
+        *,
+        extensions: dict[str, Any] | None = None,
+    ) -> JsonResult:
+        content = json.dumps(body).encode()
+        all_headers = {"content-type": "application/json", **headers}
+        failure: _Failure | None = None
+        malformed_count = 0
+        attempt = 0
+        while attempt < self._policy.max_attempts:
+            attempt += 1
+            outcome = await self._attempt(url, content, all_headers, extensions or {})
+            if isinstance(outcome, JsonResult):
+                return outcome
+            failure = outcome
+            if not failure.retryable:
+                raise self._error(url, f"{failure.summary}: {failure.detail}", failure)
+            malformed_count += failure.malformed
+            if malformed_count > self._policy.malformed_json_retries:
+                break
+            if attempt < self._policy.max_attempts:
+                await self._sleep(self._delay(attempt, failure.retry_after))
+        assert failure is not None
+        plural = "attempt" if attempt == 1 else "attempts"
+        message = f"{failure.summary} after {attempt} {plural}: {failure.detail}"
+        raise self._error(url, message, failure)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self._policy.retry_after_cap)
+        return self._policy.backoff(attempt, self._rng)
+
+    async def _attempt(
+        self, url: str, content: bytes, headers: dict[str, str], extensions: dict[str, Any]
+    ) -> JsonResult | _Failure:
+        started = time.perf_counter()
+        try:
+            # httpx's timeout bounds each read; this also bounds a slow trickle.
+            async with asyncio.timeout(self._policy.timeout):
+                response = await self._client.post(
+                    url, content=content, headers=headers, extensions=extensions
+                )
+        except (httpx.TimeoutException, TimeoutError):
+            limit = f"{self._policy.timeout:g}s per attempt"
+            return _Failure("timed out", f"no response within {limit}", retryable=True)
+        except _NOT_RETRIED_TRANSPORT_ERRORS as exc:
+            return _Failure("request failed", _describe(exc), retryable=False)
+        except httpx.TransportError as exc:
+            return _Failure("connection error", _describe(exc), retryable=True)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return _Failure("request failed", _describe(exc), retryable=False)
+        recorded = _recorded_latency_ms(response)
+        measured = (time.perf_counter() - started) * 1000
+        return _interpret(response, measured if recorded is None else recorded)
+
+    def _error(self, url: str, message: str, failure: _Failure) -> ProviderError:
+        text = f"{self._provider_name} request to {url} failed: {message}"
+        for secret in self._redact:
+            text = text.replace(secret, "<SECRET>")
+        return ProviderError(text, status_code=failure.status_code)
+
+
+def _describe(exc: Exception) -> str:
+    detail = str(exc)
+    return f"{type(exc).__name__}: {excerpt(detail)}" if detail else type(exc).__name__
+
+
+def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+    status = response.status_code
+    if 200 <= status < 300:
+        return _parse_success(response, latency_ms)
+    summary = f"HTTP {status}"
+    detail = error_message_of(response) or response.reason_phrase
+    if status in (408, 429) or status >= 500:
+        retry_after = _retry_after_of(response)
+        return _Failure(summary, detail, True, status_code=status, retry_after=retry_after)
+    return _Failure(summary, detail, retryable=False, status_code=status)
+
+
+def _retry_after_of(response: httpx.Response) -> float | None:
+    # OpenAI sends `retry-after-ms` alongside `retry-after`; it is more precise.
+    milliseconds = parse_retry_after(response.headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+def _parse_success(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+    status = response.status_code
+    try:
+        payload = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        body = excerpt(response.content.decode("utf-8", errors="replace"))
+        return _Failure(
+            f"malformed JSON in HTTP {status} response",
+            body or "(empty body)",
+            retryable=True,
+            status_code=status,
+            malformed=True,
+        )
+    if not isinstance(payload, dict):
+        detail = f"expected a JSON object, got {type(payload).__name__}"
+        return _Failure("unexpected response", detail, retryable=False, status_code=status)
+    return JsonResult(payload, latency_ms)

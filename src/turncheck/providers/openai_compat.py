@@ -1,0 +1,187 @@
+"""OpenAI-compatible chat completions and embeddings (OpenAI, OpenRouter, vLLM, Ollama, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import httpx
+
+from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse
+from turncheck.providers.common import ApiKey, dig, token_count, unexpected
+from turncheck.providers.http import JsonHttpClient, JsonObject, JsonResult, RetryPolicy, Sleep
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatProvider:
+    """`POST {base_url}/chat/completions` and `POST {base_url}/embeddings`."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        key_env: str,
+        key_required: bool,
+        price_provider_id: str | None,
+        policy: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.name = name
+        self.price_provider_id = price_provider_id
+        self.base_url = base_url.rstrip("/")
+        self._key = ApiKey(
+            api_key,
+            env_name=key_env,
+            provider_name=name,
+            required=key_required,
+            transport=transport,
+        )
+        self._headers = dict(extra_headers or {})
+        if self._key.value:
+            self._headers["authorization"] = f"Bearer {self._key.value}"
+        self._http = JsonHttpClient(
+            name, policy or RetryPolicy(), transport, redact=self._key.secrets, sleep=sleep
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        result = await self._post("/chat/completions", chat_body(request))
+        return ChatResponse(
+            text=self._reply_text(result.body),
+            input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
+            output_tokens=token_count(dig(result.body, "usage", "completion_tokens")),
+            latency_ms=result.latency_ms,
+            model=_str_or_none(result.body.get("model")),
+        )
+
+    async def embed(self, model: str, inputs: list[str]) -> EmbeddingResponse:
+        result = await self._post("/embeddings", {"model": model, "input": inputs})
+        return EmbeddingResponse(
+            vectors=self._vectors(result.body, len(inputs)),
+            input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _post(self, path: str, body: JsonObject) -> JsonResult:
+        extensions = self._key.request_extensions()
+        return await self._http.post_json(
+            self.base_url + path, body, self._headers, extensions=extensions
+        )
+
+    def _reply_text(self, body: JsonObject) -> str:
+        message = dig(body, "choices", 0, "message")
+        if not isinstance(message, dict):
+            raise unexpected(self.name, _missing_choice_detail(body))
+        content = message.get("content")
+        if content is None:
+            return ""
+        if not isinstance(content, str):
+            raise unexpected(self.name, "choices[0].message.content is not a string")
+        return content
+
+    def _vectors(self, body: JsonObject, expected: int) -> list[list[float]]:
+        data = body.get("data")
+        if not isinstance(data, list) or len(data) != expected:
+            raise unexpected(self.name, f"expected {expected} embeddings in `data`")
+        items = sorted(data, key=_index)
+        return [self._vector(item) for item in items]
+
+    def _vector(self, item: object) -> list[float]:
+        vector = dig(item, "embedding")
+        if not isinstance(vector, list) or not all(_is_number(v) for v in vector):
+            raise unexpected(self.name, "an embedding is not a list of numbers")
+        return [float(v) for v in vector]
+
+
+def chat_body(request: ChatRequest) -> JsonObject:
+    body: JsonObject = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+    }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.max_output_tokens is not None:
+        body["max_tokens"] = request.max_output_tokens
+    if request.seed is not None:
+        body["seed"] = request.seed
+    return body
+
+
+def _missing_choice_detail(body: JsonObject) -> str:
+    error = dig(body, "error", "message")
+    if isinstance(error, str):
+        return f"error in body: {error[:200]}"
+    return "no choices[0].message"
+
+
+def _index(item: object) -> int:
+    index = dig(item, "index")
+    return index if isinstance(index, int) else 0
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def openrouter(
+    env: Mapping[str, str],
+    *,
+    base_url: str | None = None,
+    policy: RetryPolicy | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    sleep: Sleep | None = None,
+) -> OpenAICompatProvider:
+    return OpenAICompatProvider(
+        name="openrouter",
+        base_url=base_url or OPENROUTER_BASE_URL,
+        api_key=env.get("OPENROUTER_API_KEY"),
+        key_env="OPENROUTER_API_KEY",
+        key_required=True,
+        price_provider_id="openrouter",
+        policy=policy,
+        transport=transport,
+        # OpenRouter's app attribution headers; not part of cassette matching.
+        extra_headers={"x-title": "turncheck"},
+        sleep=sleep,
+    )
+
+
+def openai_compatible(
+    env: Mapping[str, str],
+    *,
+    base_url: str | None = None,
+    policy: RetryPolicy | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    sleep: Sleep | None = None,
+) -> OpenAICompatProvider:
+    """OpenAI itself, or a local server (no key needed) when the base URL points elsewhere."""
+    url = (base_url or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+    is_openai = _host_of(url) == "api.openai.com"
+    return OpenAICompatProvider(
+        name="openai",
+        base_url=url,
+        api_key=env.get("OPENAI_API_KEY"),
+        key_env="OPENAI_API_KEY",
+        key_required=is_openai,
+        price_provider_id="openai" if is_openai else None,
+        policy=policy,
+        transport=transport,
+        sleep=sleep,
+    )
+
+
+def _host_of(url: str) -> str | None:
+    try:
+        return httpx.URL(url).host
+    except httpx.InvalidURL:
+        return None  # reported when the first request is sent

@@ -1,0 +1,126 @@
+"""Terminal output of a run: per-turn transcripts, progress and a summary table."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
+
+MAX_SHOWN_CHARS = 1000
+STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR"}
+
+
+def usd(cost: float | None) -> str:
+    if cost is None:
+        return "unpriced"
+    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
+
+
+def _shown(text: str, indent: str) -> str:
+    clipped = text if len(text) <= MAX_SHOWN_CHARS else (
+        text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)"
+    )
+    return clipped.strip().replace("\n", "\n" + indent)
+
+
+def _check_line(check: CheckResult) -> str:
+    mark = "✅ PASS" if check.passed else "❌ FAIL"
+    if check.error:
+        mark = "💥 ERROR"
+    suffix = f" — {check.error}" if check.error else ""
+    return "  " * check.depth + f"{mark} {check.detail}{suffix}"
+
+
+def overall(result: EvalResult) -> str:
+    if result.status is Status.PASS:
+        return f"✅ PASS (succeeded on turn {result.passed_on_turn})"
+    if result.status is Status.FAIL:
+        return f"❌ FAIL (after {len(result.turns)} turn{'s' if len(result.turns) != 1 else ''})"
+    return f"💥 ERROR: {result.error}"
+
+
+def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
+    yield f"Eval {index}: {result.name}"
+    for turn in result.turns:
+        yield f"  Turn {turn.turn}:"
+        yield f"    Prompt: {_shown(turn.prompt, '            ')}"
+        yield f"    Response: {_shown(turn.response, '              ')}"
+        for check in turn.checks:
+            yield f"    {_check_line(check)}"
+    yield f"  Overall: {overall(result)}"
+
+
+def suite_header(suite: SuiteResult, mode: str) -> str:
+    return f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, {mode})"
+
+
+def transcript(report: Report, out: TextIO) -> None:
+    for suite in report.suites:
+        print(suite_header(suite, report.mode), file=out)
+        for index, result in enumerate(suite.evals, 1):
+            for line in eval_lines(index, result):
+                print(line, file=out)
+        print(file=out)
+
+
+def _tokens(usage: Usage) -> str:
+    return f"{usage.input_tokens:,}/{usage.output_tokens:,}"
+
+
+def summary_rows(report: Report) -> list[list[str]]:
+    rows = [["Suite", "Evals", "Pass", "Fail", "Error", "Tokens in/out", "Cost",
+             "Judge tokens", "Judge cost"]]
+    for suite in report.suites:
+        statuses = [e.status for e in suite.evals]
+        rows.append([
+            suite.name, str(len(statuses)), str(statuses.count(Status.PASS)),
+            str(statuses.count(Status.FAIL)), str(statuses.count(Status.ERROR)),
+            _tokens(suite.usage), usd(suite.cost_usd), _tokens(suite.judge_usage),
+            usd(suite.judge_cost_usd),
+        ])
+    t = report.totals
+    rows.append(["Total", str(t.evals), str(t.passed), str(t.failed), str(t.errors),
+                 _tokens(t.usage), usd(t.cost_usd), _tokens(t.judge_usage), usd(t.judge_cost_usd)])
+    return rows
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+             for row in rows]
+    rule = "  ".join("-" * width for width in widths)
+    return [lines[0], rule, *lines[1:-1], rule, lines[-1]]
+
+
+def summary(report: Report, out: TextIO) -> None:
+    for line in table(summary_rows(report)):
+        print(line, file=out)
+    source = report.price_source
+    print(f"Prices: {source.library} {source.version} at {source.timestamp}", file=out)
+    if report.totals.unpriced_models:
+        print(f"Unpriced (no known price): {', '.join(report.totals.unpriced_models)}", file=out)
+    print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
+
+
+class Progress:
+    """A live counter on a terminal; one plain line per finished eval otherwise."""
+
+    def __init__(self, total: int, out: TextIO = sys.stderr) -> None:
+        self.total = total
+        self.done = 0
+        self.out = out
+        self.live = out.isatty()
+
+    def advance(self, suite: SuiteResult, result: EvalResult) -> None:
+        self.done += 1
+        label = f"[{self.done}/{self.total}] {result.status.value:<5} {suite.name} › {result.name}"
+        if self.live:
+            print(f"\r\033[K{label[:120]}", end="", file=self.out, flush=True)
+        else:
+            print(label, file=self.out, flush=True)
+
+    def finish(self) -> None:
+        if self.live and self.done:
+            print("\r\033[K", end="", file=self.out, flush=True)

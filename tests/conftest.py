@@ -1,0 +1,16 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.scripted_server import ScriptedServer
+
+
+@pytest.fixture
+def scripted_server() -> Iterator[ScriptedServer]:
+    """A scripted OpenAI/Anthropic-compatible server on 127.0.0.1 (see tests/scripted_server.py)."""
+    with ScriptedServer() as server:
+        yield server

@@ -1,0 +1,232 @@
+"""Prism serving GitHub's official OpenAPI description, for contract tests.
+
+`prism mock --errors` answers a request that violates GitHub's REST contract with
+a 4xx (usually 422) instead of a mock response, so a test can assert that every
+request our client sent was valid. Mocks return the spec's examples; nothing is
+stored between requests.
+
+Prism sits behind a tiny recording proxy on 127.0.0.1, which:
+- records every exchange (method, path, status, error body) for assertions;
+- rewrites `https://api.github.com` in response bodies to its own URL, as a real
+  server's `url` fields name the API base the client uses (PyGithub refuses to
+  follow URLs on other hosts, e.g. when editing a comment it just listed);
+- drops the `Link` header: the spec's example points at
+  `https://api.github.com/resource?page=2`, which a paginating client would follow
+  to a path Prism does not know. Pagination is tested against tests/github_fake.py.
+
+Install the tools with `tools/install-test-tools.sh`. Without them the fixture
+skips, unless TURNCHECK_REQUIRE_PRISM=1 (set it in CI) makes it fail instead.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_DIR = REPO_ROOT / ".tools" / "node_modules"
+PRISM_BIN = TOOLS_DIR / ".bin" / "prism"
+# The non-dereferenced file (13 MB) starts as fast as the dereferenced one (73 MB).
+GITHUB_SPEC = TOOLS_DIR / "@octokit" / "openapi" / "generated" / "api.github.com.json"
+STARTUP_TIMEOUT_SECONDS = 120.0
+EXAMPLE_API_URL = b"https://api.github.com"
+# The proxy answers with HTTP/1.0 and closes, so hop-by-hop headers must not pass through.
+DROPPED_RESPONSE_HEADERS = frozenset(
+    {"link", "transfer-encoding", "connection", "keep-alive", "content-length"}
+)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    method: str
+    path: str
+    status: int
+    error_body: str  # Prism's explanation, kept for 4xx/5xx only
+
+
+@dataclass
+class PrismGitHub:
+    """A running Prism mock of api.github.com; `base_url` is the API URL to use."""
+
+    base_url: str
+    log_path: Path
+    startup_seconds: float
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    def violations(self) -> list[Exchange]:
+        return [e for e in self.exchanges if e.status >= 400]
+
+    def assert_no_violations(self) -> None:
+        assert self.exchanges, "no request reached Prism"
+        bad = self.violations()
+        listing = "\n".join(map(str, bad))
+        assert not bad, f"Prism rejected requests (details in {self.log_path}):\n{listing}"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("TURNCHECK_REQUIRE_PRISM") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _check_tools_installed() -> None:
+    hint = "run tools/install-test-tools.sh"
+    if shutil.which("node") is None:
+        _unavailable("Prism needs Node.js, which is not on PATH")
+    if not PRISM_BIN.exists():
+        _unavailable(f"Prism is not installed at {PRISM_BIN}; {hint}")
+    if not GITHUB_SPEC.exists():
+        _unavailable(f"GitHub's OpenAPI description is missing at {GITHUB_SPEC}; {hint}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _start_prism(port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    command = [str(PRISM_BIN), "mock", str(GITHUB_SPEC)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--errors"]
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+
+
+def _answers_http(port: int) -> bool:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/")
+        connection.getresponse().read()
+        return True
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            pytest.fail(f"Prism exited with {process.returncode}:\n{tail}")
+        if _answers_http(port):
+            return
+        time.sleep(0.25)
+    pytest.fail(f"Prism did not answer within {STARTUP_TIMEOUT_SECONDS:.0f} s; see {log_path}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    server: _RecordingProxy
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_PATCH(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        upstream = http.client.HTTPConnection("127.0.0.1", self.server.prism_port, timeout=60)
+        try:
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            response = upstream.getresponse()
+            payload = response.read().replace(EXAMPLE_API_URL, self.server.prism.base_url.encode())
+            self._record(response.status, payload)
+            self._reply(response.status, response.getheaders(), payload)
+        finally:
+            upstream.close()
+
+    def _record(self, status: int, payload: bytes) -> None:
+        error_body = payload.decode(errors="replace")[:4000] if status >= 400 else ""
+        self.server.prism.exchanges.append(Exchange(self.command, self.path, status, error_body))
+
+    def _reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in DROPPED_RESPONSE_HEADERS:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _RecordingProxy(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, prism: PrismGitHub, prism_port: int) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.prism = prism
+        self.prism_port = prism_port
+
+
+@pytest.fixture(scope="session")
+def prism_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrismGitHub]:
+    """One Prism process for the session (it takes ~10 s to load GitHub's spec)."""
+    _check_tools_installed()
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("prism") / "prism.log"
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = _start_prism(port, log)
+        try:
+            _wait_until_ready(process, port, log_path)
+            yield from _serve_through_proxy(port, log_path, time.monotonic() - started)
+        finally:
+            _stop(process)
+
+
+def _serve_through_proxy(port: int, log_path: Path, startup: float) -> Iterator[PrismGitHub]:
+    prism = PrismGitHub(base_url="", log_path=log_path, startup_seconds=startup)
+    proxy = _RecordingProxy(prism, port)
+    prism.base_url = f"http://127.0.0.1:{proxy.server_address[1]}"
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield prism
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def prism(prism_server: PrismGitHub) -> PrismGitHub:
+    """The session's Prism mock with an empty exchange log."""
+    prism_server.exchanges.clear()
+    return prism_server
