@@ -478,7 +478,7 @@ def github_fake() -> Iterator[FakeGitHub]:
     fake = FakeGitHub()
     server = _FakeServer(fake)
     fake.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield fake

@@ -215,7 +215,7 @@ def _serve_through_proxy(port: int, log_path: Path, startup: float) -> Iterator[
     prism = PrismGitHub(base_url="", log_path=log_path, startup_seconds=startup)
     proxy = _RecordingProxy(prism, port)
     prism.base_url = f"http://127.0.0.1:{proxy.server_address[1]}"
-    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread = threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield prism

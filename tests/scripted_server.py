@@ -3,7 +3,9 @@
 Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `POST /v1/messages`.
 Replies come from rules (first match wins) or the default reply. Every request
 is recorded. Faults can be scripted per rule or injected at a seeded random rate.
-Each connection gets its own thread, so latency and hangs never block others.
+The server is asyncio on its own thread and event loop: latency and hangs are
+`asyncio.sleep`s that never block other connections, and a single server thread
+keeps GIL contention with the client under test low.
 
     with ScriptedServer() as server:
         server.add_rule("105", contains="15 * 7")
@@ -16,6 +18,7 @@ Each connection gets its own thread, so latency and hangs never block others.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -24,7 +27,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import Any, Literal
 
 Json = dict[str, Any]
@@ -117,16 +120,11 @@ class ScriptedServer:
         self._latency = 0.0
         self._received: list[ReceivedRequest] = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.scripted = self
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -179,13 +177,14 @@ class ScriptedServer:
 
     def start(self) -> ScriptedServer:
         self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(timeout=5)
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        self._loop.close()
 
     def __enter__(self) -> ScriptedServer:
         return self.start()
@@ -193,9 +192,53 @@ class ScriptedServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    # -- used by the handler threads --
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
 
-    def receive(self, path: str, body: Json, headers: dict[str, str]) -> tuple[Rule | None, str]:
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()  # also ends hangs and latency sleeps
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while await self._serve_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        except asyncio.CancelledError:
+            pass  # our own shutdown; re-raising would only log noise on 3.11
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False closes the connection."""
+        request = await _read_request(reader)
+        if request is None:
+            return False
+        path, headers, raw = request
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            await _write(writer, 400, {"error": {"message": "request body is not JSON"}})
+            return True
+        rule, fault = self._receive(path, body, headers)
+        if self._latency > 0:
+            await asyncio.sleep(self._latency)
+        if fault:
+            return await self._send_fault(writer, fault, rule)
+        status, payload = self._answer(path, rule, body)
+        await _write(writer, status, payload)
+        return True
+
+    def _receive(self, path: str, body: Json, headers: dict[str, str]) -> tuple[Rule | None, str]:
         """Record the request; pick (rule, fault-or-empty) under the lock."""
         with self._lock:
             self._received.append(ReceivedRequest(path, body, headers))
@@ -207,93 +250,70 @@ class ScriptedServer:
                 random_fault = self._faults.rng.choice(list(self._faults.kinds))
         return rule, (rule.fault if rule and rule.fault else random_fault)
 
-    def reply_for(self, rule: Rule | None, body: Json) -> str:
+    def _answer(self, path: str, rule: Rule | None, body: Json) -> tuple[int, Json]:
+        if path == "/v1/embeddings":
+            return 200, embeddings_payload(body)
+        if path not in ("/v1/chat/completions", "/v1/messages"):
+            return 404, {"error": {"message": f"no route {path}"}}
         reply = rule.reply if rule is not None and rule.reply is not None else self.default_reply
-        return reply(body) if callable(reply) else reply
+        text = reply(body) if callable(reply) else reply
+        usage = _usage(rule, body, text)
+        if path == "/v1/messages":
+            return 200, messages_payload(body, text, usage)
+        return 200, chat_payload(body, text, usage)
 
-    def retry_after_for(self, rule: Rule | None) -> str | None:
-        return rule.retry_after if rule is not None and rule.fault else self._faults.retry_after
-
-    def wait_latency(self) -> None:
-        if self._latency > 0:
-            self._stopping.wait(self._latency)
-
-    def hang(self) -> None:
-        self._stopping.wait(self.hang_seconds)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 1024
-    scripted: ScriptedServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        scripted = self.server.scripted
-        length = int(self.headers.get("content-length") or 0)
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            self._send_json(400, {"error": {"message": "request body is not JSON"}})
-            return
-        rule, fault = scripted.receive(self.path, body, dict(self.headers.items()))
-        scripted.wait_latency()
-        if fault:
-            self._send_fault(fault, scripted.retry_after_for(rule))
-            return
-        self._answer(rule, body)
-
-    def _answer(self, rule: Rule | None, body: Json) -> None:
-        scripted = self.server.scripted
-        if self.path == "/v1/embeddings":
-            self._send_json(200, embeddings_payload(body))
-        elif self.path == "/v1/chat/completions":
-            reply = scripted.reply_for(rule, body)
-            self._send_json(200, chat_payload(body, reply, _usage(rule, body, reply)))
-        elif self.path == "/v1/messages":
-            reply = scripted.reply_for(rule, body)
-            self._send_json(200, messages_payload(body, reply, _usage(rule, body, reply)))
-        else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-    def _send_fault(self, fault: str, retry_after: str | None) -> None:
+    async def _send_fault(
+        self, writer: asyncio.StreamWriter, fault: str, rule: Rule | None
+    ) -> bool:
+        retry_after = (
+            rule.retry_after if rule is not None and rule.fault else (self._faults.retry_after)
+        )
         if fault == "rate_limit":
             headers = {"retry-after": retry_after} if retry_after is not None else {}
-            self._send_json(429, {"error": {"message": "rate limited"}}, headers)
+            await _write(writer, 429, {"error": {"message": "rate limited"}}, headers)
         elif fault == "server_error":
-            self._send_json(500, {"error": {"message": "scripted internal error"}})
+            await _write(writer, 500, {"error": {"message": "scripted internal error"}})
         elif fault == "bad_request":
             error = {"message": "scripted bad request", "type": "invalid_request_error"}
-            self._send_json(400, {"error": error})
+            await _write(writer, 400, {"error": error})
         elif fault == "malformed":
-            self._send_raw(200, b'{"choices": [{"message": ', "application/json")
+            await _write_raw(writer, 200, b'{"choices": [{"message": ')
         elif fault == "hang":
-            self.server.scripted.hang()
-            self.close_connection = True
-        elif fault == "drop":
-            self.close_connection = True  # return without writing anything
+            await asyncio.sleep(self.hang_seconds)
+            return False
+        return fault != "drop"  # drop: close without writing anything
 
-    def _send_json(self, status: int, payload: Json, headers: dict[str, str] | None = None) -> None:
-        self._send_raw(status, json.dumps(payload).encode(), "application/json", headers)
 
-    def _send_raw(
-        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, str], bytes] | None:
+    request_line = await reader.readline()
+    if not request_line.strip():
+        return None
+    _method, path, _version = request_line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = await reader.readexactly(int(headers.get("content-length") or 0))
+    return path, headers, body
+
+
+async def _write(
+    writer: asyncio.StreamWriter, status: int, payload: Json, headers: dict[str, str] | None = None
+) -> None:
+    await _write_raw(writer, status, json.dumps(payload).encode(), headers)
+
+
+async def _write_raw(
+    writer: asyncio.StreamWriter, status: int, data: bytes, headers: dict[str, str] | None = None
+) -> None:
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        "content-type: application/json",
+        f"content-length: {len(data)}",
+        *(f"{name}: {value}" for name, value in (headers or {}).items()),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+    await writer.drain()
 
 
 def _usage(rule: Rule | None, body: Json, reply: str) -> tuple[int, int]:

@@ -18,8 +18,13 @@ VALID = FIXTURES / "samples"
 EXAMPLES = Path(__file__).parents[1] / "examples" / "support"
 NOT_UTF8 = INVALID / "sample-not-utf8.samples.toml"
 DECLARED_FIXTURES = sorted(p for p in INVALID.glob("*.samples.toml") if p != NOT_UTF8)
-FILE_LEVEL_CODES = {"toml-syntax", "mixed-layout", "invalid-samples", "no-samples",
-                    "no-valid-samples"}
+FILE_LEVEL_CODES = {
+    "toml-syntax",
+    "mixed-layout",
+    "invalid-samples",
+    "no-samples",
+    "no-valid-samples",
+}
 
 GOOD_LIST_SAMPLE = """
 [[samples]]
@@ -59,9 +64,21 @@ def test_fixtures_cover_every_diagnostic_code() -> None:
     covered = {d.code for f in DECLARED_FIXTURES for d in load_samples(f).diagnostics}
     covered |= set(codes(load_samples(NOT_UTF8)))
     assert covered == {
-        "toml-syntax", "mixed-layout", "invalid-samples", "no-samples", "no-valid-samples",
-        "invalid-sample", "empty-messages", "invalid-message", "missing-score", "invalid-score",
-        "score-out-of-range", "unknown-key", "duplicate-sample-id", "invalid-grader", "read-error",
+        "toml-syntax",
+        "mixed-layout",
+        "invalid-samples",
+        "no-samples",
+        "no-valid-samples",
+        "invalid-sample",
+        "empty-messages",
+        "invalid-message",
+        "missing-score",
+        "invalid-score",
+        "score-out-of-range",
+        "unknown-key",
+        "duplicate-sample-id",
+        "invalid-grader",
+        "read-error",
     }
 
 
@@ -116,7 +133,8 @@ def test_ids_default_to_the_sample_index() -> None:
     loaded = load_samples(VALID / "minimal-list.samples.toml")
     assert loaded.diagnostics == []
     assert [(s.id, s.line, s.tags) for s in loaded.samples] == [
-        ("samples[0]", 2, []), ("samples[1]", 9, []),
+        ("samples[0]", 2, []),
+        ("samples[1]", 9, []),
     ]
 
 
@@ -243,7 +261,10 @@ def test_inline_samples_array_then_keyed_table_is_mixed_layout() -> None:
 
 def test_syntax_error_at_end_of_document_points_past_the_last_character() -> None:
     assert only_diagnostic('[[samples]]\nid = "abc') == (
-        "toml-syntax", 2, 10, "invalid TOML: unterminated string"
+        "toml-syntax",
+        2,
+        10,
+        "invalid TOML: unterminated string",
     )
 
 
@@ -271,9 +292,7 @@ def test_unprintable_values_in_messages_are_escaped() -> None:
 # --- properties --------------------------------------------------------------------------------
 
 SEED_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(VALID.glob("*.toml"))]
-QUICK = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+QUICK = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def assert_well_formed(loaded: SampleFile, text: str) -> None:
@@ -297,7 +316,7 @@ def mutated_seed(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from(SEED_TEXTS))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(text)))
-        piece = draw(st.one_of(st.sampled_from(list('[]{}="\'#.,\n\\ 0-')), st.text(max_size=4)))
+        piece = draw(st.one_of(st.sampled_from(list("[]{}=\"'#.,\n\\ 0-")), st.text(max_size=4)))
         action = draw(st.sampled_from(["insert", "delete", "replace"]))
         end = at if action == "insert" else at + draw(st.integers(1, 8))
         text = text[:at] + ("" if action == "delete" else piece) + text[end:]
@@ -339,13 +358,19 @@ def toml_char(char: str) -> str:
 
 
 SCALARS = st.one_of(
-    st.text(max_size=8), st.integers(-(2**70), 2**70), st.integers(-5, 5), st.booleans(),
-    st.floats(allow_nan=True), st.sampled_from(["user", "system", "assistant", ""]),
+    st.text(max_size=8),
+    st.integers(-(2**70), 2**70),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.sampled_from(["user", "system", "assistant", ""]),
 )
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["role", "content", "score", "x"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["role", "content", "score", "x"]), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 SAMPLE_KEYS = st.sampled_from(
@@ -380,7 +405,8 @@ def test_generated_toml_values_never_raise(text: str) -> None:
 
 VALID_MESSAGES = st.lists(
     st.builds(Message, role=st.text(min_size=1, max_size=6), content=st.text(min_size=1)),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 )
 
 
@@ -395,3 +421,4 @@ def test_generated_valid_samples_load_exactly(samples: list[tuple[list[Message],
     loaded = parse_samples(text, "valid.samples.toml")
     assert loaded.diagnostics == []
     assert [(s.messages, s.expected.score) for s in loaded.samples] == samples
+    assert [s.line for s in loaded.samples] == [3 * index + 1 for index in range(len(samples))]

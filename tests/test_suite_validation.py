@@ -22,13 +22,21 @@ def test_invalid_suite_fixture_reports_its_diagnostics(fixture: Path) -> None:
 
 def nested_suite(levels: int) -> str:
     lines = [
-        "metadata:", "  name: depth", "  model: openai/gpt-4o-mini", "evals:",
-        "  - prompt: Start", "    checks:", '      - match: "*x*"',
+        "metadata:",
+        "  name: depth",
+        "  model: openai/gpt-4o-mini",
+        "evals:",
+        "  - prompt: Start",
+        "    checks:",
+        '      - match: "*x*"',
     ]
     indent = "      "
     for level in range(1, levels + 1):
-        lines += [f"{indent}- prompt: Level {level}", f"{indent}  checks:",
-                  f'{indent}    - match: "*x*"']
+        lines += [
+            f"{indent}- prompt: Level {level}",
+            f"{indent}  checks:",
+            f'{indent}    - match: "*x*"',
+        ]
         indent += "    "
     return "\n".join(lines) + "\n"
 

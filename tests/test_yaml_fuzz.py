@@ -16,12 +16,15 @@ YAML_TOKENS = st.sampled_from([*":-[]{}#&*!|>'\"%@`,? \n\t", "prompt: ", "checks
 def mutate(text: str, edits: list[tuple[int, int, str]]) -> str:
     for position, length, replacement in edits:
         at = position % (len(text) + 1)
-        text = text[:at] + replacement + text[at + length:]
+        text = text[:at] + replacement + text[at + length :]
     return text
 
 
-edit = st.tuples(st.integers(0, 10_000), st.integers(0, 20),
-                 st.lists(YAML_TOKENS, max_size=3).map("".join) | st.text(max_size=5))
+edit = st.tuples(
+    st.integers(0, 10_000),
+    st.integers(0, 20),
+    st.lists(YAML_TOKENS, max_size=3).map("".join) | st.text(max_size=5),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -44,10 +47,29 @@ def test_random_text_never_raises(text: str) -> None:
 json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 json_tree = st.recursive(
     json_leaf,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["metadata", "evals", "prompt", "checks", "or", "match",
-                                       "semantic", "name", "model", "llm_judge", "min_tokens"])
-                      | st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "metadata",
+                    "evals",
+                    "prompt",
+                    "checks",
+                    "or",
+                    "match",
+                    "semantic",
+                    "name",
+                    "model",
+                    "llm_judge",
+                    "min_tokens",
+                ]
+            )
+            | st.text(max_size=5),
+            children,
+            max_size=4,
+        )
+    ),
     max_leaves=25,
 )
 

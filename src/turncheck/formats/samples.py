@@ -300,7 +300,7 @@ class _Checker:
     ) -> None:
         loc = tuple(problem["loc"])
         path = sample_path + loc
-        if _is_keyed_header_in_list(layout, loc, problem) and path in self.where.table_headers:
+        if self._is_keyed_table_in_list(layout, path, problem):
             self._report(
                 path, "mixed-layout",
                 f"[samples.{loc[0]}] after [[samples]]: a file must use either the list "
@@ -310,6 +310,13 @@ class _Checker:
         code, message = _describe(layout, loc, problem)
         self._report(path, code, f"{label}: {message}")
 
+    def _is_keyed_table_in_list(
+        self, layout: Layout, path: TomlPath, problem: ErrorDetails
+    ) -> bool:
+        """TOML puts a `[samples.<id>]` after `[[samples]]` inside the last list sample."""
+        is_sample_key = len(path) == 3 and problem["type"] == "extra_forbidden"
+        return layout == "list" and is_sample_key and path in self.where.table_headers
+
     def _is_new_id(self, sample: Sample, key: str | int, first_line_of: dict[str, int]) -> bool:
         if sample.id not in first_line_of:
             first_line_of[sample.id] = sample.line
@@ -318,10 +325,6 @@ class _Checker:
         message = f"sample {_show(sample.id)}: duplicate id (first used at line {first_line})"
         self._report(("samples", key, "id"), "duplicate-sample-id", message)
         return False
-
-
-def _is_keyed_header_in_list(layout: Layout, loc: TomlPath, problem: ErrorDetails) -> bool:
-    return layout == "list" and len(loc) == 1 and problem["type"] == "extra_forbidden"
 
 
 def _default_id(key: str | int) -> str:
@@ -339,20 +342,21 @@ def _describe(layout: Layout, loc: TomlPath, problem: ErrorDetails) -> tuple[str
     kind, value = problem["type"], problem["input"]
     if kind == "extra_forbidden":
         return "unknown-key", _unknown_key(layout, loc)
-    if loc[0] == "messages":
+    if loc[:1] == ("messages",):
         return _messages_problem(loc, kind, value)
-    if loc[-1] == "score" or loc == ("expected",):
+    if loc[-1:] == ("score",) or loc == ("expected",):
         return _score_problem(layout, loc, kind, value)
-    field = next(str(part) for part in reversed(loc) if isinstance(part, str))
-    return "invalid-sample", f'"{field}" must be {_VALUE_SHAPES[field]}, got {_show(value)}'
+    field = next((part for part in reversed(loc) if isinstance(part, str)), "sample")
+    shape = _VALUE_SHAPES.get(field, "valid")
+    return "invalid-sample", f'"{field}" must be {shape}, got {_show(value)}'
 
 
 def _unknown_key(layout: Layout, loc: TomlPath) -> str:
     key = str(loc[-1])
-    if loc[0] == "messages" and len(loc) == 3:
+    if loc[:1] == ("messages",) and len(loc) == 3:
         allowed: tuple[str, ...] = tuple(Message.model_fields)
         return f"message {_ordinal(loc)} has an unknown key {_show(key)}{_suggestion(key, allowed)}"
-    if loc[0] == "expected" and len(loc) == 2:
+    if loc[:1] == ("expected",) and len(loc) == 2:
         allowed = tuple(Expected.model_fields)
         return f'unknown key {_show(key)} in "expected"{_suggestion(key, allowed)}'
     hint = _LAYOUT_HINTS.get((layout, key)) or _suggestion(key, _ENTRY_MODELS[layout].model_fields)
@@ -410,9 +414,7 @@ def _show(value: object) -> str:
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False) if len(value) <= 60 else (
-            json.dumps(value[:60], ensure_ascii=False)[:-1] + '…"'
-        )
+        text = json.dumps(_clip(value, 60), ensure_ascii=False)
     elif isinstance(value, int) and value.bit_length() > 128:
         text = "a huge integer"
     elif isinstance(value, list):

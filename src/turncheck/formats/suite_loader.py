@@ -86,7 +86,7 @@ class _SuiteValidator:
             elif problem["type"] == "missing":
                 self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
             else:
-                self.error_at_value(loc, "invalid-value", f"{dotted}: {problem['msg']}")
+                self.error_at_value(loc, "invalid-value", f"{dotted}: {_explain(problem)}")
 
     def templates_in(self, path: Path, text: str) -> None:
         problem = templates.check_syntax(text)
@@ -345,6 +345,15 @@ class _SuiteValidator:
             return None
         group: OrGroup | None = self.build(OrGroup, {"or": items}, path)
         return group
+
+
+def _explain(problem: Any) -> str:
+    """pydantic's message, plus the YAML pitfall when a string came out as another type."""
+    value = problem.get("input")
+    if problem["type"] == "string_type" and isinstance(value, bool | int | float):
+        kind = "a boolean" if isinstance(value, bool) else "a number"
+        return f'expected a string, but YAML read this value as {kind}; quote it, e.g. "yes"'
+    return str(problem["msg"])
 
 
 def _is_standalone_follow_up(raw: Any) -> bool:

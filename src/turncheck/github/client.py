@@ -130,6 +130,9 @@ def default_retry() -> Retry:
     return GithubRetry(total=4, backoff_factor=1.0, secondary_rate_wait=60, max_rate_limit_wait=120)
 
 
+DEFAULT_RETRY = default_retry()
+
+
 class PyGithubApi:
     """`GitHubApi` for one repository, implemented with PyGithub."""
 
@@ -139,16 +142,18 @@ class PyGithubApi:
         repository: str,
         api_url: str | None = None,
         *,
-        retry: Retry | None = None,
+        retry: Retry | None = DEFAULT_RETRY,
         seconds_between_requests: float = 0.25,
         seconds_between_writes: float = 1.0,
         timeout: int = 15,
         author_login: str | None = None,
     ) -> None:
-        """`retry=None` disables retries; pass `default_retry()` in production.
+        """`repository` is "owner/name"; `retry=None` disables retries (tests).
 
         `author_login` skips the `GET /user` lookup of the comment author.
         """
+        if repository.count("/") != 1:
+            raise ValueError(f"repository must be 'owner/name', got {repository!r}")
         self._github = Github(
             auth=Auth.Token(token),
             base_url=api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
