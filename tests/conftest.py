@@ -8,6 +8,8 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 
+pytest_plugins = ["tests.github_fake", "tests.prism"]
+
 
 @pytest.fixture
 def scripted_server() -> Iterator[ScriptedServer]:

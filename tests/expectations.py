@@ -1,6 +1,6 @@
 """Fixtures declare the diagnostics they must produce in `# expect:` comment lines.
 
-    # expect: LINE:COL SEVERITY CODE "message substring"
+# expect: LINE:COL SEVERITY CODE "message substring"
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from tests.prism import PrismGitHub
 
 # Loaded as plugins (not imported) so pytest rewrites their asserts and registers fixtures.
-pytest_plugins = ["tests.github_fake", "tests.prism"]
 
 MARKER = "<!-- turncheck -->"
 SHA = "0123456789abcdef0123456789abcdef01234567"

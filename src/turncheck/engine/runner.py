@@ -17,6 +17,7 @@ from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.redaction import Redactor
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -31,6 +32,7 @@ from turncheck.formats import templates
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
+from turncheck.providers.factory import API_KEY_ENV_VARS
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
 
@@ -69,6 +71,8 @@ class _SuiteRun:
         self.settings = settings
         self.pricer = pricer
         self.variables = {**(suite.metadata.vars or {}), **settings.variables}
+        api_keys = [settings.env[name] for name in API_KEY_ENV_VARS if settings.env.get(name)]
+        self.redactor = Redactor([*session.secrets.values(), *api_keys])
 
     def render(self, text: str) -> str:
         try:
@@ -93,7 +97,7 @@ class _SuiteRun:
             status, passed_on, error = Status.ERROR, None, exc.message
         except Exception as exc:  # noqa: BLE001 - an eval must always end with a status
             status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
-        return self._result(evaluation, state, status, passed_on, error)
+        return self.redactor.model(self._result(evaluation, state, status, passed_on, error))
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
         level, line = evaluation.checks, evaluation.line

@@ -175,6 +175,7 @@ def _encoding_diagnostic(file: str, raw: bytes, exc: UnicodeDecodeError) -> Diag
 
 _TOML_POSITION = re.compile(r"(?P<reason>.*?)\s*\(at line (?P<line>\d+), column (?P<column>\d+)\)")
 _AT_END = "(at end of document)"
+_CLEARER_TOML_REASONS = {"Illegal character '\\n'": "a line ends inside a string (missing quote?)"}
 _LIST_HEADER = re.compile(r"\s*(\[\[\s*samples\s*\]\]|samples\s*=)")
 _KEYED_HEADER = re.compile(r"\s*\[\s*samples\s*\.")
 
@@ -194,6 +195,7 @@ def _syntax_diagnostic(file: str, text: str, problem: str) -> Diagnostic:
             "a file must use either the list layout ([[samples]]) "
             "or the keyed layout ([samples.<id>]), not both",
         )
+    reason = _CLEARER_TOML_REASONS.get(reason, reason)
     reason = _printable(reason[:1].lower() + reason[1:])
     return error(file, line, column, "toml-syntax", f"invalid TOML: {reason}")
 

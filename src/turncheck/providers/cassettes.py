@@ -303,7 +303,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
         if self._inner is None:
-            self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=100))
+            self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64))
         started = time.perf_counter()
         response = await self._inner.handle_async_request(request)
         try:

@@ -143,16 +143,22 @@ class JsonHttpClient:
         redact: Sequence[str] = (),
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
+        max_in_flight: int = 64,
     ) -> None:
         self._provider_name = provider_name
         self._policy = policy
         self._redact = sorted((s for s in redact if s), key=len, reverse=True)
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
+        # Waiting for a free slot here, outside the attempt's timeout, keeps a
+        # burst of requests from timing out in httpx's connection-pool queue.
+        self._in_flight = asyncio.Semaphore(max_in_flight)
         self._client = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(policy.timeout),
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
+            limits=httpx.Limits(
+                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
+            ),
         )
 
     async def aclose(self) -> None:
@@ -173,7 +179,8 @@ class JsonHttpClient:
         attempt = 0
         while attempt < self._policy.max_attempts:
             attempt += 1
-            outcome = await self._attempt(url, content, all_headers, extensions or {})
+            async with self._in_flight:
+                outcome = await self._attempt(url, content, all_headers, extensions or {})
             if isinstance(outcome, JsonResult):
                 return outcome
             failure = outcome
