@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from turncheck.formats import templates
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
+from turncheck.providers.cassettes import cassette_path_for
 from turncheck.providers.factory import API_KEY_ENV_VARS
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
@@ -179,7 +181,9 @@ def _suite_result(suite_file: SuiteFile, suite: Suite, session: SuiteSession,
                   evals: list[EvalResult]) -> SuiteResult:
     return SuiteResult(
         path=suite_file.path, name=suite.metadata.name, model=suite.metadata.model,
-        provider=session.provider_name, cassette=session.cassette_display, evals=evals,
+        provider=session.provider_name, evals=evals,
+        cassette=None if session.transport is None
+        else cassette_path_for(Path(suite_file.path)).as_posix(),
         usage=sum((e.usage for e in evals), Usage()),
         cost_usd=add_costs([e.cost_usd for e in evals]),
         judge_usage=sum((e.judge_usage for e in evals), Usage()),
@@ -189,7 +193,7 @@ def _suite_result(suite_file: SuiteFile, suite: Suite, session: SuiteSession,
 
 async def _run_suite(suite_file: SuiteFile, suite: Suite, settings: RunSettings, pricer: Pricer,
                      limit: asyncio.Semaphore, on_eval: EvalCallback | None) -> SuiteResult:
-    session = open_session(suite_file.path, suite, settings.mode, settings.provider,
+    session = open_session(suite_file.source, suite, settings.mode, settings.provider,
                            settings.base_url, settings.env, settings.session)
     run = _SuiteRun(suite_file, suite, session, settings, pricer)
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))

@@ -84,10 +84,6 @@ class SuiteSession:
     def embedding_price_provider_id(self) -> str | None:
         return self.embedding_provider.price_provider_id
 
-    @property
-    def cassette_display(self) -> str | None:
-        return self.transport.path.as_posix() if self.transport is not None else None
-
     async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
         return await self.chat_provider.chat(ChatRequest(
             model=self.model, messages=messages, temperature=self.metadata.temperature,
@@ -114,14 +110,14 @@ class SuiteSession:
             await self.transport.close()
 
 
-def open_session(suite_path: str, suite: Suite, mode: Mode, provider: str | None,
+def open_session(suite_path: Path, suite: Suite, mode: Mode, provider: str | None,
                  base_url: str | None, env: Mapping[str, str],
                  settings: SessionSettings) -> SuiteSession:
     metadata = suite.metadata
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
     secrets = secret_values(suite, env)
-    transport = open_cassette(Path(suite_path), mode, env=env, secrets=secrets.values())
+    transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values())
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:

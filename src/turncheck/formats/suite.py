@@ -186,7 +186,10 @@ class Suite(BaseModel):
     evals: Annotated[list[Eval], Field(min_length=1)]
 
 
-for _model in (_FollowUpFields, *CHECK_TYPES.values(), FollowUp, OrGroup, Eval, Suite):
+_RECURSIVE_MODELS: tuple[type[BaseModel], ...] = (
+    _FollowUpFields, *CHECK_TYPES.values(), FollowUp, OrGroup, Eval, Suite
+)
+for _model in _RECURSIVE_MODELS:
     _model.model_rebuild()
 
 

@@ -43,6 +43,12 @@ class SuiteFile:
     path: str
     suite: Suite | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    location: FsPath | None = None
+    """Where the file really is, when that differs from `path` (a base-commit copy)."""
+
+    @property
+    def source(self) -> FsPath:
+        return self.location or FsPath(self.path)
 
     @property
     def has_errors(self) -> bool:
@@ -385,4 +391,6 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
         return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"not UTF-8 text: {exc}")])
     except OSError as exc:
         return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")])
-    return parse_suite(text, file, max_depth)
+    loaded = parse_suite(text, file, max_depth)
+    loaded.location = path
+    return loaded

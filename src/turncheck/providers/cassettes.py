@@ -59,10 +59,14 @@ MIN_SECRET_LENGTH = 4
 DROPPED_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
 )
-# The stored body is decoded, so its framing headers are recomputed.
-_FRAMING_HEADERS = frozenset(
-    {"content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"}
+# Not stored, to keep cassettes small and quick to load: request headers that
+# httpx adds itself, and every response header but the content type (a replay
+# needs nothing else, and the stored body is already decompressed).
+_UNSTORED_REQUEST_HEADERS = frozenset(
+    {"host", "content-length", "accept", "accept-encoding", "connection", "user-agent"}
 )
+_STORED_RESPONSE_HEADERS = frozenset({"content-type"})
+_LOADED_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
 Key = tuple[str, str, str | bytes]
 Headers = list[tuple[str, str]]
@@ -328,19 +332,23 @@ class CassetteTransport(httpx.AsyncBaseTransport):
     ) -> Interaction:
         scrub = self._scrubber
         _, body = scrub.body(content)
-        kept = [(n, v) for n, v in response.headers.multi_items() if n not in _FRAMING_HEADERS]
-        kept = [(n, v) for n, v in kept if n != RECORDED_LATENCY_HEADER]
-        response_headers = [
-            *scrub.headers(kept),
-            ("content-length", str(len(body))),
-            (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}"),
+        kept = [
+            (n, v)
+            for n, v in response.headers.multi_items()
+            if n.lower() in _STORED_RESPONSE_HEADERS
+        ]
+        response_headers = [*scrub.headers(kept), (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}")]
+        request_headers = [
+            (n, v)
+            for n, v in request.headers.multi_items()
+            if n.lower() not in _UNSTORED_REQUEST_HEADERS
         ]
         return Interaction(
             key=key,
             method=key[0],
             uri=key[1],
             request_body=stored_body,
-            request_headers=scrub.headers(request.headers.multi_items()),
+            request_headers=scrub.headers(request_headers),
             status=response.status_code,
             reason=response.reason_phrase,
             response_headers=response_headers,
@@ -462,7 +470,7 @@ def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
         request_headers=[(str(n), str(v)) for n, v in request.headers.items()],
         status=code,
         reason=str(status.get("message") or ""),
-        response_headers=[*headers, ("content-length", str(len(response_body)))],
+        response_headers=[h for h in headers if h[0].lower() not in _LOADED_FRAMING_HEADERS],
         response_body=response_body,
     )
 

@@ -1,0 +1,140 @@
+"""What the runner tells the action: `GITHUB_*` variables and the event payload."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_EVENT_BYTES = 25 * 1024 * 1024
+
+
+class ContextError(ValueError):
+    """The runner environment is incomplete or the event payload unreadable."""
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    base_sha: str
+    head_sha: str
+    base_ref: str
+    head_repository: str
+    base_repository: str
+
+    @property
+    def from_fork(self) -> bool:
+        return self.head_repository != self.base_repository
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    id: int
+    head_sha: str
+    head_branch: str
+    head_owner: str
+    event: str
+    conclusion: str | None
+    pull_numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    event_name: str
+    repository: str
+    sha: str
+    workspace: Path
+    api_url: str
+    server_url: str
+    run_id: str
+    ref: str
+    default_branch: str | None
+    output_path: Path | None
+    summary_path: Path | None
+    payload: dict[str, Any]
+
+    @property
+    def run_url(self) -> str | None:
+        if not self.run_id:
+            return None
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+    def pull_request(self) -> PullRequest | None:
+        pr = self.payload.get("pull_request")
+        if not isinstance(pr, dict):
+            return None
+        try:
+            return PullRequest(
+                number=int(pr["number"]),
+                base_sha=str(pr["base"]["sha"]),
+                head_sha=str(pr["head"]["sha"]),
+                base_ref=str(pr["base"].get("ref", "")),
+                head_repository=str(((pr["head"].get("repo") or {}).get("full_name")) or ""),
+                base_repository=str(((pr["base"].get("repo") or {}).get("full_name")) or ""),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ContextError(f"pull_request payload is missing {exc}") from exc
+
+    def workflow_run(self) -> WorkflowRun | None:
+        run = self.payload.get("workflow_run")
+        if not isinstance(run, dict):
+            return None
+        try:
+            return WorkflowRun(
+                id=int(run["id"]),
+                head_sha=str(run["head_sha"]),
+                head_branch=str(run.get("head_branch") or ""),
+                head_owner=str(((run.get("head_repository") or {}).get("owner") or {})
+                               .get("login") or ""),
+                event=str(run.get("event") or ""),
+                conclusion=run.get("conclusion"),
+                pull_numbers=tuple(int(p["number"]) for p in run.get("pull_requests") or []),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ContextError(f"workflow_run payload is missing {exc}") from exc
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    value = env.get(name)
+    return Path(value) if value else None
+
+
+def _payload(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        if path.stat().st_size > MAX_EVENT_BYTES:
+            raise ContextError(f"event payload {path} is larger than {MAX_EVENT_BYTES} bytes")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ContextError(f"cannot read the event payload {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ContextError(f"event payload {path} is not a JSON object")
+    return data
+
+
+def read_context(env: Mapping[str, str]) -> GitHubContext:
+    missing = [name for name in ("GITHUB_EVENT_NAME", "GITHUB_REPOSITORY") if not env.get(name)]
+    if missing:
+        raise ContextError(
+            f"{', '.join(missing)} not set: `turncheck action` runs inside GitHub Actions "
+            "(use `turncheck run` locally)"
+        )
+    payload = _payload(_path(env, "GITHUB_EVENT_PATH"))
+    repository = payload.get("repository") or {}
+    return GitHubContext(
+        event_name=env["GITHUB_EVENT_NAME"],
+        repository=env["GITHUB_REPOSITORY"],
+        sha=env.get("GITHUB_SHA", ""),
+        workspace=Path(env.get("GITHUB_WORKSPACE") or "."),
+        api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
+        server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+        run_id=env.get("GITHUB_RUN_ID", ""),
+        ref=env.get("GITHUB_REF", ""),
+        default_branch=repository.get("default_branch") if isinstance(repository, dict) else None,
+        output_path=_path(env, "GITHUB_OUTPUT"),
+        summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
+        payload=payload,
+    )

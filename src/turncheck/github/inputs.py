@@ -1,0 +1,149 @@
+"""The action's inputs: read from `INPUT_<NAME>` (hyphens kept) and validated here.
+
+The runner does not enforce `required:` nor types, so every input is checked
+with a clear message naming it; all problems are reported at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
+from turncheck.formats.suite import MAX_DEPTH
+
+
+class FailOn(StrEnum):
+    INVALID = "invalid"
+    FAILURE = "failure"
+    REGRESSION = "regression"
+    COST = "cost"
+
+
+class CommentMode(StrEnum):
+    ALWAYS = "always"
+    ON_CHANGE = "on-change"
+    NEVER = "never"
+
+
+DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.FAILURE)
+MODES = ("replay", "record", "live")
+
+
+class InputError(ValueError):
+    """One or more inputs are invalid; the message lists each."""
+
+
+@dataclass(frozen=True)
+class ActionInputs:
+    github_token: str = field(repr=False)
+    globs: Globs = Globs()
+    mode: str = "replay"
+    concurrency: int = 8
+    fail_on: tuple[FailOn, ...] = DEFAULT_FAIL_ON
+    cost_threshold_percent: float | None = None
+    cost_threshold_usd: float | None = None
+    comment: CommentMode = CommentMode.ALWAYS
+    max_depth: int = MAX_DEPTH
+    working_directory: Path = Path(".")
+    base_ref: str | None = None
+    report_path: Path = Path("turncheck-report.json")
+
+
+def _raw(env: Mapping[str, str], name: str) -> str:
+    return env.get(f"INPUT_{name.upper()}", "").strip()
+
+
+def _list(value: str) -> list[str]:
+    return [item.strip() for line in value.splitlines() for item in line.split(",") if item.strip()]
+
+
+class _Reader:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+
+    def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
+        value = _raw(self.env, name) or default
+        if value not in allowed:
+            self.problems.append(f"input {name}: expected one of {', '.join(allowed)}, got {value!r}")
+            return default
+        return value
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        value = _raw(self.env, name)
+        if not value:
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            number = low - 1
+        if not low <= number <= high:
+            self.problems.append(f"input {name}: expected a whole number from {low} to {high}, "
+                                 f"got {value!r}")
+            return default
+        return number
+
+    def amount(self, name: str) -> float | None:
+        value = _raw(self.env, name)
+        if not value:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not number >= 0:
+            self.problems.append(f"input {name}: expected a number ≥ 0, got {value!r}")
+            return None
+        return number
+
+    def fail_on(self) -> tuple[FailOn, ...]:
+        value = _raw(self.env, "fail-on")
+        if not value:
+            return DEFAULT_FAIL_ON
+        if value == "none":
+            return ()
+        allowed = [item.value for item in FailOn]
+        chosen = []
+        for item in _list(value):
+            if item not in allowed:
+                self.problems.append(f"input fail-on: unknown condition {item!r}; "
+                                     f"expected any of {', '.join(allowed)} (or none)")
+            else:
+                chosen.append(FailOn(item))
+        return tuple(dict.fromkeys(chosen))
+
+    def path(self, name: str, default: str) -> Path:
+        value = Path(_raw(self.env, name) or default)
+        if value.is_absolute() or ".." in value.parts:
+            self.problems.append(f"input {name}: must be a relative path inside the workspace, "
+                                 f"got {str(value)!r}")
+            return Path(default)
+        return value
+
+
+def read_inputs(env: Mapping[str, str]) -> ActionInputs:
+    reader = _Reader(env)
+    inputs = ActionInputs(
+        github_token=_raw(env, "github-token") or env.get("GITHUB_TOKEN", ""),
+        globs=Globs(
+            suites=tuple(_list(_raw(env, "suite-globs"))) or DEFAULT_SUITE_GLOBS,
+            samples=tuple(_list(_raw(env, "sample-globs"))) or DEFAULT_SAMPLE_GLOBS,
+        ),
+        mode=reader.choice("mode", MODES, "replay"),
+        concurrency=reader.integer("concurrency", 8, 1, 256),
+        fail_on=reader.fail_on(),
+        cost_threshold_percent=reader.amount("cost-threshold-percent"),
+        cost_threshold_usd=reader.amount("cost-threshold-usd"),
+        comment=CommentMode(reader.choice("comment", tuple(m.value for m in CommentMode),
+                                          CommentMode.ALWAYS.value)),
+        max_depth=reader.integer("max-depth", MAX_DEPTH, 0, MAX_DEPTH),
+        working_directory=reader.path("working-directory", "."),
+        base_ref=_raw(env, "base-ref") or None,
+        report_path=reader.path("report-path", "turncheck-report.json"),
+    )
+    if reader.problems:
+        raise InputError("; ".join(reader.problems))
+    return inputs
