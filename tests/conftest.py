@@ -8,7 +8,7 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 
-pytest_plugins = ["tests.github_fake", "tests.prism"]
+pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama"]
 
 
 @pytest.fixture

@@ -32,14 +32,11 @@ def run_paths(
     files = [load_suite(path) for path in paths]
     for loaded in files:
         assert not loaded.has_errors, loaded.diagnostics
-    settings = RunSettings(
-        mode=mode,
-        base_url=server.base_url if server is not None else None,
-        provider="openai",
-        env={"OPENAI_API_KEY": FAKE_KEY, **overrides.pop("env", {})},
-        session=overrides.pop("session", FAST_RETRIES),
-        **overrides,
-    )
+    overrides.setdefault("base_url", server.base_url if server is not None else None)
+    overrides.setdefault("provider", "openai")
+    overrides["env"] = {"OPENAI_API_KEY": FAKE_KEY, **overrides.get("env", {})}
+    overrides.setdefault("session", FAST_RETRIES)
+    settings = RunSettings(mode=mode, **overrides)
     return asyncio.run(run_suites(files, settings))
 
 

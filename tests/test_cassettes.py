@@ -200,6 +200,7 @@ def test_sensitive_headers_are_dropped_case_insensitively(suite: Path) -> None:
                 "X-API-KEY": "y",
                 "OpenAI-Organization": "org",
                 "Cookie": "c=1",
+                "X-Custom": "kept",
             }
             await client.post("https://example.test/v1/x", json={"a": 1}, headers=headers)
         transport.save()
@@ -208,7 +209,8 @@ def test_sensitive_headers_are_dropped_case_insensitively(suite: Path) -> None:
     text = path.read_text().lower()
     for name in ("authorization", "x-api-key", "api-key", "openai-organization", "cookie"):
         assert f"{name}:" not in text
-    assert "x-request-id" in text
+    assert "x-custom" in text  # other request headers are kept
+    assert "x-request-id" not in text  # responses keep only content-type
 
 
 def test_json_key_order_and_whitespace_do_not_matter(suite: Path) -> None:
@@ -355,6 +357,18 @@ def test_record_mode_does_not_record_failures(suite: Path) -> None:
     assert len(CassetteTransport(path, "replay")) == 1
 
 
+def test_record_mode_does_not_record_an_error_sent_with_200(suite: Path) -> None:
+    def error_200(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"error": {"message": "upstream overloaded"}})
+
+    transport = CassetteTransport(
+        cassette_path_for(suite), "record", httpx.MockTransport(error_200)
+    )
+    with pytest.raises(ProviderError, match="upstream overloaded"):
+        run(lambda: chat_all(openrouter_via(transport, "https://example.test/v1"), ["x"]))
+    assert not transport.save()
+
+
 def test_record_mode_needs_the_key_only_for_misses(suite: Path) -> None:
     with ScriptedServer() as server:
         base_url = server.base_url
@@ -394,7 +408,7 @@ def test_cassette_is_a_vcrpy_cassette(suite: Path) -> None:
     assert all(r["status"]["code"] == 200 for r in responses)
     assert all(isinstance(r["body"]["string"], bytes) for r in responses)
     text = cassette_path_for(suite).read_text()
-    assert "version: 1" in text and "\"content\": \"one\"" in text
+    assert "version: 1" in text and '"content": "one"' in text
 
 
 def test_open_cassette_is_none_in_live_mode(suite: Path) -> None:
@@ -402,7 +416,7 @@ def test_open_cassette_is_none_in_live_mode(suite: Path) -> None:
 
 
 def test_replay_is_fast(suite: Path) -> None:
-    prompts = [f"speed {i}" for i in range(5000)]
+    prompts = [f"speed {i}" for i in range(2000)]
     base_url = "https://example.test/v1"
     transport = CassetteTransport(cassette_path_for(suite), "record", echo_transport())
     run(lambda: chat_all(openrouter_via(transport, base_url), prompts))
@@ -410,4 +424,5 @@ def test_replay_is_fast(suite: Path) -> None:
     started = time.perf_counter()
     replay(suite, base_url, prompts)
     elapsed = time.perf_counter() - started
-    assert elapsed < 4.0, f"5,000 replayed calls took {elapsed:.2f}s"
+    # Loading the cassette included; about 1 s on a laptop-class machine.
+    assert elapsed < 3.0, f"2,000 replayed calls took {elapsed:.2f}s"

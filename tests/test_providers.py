@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -302,6 +303,32 @@ def test_error_messages_never_contain_the_api_key() -> None:
     assert key not in str(caught.value)
 
 
+def test_secret_values_are_kept_out_of_error_messages() -> None:
+    secret = "hunter2-TOPSECRET"
+
+    def echo_prompt(request: httpx.Request) -> httpx.Response:
+        prompt = json.loads(request.content)["messages"][0]["content"]
+        return httpx.Response(400, json={"error": {"message": f"bad prompt: {prompt}"}})
+
+    provider = make_provider(
+        "openai",
+        env={},
+        base_url="http://local.test/v1",
+        transport=httpx.MockTransport(echo_prompt),
+        secrets=[secret],
+    )
+    with pytest.raises(ProviderError) as caught:
+        run(lambda: chat_once(provider, ask(f"the password is {secret}")))
+    assert caught.value.message.endswith("HTTP 400: bad prompt: the password is <SECRET>")
+
+
+def test_retry_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="max_attempts"):
+        RetryPolicy(max_attempts=0)
+    with pytest.raises(ValueError, match="timeout"):
+        RetryPolicy(timeout=0)
+
+
 def test_concurrent_requests_with_faults_end_ok_or_provider_error(
     scripted_server: ScriptedServer,
 ) -> None:
@@ -312,7 +339,7 @@ def test_concurrent_requests_with_faults_end_ok_or_provider_error(
     policy = RetryPolicy(backoff_base=0.001, backoff_cap=0.01, timeout=0.5)
     provider = openai_at(scripted_server, policy)
 
-    async def scenario() -> list[object]:
+    async def scenario() -> list[ChatResponse | BaseException]:
         try:
             calls = [provider.chat(ask(f"question {i}")) for i in range(200)]
             return await asyncio.gather(*calls, return_exceptions=True)
@@ -322,7 +349,7 @@ def test_concurrent_requests_with_faults_end_ok_or_provider_error(
     results = run(scenario)
     errors = [r for r in results if isinstance(r, BaseException)]
     assert all(isinstance(e, ProviderError) for e in errors), {type(e) for e in errors}
-    ok = [r for r in results if not isinstance(r, BaseException)]
+    ok = [r for r in results if isinstance(r, ChatResponse)]
     assert len(ok) > 150
     assert all(r.text.startswith("QUESTION ") for r in ok)
 

@@ -1,6 +1,7 @@
 """LLM providers (OpenRouter, OpenAI-compatible, Anthropic), retries and cassettes."""
 
 from turncheck.providers.base import (
+    SECRET_PLACEHOLDER,
     ChatMessage,
     ChatRequest,
     ChatResponse,
@@ -10,7 +11,6 @@ from turncheck.providers.base import (
     RecordingMissing,
 )
 from turncheck.providers.cassettes import (
-    SECRET_PLACEHOLDER,
     CassetteFormatError,
     CassetteMode,
     CassetteTransport,

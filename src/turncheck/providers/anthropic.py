@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import httpx
 
@@ -12,7 +12,7 @@ from turncheck.providers.base import (
     EmbeddingResponse,
     ProviderError,
 )
-from turncheck.providers.common import ApiKey, dig, token_count, unexpected
+from turncheck.providers.common import ApiKey, dig, token_count
 from turncheck.providers.http import JsonHttpClient, JsonObject, RetryPolicy, Sleep
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
@@ -34,6 +34,7 @@ class AnthropicProvider:
         policy: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Sleep | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.base_url = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
         self._key = ApiKey(
@@ -47,7 +48,11 @@ class AnthropicProvider:
         if self._key.value:
             self._headers["x-api-key"] = self._key.value
         self._http = JsonHttpClient(
-            self.name, policy or RetryPolicy(), transport, redact=self._key.secrets, sleep=sleep
+            self.name,
+            policy or RetryPolicy(),
+            transport,
+            redact=[*self._key.secrets, *secrets],
+            sleep=sleep,
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -78,7 +83,7 @@ class AnthropicProvider:
     def _reply_text(self, body: JsonObject) -> str:
         blocks = body.get("content")
         if not isinstance(blocks, list):
-            raise unexpected(self.name, "no `content` list")
+            raise self._http.unexpected("no `content` list")
         texts = [dig(block, "text") for block in blocks if dig(block, "type") == "text"]
         return "".join(text for text in texts if isinstance(text, str))
 

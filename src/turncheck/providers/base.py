@@ -11,6 +11,11 @@ Role = Literal["system", "user", "assistant"]
 # so replayed turns report the recorded latency instead of ~0 ms.
 RECORDED_LATENCY_HEADER = "x-turncheck-latency-ms"
 
+SECRET_PLACEHOLDER = "<SECRET>"
+# Shorter values are not treated as secrets: replacing every "abc" would shred
+# cassettes and messages, and such a value is not secret anyway.
+MIN_SECRET_LENGTH = 4
+
 # Request extension set by a provider that has no API key: the cassette
 # transport raises this message only when it would have to call the network.
 MISSING_KEY_EXTENSION = "turncheck.missing_key"

@@ -13,8 +13,9 @@ Repeats: when the cassette holds several responses for one key, identical
 requests get them in recorded order and, once they run out, the last one again.
 Record mode answers from the cassette whenever the key is present, so recording
 never stores a second response for a request it has already seen; concurrent
-identical misses are sent once. Only 2xx responses with a readable body are
-recorded: a 429/5xx would otherwise be replayed forever.
+identical misses are sent once. Only 2xx responses with a readable body (valid
+JSON without a top-level `error`) are recorded: a 429/5xx would otherwise be
+replayed forever.
 
 Scrubbing happens before anything is stored or matched: the headers in
 `DROPPED_HEADERS` are removed from requests and responses, and every secret
@@ -44,8 +45,10 @@ from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
 from turncheck.providers.base import (
+    MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
     RECORDED_LATENCY_HEADER,
+    SECRET_PLACEHOLDER,
     ProviderError,
     RecordingMissing,
 )
@@ -53,9 +56,6 @@ from turncheck.providers.base import (
 CassetteMode = Literal["replay", "record"]
 DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
 MAX_INTERACTIONS = 100_000
-SECRET_PLACEHOLDER = "<SECRET>"
-# Shorter values would shred the cassette (every "abc" replaced) and are not secret.
-MIN_SECRET_LENGTH = 4
 DROPPED_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
 )
@@ -91,7 +91,9 @@ class Scrubber:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        self.secrets = sorted(unique, key=len, reverse=True)
+        # Longest first, so a secret containing another is replaced whole; then by
+        # value, so the result never depends on set order.
+        self.secrets = sorted(unique, key=lambda s: (-len(s), s))
         self._json_forms = [json.dumps(s)[1:-1] for s in self.secrets]
         self._url_forms = [
             form for s in self.secrets for form in (s, quote(s, safe=""), quote_plus(s))
@@ -179,6 +181,16 @@ class Interaction:
             extensions={"reason_phrase": self.reason.encode("ascii", errors="replace")},
         )
 
+    def stored_parts(self) -> list[object]:
+        return [
+            self.uri,
+            self.request_body,
+            self.request_headers,
+            self.reason,
+            self.response_headers,
+            self.response_body,
+        ]
+
     def to_vcr(self) -> tuple[Any, dict[str, Any]]:
         request = VcrRequest(self.method, self.uri, self.request_body, dict(self.request_headers))
         grouped: dict[str, list[str]] = {}
@@ -258,10 +270,12 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         if self._new_count == 0 or self.load_error is not None:
             return False
         ordered = sorted(self._interactions, key=lambda i: (i.method, i.uri, i.request_body))
+        if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):
+            raise ProviderError(
+                f"refusing to write {self.path}: a secret value survived scrubbing "
+                "(it appears outside a JSON string, for example inside a number)"
+            )
         pairs = [interaction.to_vcr() for interaction in ordered]
-        for request, response in pairs:
-            if self._scrubber.leaks_into(request._to_dict()) or self._scrubber.leaks_into(response):
-                raise ProviderError(f"refusing to write {self.path}: a secret survived scrubbing")
         text = serialize(
             {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]},
             yamlserializer,
@@ -380,15 +394,16 @@ def _model_of(body: str | bytes) -> str | None:
 
 
 def _worth_recording(response: httpx.Response, content: bytes) -> bool:
+    """2xx with a usable body: not malformed JSON, and not an error object sent with 200."""
     if not 200 <= response.status_code < 300:
         return False
     if "json" not in response.headers.get("content-type", ""):
         return True
     try:
-        json.loads(content)
+        payload = json.loads(content)
     except (ValueError, UnicodeDecodeError):
         return False
-    return True
+    return not (isinstance(payload, dict) and "error" in payload)
 
 
 def _write_atomically(path: Path, text: str) -> None:

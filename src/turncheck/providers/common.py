@@ -54,10 +54,6 @@ def token_count(value: object) -> int | None:
     return value
 
 
-def unexpected(provider_name: str, what: str) -> ProviderError:
-    return ProviderError(f"unexpected response from {provider_name}: {what}")
-
-
 def dig(payload: object, *path: str | int) -> object:
     """`payload[p0][p1]...`, or None when any step is missing or of the wrong type."""
     current = payload

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import httpx
 
@@ -59,24 +59,41 @@ def make_provider(
     transport: httpx.AsyncBaseTransport | None = None,
     base_url: str | None = None,
     sleep: Sleep | None = None,
+    secrets: Iterable[str] = (),
 ) -> Provider:
     """Build a provider; `transport` is the cassette transport, or None for live calls.
 
     A missing API key is reported when a request needs the network, not here.
+    `secrets` (the suite's secret values) are kept out of error messages.
     """
-    if provider_name == "openrouter":
-        return openrouter(env, base_url=base_url, policy=policy, transport=transport, sleep=sleep)
-    if provider_name == "openai":
-        return openai_compatible(
-            env, base_url=base_url, policy=policy, transport=transport, sleep=sleep
+    builder = _BUILDERS.get(provider_name)
+    if builder is None:
+        raise ProviderError(
+            f"unknown provider {provider_name!r}; expected one of {', '.join(PROVIDER_NAMES)}"
         )
-    if provider_name == "anthropic":
-        return AnthropicProvider(
-            env, base_url=base_url, policy=policy, transport=transport, sleep=sleep
-        )
-    raise ProviderError(
-        f"unknown provider {provider_name!r}; expected one of {', '.join(PROVIDER_NAMES)}"
+    return builder(
+        env, base_url=base_url, policy=policy, transport=transport, sleep=sleep, secrets=secrets
     )
+
+
+class _Builder(Protocol):
+    def __call__(
+        self,
+        env: Mapping[str, str],
+        *,
+        base_url: str | None,
+        policy: RetryPolicy | None,
+        transport: httpx.AsyncBaseTransport | None,
+        sleep: Sleep | None,
+        secrets: Iterable[str],
+    ) -> Provider: ...
+
+
+_BUILDERS: dict[str, _Builder] = {
+    "openrouter": openrouter,
+    "openai": openai_compatible,
+    "anthropic": AnthropicProvider,
+}
 
 
 def open_cassette(

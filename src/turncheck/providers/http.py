@@ -26,7 +26,12 @@ from typing import Any
 
 import httpx
 
-from turncheck.providers.base import RECORDED_LATENCY_HEADER, ProviderError
+from turncheck.providers.base import (
+    MIN_SECRET_LENGTH,
+    RECORDED_LATENCY_HEADER,
+    SECRET_PLACEHOLDER,
+    ProviderError,
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
@@ -110,17 +115,16 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def error_message_of(response: httpx.Response) -> str:
-    """The provider's error message (`{"error": {"message": ...}}`) or a body excerpt."""
+    """The provider's error message (`{"error": {"message": ...}}`), else the body."""
+    text = response.content.decode("utf-8", errors="replace")
     try:
-        payload = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        return excerpt(response.content.decode("utf-8", errors="replace"))
+        payload = json.loads(text)
+    except ValueError:
+        return text
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return excerpt(error["message"])
-    if isinstance(error, str):
-        return excerpt(error)
-    return excerpt(response.text)
+        return str(error["message"])
+    return error if isinstance(error, str) else text
 
 
 def _recorded_latency_ms(response: httpx.Response) -> float | None:
@@ -132,7 +136,10 @@ def _recorded_latency_ms(response: httpx.Response) -> float | None:
 
 
 class JsonHttpClient:
-    """One `httpx.AsyncClient` plus the retry loop; `post_json` is safe to call concurrently."""
+    """One `httpx.AsyncClient` plus the retry loop; `post_json` is safe to call concurrently.
+
+    `redact` values (API keys, secret template values) are removed from error messages.
+    """
 
     def __init__(
         self,
@@ -147,7 +154,10 @@ class JsonHttpClient:
     ) -> None:
         self._provider_name = provider_name
         self._policy = policy
-        self._redact = sorted((s for s in redact if s), key=len, reverse=True)
+        secrets = {s for s in redact if len(s) >= MIN_SECRET_LENGTH}
+        # Raw and JSON-escaped forms: an excerpt may come from a raw JSON body.
+        forms = secrets | {json.dumps(s)[1:-1] for s in secrets}
+        self._redact = sorted(forms, key=len, reverse=True)
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
@@ -185,7 +195,7 @@ class JsonHttpClient:
                 return outcome
             failure = outcome
             if not failure.retryable:
-                raise self._error(url, f"{failure.summary}: {failure.detail}", failure)
+                raise self._error(url, failure.summary, failure)
             malformed_count += failure.malformed
             if malformed_count > self._policy.malformed_json_retries:
                 break
@@ -193,8 +203,7 @@ class JsonHttpClient:
                 await self._sleep(self._delay(attempt, failure.retry_after))
         assert failure is not None
         plural = "attempt" if attempt == 1 else "attempts"
-        message = f"{failure.summary} after {attempt} {plural}: {failure.detail}"
-        raise self._error(url, message, failure)
+        raise self._error(url, f"{failure.summary} after {attempt} {plural}", failure)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -224,16 +233,26 @@ class JsonHttpClient:
         measured = (time.perf_counter() - started) * 1000
         return _interpret(response, measured if recorded is None else recorded)
 
-    def _error(self, url: str, message: str, failure: _Failure) -> ProviderError:
-        text = f"{self._provider_name} request to {url} failed: {message}"
+    def _error(self, url: str, headline: str, failure: _Failure) -> ProviderError:
+        # Redact before shortening, so no secret is cut into a partial leak.
+        detail = excerpt(self._redacted(failure.detail)) or "(empty body)"
+        text = f"{self._provider_name} request to {url} failed: {headline}: {detail}"
+        return ProviderError(self._redacted(text), status_code=failure.status_code)
+
+    def unexpected(self, what: str) -> ProviderError:
+        """A 2xx response the provider cannot use (wrong shape, an error object)."""
+        text = f"unexpected response from {self._provider_name}: {self._redacted(what)}"
+        return ProviderError(excerpt(text, 400))
+
+    def _redacted(self, text: str) -> str:
         for secret in self._redact:
-            text = text.replace(secret, "<SECRET>")
-        return ProviderError(text, status_code=failure.status_code)
+            text = text.replace(secret, SECRET_PLACEHOLDER)
+        return text
 
 
 def _describe(exc: Exception) -> str:
     detail = str(exc)
-    return f"{type(exc).__name__}: {excerpt(detail)}" if detail else type(exc).__name__
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
@@ -261,10 +280,9 @@ def _parse_success(response: httpx.Response, latency_ms: float) -> JsonResult | 
     try:
         payload = json.loads(response.content)
     except (ValueError, UnicodeDecodeError):
-        body = excerpt(response.content.decode("utf-8", errors="replace"))
         return _Failure(
             f"malformed JSON in HTTP {status} response",
-            body or "(empty body)",
+            response.content.decode("utf-8", errors="replace"),
             retryable=True,
             status_code=status,
             malformed=True,

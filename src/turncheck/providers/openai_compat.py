@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import httpx
 
-from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse
-from turncheck.providers.common import ApiKey, dig, token_count, unexpected
+from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse, ProviderError
+from turncheck.providers.common import ApiKey, dig, token_count
 from turncheck.providers.http import JsonHttpClient, JsonObject, JsonResult, RetryPolicy, Sleep
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -30,6 +30,7 @@ class OpenAICompatProvider:
         transport: httpx.AsyncBaseTransport | None = None,
         extra_headers: Mapping[str, str] | None = None,
         sleep: Sleep | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.name = name
         self.price_provider_id = price_provider_id
@@ -45,7 +46,11 @@ class OpenAICompatProvider:
         if self._key.value:
             self._headers["authorization"] = f"Bearer {self._key.value}"
         self._http = JsonHttpClient(
-            name, policy or RetryPolicy(), transport, redact=self._key.secrets, sleep=sleep
+            name,
+            policy or RetryPolicy(),
+            transport,
+            redact=[*self._key.secrets, *secrets],
+            sleep=sleep,
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -77,25 +82,27 @@ class OpenAICompatProvider:
     def _reply_text(self, body: JsonObject) -> str:
         message = dig(body, "choices", 0, "message")
         if not isinstance(message, dict):
-            raise unexpected(self.name, _missing_choice_detail(body))
+            raise self._http.unexpected(_missing_choice_detail(body))
         content = message.get("content")
         if content is None:
             return ""
         if not isinstance(content, str):
-            raise unexpected(self.name, "choices[0].message.content is not a string")
+            raise self._http.unexpected("choices[0].message.content is not a string")
         return content
 
     def _vectors(self, body: JsonObject, expected: int) -> list[list[float]]:
         data = body.get("data")
         if not isinstance(data, list) or len(data) != expected:
-            raise unexpected(self.name, f"expected {expected} embeddings in `data`")
+            raise self._http.unexpected(f"expected {expected} embeddings in `data`")
         items = sorted(data, key=_index)
         return [self._vector(item) for item in items]
 
     def _vector(self, item: object) -> list[float]:
         vector = dig(item, "embedding")
+        if isinstance(vector, list) and vector and all(_is_vector(v) for v in vector):
+            return _mean_pooled(vector)
         if not isinstance(vector, list) or not all(_is_number(v) for v in vector):
-            raise unexpected(self.name, "an embedding is not a list of numbers")
+            raise self._http.unexpected("an embedding is not a list of numbers")
         return [float(v) for v in vector]
 
 
@@ -116,7 +123,7 @@ def chat_body(request: ChatRequest) -> JsonObject:
 def _missing_choice_detail(body: JsonObject) -> str:
     error = dig(body, "error", "message")
     if isinstance(error, str):
-        return f"error in body: {error[:200]}"
+        return f"error in body: {error}"
     return "no choices[0].message"
 
 
@@ -127,6 +134,18 @@ def _index(item: object) -> int:
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _is_vector(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(_is_number(v) for v in value)
+
+
+def _mean_pooled(token_vectors: list[list[float]]) -> list[float]:
+    """One vector per token (llama.cpp without pooling) → their mean, like mean pooling."""
+    width = len(token_vectors[0])
+    if any(len(v) != width for v in token_vectors):
+        raise ProviderError("token embeddings have different lengths")
+    return [sum(column) / len(token_vectors) for column in zip(*token_vectors, strict=True)]
 
 
 def _is_number(value: object) -> bool:
@@ -140,6 +159,7 @@ def openrouter(
     policy: RetryPolicy | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     sleep: Sleep | None = None,
+    secrets: Iterable[str] = (),
 ) -> OpenAICompatProvider:
     return OpenAICompatProvider(
         name="openrouter",
@@ -153,6 +173,7 @@ def openrouter(
         # OpenRouter's app attribution headers; not part of cassette matching.
         extra_headers={"x-title": "turncheck"},
         sleep=sleep,
+        secrets=secrets,
     )
 
 
@@ -163,6 +184,7 @@ def openai_compatible(
     policy: RetryPolicy | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     sleep: Sleep | None = None,
+    secrets: Iterable[str] = (),
 ) -> OpenAICompatProvider:
     """OpenAI itself, or a local server (no key needed) when the base URL points elsewhere."""
     url = (base_url or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
@@ -177,6 +199,7 @@ def openai_compatible(
         policy=policy,
         transport=transport,
         sleep=sleep,
+        secrets=secrets,
     )
 
 

@@ -1,0 +1,266 @@
+"""`turncheck compare`: what changed between a base and a head run report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from turncheck.cli.common import UsageError, usage_error
+from turncheck.compare.comparison import (
+    Comparison,
+    CostThresholds,
+    EvalComparison,
+    EvalSide,
+    SuiteComparison,
+    SuiteState,
+    compare_reports,
+)
+from turncheck.engine.report import SCHEMA_VERSION, Report, Status
+from turncheck.github.workflow import StopCommands
+from turncheck.render.console import usd
+
+FAIL_ON_CONDITIONS = ("regression", "cost", "failure")
+MAX_CELL_CHARS = 40
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="compare a head run report with its base",
+        description="Compare two JSON run reports (from `turncheck run --json`): per-eval "
+        "transitions, the turn each eval passed on, token and cost deltas, and a cost alert.",
+    )
+    parser.add_argument("base", type=Path, metavar="BASE.json", help="run report of the base")
+    parser.add_argument("head", type=Path, metavar="HEAD.json", help="run report of the head")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison here")
+    parser.add_argument("--cost-threshold-percent", type=float, metavar="P",
+                        help="alert when the total cost grows by more than P%% of the base")
+    parser.add_argument("--cost-threshold-usd", type=float, metavar="USD",
+                        help="alert when the total cost grows by more than USD dollars")
+    parser.add_argument("--rename", action="append", default=[], metavar="HEAD=BASE",
+                        help="compare the head suite at path HEAD with the base suite at "
+                        "path BASE; repeatable")
+    parser.add_argument("--fail-on", default="", metavar="CONDITIONS",
+                        help="exit 1 when any of these comma-separated conditions holds: "
+                        "regression (an eval broke or needs a later turn), cost (cost alert), "
+                        "failure (a head eval failed or errored); default: none")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        conditions = parse_fail_on(args.fail_on)
+        thresholds = thresholds_from(args, conditions)
+        renames = parse_renames(args.rename)
+        base, head = load_report(args.base), load_report(args.head)
+        comparison = compare_reports(base, head, renames=renames, thresholds=thresholds)
+        if args.json is not None:
+            write_json(comparison, args.json)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    print_comparison(comparison)
+    reasons = fail_reasons(comparison, conditions)
+    for reason in reasons:
+        print(f"turncheck: failing: {reason}", file=sys.stderr)
+    return 1 if reasons else 0
+
+
+# --- arguments and files ------------------------------------------------------------
+
+
+def parse_fail_on(value: str) -> set[str]:
+    conditions = {part.strip() for part in value.split(",") if part.strip()}
+    unknown = sorted(conditions - set(FAIL_ON_CONDITIONS))
+    if unknown:
+        raise UsageError(
+            f"--fail-on: unknown condition {', '.join(unknown)} "
+            f"(choose from {', '.join(FAIL_ON_CONDITIONS)})"
+        )
+    return conditions
+
+
+def thresholds_from(args: argparse.Namespace, conditions: set[str]) -> CostThresholds:
+    percent, dollars = args.cost_threshold_percent, args.cost_threshold_usd
+    if any(value is not None and not value >= 0 for value in (percent, dollars)):
+        raise UsageError("cost thresholds must be non-negative numbers")
+    if "cost" in conditions and percent is None and dollars is None:
+        raise UsageError(
+            "--fail-on cost needs --cost-threshold-percent or --cost-threshold-usd"
+        )
+    return CostThresholds(percent=percent, usd=dollars)
+
+
+def parse_renames(pairs: list[str]) -> dict[str, str]:
+    renames = {}
+    for pair in pairs:
+        new, sep, old = pair.partition("=")
+        if not sep or not new or not old:
+            raise UsageError(f"--rename expects HEAD=BASE, got {pair!r}")
+        renames[new] = old
+    return renames
+
+
+def load_report(path: Path) -> Report:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such report: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read report {path}: {exc}") from None
+    try:
+        report = Report.model_validate_json(text)
+    except ValidationError as exc:
+        raise UsageError(f"{path} is not a turncheck run report: {first_problem(exc)}") from None
+    if report.schema_version > SCHEMA_VERSION:
+        raise UsageError(
+            f"{path} has report schema version {report.schema_version}; this turncheck "
+            f"reads up to {SCHEMA_VERSION}"
+        )
+    return report
+
+
+def first_problem(exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg']}{more}"
+
+
+def write_json(comparison: Comparison, path: Path) -> None:
+    try:
+        path.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc}") from None
+
+
+def fail_reasons(comparison: Comparison, conditions: set[str]) -> list[str]:
+    reasons = []
+    if "regression" in conditions and comparison.regressions:
+        reasons.append(f"{comparison.regressions} regression(s) against base")
+    if "cost" in conditions and comparison.alert is not None:
+        reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
+    if "failure" in conditions and (comparison.failed or comparison.errors):
+        reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
+    return reasons
+
+
+# --- text output --------------------------------------------------------------------
+
+HEADER = ("SUITE", "EVAL", "TRANSITION", "TURN", "TOKENS Δ", "COST Δ")
+
+
+def print_comparison(comparison: Comparison) -> None:
+    text = "".join(line + "\n" for line in comparison_lines(comparison))
+    # Paths, eval and model names come from the PR: keep them from running workflow commands.
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        with StopCommands(sys.stdout) as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def comparison_lines(comparison: Comparison) -> Iterator[str]:
+    yield from body_lines(comparison)
+    yield from totals_lines(comparison)
+
+
+def body_lines(comparison: Comparison) -> Iterator[str]:
+    for suite in comparison.suites:
+        note = suite_note(suite)
+        if note:
+            yield note
+    yield from table([HEADER, *(row(e) for s in comparison.suites for e in s.evals)])
+
+
+def suite_note(suite: SuiteComparison) -> str | None:
+    path = cell(suite.path)
+    if suite.state is SuiteState.RENAMED:
+        return f"suite {path}: renamed from {cell(suite.previous_path or '')}"
+    if suite.state is SuiteState.NEW:
+        return f"suite {path}: new"
+    if suite.state is SuiteState.REMOVED:
+        return f"suite {path}: removed" + (" (deleted in this PR)" if suite.deleted_in_pr else "")
+    return None
+
+
+def row(comparison: EvalComparison) -> tuple[str, ...]:
+    label = comparison.label + (" [REGRESSION]" if comparison.regression else "")
+    turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
+    return (
+        cell(comparison.suite_path), cell(comparison.name), label, turns,
+        f"{comparison.delta.tokens:+d}", signed_usd(comparison.delta.cost_usd),
+    )
+
+
+def table(rows: Iterable[tuple[str, ...]]) -> Iterator[str]:
+    rows = list(rows)
+    widths = [max(len(r[column]) for r in rows) for column in range(len(rows[0]))]
+    for cells in rows:
+        yield "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
+def cell(text: str) -> str:
+    """One short printable line: untrusted names must not break the table or the terminal."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return flat if len(flat) <= MAX_CELL_CHARS else flat[: MAX_CELL_CHARS - 1] + "…"
+
+
+def turn_cell(side: EvalSide | None) -> str:
+    if side is None:
+        return "–"
+    if side.status is Status.PASS:
+        return str(side.passed_on_turn)
+    return side.status.value
+
+
+def signed_usd(cost: float | None) -> str:
+    if cost is None:
+        return "unpriced"
+    return ("-" if cost < 0 else "+") + usd(abs(cost))
+
+
+def totals_lines(comparison: Comparison) -> Iterator[str]:
+    totals, counts = comparison.totals, comparison.totals.counts
+    yield (
+        f"head: {counts.evals} eval(s), {counts.passed} passed, {counts.failed} failed, "
+        f"{counts.errors} error(s)"
+    )
+    yield (
+        f"changes: {counts.regressions} regression(s), {counts.broken} broken, "
+        f"{counts.fixed} fixed, {counts.still_failing} still failing, "
+        f"{counts.turn_changed} turn changed, {counts.new} new, {counts.removed} removed"
+    )
+    base_tokens = str(totals.base.tokens) if totals.base else "–"
+    head_tokens = totals.head.tokens if totals.head else 0
+    yield f"tokens: {base_tokens} → {head_tokens} ({totals.delta.tokens:+d})"
+    yield cost_line(comparison)
+    yield from notes_lines(comparison)
+
+
+def cost_line(comparison: Comparison) -> str:
+    totals = comparison.totals
+    base = usd(totals.base.total_cost_usd) if totals.base else "–"
+    head = usd(totals.head.total_cost_usd) if totals.head else "–"
+    change = signed_usd(totals.delta.total_cost_usd)
+    if comparison.cost_delta_percent is not None:
+        change += f", {comparison.cost_delta_percent:+.1f}%"
+    return f"cost (model + judge): {base} → {head} ({change})"
+
+
+def notes_lines(comparison: Comparison) -> Iterator[str]:
+    source = comparison.price_source
+    yield f"prices: {source.library} {source.version} at {source.timestamp}"
+    if comparison.price_note:
+        yield f"note: {comparison.price_note}"
+    if comparison.cost_note:
+        yield f"note: {comparison.cost_note}"
+    if comparison.diagnostics:
+        yield f"validation problems at head: {len(comparison.diagnostics)}"
+    yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
+    if comparison.alert is not None:
+        yield "COST ALERT: " + "; ".join(comparison.alert.reasons)

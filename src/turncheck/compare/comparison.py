@@ -1,0 +1,518 @@
+"""Base-vs-head comparison of two run reports: per-eval transitions, deltas and the cost alert.
+
+This module only describes what changed. Whether that fails the check is policy
+(`--fail-on`), decided by the caller from the counts exposed here.
+
+Decisions:
+- A base suite whose path (after `renames`) is absent from head is `removed`, whether
+  or not the PR deleted the file; `deleted_in_pr` tells the two apart. Its base cost
+  counts in the delta as a negative contribution.
+- Evals match by `name`, then by `prompt` among the still unmatched ones.
+- "Cost" in totals and in the alert is the whole spend: model plus judge cost.
+- Deltas are head − base. A new eval/suite's delta is its head value, a removed one's
+  the negated base value; otherwise a cost delta is None when either side is unpriced.
+- Without a base report (`base=None`) every suite is new and no alert is raised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from turncheck.diagnostics import Diagnostic
+from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
+
+MatchKey = Literal["name", "prompt"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Transition(StrEnum):
+    FIXED = "fixed"
+    BROKEN = "broken"
+    STILL_FAILING = "still failing"
+    TURN_CHANGED = "turn changed"
+    UNCHANGED = "unchanged"
+    NEW = "new"
+    REMOVED = "removed"
+
+
+class SuiteState(StrEnum):
+    NEW = "new"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    RENAMED = "renamed"
+
+
+class CostThresholds(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    percent: float | None = Field(default=None, ge=0)
+    """Alert when the cost grows by more than this percentage of the base cost."""
+    usd: float | None = Field(default=None, ge=0)
+    """Alert when the cost grows by more than this many US dollars."""
+
+
+class Spend(_Model):
+    """Tokens and cost of one side (or the head − base difference of two sides)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+    judge_tokens: int = 0
+    judge_cost_usd: float | None = 0.0
+    total_cost_usd: float | None = 0.0
+    """Model plus judge cost."""
+
+
+class EvalSide(Spend):
+    """One eval's result on one side."""
+
+    status: Status
+    passed_on_turn: int | None
+    turns: int
+    error: str | None
+    line: int
+
+
+class EvalComparison(_Model):
+    suite_path: str
+    name: str
+    prompt: str
+    line: int | None
+    """Head eval's line in the suite file, for annotations; None when removed."""
+    transition: Transition
+    label: str
+    """Human label, e.g. `turn changed 1→3`."""
+    regression: bool
+    """Broken, or passing only on a later turn than at base."""
+    matched_by: MatchKey | None
+    previous_name: str | None = None
+    """Base name when matched by prompt under a different name."""
+    base: EvalSide | None
+    head: EvalSide | None
+    delta: Spend
+    turns_delta: int | None
+    error: str | None
+    """Head error text, when the head eval errored."""
+
+
+class Counts(_Model):
+    evals: int = 0
+    """Head evals (removed ones are not counted here)."""
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    fixed: int = 0
+    broken: int = 0
+    still_failing: int = 0
+    turn_changed: int = 0
+    unchanged: int = 0
+    new: int = 0
+    removed: int = 0
+    regressions: int = 0
+
+
+class Summary(_Model):
+    base: Spend | None
+    head: Spend | None
+    delta: Spend
+    counts: Counts
+
+
+class SuiteComparison(_Model):
+    path: str
+    previous_path: str | None = None
+    state: SuiteState
+    name: str
+    model: str
+    deleted_in_pr: bool = False
+    """Removed because the PR deleted the file (listed in `removed`)."""
+    evals: list[EvalComparison]
+    totals: Summary
+
+
+class CostAlert(_Model):
+    base_cost: float
+    head_cost: float
+    delta_usd: float
+    delta_percent: float | None
+    """None when the base cost is 0 (the increase is infinitely many percent)."""
+    reasons: list[str]
+
+
+class Comparison(_Model):
+    base_commit: str | None
+    head_commit: str | None
+    has_base: bool
+    mode: str
+    price_source: PriceSource
+    price_note: str | None = None
+    """Set when base and head were priced differently."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    thresholds: CostThresholds
+    suites: list[SuiteComparison]
+    totals: Summary
+    cost_delta_percent: float | None
+    """Total cost change in percent of base; None when undefined (unpriced, base 0)."""
+    alert: CostAlert | None = None
+    cost_note: str | None = None
+    """Why costs could not be compared, when they could not."""
+
+    @property
+    def regressions(self) -> int:
+        return self.totals.counts.regressions
+
+    @property
+    def broken(self) -> int:
+        return self.totals.counts.broken
+
+    @property
+    def fixed(self) -> int:
+        return self.totals.counts.fixed
+
+    @property
+    def passed(self) -> int:
+        return self.totals.counts.passed
+
+    @property
+    def failed(self) -> int:
+        return self.totals.counts.failed
+
+    @property
+    def errors(self) -> int:
+        return self.totals.counts.errors
+
+
+# --- spend arithmetic -------------------------------------------------------------
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def _spend(usage: Usage, cost: float | None, judge: Usage, judge_cost: float | None) -> Spend:
+    return Spend(
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, tokens=usage.total,
+        cost_usd=cost, judge_tokens=judge.total, judge_cost_usd=judge_cost,
+        total_cost_usd=_add(cost, judge_cost),
+    )
+
+
+def _sum_spend(parts: Iterable[Spend]) -> Spend:
+    total = Spend()
+    for part in parts:
+        total = Spend(
+            input_tokens=total.input_tokens + part.input_tokens,
+            output_tokens=total.output_tokens + part.output_tokens,
+            tokens=total.tokens + part.tokens,
+            cost_usd=_add(total.cost_usd, part.cost_usd),
+            judge_tokens=total.judge_tokens + part.judge_tokens,
+            judge_cost_usd=_add(total.judge_cost_usd, part.judge_cost_usd),
+            total_cost_usd=_add(total.total_cost_usd, part.total_cost_usd),
+        )
+    return total
+
+
+def _cost_delta(base: float | None, head: float | None) -> float | None:
+    return None if base is None or head is None else head - base
+
+
+def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
+    """head − base; a missing side counts as zero (new: head, removed: −base)."""
+    base, head = base or Spend(), head or Spend()
+    return Spend(
+        input_tokens=head.input_tokens - base.input_tokens,
+        output_tokens=head.output_tokens - base.output_tokens,
+        tokens=head.tokens - base.tokens,
+        cost_usd=_cost_delta(base.cost_usd, head.cost_usd),
+        judge_tokens=head.judge_tokens - base.judge_tokens,
+        judge_cost_usd=_cost_delta(base.judge_cost_usd, head.judge_cost_usd),
+        total_cost_usd=_cost_delta(base.total_cost_usd, head.total_cost_usd),
+    )
+
+
+# --- evals ------------------------------------------------------------------------
+
+
+def eval_side(result: EvalResult) -> EvalSide:
+    spend = _spend(result.usage, result.cost_usd, result.judge_usage, result.judge_cost_usd)
+    return EvalSide(
+        **spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
+        turns=len(result.turns), error=result.error, line=result.line,
+    )
+
+
+def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
+    if base is None:
+        return Transition.NEW
+    if head is None:
+        return Transition.REMOVED
+    base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
+    if base_passed and head_passed:
+        same_turn = base.passed_on_turn == head.passed_on_turn
+        return Transition.UNCHANGED if same_turn else Transition.TURN_CHANGED
+    if head_passed:
+        return Transition.FIXED
+    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
+
+
+def _label(transition: Transition, base: EvalResult | None, head: EvalResult | None) -> str:
+    if transition is Transition.TURN_CHANGED and base is not None and head is not None:
+        return f"turn changed {base.passed_on_turn}→{head.passed_on_turn}"
+    return transition.value
+
+
+def _is_regression(transition: Transition, base: EvalResult | None,
+                   head: EvalResult | None) -> bool:
+    if transition is Transition.BROKEN:
+        return True
+    if transition is not Transition.TURN_CHANGED or base is None or head is None:
+        return False
+    return (head.passed_on_turn or 0) > (base.passed_on_turn or 0)
+
+
+def compare_evals(suite_path: str, base: EvalResult | None, head: EvalResult | None,
+                  matched_by: MatchKey | None = None) -> EvalComparison:
+    shown = head if head is not None else base
+    assert shown is not None, "an eval comparison needs at least one side"
+    transition = transition_of(base, head)
+    base_side = eval_side(base) if base is not None else None
+    head_side = eval_side(head) if head is not None else None
+    renamed = base is not None and head is not None and base.name != head.name
+    return EvalComparison(
+        suite_path=suite_path, name=shown.name, prompt=shown.prompt,
+        line=head.line if head is not None else None,
+        transition=transition, label=_label(transition, base, head),
+        regression=_is_regression(transition, base, head), matched_by=matched_by,
+        previous_name=base.name if renamed and base is not None else None,
+        base=base_side, head=head_side, delta=spend_delta(base_side, head_side),
+        turns_delta=head_side.turns - base_side.turns if head_side and base_side else None,
+        error=head.error if head is not None else None,
+    )
+
+
+MATCH_KEYS: tuple[MatchKey, ...] = ("name", "prompt")
+EvalPair = tuple[EvalResult | None, EvalResult | None, MatchKey | None]
+
+
+def match_evals(base: Sequence[EvalResult], head: Sequence[EvalResult]) -> list[EvalPair]:
+    """Head evals in order with their base match (by name, then prompt), then removed ones."""
+    unmatched = list(base)
+    found: list[tuple[EvalResult | None, MatchKey | None]] = [(None, None)] * len(head)
+    # All name matches first, so a prompt match cannot take another eval's namesake.
+    for key in MATCH_KEYS:
+        for index, result in enumerate(head):
+            match = _take(unmatched, key, result) if found[index][0] is None else None
+            if match is not None:
+                found[index] = (match, key)
+    pairs: list[EvalPair] = [
+        (match, result, key) for (match, key), result in zip(found, head, strict=True)
+    ]
+    pairs.extend((result, None, None) for result in unmatched)
+    return pairs
+
+
+def _take(candidates: list[EvalResult], key: MatchKey, wanted: EvalResult) -> EvalResult | None:
+    for candidate in candidates:
+        if getattr(candidate, key) == getattr(wanted, key):
+            candidates.remove(candidate)
+            return candidate
+    return None
+
+
+# --- suites -----------------------------------------------------------------------
+
+
+def _suite_spend(suite: SuiteResult) -> Spend:
+    return _spend(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd)
+
+
+def count(evals: Iterable[EvalComparison]) -> Counts:
+    counts = Counts()
+    for comparison in evals:
+        field = comparison.transition.value.replace(" ", "_")
+        setattr(counts, field, getattr(counts, field) + 1)
+        counts.regressions += comparison.regression
+        if comparison.head is not None:
+            counts.evals += 1
+            counts.passed += comparison.head.status is Status.PASS
+            counts.failed += comparison.head.status is Status.FAIL
+            counts.errors += comparison.head.status is Status.ERROR
+    return counts
+
+
+def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
+                   deleted_in_pr: bool = False) -> SuiteComparison:
+    shown = head if head is not None else base
+    assert shown is not None, "a suite comparison needs at least one side"
+    pairs = match_evals(base.evals if base else [], head.evals if head else [])
+    evals = [compare_evals(shown.path, b, h, key) for b, h, key in pairs]
+    base_spend = _suite_spend(base) if base is not None else None
+    head_spend = _suite_spend(head) if head is not None else None
+    return SuiteComparison(
+        path=shown.path, previous_path=_previous_path(base, head),
+        state=_suite_state(base, head), name=shown.name, model=shown.model,
+        deleted_in_pr=deleted_in_pr and head is None, evals=evals,
+        totals=Summary(base=base_spend, head=head_spend,
+                       delta=spend_delta(base_spend, head_spend), counts=count(evals)),
+    )
+
+
+def _previous_path(base: SuiteResult | None, head: SuiteResult | None) -> str | None:
+    if base is None or head is None or base.path == head.path:
+        return None
+    return base.path
+
+
+def _suite_state(base: SuiteResult | None, head: SuiteResult | None) -> SuiteState:
+    if base is None:
+        return SuiteState.NEW
+    if head is None:
+        return SuiteState.REMOVED
+    return SuiteState.CHANGED if base.path == head.path else SuiteState.RENAMED
+
+
+SuitePair = tuple[SuiteResult | None, SuiteResult | None]
+
+
+def pair_suites(base: Sequence[SuiteResult], head: Sequence[SuiteResult],
+                renames: Mapping[str, str]) -> list[SuitePair]:
+    """Head suites in order with their base (by path, through `renames`), then removed ones."""
+    unmatched = {suite.path: suite for suite in base}
+    # Renamed suites claim their old path first, so a new file there cannot take it.
+    matches = {
+        suite.path: unmatched.pop(renames[suite.path], None)
+        for suite in head if suite.path in renames
+    }
+    pairs: list[SuitePair] = [
+        (matches[suite.path] if suite.path in matches else unmatched.pop(suite.path, None), suite)
+        for suite in head
+    ]
+    pairs.extend((suite, None) for suite in unmatched.values())
+    return pairs
+
+
+# --- cost alert -------------------------------------------------------------------
+
+
+def _over(value: float, limit: float) -> bool:
+    # Tolerance, so that 1.10 − 1.00 is not "more than 10%" through float rounding.
+    return value > limit and not math.isclose(value, limit, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _percent(base_cost: float, head_cost: float) -> float | None:
+    return None if base_cost == 0 else (head_cost - base_cost) / base_cost * 100
+
+
+def alert_reasons(base_cost: float, head_cost: float, thresholds: CostThresholds) -> list[str]:
+    delta, reasons = head_cost - base_cost, []
+    if thresholds.percent is not None and delta > 0:
+        percent = _percent(base_cost, head_cost)
+        if percent is None:
+            reasons.append(f"cost grew from $0 (more than {thresholds.percent:g}%)")
+        elif _over(percent, thresholds.percent):
+            reasons.append(f"cost grew {percent:.1f}% (more than {thresholds.percent:g}%)")
+    if thresholds.usd is not None and _over(delta, thresholds.usd):
+        reasons.append(f"cost grew ${delta:.6g} (more than ${thresholds.usd:g})")
+    return reasons
+
+
+def cost_alert(base_cost: float, head_cost: float, thresholds: CostThresholds) -> CostAlert | None:
+    reasons = alert_reasons(base_cost, head_cost, thresholds)
+    if not reasons:
+        return None
+    return CostAlert(
+        base_cost=base_cost, head_cost=head_cost, delta_usd=head_cost - base_cost,
+        delta_percent=_percent(base_cost, head_cost), reasons=reasons,
+    )
+
+
+def _unpriced_note(report: Report, side: str) -> str:
+    models = ", ".join(report.totals.unpriced_models)
+    return f"{side} is unpriced" + (f" (no known price for {models})" if models else "")
+
+
+def cost_note(base: Report | None, head: Report, totals: Summary) -> str | None:
+    if base is None:
+        return "no base report: costs were not compared"
+    notes = [
+        _unpriced_note(report, side)
+        for report, side, spend in ((base, "base", totals.base), (head, "head", totals.head))
+        if spend is None or spend.total_cost_usd is None
+    ]
+    return "costs could not be compared: " + "; ".join(notes) if notes else None
+
+
+def price_note(base: Report | None, head: Report) -> str | None:
+    if base is None:
+        return None
+    old, new = base.price_source, head.price_source
+    if (old.timestamp, old.version) == (new.timestamp, new.version):
+        return None
+    return (
+        f"base was priced at {old.timestamp} ({old.library} {old.version}), "
+        f"head at {new.timestamp} ({new.library} {new.version})"
+    )
+
+
+# --- the comparison ---------------------------------------------------------------
+
+NO_RENAMES: Mapping[str, str] = MappingProxyType({})
+NO_THRESHOLDS = CostThresholds()
+
+
+def compare_reports(
+    base: Report | None,
+    head: Report,
+    *,
+    renames: Mapping[str, str] = NO_RENAMES,
+    removed: Iterable[str] = (),
+    thresholds: CostThresholds = NO_THRESHOLDS,
+) -> Comparison:
+    """Compare `head` against `base`.
+
+    `renames` maps a head suite path to its base path; `removed` lists suite paths the
+    PR deleted (it only sets `deleted_in_pr`: any base suite missing from head is removed).
+    """
+    deleted = set(removed)
+    suites = [
+        compare_suites(b, h, deleted_in_pr=b is not None and b.path in deleted)
+        for b, h in pair_suites(base.suites if base else [], head.suites, renames)
+    ]
+    totals = _totals(suites, has_base=base is not None)
+    percent, alert = _cost_change(totals, thresholds)
+    return Comparison(
+        base_commit=base.commit if base else None, head_commit=head.commit,
+        has_base=base is not None, mode=head.mode, price_source=head.price_source,
+        price_note=price_note(base, head), diagnostics=list(head.diagnostics),
+        thresholds=thresholds, suites=suites, totals=totals,
+        cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
+    )
+
+
+def _totals(suites: list[SuiteComparison], has_base: bool) -> Summary:
+    base = _sum_spend(s.totals.base for s in suites if s.totals.base) if has_base else None
+    head = _sum_spend(s.totals.head for s in suites if s.totals.head)
+    return Summary(
+        base=base, head=head, delta=spend_delta(base, head),
+        counts=count(e for s in suites for e in s.evals),
+    )
+
+
+def _cost_change(totals: Summary, thresholds: CostThresholds
+                 ) -> tuple[float | None, CostAlert | None]:
+    """Total cost change in percent and the alert; (None, None) without two priced totals."""
+    base_cost = totals.base.total_cost_usd if totals.base else None
+    head_cost = totals.head.total_cost_usd if totals.head else None
+    if base_cost is None or head_cost is None:
+        return None, None
+    return _percent(base_cost, head_cost), cost_alert(base_cost, head_cost, thresholds)
