@@ -36,8 +36,10 @@ def suite_text(index: int) -> str:
             checks:
               - llm_judge: {{criteria: "States {e * 7} as the result."}}
 """)
-    return (f"metadata:\n  name: generated-{index}\n  model: openai/gpt-4o-mini\n"
-            f"  system_prompt: You are terse.\n  threads: 4\nevals:\n" + "".join(evals))
+    return (
+        f"metadata:\n  name: generated-{index}\n  model: openai/gpt-4o-mini\n"
+        f"  system_prompt: You are terse.\n  threads: 4\nevals:\n" + "".join(evals)
+    )
 
 
 def main() -> None:

@@ -38,10 +38,20 @@ def server_config(model_file: Path, port: int) -> dict[str, object]:
         "host": "127.0.0.1",
         "port": port,
         "models": [
-            {"model": str(model_file), "model_alias": CHAT_MODEL, "chat_format": "gemma",
-             "n_ctx": 4096, "verbose": False},
-            {"model": str(model_file), "model_alias": EMBEDDING_MODEL, "embedding": True,
-             "n_ctx": 2048, "verbose": False},
+            {
+                "model": str(model_file),
+                "model_alias": CHAT_MODEL,
+                "chat_format": "gemma",
+                "n_ctx": 4096,
+                "verbose": False,
+            },
+            {
+                "model": str(model_file),
+                "model_alias": EMBEDDING_MODEL,
+                "embedding": True,
+                "n_ctx": 2048,
+                "verbose": False,
+            },
         ],
     }
 
@@ -101,7 +111,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)],
-            stdout=sink, stderr=subprocess.STDOUT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.engine_helpers import run_paths, write_suite
-from turncheck.engine.session import SessionSettings
 from tests.llama import LlamaServer
 from turncheck.engine.report import Status
+from turncheck.engine.session import SessionSettings
 from turncheck.providers.cassettes import cassette_path_for
 
 pytestmark = pytest.mark.live
@@ -49,8 +49,7 @@ evals:
 
 def test_live_run_talks_to_a_real_server(tmp_path: Path, llama_server: LlamaServer) -> None:
     path = write_suite(tmp_path, live_suite(llama_server))
-    report = run_paths([path], None, mode="live", provider=None, base_url=None,
-                       session=SLOW)
+    report = run_paths([path], None, mode="live", provider=None, base_url=None, session=SLOW)
     multiply, similar, judged = report.suites[0].evals
     assert multiply.status in (Status.PASS, Status.FAIL), multiply.error
     assert multiply.turns and multiply.turns[0].response
@@ -70,13 +69,13 @@ def test_live_run_talks_to_a_real_server(tmp_path: Path, llama_server: LlamaServ
 
 def test_record_live_then_replay_offline(tmp_path: Path, llama_server: LlamaServer) -> None:
     path = write_suite(tmp_path, live_suite(llama_server))
-    recorded = run_paths([path], None, mode="record", provider=None, base_url=None,
-                       session=SLOW)
+    recorded = run_paths([path], None, mode="record", provider=None, base_url=None, session=SLOW)
     assert cassette_path_for(path).exists()
-    replayed = run_paths([path], None, mode="replay", provider=None, base_url=None,
-                       session=SLOW)
+    replayed = run_paths([path], None, mode="replay", provider=None, base_url=None, session=SLOW)
     for before, after in zip(recorded.suites[0].evals, replayed.suites[0].evals, strict=True):
         assert (before.status, before.passed_on_turn, before.usage) == (
-            after.status, after.passed_on_turn, after.usage
+            after.status,
+            after.passed_on_turn,
+            after.usage,
         )
         assert [t.response for t in before.turns] == [t.response for t in after.turns]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -396,3 +397,51 @@ def test_provider_attributes() -> None:
     for provider in (openrouter, openai, local, anthropic):
         assert isinstance(provider, Provider)
         run(provider.aclose)
+
+
+# -- the scripted server itself --
+
+
+def test_scripted_server_latency_does_not_serialize_requests(
+    scripted_server: ScriptedServer,
+) -> None:
+    scripted_server.set_latency(0.2)
+    provider = openai_at(scripted_server)
+
+    async def scenario() -> float:
+        started = time.perf_counter()
+        try:
+            await asyncio.gather(*(provider.chat(ask(f"q{i}")) for i in range(64)))
+        finally:
+            await provider.aclose()
+        return time.perf_counter() - started
+
+    assert run(scenario) < 1.5  # 64 x 0.2 s would be 12.8 s if serialized
+
+
+def test_scripted_server_rules_by_pattern_and_turn(scripted_server: ScriptedServer) -> None:
+    scripted_server.add_rule("second turn", turn=2)
+    scripted_server.add_rule("digits", pattern=r"\d+")
+    scripted_server.add_rule("custom", when=lambda body: body["model"] == "special")
+    provider = openai_at(scripted_server)
+    two_turns = ChatRequest(
+        model="m",
+        messages=[
+            ChatMessage("user", "hello"),
+            ChatMessage("assistant", "hi"),
+            ChatMessage("user", "again"),
+        ],
+    )
+
+    async def scenario() -> list[str]:
+        try:
+            requests = [two_turns, ask("call 911"), ask("plain", model="special"), ask("plain")]
+            return [(await provider.chat(r)).text for r in requests]
+        finally:
+            await provider.aclose()
+
+    assert run(scenario) == ["second turn", "digits", "custom", "OK"]
+    assert scripted_server.requests[0].json["messages"][1] == {
+        "role": "assistant",
+        "content": "hi",
+    }

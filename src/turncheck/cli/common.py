@@ -21,19 +21,29 @@ class UsageError(Exception):
 
 def add_discovery_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "paths", nargs="*", default=["."], metavar="PATH",
+        "paths",
+        nargs="*",
+        default=["."],
+        metavar="PATH",
         help="files or directories to look in (default: .)",
     )
     parser.add_argument(
-        "--suite-glob", action="append", metavar="GLOB",
+        "--suite-glob",
+        action="append",
+        metavar="GLOB",
         help=f"glob for suite files; repeatable (default: {', '.join(DEFAULT_SUITE_GLOBS)})",
     )
     parser.add_argument(
-        "--sample-glob", action="append", metavar="GLOB",
+        "--sample-glob",
+        action="append",
+        metavar="GLOB",
         help=f"glob for sample files; repeatable (default: {', '.join(DEFAULT_SAMPLE_GLOBS)})",
     )
     parser.add_argument(
-        "--max-depth", type=int, default=MAX_DEPTH, metavar="N",
+        "--max-depth",
+        type=int,
+        default=MAX_DEPTH,
+        metavar="N",
         help=f"most nested follow-up levels allowed, 0..{MAX_DEPTH} (default: {MAX_DEPTH})",
     )
 

@@ -20,11 +20,11 @@ from turncheck.compare.comparison import (
     SuiteState,
     compare_reports,
 )
+from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.report import SCHEMA_VERSION, Report, Status
 from turncheck.github.workflow import StopCommands
 from turncheck.render.console import usd
 
-FAIL_ON_CONDITIONS = ("regression", "cost", "failure")
 MAX_CELL_CHARS = 40
 
 
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     try:
-        conditions = parse_fail_on(args.fail_on)
+        conditions = conditions_from(args.fail_on)
         thresholds = thresholds_from(args, conditions)
         renames = parse_renames(args.rename)
         base, head = load_report(args.base), load_report(args.head)
@@ -72,22 +72,18 @@ def run(args: argparse.Namespace) -> int:
 # --- arguments and files ------------------------------------------------------------
 
 
-def parse_fail_on(value: str) -> set[str]:
-    conditions = {part.strip() for part in value.split(",") if part.strip()}
-    unknown = sorted(conditions - set(FAIL_ON_CONDITIONS))
-    if unknown:
-        raise UsageError(
-            f"--fail-on: unknown condition {', '.join(unknown)} "
-            f"(choose from {', '.join(FAIL_ON_CONDITIONS)})"
-        )
-    return conditions
+def conditions_from(value: str) -> set[FailOn]:
+    try:
+        return set(parse_fail_on(value, default=()))
+    except ValueError as exc:
+        raise UsageError(f"--fail-on: {exc}") from None
 
 
-def thresholds_from(args: argparse.Namespace, conditions: set[str]) -> CostThresholds:
+def thresholds_from(args: argparse.Namespace, conditions: set[FailOn]) -> CostThresholds:
     percent, dollars = args.cost_threshold_percent, args.cost_threshold_usd
     if any(value is not None and not value >= 0 for value in (percent, dollars)):
         raise UsageError("cost thresholds must be non-negative numbers")
-    if "cost" in conditions and percent is None and dollars is None:
+    if FailOn.COST in conditions and percent is None and dollars is None:
         raise UsageError(
             "--fail-on cost needs --cost-threshold-percent or --cost-threshold-usd"
         )
@@ -136,17 +132,6 @@ def write_json(comparison: Comparison, path: Path) -> None:
         path.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc}") from None
-
-
-def fail_reasons(comparison: Comparison, conditions: set[str]) -> list[str]:
-    reasons = []
-    if "regression" in conditions and comparison.regressions:
-        reasons.append(f"{comparison.regressions} regression(s) against base")
-    if "cost" in conditions and comparison.alert is not None:
-        reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
-    if "failure" in conditions and (comparison.failed or comparison.errors):
-        reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
-    return reasons
 
 
 # --- text output --------------------------------------------------------------------
@@ -235,8 +220,8 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
         f"{counts.fixed} fixed, {counts.still_failing} still failing, "
         f"{counts.turn_changed} turn changed, {counts.new} new, {counts.removed} removed"
     )
-    base_tokens = str(totals.base.tokens) if totals.base else "–"
-    head_tokens = totals.head.tokens if totals.head else 0
+    base_tokens = str(totals.base.tokens) if totals.base is not None else "–"
+    head_tokens = totals.head.tokens if totals.head is not None else 0
     yield f"tokens: {base_tokens} → {head_tokens} ({totals.delta.tokens:+d})"
     yield cost_line(comparison)
     yield from notes_lines(comparison)
@@ -244,8 +229,8 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
 
 def cost_line(comparison: Comparison) -> str:
     totals = comparison.totals
-    base = usd(totals.base.total_cost_usd) if totals.base else "–"
-    head = usd(totals.head.total_cost_usd) if totals.head else "–"
+    base = usd(totals.base.total_cost_usd) if totals.base is not None else "–"
+    head = usd(totals.head.total_cost_usd) if totals.head is not None else "–"
     change = signed_usd(totals.delta.total_cost_usd)
     if comparison.cost_delta_percent is not None:
         change += f", {comparison.cost_delta_percent:+.1f}%"

@@ -20,14 +20,16 @@ from turncheck.render.junit import write_junit
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = subparsers.add_parser(
-        "run", help="run eval suites (replayed from cassettes by default)",
+        "run",
+        help="run eval suites (replayed from cassettes by default)",
         description="Run multi-turn eval suites. Default mode is replay: every provider call "
         "is answered from the suite's cassette, with no network and no API key.",
     )
     _add_run_options(run, with_mode=True)
     run.set_defaults(handler=handle_run)
     record = subparsers.add_parser(
-        "record", help="record missing provider calls into the suites' cassettes",
+        "record",
+        help="record missing provider calls into the suites' cassettes",
         description="Same as `run --mode record`: replay what is recorded, call the "
         "provider for the rest and append it to the cassette beside each suite.",
     )
@@ -38,25 +40,55 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     add_discovery_options(parser)
     if with_mode:
-        parser.add_argument("--mode", choices=("replay", "record", "live"), default="replay",
-                            help="replay (default, offline), record (fill cassette gaps), "
-                            "live (no cassettes)")
-    parser.add_argument("--concurrency", type=int, default=8, metavar="N",
-                        help="most evals running at once across all suites (default: 8)")
-    parser.add_argument("--provider", choices=("openrouter", "openai", "anthropic"),
-                        help="provider for every suite (default: from each suite's model id)")
-    parser.add_argument("--base-url", metavar="URL",
-                        help="OpenAI-compatible base URL (implies --provider openai)")
-    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                        help="value for {{var('NAME')}}; repeatable")
+        parser.add_argument(
+            "--mode",
+            choices=("replay", "record", "live"),
+            default="replay",
+            help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
+        )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="most evals running at once across all suites (default: 8)",
+    )
+    parser.add_argument(
+        "--provider",
+        choices=("openrouter", "openai", "anthropic"),
+        help="provider for every suite (default: from each suite's model id)",
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+    )
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="value for {{var('NAME')}}; repeatable",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
-    parser.add_argument("--price-timestamp", metavar="ISO8601",
-                        help="price every call at this instant (default: now)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="per-request timeout (default: 60)")
-    parser.add_argument("--attempts", type=int, default=4, metavar="N",
-                        help="attempts per request, retries included (default: 4)")
+    parser.add_argument(
+        "--price-timestamp",
+        metavar="ISO8601",
+        help="price every call at this instant (default: now)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="per-request timeout (default: 60)",
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=4,
+        metavar="N",
+        help="attempts per request, retries included (default: 4)",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
 
 
@@ -76,9 +108,12 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
     if args.attempts < 1 or args.timeout <= 0:
         raise UsageError("--attempts must be at least 1 and --timeout positive")
     return RunSettings(
-        mode=args.mode, concurrency=args.concurrency,
+        mode=args.mode,
+        concurrency=args.concurrency,
         provider="openai" if args.base_url and not args.provider else args.provider,
-        base_url=args.base_url, variables=parse_vars(args.var), env=dict(os.environ),
+        base_url=args.base_url,
+        variables=parse_vars(args.var),
+        env=dict(os.environ),
         price_timestamp=args.price_timestamp,
         session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
     )
@@ -99,8 +134,9 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     progress = console.Progress(total)
     try:
-        return asyncio.run(run_suites(validation.suites, settings, validation.diagnostics,
-                                      progress.advance))
+        return asyncio.run(
+            run_suites(validation.suites, settings, validation.diagnostics, progress.advance)
+        )
     finally:
         progress.finish()
 

@@ -20,11 +20,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_discovery_options(parser)
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text",
+        "--format",
+        choices=("text", "json"),
+        default="text",
         help="text: compiler-style lines (default); json: one machine-readable object",
     )
     parser.add_argument(
-        "--github", action="store_true",
+        "--github",
+        action="store_true",
         help="print GitHub Actions ::error/::warning workflow commands (annotations)",
     )
     parser.set_defaults(handler=run)

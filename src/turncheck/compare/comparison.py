@@ -228,7 +228,8 @@ def _cost_delta(base: float | None, head: float | None) -> float | None:
 
 def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
     """head − base; a missing side counts as zero (new: head, removed: −base)."""
-    base, head = base or Spend(), head or Spend()
+    base = base if base is not None else Spend()
+    head = head if head is not None else Spend()
     return Spend(
         input_tokens=head.input_tokens - base.input_tokens,
         output_tokens=head.output_tokens - base.output_tokens,
@@ -500,8 +501,9 @@ def compare_reports(
 
 
 def _totals(suites: list[SuiteComparison], has_base: bool) -> Summary:
-    base = _sum_spend(s.totals.base for s in suites if s.totals.base) if has_base else None
-    head = _sum_spend(s.totals.head for s in suites if s.totals.head)
+    bases = [s.totals.base for s in suites if s.totals.base is not None]
+    base = _sum_spend(bases) if has_base else None
+    head = _sum_spend(s.totals.head for s in suites if s.totals.head is not None)
     return Summary(
         base=base, head=head, delta=spend_delta(base, head),
         counts=count(e for s in suites for e in s.evals),
@@ -511,8 +513,8 @@ def _totals(suites: list[SuiteComparison], has_base: bool) -> Summary:
 def _cost_change(totals: Summary, thresholds: CostThresholds
                  ) -> tuple[float | None, CostAlert | None]:
     """Total cost change in percent and the alert; (None, None) without two priced totals."""
-    base_cost = totals.base.total_cost_usd if totals.base else None
-    head_cost = totals.head.total_cost_usd if totals.head else None
+    base_cost = totals.base.total_cost_usd if totals.base is not None else None
+    head_cost = totals.head.total_cost_usd if totals.head is not None else None
     if base_cost is None or head_cost is None:
         return None, None
     return _percent(base_cost, head_cost), cost_alert(base_cost, head_cost, thresholds)

@@ -70,21 +70,31 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 async def _match(check: MatchCheck | NotMatchCheck, ctx: TurnContext) -> CheckResult:
     if isinstance(check, MatchCheck):
         pattern = ctx.render(check.match)
-        return CheckResult(type="match", passed=glob_match(pattern, ctx.response),
-                           detail=f'match "{pattern}"')
+        return CheckResult(
+            type="match", passed=glob_match(pattern, ctx.response), detail=f'match "{pattern}"'
+        )
     pattern = ctx.render(check.not_match)
-    return CheckResult(type="not_match", passed=not glob_match(pattern, ctx.response),
-                       detail=f'not_match "{pattern}"')
+    return CheckResult(
+        type="not_match",
+        passed=not glob_match(pattern, ctx.response),
+        detail=f'not_match "{pattern}"',
+    )
 
 
 async def _tokens(check: MinTokensCheck | MaxTokensCheck, ctx: TurnContext) -> CheckResult:
     count, estimated = completion_tokens(ctx.reported_output_tokens, ctx.response)
     note = " (estimated)" if estimated else ""
     if isinstance(check, MinTokensCheck):
-        return CheckResult(type="min_tokens", passed=count >= check.min_tokens,
-                           detail=f"min_tokens {check.min_tokens}: {count} tokens{note}")
-    return CheckResult(type="max_tokens", passed=count <= check.max_tokens,
-                       detail=f"max_tokens {check.max_tokens}: {count} tokens{note}")
+        return CheckResult(
+            type="min_tokens",
+            passed=count >= check.min_tokens,
+            detail=f"min_tokens {check.min_tokens}: {count} tokens{note}",
+        )
+    return CheckResult(
+        type="max_tokens",
+        passed=count <= check.max_tokens,
+        detail=f"max_tokens {check.max_tokens}: {count} tokens{note}",
+    )
 
 
 async def _semantic(check: SemanticCheck, ctx: TurnContext) -> CheckResult:
@@ -95,11 +105,17 @@ async def _semantic(check: SemanticCheck, ctx: TurnContext) -> CheckResult:
         similarity = cosine(response_vector, expected_vector)
     except (ProviderError, ValueError) as exc:
         message = getattr(exc, "message", str(exc))
-        return CheckResult(type="semantic", passed=False,
-                           detail=f"semantic ≥ {threshold}: not evaluated",
-                           error=f"semantic check failed: {message}")
-    return CheckResult(type="semantic", passed=similarity >= threshold,
-                       detail=f"semantic ≥ {threshold}: similarity {similarity:.3f}")
+        return CheckResult(
+            type="semantic",
+            passed=False,
+            detail=f"semantic ≥ {threshold}: not evaluated",
+            error=f"semantic check failed: {message}",
+        )
+    return CheckResult(
+        type="semantic",
+        passed=similarity >= threshold,
+        detail=f"semantic ≥ {threshold}: similarity {similarity:.3f}",
+    )
 
 
 async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
@@ -108,13 +124,19 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
         answer = await ctx.judge(judge_messages(ctx.conversation, criteria))
         verdict = parse_verdict(answer)
     except ProviderError as exc:
-        return CheckResult(type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"',
-                           error=f"judge call failed: {exc.message}")
+        return CheckResult(
+            type="llm_judge",
+            passed=False,
+            detail=f'llm_judge "{criteria}"',
+            error=f"judge call failed: {exc.message}",
+        )
     except JudgeAnswerError as exc:
-        return CheckResult(type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"',
-                           error=str(exc))
-    return CheckResult(type="llm_judge", passed=verdict.passed,
-                       detail=f'llm_judge "{criteria}": {verdict.reason}')
+        return CheckResult(
+            type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"', error=str(exc)
+        )
+    return CheckResult(
+        type="llm_judge", passed=verdict.passed, detail=f'llm_judge "{criteria}": {verdict.reason}'
+    )
 
 
 async def evaluate_check(check: Check, ctx: TurnContext) -> CheckResult:
@@ -142,10 +164,15 @@ async def _evaluate_items(
             header = len(results)
             outcome = await _evaluate_items(item.or_, True, ctx, results, depth + 1)
             members = len(item.members)
-            results.insert(header, CheckResult(
-                type="or", passed=outcome.passed, depth=depth,
-                detail=f"or: at least one of {members} must pass",
-            ))
+            results.insert(
+                header,
+                CheckResult(
+                    type="or",
+                    passed=outcome.passed,
+                    depth=depth,
+                    detail=f"or: at least one of {members} must pass",
+                ),
+            )
             passes.append(outcome.passed)
             if not outcome.passed and attached is None:
                 attached = outcome.follow_up

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
@@ -65,8 +65,14 @@ class _EvalState:
 
 
 class _SuiteRun:
-    def __init__(self, suite_file: SuiteFile, suite: Suite, session: SuiteSession,
-                 settings: RunSettings, pricer: Pricer) -> None:
+    def __init__(
+        self,
+        suite_file: SuiteFile,
+        suite: Suite,
+        session: SuiteSession,
+        settings: RunSettings,
+        pricer: Pricer,
+    ) -> None:
         self.file = suite_file
         self.suite = suite
         self.session = session
@@ -97,7 +103,7 @@ class _SuiteRun:
             status, passed_on, error = Status.ERROR, None, str(exc)
         except ProviderError as exc:
             status, passed_on, error = Status.ERROR, None, exc.message
-        except Exception as exc:  # noqa: BLE001 - an eval must always end with a status
+        except Exception as exc:  # an eval must always end with a status
             status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
         return self.redactor.model(self._result(evaluation, state, status, passed_on, error))
 
@@ -120,11 +126,13 @@ class _SuiteRun:
             level, line = follow_up.checks, follow_up.line
         raise EvalError("conversation did not end")  # unreachable: depth is validated
 
-    async def _turn(self, number: int, line: int, level: CheckList,
-                    state: _EvalState) -> tuple[TurnResult, LevelOutcome]:
+    async def _turn(
+        self, number: int, line: int, level: CheckList, state: _EvalState
+    ) -> tuple[TurnResult, LevelOutcome]:
         response = await self.session.chat(list(state.messages))
-        usage = Usage(input_tokens=response.input_tokens or 0,
-                      output_tokens=response.output_tokens or 0)
+        usage = Usage(
+            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
+        )
         ctx = TurnContext(
             response=response.text,
             reported_output_tokens=response.output_tokens,
@@ -135,19 +143,24 @@ class _SuiteRun:
         )
         outcome = await evaluate_level(level, ctx)
         turn = TurnResult(
-            turn=number, prompt=state.messages[-1].content, response=response.text,
-            usage=usage, cost_usd=self.pricer.cost(usage, self.session.model,
-                                                   self.session.price_provider_id),
-            latency_ms=round(response.latency_ms, 1), checks=outcome.results,
-            passed=outcome.passed, output_tokens_estimated=response.output_tokens is None,
+            turn=number,
+            prompt=state.messages[-1].content,
+            response=response.text,
+            usage=usage,
+            cost_usd=self.pricer.cost(usage, self.session.model, self.session.price_provider_id),
+            latency_ms=round(response.latency_ms, 1),
+            checks=outcome.results,
+            passed=outcome.passed,
+            output_tokens_estimated=response.output_tokens is None,
             line=line,
         )
         return turn, outcome
 
     async def _judge(self, messages: list[ChatMessage], state: _EvalState) -> str:
         response = await self.session.judge(messages)
-        usage = Usage(input_tokens=response.input_tokens or 0,
-                      output_tokens=response.output_tokens or 0)
+        usage = Usage(
+            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
+        )
         state.judge_usage += usage
         state.judge_costs.append(
             self.pricer.cost(usage, self.session.judge_model, self.session.judge_price_provider_id)
@@ -158,31 +171,50 @@ class _SuiteRun:
         response = await self.session.embed(inputs)
         usage = Usage(input_tokens=response.input_tokens or 0)
         state.judge_usage += usage
-        state.judge_costs.append(self.pricer.cost(
-            usage, self.session.embedding_model, self.session.embedding_price_provider_id
-        ))
+        state.judge_costs.append(
+            self.pricer.cost(
+                usage, self.session.embedding_model, self.session.embedding_price_provider_id
+            )
+        )
         if len(response.vectors) != len(inputs):
             raise ValueError(f"expected {len(inputs)} embeddings, got {len(response.vectors)}")
         return response.vectors
 
-    def _result(self, evaluation: Eval, state: _EvalState, status: Status,
-                passed_on: int | None, error: str | None) -> EvalResult:
+    def _result(
+        self,
+        evaluation: Eval,
+        state: _EvalState,
+        status: Status,
+        passed_on: int | None,
+        error: str | None,
+    ) -> EvalResult:
         usage = sum((t.usage for t in state.turns), Usage())
         return EvalResult(
-            name=evaluation.display_name, prompt=evaluation.prompt, status=status,
-            passed_on_turn=passed_on, error=error, usage=usage,
+            name=evaluation.display_name,
+            prompt=evaluation.prompt,
+            status=status,
+            passed_on_turn=passed_on,
+            error=error,
+            usage=usage,
             cost_usd=add_costs([t.cost_usd for t in state.turns]),
-            judge_usage=state.judge_usage, judge_cost_usd=add_costs(state.judge_costs),
-            turns=state.turns, line=evaluation.line,
+            judge_usage=state.judge_usage,
+            judge_cost_usd=add_costs(state.judge_costs),
+            turns=state.turns,
+            line=evaluation.line,
         )
 
 
-def _suite_result(suite_file: SuiteFile, suite: Suite, session: SuiteSession,
-                  evals: list[EvalResult]) -> SuiteResult:
+def _suite_result(
+    suite_file: SuiteFile, suite: Suite, session: SuiteSession, evals: list[EvalResult]
+) -> SuiteResult:
     return SuiteResult(
-        path=suite_file.path, name=suite.metadata.name, model=suite.metadata.model,
-        provider=session.provider_name, evals=evals,
-        cassette=None if session.transport is None
+        path=suite_file.path,
+        name=suite.metadata.name,
+        model=suite.metadata.model,
+        provider=session.provider_name,
+        evals=evals,
+        cassette=None
+        if session.transport is None
         else cassette_path_for(Path(suite_file.path)).as_posix(),
         usage=sum((e.usage for e in evals), Usage()),
         cost_usd=add_costs([e.cost_usd for e in evals]),
@@ -191,10 +223,23 @@ def _suite_result(suite_file: SuiteFile, suite: Suite, session: SuiteSession,
     )
 
 
-async def _run_suite(suite_file: SuiteFile, suite: Suite, settings: RunSettings, pricer: Pricer,
-                     limit: asyncio.Semaphore, on_eval: EvalCallback | None) -> SuiteResult:
-    session = open_session(suite_file.source, suite, settings.mode, settings.provider,
-                           settings.base_url, settings.env, settings.session)
+async def _run_suite(
+    suite_file: SuiteFile,
+    suite: Suite,
+    settings: RunSettings,
+    pricer: Pricer,
+    limit: asyncio.Semaphore,
+    on_eval: EvalCallback | None,
+) -> SuiteResult:
+    session = open_session(
+        suite_file.source,
+        suite,
+        settings.mode,
+        settings.provider,
+        settings.base_url,
+        settings.env,
+        settings.session,
+    )
     run = _SuiteRun(suite_file, suite, session, settings, pricer)
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
     partial = _suite_result(suite_file, suite, session, [])
@@ -228,9 +273,12 @@ def totals(suites: list[SuiteResult], unpriced: set[str]) -> Totals:
     )
 
 
-async def run_suites(suite_files: list[SuiteFile], settings: RunSettings,
-                     diagnostics: list[Diagnostic] | None = None,
-                     on_eval: EvalCallback | None = None) -> Report:
+async def run_suites(
+    suite_files: list[SuiteFile],
+    settings: RunSettings,
+    diagnostics: list[Diagnostic] | None = None,
+    on_eval: EvalCallback | None = None,
+) -> Report:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
@@ -240,8 +288,12 @@ async def run_suites(suite_files: list[SuiteFile], settings: RunSettings,
         *(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)
     )
     return Report(
-        turncheck_version=__version__, mode=settings.mode, commit=settings.commit,
-        price_source=pricer.source, suites=list(suites), diagnostics=diagnostics or [],
+        turncheck_version=__version__,
+        mode=settings.mode,
+        commit=settings.commit,
+        price_source=pricer.source,
+        suites=list(suites),
+        diagnostics=diagnostics or [],
         totals=totals(list(suites), pricer.unpriced),
         started_at=started.isoformat().replace("+00:00", "Z"),
         duration_s=round(time.perf_counter() - clock, 3),

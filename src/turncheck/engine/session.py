@@ -37,8 +37,9 @@ class SessionSettings:
     sleep: Sleep | None = None
 
     def policy(self) -> RetryPolicy:
-        return RetryPolicy(max_attempts=self.attempts, timeout=self.timeout_s,
-                           backoff_base=self.backoff_base_s)
+        return RetryPolicy(
+            max_attempts=self.attempts, timeout=self.timeout_s, backoff_base=self.backoff_base_s
+        )
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -54,8 +55,11 @@ def _strings(value: Any) -> Iterator[str]:
 
 def secret_values(suite: Suite, env: Mapping[str, str]) -> dict[str, str]:
     """Values of every `{{secret('NAME')}}` the suite uses that the environment sets."""
-    names = {name for text in _strings(suite.model_dump(by_alias=True))
-             for name in templates.secret_names(text)}
+    names = {
+        name
+        for text in _strings(suite.model_dump(by_alias=True))
+        for name in templates.secret_names(text)
+    }
     return {name: env[name] for name in sorted(names) if env.get(name)}
 
 
@@ -85,23 +89,34 @@ class SuiteSession:
         return self.embedding_provider.price_provider_id
 
     async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
-        return await self.chat_provider.chat(ChatRequest(
-            model=self.model, messages=messages, temperature=self.metadata.temperature,
-            max_output_tokens=self.metadata.max_output_tokens, seed=self.metadata.seed,
-        ))
+        return await self.chat_provider.chat(
+            ChatRequest(
+                model=self.model,
+                messages=messages,
+                temperature=self.metadata.temperature,
+                max_output_tokens=self.metadata.max_output_tokens,
+                seed=self.metadata.seed,
+            )
+        )
 
     async def judge(self, messages: list[ChatMessage]) -> ChatResponse:
-        return await self.judge_provider.chat(ChatRequest(
-            model=self.judge_model, messages=messages, temperature=0,
-            max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS, seed=self.metadata.seed,
-        ))
+        return await self.judge_provider.chat(
+            ChatRequest(
+                model=self.judge_model,
+                messages=messages,
+                temperature=0,
+                max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
+                seed=self.metadata.seed,
+            )
+        )
 
     async def embed(self, inputs: list[str]) -> EmbeddingResponse:
         return await self.embedding_provider.embed(self.embedding_model, inputs)
 
     async def close(self) -> None:
-        providers = {id(p): p for p in (self.chat_provider, self.judge_provider,
-                                         self.embedding_provider)}
+        providers = {
+            id(p): p for p in (self.chat_provider, self.judge_provider, self.embedding_provider)
+        }
         for provider in providers.values():
             await provider.aclose()
         if self.transport is not None:
@@ -110,9 +125,15 @@ class SuiteSession:
             await self.transport.close()
 
 
-def open_session(suite_path: Path, suite: Suite, mode: Mode, provider: str | None,
-                 base_url: str | None, env: Mapping[str, str],
-                 settings: SessionSettings) -> SuiteSession:
+def open_session(
+    suite_path: Path,
+    suite: Suite,
+    mode: Mode,
+    provider: str | None,
+    base_url: str | None,
+    env: Mapping[str, str],
+    settings: SessionSettings,
+) -> SuiteSession:
     metadata = suite.metadata
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
@@ -123,20 +144,35 @@ def open_session(suite_path: Path, suite: Suite, mode: Mode, provider: str | Non
     def provider_for(name: str) -> Provider:
         if name not in built:
             url = base_url if name == "openai" else None
-            built[name] = make_provider(name, env=env, policy=settings.policy(),
-                                        transport=transport, base_url=url, sleep=settings.sleep)
+            built[name] = make_provider(
+                name,
+                env=env,
+                policy=settings.policy(),
+                transport=transport,
+                base_url=url,
+                sleep=settings.sleep,
+            )
         return built[name]
 
     name, model = select_provider(metadata.model, provider, base_url)
-    judge_name, judge_model = select_provider(metadata.judge_model or metadata.model,
-                                              provider, base_url)
+    judge_name, judge_model = select_provider(
+        metadata.judge_model or metadata.model, provider, base_url
+    )
     embedding_name = "openai" if name == "anthropic" else name
-    default_embedding = (f"openai/{DEFAULT_EMBEDDING_MODEL}" if embedding_name == "openrouter"
-                         else DEFAULT_EMBEDDING_MODEL)
+    default_embedding = (
+        f"openai/{DEFAULT_EMBEDDING_MODEL}"
+        if embedding_name == "openrouter"
+        else DEFAULT_EMBEDDING_MODEL
+    )
     return SuiteSession(
-        metadata=metadata, provider_name=name, model=model,
-        chat_provider=provider_for(name), judge_model=judge_model,
+        metadata=metadata,
+        provider_name=name,
+        model=model,
+        chat_provider=provider_for(name),
+        judge_model=judge_model,
         judge_provider=provider_for(judge_name),
         embedding_model=metadata.embedding_model or default_embedding,
-        embedding_provider=provider_for(embedding_name), transport=transport, secrets=secrets,
+        embedding_provider=provider_for(embedding_name),
+        transport=transport,
+        secrets=secrets,
     )

@@ -23,7 +23,7 @@ class _Node(BaseModel):
 
     # Slots rather than private attributes: positions are set on thousands of
     # nodes per file, and pydantic's private-attribute setup doubled load time.
-    __slots__ = ("source_line", "source_column")
+    __slots__ = ("source_column", "source_line")
 
     @property
     def line(self) -> int:
@@ -57,7 +57,8 @@ class Metadata(BaseModel):
         default=None, description="Overrides the provider chosen from the model id."
     )
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = Field(
-        default=None, description="Base URL of an OpenAI-compatible server (implies provider openai)."
+        default=None,
+        description="Base URL of an OpenAI-compatible server (implies provider openai).",
     )
     judge_model: NonEmptyStr | None = Field(
         default=None, description="Model for llm_judge checks (default: model)."
@@ -187,7 +188,12 @@ class Suite(BaseModel):
 
 
 _RECURSIVE_MODELS: tuple[type[BaseModel], ...] = (
-    _FollowUpFields, *CHECK_TYPES.values(), FollowUp, OrGroup, Eval, Suite
+    _FollowUpFields,
+    *CHECK_TYPES.values(),
+    FollowUp,
+    OrGroup,
+    Eval,
+    Suite,
 )
 for _model in _RECURSIVE_MODELS:
     _model.model_rebuild()

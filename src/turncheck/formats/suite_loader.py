@@ -137,8 +137,13 @@ class _SuiteValidator:
             if key not in Metadata.model_fields:
                 pos = self.positions.key((*path, key))
                 self.diagnostics.append(
-                    warning(self.file, pos.line, pos.column, "unknown-metadata-key",
-                            f'unknown metadata key "{key}" is ignored')
+                    warning(
+                        self.file,
+                        pos.line,
+                        pos.column,
+                        "unknown-metadata-key",
+                        f'unknown metadata key "{key}" is ignored',
+                    )
                 )
         for key in TEMPLATED_METADATA:
             if isinstance(raw.get(key), str):
@@ -171,7 +176,8 @@ class _SuiteValidator:
         base = built.name or " ".join(built.prompt.split())
         if built.name is not None and base in seen:
             self.error_at_value(
-                (*path, "name"), "duplicate-eval-name",
+                (*path, "name"),
+                "duplicate-eval-name",
                 f'duplicate eval name "{base}" (first used at line {seen[base]})',
             )
             return False
@@ -185,7 +191,9 @@ class _SuiteValidator:
 
     def eval(self, path: Path, raw: Any) -> Eval | None:
         if not isinstance(raw, dict):
-            self.error_at_value(path, "invalid-eval", "an eval must be a mapping with prompt and checks")
+            self.error_at_value(
+                path, "invalid-eval", "an eval must be a mapping with prompt and checks"
+            )
             return None
         for key in raw:
             if key not in EVAL_KEYS:
@@ -212,7 +220,9 @@ class _SuiteValidator:
             extra = [key for key in raw if key != "or"]
             if "or" not in raw or extra:
                 self.error_at_value(
-                    path, "invalid-checks", "checks must be a list of checks or a mapping {or: [...]}"
+                    path,
+                    "invalid-checks",
+                    "checks must be a list of checks or a mapping {or: [...]}",
                 )
                 return None
             return self.or_group(path, raw, depth, whole_level=True)
@@ -230,7 +240,8 @@ class _SuiteValidator:
             if _is_standalone_follow_up(raw_item):
                 if standalone_line is not None:
                     self.error_at_key(
-                        (*path, index, "prompt"), "multiple-follow-ups",
+                        (*path, index, "prompt"),
+                        "multiple-follow-ups",
                         "only one standalone follow-up is allowed per level "
                         f"(the first is at line {standalone_line})",
                     )
@@ -247,14 +258,16 @@ class _SuiteValidator:
     def item(self, path: Path, raw: Any, depth: int) -> Item | None:
         if not isinstance(raw, dict):
             self.error_at_value(
-                path, "invalid-check",
+                path,
+                "invalid-check",
                 f'a check must be a mapping such as match: "*x*", got {type(raw).__name__}',
             )
             return None
         kinds = [key for key in raw if key in CHECK_TYPES]
         if len(kinds) > 1:
             self.error_at_key(
-                (*path, kinds[1]), "multiple-check-types",
+                (*path, kinds[1]),
+                "multiple-check-types",
                 f'one item holds several checks ("{kinds[0]}" and "{kinds[1]}"); '
                 "give each check its own list item",
             )
@@ -288,7 +301,8 @@ class _SuiteValidator:
         if has_prompt != has_checks:
             present, absent = ("prompt", "checks") if has_prompt else ("checks", "prompt")
             self.error_at_key(
-                (*path, present), "incomplete-follow-up",
+                (*path, present),
+                "incomplete-follow-up",
                 f'an attached follow-up needs both "prompt" and "checks"; "{absent}" is missing',
             )
             return None
@@ -323,7 +337,8 @@ class _SuiteValidator:
         """Validate a follow-up's prompt and checks one level deeper."""
         if depth + 1 > self.max_depth:
             self.error_at_key(
-                (*path, "prompt"), "max-depth",
+                (*path, "prompt"),
+                "max-depth",
                 f"follow-up nested {depth + 1} levels deep; at most {self.max_depth} "
                 f"nested levels are allowed (turn {depth + 2} would exceed "
                 f"{self.max_depth + 1} turns)",
@@ -390,7 +405,9 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
     except UnicodeDecodeError as exc:
         return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"not UTF-8 text: {exc}")])
     except OSError as exc:
-        return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")])
+        return SuiteFile(
+            file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
+        )
     loaded = parse_suite(text, file, max_depth)
     loaded.location = path
     return loaded

@@ -86,8 +86,9 @@ class GitHubContext:
                 id=int(run["id"]),
                 head_sha=str(run["head_sha"]),
                 head_branch=str(run.get("head_branch") or ""),
-                head_owner=str(((run.get("head_repository") or {}).get("owner") or {})
-                               .get("login") or ""),
+                head_owner=str(
+                    ((run.get("head_repository") or {}).get("owner") or {}).get("login") or ""
+                ),
                 event=str(run.get("event") or ""),
                 conclusion=run.get("conclusion"),
                 pull_numbers=tuple(int(p["number"]) for p in run.get("pull_requests") or []),

@@ -181,12 +181,18 @@ def _existing_files(root: Path, commit: str, paths: Sequence[str]) -> set[str]:
 
 
 def _archive_into(root: Path, commit: str, paths: Sequence[str], dest: Path) -> None:
+    # Archiving the tree rather than the commit leaves out the pax header holding the commit
+    # ID (and `export-subst`), so an archive whose files are all export-ignored is only
+    # zero blocks, which tarfile would reject, rather than a header alone.
+    tree = f"{commit}^{{tree}}"
     for chunk in _chunks(paths):
-        archive = _run(root, ["archive", "--format=tar", commit, "--", *chunk])
+        archive = _run(root, ["archive", "--format=tar", tree, "--", *chunk])
         _extract(archive.stdout, dest, commit)
 
 
 def _extract(tar_bytes: bytes, dest: Path, commit: str) -> None:
+    if not tar_bytes.strip(b"\0"):
+        return
     try:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
             # "data" refuses absolute names, `..` and links leading outside `dest`.
@@ -227,8 +233,7 @@ def _clean_path(path: str) -> str:
     pure = PurePosixPath(path)
     if "\0" in path or pure.is_absolute() or ".." in pure.parts or pure == PurePosixPath("."):
         raise GitError(
-            f"refusing path {path!r}: paths must be relative to the repository root, "
-            "without '..'"
+            f"refusing path {path!r}: paths must be relative to the repository root, without '..'"
         )
     return pure.as_posix()
 

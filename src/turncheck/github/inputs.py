@@ -11,15 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
 from turncheck.formats.suite import MAX_DEPTH
-
-
-class FailOn(StrEnum):
-    INVALID = "invalid"
-    FAILURE = "failure"
-    REGRESSION = "regression"
-    COST = "cost"
 
 
 class CommentMode(StrEnum):
@@ -28,7 +22,6 @@ class CommentMode(StrEnum):
     NEVER = "never"
 
 
-DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.FAILURE)
 MODES = ("replay", "record", "live")
 
 
@@ -39,7 +32,7 @@ class InputError(ValueError):
 @dataclass(frozen=True)
 class ActionInputs:
     github_token: str = field(repr=False)
-    globs: Globs = Globs()
+    globs: Globs = field(default_factory=Globs)
     mode: str = "replay"
     concurrency: int = 8
     fail_on: tuple[FailOn, ...] = DEFAULT_FAIL_ON
@@ -68,7 +61,9 @@ class _Reader:
     def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
         value = _raw(self.env, name) or default
         if value not in allowed:
-            self.problems.append(f"input {name}: expected one of {', '.join(allowed)}, got {value!r}")
+            self.problems.append(
+                f"input {name}: expected one of {', '.join(allowed)}, got {value!r}"
+            )
             return default
         return value
 
@@ -81,8 +76,9 @@ class _Reader:
         except ValueError:
             number = low - 1
         if not low <= number <= high:
-            self.problems.append(f"input {name}: expected a whole number from {low} to {high}, "
-                                 f"got {value!r}")
+            self.problems.append(
+                f"input {name}: expected a whole number from {low} to {high}, got {value!r}"
+            )
             return default
         return number
 
@@ -100,26 +96,18 @@ class _Reader:
         return number
 
     def fail_on(self) -> tuple[FailOn, ...]:
-        value = _raw(self.env, "fail-on")
-        if not value:
+        try:
+            return parse_fail_on(_raw(self.env, "fail-on"))
+        except ValueError as exc:
+            self.problems.append(f"input fail-on: {exc}")
             return DEFAULT_FAIL_ON
-        if value == "none":
-            return ()
-        allowed = [item.value for item in FailOn]
-        chosen = []
-        for item in _list(value):
-            if item not in allowed:
-                self.problems.append(f"input fail-on: unknown condition {item!r}; "
-                                     f"expected any of {', '.join(allowed)} (or none)")
-            else:
-                chosen.append(FailOn(item))
-        return tuple(dict.fromkeys(chosen))
 
     def path(self, name: str, default: str) -> Path:
         value = Path(_raw(self.env, name) or default)
         if value.is_absolute() or ".." in value.parts:
-            self.problems.append(f"input {name}: must be a relative path inside the workspace, "
-                                 f"got {str(value)!r}")
+            self.problems.append(
+                f"input {name}: must be a relative path inside the workspace, got {str(value)!r}"
+            )
             return Path(default)
         return value
 
@@ -137,8 +125,9 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         fail_on=reader.fail_on(),
         cost_threshold_percent=reader.amount("cost-threshold-percent"),
         cost_threshold_usd=reader.amount("cost-threshold-usd"),
-        comment=CommentMode(reader.choice("comment", tuple(m.value for m in CommentMode),
-                                          CommentMode.ALWAYS.value)),
+        comment=CommentMode(
+            reader.choice("comment", tuple(m.value for m in CommentMode), CommentMode.ALWAYS.value)
+        ),
         max_depth=reader.integer("max-depth", MAX_DEPTH, 0, MAX_DEPTH),
         working_directory=reader.path("working-directory", "."),
         base_ref=_raw(env, "base-ref") or None,

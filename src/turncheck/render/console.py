@@ -19,8 +19,10 @@ def usd(cost: float | None) -> str:
 
 
 def _shown(text: str, indent: str) -> str:
-    clipped = text if len(text) <= MAX_SHOWN_CHARS else (
-        text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)"
+    clipped = (
+        text
+        if len(text) <= MAX_SHOWN_CHARS
+        else (text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)")
     )
     return clipped.strip().replace("\n", "\n" + indent)
 
@@ -70,26 +72,57 @@ def _tokens(usage: Usage) -> str:
 
 
 def summary_rows(report: Report) -> list[list[str]]:
-    rows = [["Suite", "Evals", "Pass", "Fail", "Error", "Tokens in/out", "Cost",
-             "Judge tokens", "Judge cost"]]
+    rows = [
+        [
+            "Suite",
+            "Evals",
+            "Pass",
+            "Fail",
+            "Error",
+            "Tokens in/out",
+            "Cost",
+            "Judge tokens",
+            "Judge cost",
+        ]
+    ]
     for suite in report.suites:
         statuses = [e.status for e in suite.evals]
-        rows.append([
-            suite.name, str(len(statuses)), str(statuses.count(Status.PASS)),
-            str(statuses.count(Status.FAIL)), str(statuses.count(Status.ERROR)),
-            _tokens(suite.usage), usd(suite.cost_usd), _tokens(suite.judge_usage),
-            usd(suite.judge_cost_usd),
-        ])
+        rows.append(
+            [
+                suite.name,
+                str(len(statuses)),
+                str(statuses.count(Status.PASS)),
+                str(statuses.count(Status.FAIL)),
+                str(statuses.count(Status.ERROR)),
+                _tokens(suite.usage),
+                usd(suite.cost_usd),
+                _tokens(suite.judge_usage),
+                usd(suite.judge_cost_usd),
+            ]
+        )
     t = report.totals
-    rows.append(["Total", str(t.evals), str(t.passed), str(t.failed), str(t.errors),
-                 _tokens(t.usage), usd(t.cost_usd), _tokens(t.judge_usage), usd(t.judge_cost_usd)])
+    rows.append(
+        [
+            "Total",
+            str(t.evals),
+            str(t.passed),
+            str(t.failed),
+            str(t.errors),
+            _tokens(t.usage),
+            usd(t.cost_usd),
+            _tokens(t.judge_usage),
+            usd(t.judge_cost_usd),
+        ]
+    )
     return rows
 
 
 def table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-             for row in rows]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     rule = "  ".join("-" * width for width in widths)
     return [lines[0], rule, *lines[1:-1], rule, lines[-1]]
 

@@ -18,19 +18,37 @@ def xml_safe(text: str) -> str:
 
 
 def junit_xml(report: Report) -> str:
-    root = ET.Element("testsuites", name="turncheck", tests=str(report.totals.evals),
-                      failures=str(report.totals.failed), errors=str(report.totals.errors),
-                      time=f"{report.duration_s:.3f}")
+    root = ET.Element(
+        "testsuites",
+        name="turncheck",
+        tests=str(report.totals.evals),
+        failures=str(report.totals.failed),
+        errors=str(report.totals.errors),
+        time=f"{report.duration_s:.3f}",
+    )
     for suite in report.suites:
         failures = sum(e.status is Status.FAIL for e in suite.evals)
         errors = sum(e.status is Status.ERROR for e in suite.evals)
-        element = ET.SubElement(root, "testsuite", name=suite.name, file=suite.path,
-                                tests=str(len(suite.evals)), failures=str(failures),
-                                errors=str(errors))
+        element = ET.SubElement(
+            root,
+            "testsuite",
+            name=suite.name,
+            file=suite.path,
+            tests=str(len(suite.evals)),
+            failures=str(failures),
+            errors=str(errors),
+        )
         for index, result in enumerate(suite.evals, 1):
             seconds = sum(t.latency_ms for t in result.turns) / 1000
-            case = ET.SubElement(element, "testcase", name=xml_safe(result.name), classname=suite.name,
-                                 file=suite.path, line=str(result.line), time=f"{seconds:.3f}")
+            case = ET.SubElement(
+                element,
+                "testcase",
+                name=xml_safe(result.name),
+                classname=suite.name,
+                file=suite.path,
+                line=str(result.line),
+                time=f"{seconds:.3f}",
+            )
             if result.status is Status.FAIL:
                 ET.SubElement(case, "failure", message=xml_safe(overall(result)))
             elif result.status is Status.ERROR:

@@ -1,0 +1,50 @@
+"""The `fail-on` policy: which findings fail the check (and the CLI's exit code)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from turncheck.compare.comparison import Comparison
+
+
+class FailOn(StrEnum):
+    INVALID = "invalid"
+    FAILURE = "failure"
+    REGRESSION = "regression"
+    COST = "cost"
+
+
+DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.FAILURE)
+
+
+def parse_fail_on(value: str, default: tuple[FailOn, ...] = DEFAULT_FAIL_ON) -> tuple[FailOn, ...]:
+    """`invalid,failure` → conditions; empty → `default`; `none` → nothing. Raises ValueError."""
+    items = [part.strip() for line in value.splitlines() for part in line.split(",")]
+    items = [item for item in items if item]
+    if not items:
+        return default
+    if items == ["none"]:
+        return ()
+    allowed = [condition.value for condition in FailOn]
+    unknown = [item for item in items if item not in allowed]
+    if unknown:
+        raise ValueError(
+            f"unknown condition {', '.join(repr(u) for u in unknown)}; "
+            f"expected any of {', '.join(allowed)} (or none)"
+        )
+    return tuple(dict.fromkeys(FailOn(item) for item in items))
+
+
+def fail_reasons(comparison: Comparison, conditions: tuple[FailOn, ...] | set[FailOn]) -> list[str]:
+    """Why the check fails under `conditions`; empty when it passes."""
+    reasons = []
+    errors = sum(d.is_error for d in comparison.diagnostics)
+    if FailOn.INVALID in conditions and errors:
+        reasons.append(f"{errors} validation error(s)")
+    if FailOn.FAILURE in conditions and (comparison.failed or comparison.errors):
+        reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
+    if FailOn.REGRESSION in conditions and comparison.regressions:
+        reasons.append(f"{comparison.regressions} regression(s) against base")
+    if FailOn.COST in conditions and comparison.alert is not None:
+        reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
+    return reasons
