@@ -79,6 +79,8 @@ class FakeGitHub:
         self.token_login = "turncheck-bot"
         self.user_endpoint_forbidden = False  # GITHUB_TOKEN cannot read GET /user
         self.writes_forbidden = False  # fork pull request: read-only token
+        self.pull_head_shas: dict[int, str] = {}
+        self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
         self.checks_forbidden = False  # token without `checks: write`
         self.requests: list[LoggedRequest] = []
         self.comments: list[Comment] = []
@@ -167,6 +169,9 @@ class FakeGitHub:
             ("POST", repo + r"/check-runs", self._create_check_run),
             ("PATCH", repo + r"/check-runs/(\d+)", self._update_check_run),
             ("POST", repo + r"/statuses/([0-9a-fA-F]+)", self._create_status),
+            ("GET", repo + r"/actions/runs/(\d+)", self._get_workflow_run),
+            ("GET", repo + r"/actions/runs/(\d+)/artifacts", self._list_artifacts),
+            ("GET", repo + r"/actions/artifacts/(\d+)/zip", self._download_artifact),
         ]
         return [(method, re.compile(path), handler) for method, path, handler in table]
 
@@ -186,6 +191,31 @@ class FakeGitHub:
     def _list_pr_files(self, query: dict[str, str], body: Json, number: str) -> Response:
         files = [self._file_json(f) for f in self.pr_files.get(int(number), [])]
         return self._paginate(f"/repos/{self._full_name}/pulls/{number}/files", query, files)
+
+    def _get_workflow_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
+        runs = f"/repos/{self._full_name}/actions/runs/{run_id}"
+        return 200, {"id": int(run_id), "url": self._api(runs),
+                     "artifacts_url": self._api(runs + "/artifacts")}, {}
+
+    def _list_artifacts(self, query: dict[str, str], body: Json, run_id: str) -> Response:
+        items = [self._artifact_json(int(run_id), index, name, len(data))
+                 for index, (name, data) in enumerate(self.artifacts.get(int(run_id), []))]
+        return 200, {"total_count": len(items), "artifacts": items}, {}
+
+    def _download_artifact(self, query: dict[str, str], body: Json, artifact: str) -> Response:
+        run_id, index = divmod(int(artifact), 1000)
+        return 200, self.artifacts[run_id][index][1], {"Content-Type": "application/zip"}
+
+    def _artifact_json(self, run_id: int, index: int, name: str, size: int) -> Json:
+        artifact_id = run_id * 1000 + index
+        return {
+            "id": artifact_id, "node_id": f"A_{artifact_id}", "name": name,
+            "size_in_bytes": size, "expired": False,
+            "url": self._api(f"/repos/{self._full_name}/actions/artifacts/{artifact_id}"),
+            "archive_download_url": self._api(
+                f"/repos/{self._full_name}/actions/artifacts/{artifact_id}/zip"),
+            "created_at": TIMESTAMP, "updated_at": TIMESTAMP, "expires_at": TIMESTAMP,
+        }
 
     def _list_comments(self, query: dict[str, str], body: Json, number: str) -> Response:
         items = [self._comment_json(c) for c in self.comments_on(int(number))]
@@ -319,7 +349,8 @@ class FakeGitHub:
             "state": "open",
             "url": self._api(f"/repos/{self._full_name}/pulls/{number}"),
             "html_url": f"https://github.com/{self._full_name}/pull/{number}",
-            "head": {"sha": "a" * 40, "ref": "feature", "repo": self._repo_json()},
+            "head": {"sha": self.pull_head_shas.get(number, "a" * 40), "ref": "feature",
+                     "repo": self._repo_json()},
             "base": {"sha": "b" * 40, "ref": "main", "repo": self._repo_json()},
             "changed_files": len(self.pr_files.get(number, [])),
         }
@@ -446,9 +477,11 @@ class _Handler(BaseHTTPRequestHandler):
             status, body, headers = _error(401, "Requires authentication")
         else:
             status, body, headers = self.server.fake.handle(self.command, self.path, self._body())
-        payload = json.dumps(body).encode()
+        binary = isinstance(body, bytes)
+        payload = body if binary else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        if not binary:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
         for name, value in headers.items():
             self.send_header(name, value)

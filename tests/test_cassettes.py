@@ -249,6 +249,12 @@ def test_oversized_cassette_is_refused_with_a_clear_error(suite: Path) -> None:
         ("!!python/object/apply:os.system ['touch PWNED']\n", "not a valid vcrpy cassette"),
         ("version: 1\ninteractions: 5\n", "not a valid vcrpy cassette"),
         ("- 1\n- 2\n", "not a valid vcrpy cassette"),
+        # would crash libyaml's recursive composer (segfault) if parsed directly
+        ("interactions: " + "[" * 100_000 + "]" * 100_000, "nests deeper than 64"),
+        (
+            "a: &a {request: {}, response: {}}\ninteractions: [" + "*a, " * 2000 + "]\n",
+            "more than 1000 YAML aliases",
+        ),
         (
             "version: 1\ninteractions:\n- request: {method: POST, uri: 'http://x/', body: null,"
             " headers: {}}\n  response: {status: {code: 9999}, headers: {}, body: {string: ''}}\n",

@@ -107,6 +107,7 @@ class SuiteSession:
                 temperature=0,
                 max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
                 seed=self.metadata.seed,
+                json_object=True,
             )
         )
 
@@ -151,6 +152,7 @@ def open_session(
                 transport=transport,
                 base_url=url,
                 sleep=settings.sleep,
+                secrets=list(secrets.values()),
             )
         return built[name]
 

@@ -124,6 +124,10 @@ class GitHubApi(Protocol):
         target_url: str | None = None,
     ) -> None: ...
 
+    def pull_head_sha(self, number: int) -> str: ...
+
+    def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
+
 
 def default_retry() -> Retry:
     """Retry 5xx and rate-limit responses a few times, without waiting minutes."""
@@ -167,6 +171,8 @@ class PyGithubApi:
         )
         self._repo: Repository = self._github.get_repo(repository)
         self._author_login = author_login
+        self._token = token
+        self._timeout = timeout
 
     def pr_files(self, number: int) -> list[ChangedFile]:
         with _translate_errors("list pull request files"):
@@ -239,6 +245,41 @@ class PyGithubApi:
                 context=context,
                 **optional,
             )
+
+    def pull_head_sha(self, number: int) -> str:
+        with _translate_errors("get pull request"):
+            return str(self._repo.get_pull(number).head.sha)
+
+    def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None:
+        """The zip of the run's artifact called `name`, or None when there is none.
+
+        Raises GitHubApiError when it is larger than `max_bytes` (artifacts from
+        fork pull requests are untrusted input).
+        """
+        with _translate_errors("list workflow run artifacts"):
+            artifacts = [a for a in self._repo.get_workflow_run(run_id).get_artifacts()
+                         if a.name == name and not a.expired]
+        if not artifacts:
+            return None
+        artifact = artifacts[0]
+        if artifact.size_in_bytes > max_bytes:
+            raise GitHubApiError("download artifact", None,
+                                 f"artifact {name!r} is larger than {max_bytes} bytes")
+        return self._download(artifact.archive_download_url, max_bytes)
+
+    def _download(self, url: str, max_bytes: int) -> bytes:
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json"}
+        with _translate_errors("download artifact"):
+            # requests drops the Authorization header when GitHub redirects to blob storage.
+            with requests.get(url, headers=headers, timeout=self._timeout, stream=True) as response:
+                response.raise_for_status()
+                data = bytearray()
+                for chunk in response.iter_content(64 * 1024):
+                    data.extend(chunk)
+                    if len(data) > max_bytes:
+                        raise GitHubApiError("download artifact", None,
+                                             f"artifact is larger than {max_bytes} bytes")
+                return bytes(data)
 
     def comment_author(self) -> str:
         """The login our comments carry: the token's user, else the Actions bot."""

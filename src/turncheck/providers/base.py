@@ -34,6 +34,8 @@ class ChatRequest:
     temperature: float | None = None
     max_output_tokens: int | None = None
     seed: int | None = None
+    json_object: bool = False
+    """Ask for a JSON object answer (OpenAI-compatible `response_format`), e.g. for judges."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,12 @@ value is replaced by `SECRET_PLACEHOLDER` in URLs, header values and bodies.
 Keys are computed on the scrubbed request, so a replay run whose prompt renders
 an unavailable secret as `<SECRET>` still matches. Record mode returns exactly
 what replay will return later (the scrubbed, decompressed response).
+
+Cassettes from pull requests are untrusted: files over `max_bytes` (50 MiB),
+nesting deeper than `MAX_YAML_DEPTH`, more than `MAX_YAML_ALIASES` aliases or
+`MAX_INTERACTIONS` interactions are refused before or while parsing, and the
+YAML is read with vcrpy's safe loader. A bad cassette sets `load_error`; every
+request then fails with that message (a `CassetteFormatError`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 import httpx
+import yaml
 from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
@@ -56,6 +63,11 @@ from turncheck.providers.base import (
 CassetteMode = Literal["replay", "record"]
 DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
 MAX_INTERACTIONS = 100_000
+MAX_YAML_DEPTH = 64  # vcrpy cassettes nest about 6 deep; bodies are strings
+MAX_YAML_ALIASES = 1_000
+_EVENT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSING_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 DROPPED_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
 )
@@ -426,7 +438,10 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Inter
     if text is None:
         return []
     try:
+        _check_yaml_shape(text, path)
         loaded = deserialize(text, yamlserializer)
+    except CassetteFormatError:
+        raise
     except Exception as exc:  # the parser raises many types on hostile input
         reason = " ".join(str(exc).split())[:300]
         raise CassetteFormatError(
@@ -443,6 +458,29 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Inter
             message = f"cassette {path}: interaction {number} is malformed ({exc})"
             raise CassetteFormatError(message) from None
     return interactions
+
+
+def _check_yaml_shape(text: str, path: Path) -> None:
+    """Reject deep nesting and alias bombs before building any objects.
+
+    libyaml's composer recurses per nesting level and crashes the interpreter
+    (segfault) on ~20,000 nested `[`; alias chains make tiny files expand into
+    millions of interactions. The event stream is produced without recursion.
+    """
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=_EVENT_LOADER):
+        if isinstance(event, _OPENING_EVENTS):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise CassetteFormatError(f"cassette {path} nests deeper than {MAX_YAML_DEPTH}")
+        elif isinstance(event, _CLOSING_EVENTS):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise CassetteFormatError(
+                    f"cassette {path} has more than {MAX_YAML_ALIASES} YAML aliases"
+                )
 
 
 def _read_capped(path: Path, max_bytes: int) -> str | None:

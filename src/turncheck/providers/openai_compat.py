@@ -117,6 +117,8 @@ def chat_body(request: ChatRequest) -> JsonObject:
         body["max_tokens"] = request.max_output_tokens
     if request.seed is not None:
         body["seed"] = request.seed
+    if request.json_object:
+        body["response_format"] = {"type": "json_object"}
     return body
 
 

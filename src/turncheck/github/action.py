@@ -1,0 +1,291 @@
+"""`turncheck action`: the GitHub Action entrypoint.
+
+- `pull_request`: run the changed suites at head and at base, compare, post one
+  comment and a check run, set outputs, exit by `fail-on`.
+- `workflow_run`: the trusted second half of the fork-safe flow: download the
+  report artifact of the PR run, validate it, render and post.
+- `push` (and `workflow_dispatch`, `schedule`): run every suite and write the
+  report (a baseline artifact for later comparisons).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
+from turncheck.compare.policy import fail_reasons
+from turncheck.engine.report import Report
+from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.formats.discovery import FileKind, FoundFile, discover
+from turncheck.formats.suite_loader import SuiteFile, load_suite
+from turncheck.formats.validation import validate_files
+from turncheck.github import git
+from turncheck.github.bundle import BUNDLE_FILE_NAME, BundleError, ReportBundle, bundle_from_zip
+from turncheck.github.changes import SuiteChanges, suite_changes
+from turncheck.github.client import GitHubApi, GitHubApiError, PyGithubApi
+from turncheck.github.context import ContextError, GitHubContext, PullRequest, read_context
+from turncheck.github.inputs import ActionInputs, InputError, read_inputs
+from turncheck.github.publish import (
+    Published,
+    collect_annotations,
+    check_title,
+    explain_read_only,
+    log,
+    outputs,
+    post_check,
+    post_comment,
+    print_annotations,
+    write_runner_files,
+)
+from turncheck.github.workflow import add_mask, escape_data
+from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.render.comment import CommentContext, render_comment, render_summary
+
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+BRANCH_EVENTS = ("push", "workflow_dispatch", "schedule")
+ARTIFACT_NAME = "turncheck-report"
+MAX_ARTIFACT_BYTES = 25 * 1024 * 1024
+
+
+class ActionError(Exception):
+    """Stops the action with a clear message (exit code 1)."""
+
+
+@dataclass
+class Job:
+    context: GitHubContext
+    inputs: ActionInputs
+    env: Mapping[str, str]
+
+    @property
+    def workdir(self) -> Path:
+        return self.context.workspace / self.inputs.working_directory
+
+    @property
+    def report_path(self) -> Path:
+        return self.context.workspace / self.inputs.report_path
+
+    def api(self) -> GitHubApi:
+        if not self.inputs.github_token:
+            raise ActionError("no github-token: pass `github-token: ${{ github.token }}`")
+        # Pauses between requests keep clear of GitHub's secondary rate limits.
+        interval = float(self.env.get("TURNCHECK_GITHUB_REQUEST_INTERVAL", "0.25"))
+        return PyGithubApi(self.inputs.github_token, self.context.repository,
+                           self.context.api_url, seconds_between_requests=interval,
+                           seconds_between_writes=interval * 4)
+
+    def settings(self, mode: str, price_timestamp: str | None, commit: str | None) -> RunSettings:
+        return RunSettings(mode=mode,  # type: ignore[arg-type]
+                           concurrency=self.inputs.concurrency, env=dict(self.env),
+                           price_timestamp=price_timestamp, commit=commit)
+
+    def thresholds(self) -> CostThresholds:
+        return CostThresholds(percent=self.inputs.cost_threshold_percent,
+                              usd=self.inputs.cost_threshold_usd)
+
+
+# -- running suites ---------------------------------------------------------------
+
+
+def _found(workdir: Path, relative: list[str], kind: FileKind) -> list[FoundFile]:
+    return [FoundFile(workdir / path, kind) for path in relative if (workdir / path).is_file()]
+
+
+def run_head(job: Job, suites: list[str], samples: list[str], commit: str) -> Report:
+    files = _found(job.workdir, suites, FileKind.SUITE) + _found(job.workdir, samples,
+                                                                 FileKind.SAMPLES)
+    validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
+    log(f"head: {len(validation.suites)} suite(s), {len(validation.samples)} sample file(s)")
+    return asyncio.run(run_suites(validation.suites, job.settings(job.inputs.mode, None, commit),
+                                  validation.diagnostics))
+
+
+def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str) -> Report | None:
+    if not suites:
+        return None
+    prefix = Path(job.inputs.working_directory)
+    with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
+        root = Path(tmp)
+        repo_paths = [(prefix / s).as_posix() for s in suites]
+        try:
+            missing = set(git.export_suites(job.context.workspace, base_sha, repo_paths, root))
+        except git.GitError as exc:
+            log(f"::warning title=turncheck::cannot read the base commit: {exc}")
+            return None
+        loaded = [_load_base(root / prefix / s, s, job.inputs.max_depth)
+                  for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
+        mode = "live" if job.inputs.mode == "live" else "replay"
+        log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {mode} mode")
+        return asyncio.run(run_suites(loaded, job.settings(mode, price_timestamp, base_sha)))
+
+
+def _load_base(location: Path, display: str, max_depth: int) -> SuiteFile:
+    return load_suite(location, display, max_depth)
+
+
+# -- pull requests ---------------------------------------------------------------
+
+
+def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
+    workspace = job.context.workspace
+    files = git.changed_files(workspace, base, pr.head_sha)
+    if files is None and git.fetch(workspace, "origin", [base, pr.head_sha]):
+        files = git.changed_files(workspace, base, pr.head_sha)
+    if files is None:
+        log("::notice title=turncheck::the base commit is not in the checkout's history; using "
+            "the pull-request files API instead. Set `fetch-depth: 0` on actions/checkout so "
+            "turncheck can read the base versions of your suites.")
+        files = job.api().pr_files(pr.number)
+    existing = {p for p in _all_relative(job)}
+    return suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
+                         existing)
+
+
+def _all_relative(job: Job) -> list[str]:
+    found = discover([str(job.workdir)], job.inputs.globs)
+    return [f.path.relative_to(job.workdir).as_posix() for f in found.files]
+
+
+def pull_request_flow(job: Job) -> int:
+    pr = job.context.pull_request()
+    if pr is None:
+        raise ActionError("the event payload has no pull_request")
+    base = job.inputs.base_ref and git.resolve(job.context.workspace, job.inputs.base_ref)
+    base_sha = base or pr.base_sha
+    changes = changed_files_of(job, pr, base_sha)
+    log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
+        f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
+    head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
+    base_report = run_base(job, base_sha, changes.base_suites, head.price_source.timestamp)
+    bundle = ReportBundle(
+        repository=job.context.repository, event=job.context.event_name, pull_number=pr.number,
+        base_sha=base_sha, head_sha=pr.head_sha,
+        working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
+        removed=changes.removed, head=head, base=base_report,
+    )
+    write_bundle(job, bundle)
+    return publish(job, bundle, changes.empty)
+
+
+def write_bundle(job: Job, bundle: ReportBundle) -> None:
+    job.report_path.parent.mkdir(parents=True, exist_ok=True)
+    job.report_path.write_text(bundle.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    log(f"report written to {job.inputs.report_path}")
+
+
+def compare_bundle(job: Job, bundle: ReportBundle) -> Comparison:
+    return compare_reports(bundle.base, bundle.head, renames=bundle.renames,
+                           removed=bundle.removed, thresholds=job.thresholds())
+
+
+def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
+    comparison = compare_bundle(job, bundle)
+    reasons = fail_reasons(comparison, job.inputs.fail_on)
+    context = CommentContext(fail_reasons=reasons, head=bundle.head,
+                             run_url=job.context.run_url)
+    items = collect_annotations(comparison, bundle.working_directory)
+    print_annotations(items)
+    published = Published()
+    if bundle.pull_number is not None:
+        api = job.api()
+        if not nothing_changed:
+            body = render_comment(comparison, context)
+            post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
+                         published)
+        title = check_title(comparison, reasons)
+        post_check(api, bundle.head_sha, title, render_comment(comparison, context), bool(reasons),
+                   items, job.context.run_url, published)
+    explain_read_only(published, job.inputs.report_path)
+    write_runner_files(job.context.output_path, job.context.summary_path,
+                       outputs(comparison, job.inputs.report_path, published.comment_url),
+                       render_summary(comparison, context))
+    for reason in reasons:
+        log(f"::error title=turncheck::{escape_data(reason)}")
+    return 1 if reasons else 0
+
+
+# -- trusted poster for fork pull requests -----------------------------------------
+
+
+def workflow_run_flow(job: Job) -> int:
+    run = job.context.workflow_run()
+    if run is None:
+        raise ActionError("the event payload has no workflow_run")
+    api = job.api()
+    archive = api.download_artifact(run.id, ARTIFACT_NAME, MAX_ARTIFACT_BYTES)
+    if archive is None:
+        log(f"run {run.id} uploaded no {ARTIFACT_NAME!r} artifact; nothing to post")
+        return 0
+    try:
+        bundle = bundle_from_zip(archive)
+    except BundleError as exc:
+        raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {exc}") from None
+    if bundle.pull_number is None or bundle.head_sha != run.head_sha:
+        raise ActionError("the report does not belong to the triggering run's commit")
+    if bundle.repository != job.context.repository:
+        raise ActionError("the report names another repository")
+    # The artifact is untrusted: only post to a PR whose head really is this commit.
+    if api.pull_head_sha(bundle.pull_number) != run.head_sha:
+        raise ActionError(f"pull request #{bundle.pull_number} is not at {run.head_sha[:12]}")
+    return publish(job, bundle, nothing_changed=False)
+
+
+# -- branch runs -----------------------------------------------------------------
+
+
+def branch_flow(job: Job) -> int:
+    found = discover([str(job.workdir)], job.inputs.globs)
+    suites = [f.path.relative_to(job.workdir).as_posix() for f in found.files
+              if f.kind is FileKind.SUITE]
+    samples = [f.path.relative_to(job.workdir).as_posix() for f in found.files
+               if f.kind is FileKind.SAMPLES]
+    head = run_head(job, suites, samples, job.context.sha)
+    bundle = ReportBundle(repository=job.context.repository, event=job.context.event_name,
+                          head_sha=job.context.sha or "unknown",
+                          working_directory=job.inputs.working_directory.as_posix(), head=head)
+    write_bundle(job, bundle)
+    comparison = compare_bundle(job, bundle)
+    reasons = fail_reasons(comparison, job.inputs.fail_on)
+    context = CommentContext(fail_reasons=reasons, head=head, run_url=job.context.run_url)
+    print_annotations(collect_annotations(comparison, bundle.working_directory))
+    write_runner_files(job.context.output_path, job.context.summary_path,
+                       outputs(comparison, job.inputs.report_path, ""),
+                       render_summary(comparison, context))
+    return 1 if reasons else 0
+
+
+# -- entry point -----------------------------------------------------------------
+
+
+def mask_secrets(env: Mapping[str, str]) -> None:
+    for name in API_KEY_ENV_VARS:
+        for line in add_mask(env.get(name, "")):
+            log(line)
+
+
+def run_action(env: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    try:
+        context = read_context(env)
+        inputs = read_inputs(env)
+        mask_secrets(env)
+        job = Job(context, inputs, env)
+        if context.event_name in PULL_REQUEST_EVENTS:
+            return pull_request_flow(job)
+        if context.event_name == "workflow_run":
+            return workflow_run_flow(job)
+        if context.event_name in BRANCH_EVENTS:
+            return branch_flow(job)
+        raise ActionError(f"unsupported event {context.event_name!r}; use pull_request, "
+                          "workflow_run or push")
+    except (ContextError, InputError, ActionError, GitHubApiError, git.GitError) as exc:
+        log(f"::error title=turncheck::{escape_data(str(exc))}")
+        return 1
+
+
+__all__ = ["BUNDLE_FILE_NAME", "run_action"]

@@ -1,0 +1,73 @@
+"""The report file the action writes: everything needed to compare and render later.
+
+On fork pull requests the token cannot write, so the PR run uploads this file
+as an artifact and a trusted `workflow_run` job renders and posts it. That job
+treats the file as untrusted: size-capped, schema-validated, re-compared.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from turncheck.engine.report import Report
+
+BUNDLE_SCHEMA_VERSION = 1
+MAX_BUNDLE_BYTES = 20 * 1024 * 1024
+BUNDLE_FILE_NAME = "turncheck-report.json"
+
+
+class BundleError(ValueError):
+    """The bundle is missing, too large or not a turncheck report."""
+
+
+class ReportBundle(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["turncheck-report"] = "turncheck-report"
+    schema_version: int = BUNDLE_SCHEMA_VERSION
+    repository: str
+    event: str
+    pull_number: int | None = None
+    base_sha: str | None = None
+    head_sha: str
+    working_directory: str = "."
+    renames: dict[str, str] = Field(default_factory=dict)
+    """Head path → base path of renamed suites."""
+    removed: list[str] = Field(default_factory=list)
+    head: Report
+    base: Report | None = None
+
+
+def bundle_from_json(data: bytes) -> ReportBundle:
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
+    try:
+        bundle = ReportBundle.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BundleError(f"not a turncheck report: {where}: {first['msg']}") from None
+    if bundle.schema_version > BUNDLE_SCHEMA_VERSION:
+        raise BundleError(f"report schema version {bundle.schema_version} is newer than this "
+                          f"turncheck reads ({BUNDLE_SCHEMA_VERSION})")
+    return bundle
+
+
+def bundle_from_zip(archive: bytes) -> ReportBundle:
+    """The bundle inside an Actions artifact zip (upload-artifact zips the file)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+            member = next((m for m in zipped.infolist() if m.filename.endswith(".json")), None)
+            if member is None:
+                raise BundleError("the artifact holds no .json report")
+            if member.file_size > MAX_BUNDLE_BYTES:
+                raise BundleError(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
+            with zipped.open(member) as handle:
+                data = handle.read(MAX_BUNDLE_BYTES + 1)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise BundleError(f"the artifact is not a readable zip: {exc}") from None
+    return bundle_from_json(data)

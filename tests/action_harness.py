@@ -1,0 +1,121 @@
+"""Run the real `turncheck action` entrypoint the way the Actions runner does.
+
+A test builds a git repository with base and head commits (suites and their
+cassettes recorded against the scripted server), writes the event payload, and
+runs the installed `turncheck` console script with `GITHUB_*` and `INPUT_*`
+variables, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY` files. GitHub is the
+local fake (or Prism).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.git_repo import GitRepo
+from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.formats.suite_loader import load_suite
+
+REPOSITORY = "octo-org/widgets"
+TOKEN = "ghs_FAKE_TOKEN_0123456789"
+TURNCHECK = Path(sys.executable).with_name("turncheck")
+
+
+def suite_text(server_url: str, evals: str, name: str = "math") -> str:
+    return (
+        f"metadata:\n  name: {name}\n  model: gpt-4o-mini\n  provider: openai\n"
+        f"  base_url: {server_url}\n  temperature: 0\nevals:\n{evals}"
+    )
+
+
+def record(path: Path) -> None:
+    """Record the suite's missing calls into its cassette (the scripted server answers)."""
+    loaded = load_suite(path)
+    assert not loaded.has_errors, loaded.diagnostics
+    asyncio.run(run_suites([loaded], RunSettings(mode="record")))
+
+
+def parse_outputs(path: Path) -> dict[str, str]:
+    """GitHub's `$GITHUB_OUTPUT` format: `name<<DELIM` … `DELIM` (or `name=value`)."""
+    values: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        heredoc = re.fullmatch(r"([A-Za-z_][\w-]*)<<(.+)", line)
+        if heredoc:
+            name, delimiter = heredoc.groups()
+            end = lines.index(delimiter, index + 1)
+            values[name] = "\n".join(lines[index + 1 : end])
+            index = end + 1
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+            index += 1
+    return values
+
+
+@dataclass
+class ActionRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    report: dict[str, object] | None
+
+
+def pull_request_event(number: int, base: str, head: str, fork: bool = False) -> dict[str, object]:
+    head_repo = "someone/widgets" if fork else REPOSITORY
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "base": {"sha": base, "ref": "main", "repo": {"full_name": REPOSITORY}},
+            "head": {"sha": head, "ref": "feature", "repo": {"full_name": head_repo}},
+        },
+        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
+    }
+
+
+def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
+               event: dict[str, object], inputs: dict[str, str] | None = None,
+               extra_env: dict[str, str] | None = None) -> ActionRun:
+    runner_dir.mkdir(parents=True, exist_ok=True)
+    event_path = runner_dir / "event.json"
+    event_path.write_text(json.dumps(event), encoding="utf-8")
+    output_path, summary_path = runner_dir / "output.txt", runner_dir / "summary.md"
+    for path in (output_path, summary_path):
+        path.write_text("", encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(runner_dir),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event_name,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_SHA": repo.head,
+        "GITHUB_WORKSPACE": str(repo.path),
+        "GITHUB_API_URL": api_url,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_OUTPUT": str(output_path),
+        "GITHUB_STEP_SUMMARY": str(summary_path),
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        "TURNCHECK_GITHUB_REQUEST_INTERVAL": "0",
+        **{f"INPUT_{name.upper()}": value for name, value in (inputs or {}).items()},
+        **(extra_env or {}),
+    }
+    done = subprocess.run([str(TURNCHECK), "action"], cwd=repo.path, env=env, text=True,
+                          capture_output=True, timeout=300, check=False)
+    report_file = repo.path / (inputs or {}).get("report-path", "turncheck-report.json")
+    report = json.loads(report_file.read_text()) if report_file.exists() else None
+    return ActionRun(done.returncode, done.stdout, done.stderr, parse_outputs(output_path),
+                     summary_path.read_text(encoding="utf-8"), report)
