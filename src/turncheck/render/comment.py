@@ -68,9 +68,13 @@ def _totals_rows(comparison: Comparison) -> list[dict[str, str]]:
     base, head, delta = totals.base, totals.head, totals.delta
     base_cost = None if base is None else base.total_cost_usd
     head_cost = None if head is None else head.total_cost_usd
+    base_sides = [e.base for suite in comparison.suites for e in suite.evals if e.base]
+    base_passed = sum(side.status is Status.PASS for side in base_sides)
     rows = [
-        {"label": "Evals passing", "base": "—" if base is None else "",
-         "head": f"{totals.counts.passed} of {totals.counts.evals}", "delta": ""},
+        {"label": "Evals passing",
+         "base": "—" if base is None else f"{base_passed} of {len(base_sides)}",
+         "head": f"{totals.counts.passed} of {totals.counts.evals}",
+         "delta": "" if base is None else str(signed_int(totals.counts.passed - base_passed))},
         {"label": "Tokens", "base": _tokens(base), "head": _tokens(head),
          "delta": str(signed_int(delta.tokens)) if base is not None else "—"},
         {"label": "Cost (model + judge)", "base": "—" if base is None else _cost(base_cost),
