@@ -71,6 +71,10 @@ def _tokens(usage: Usage) -> str:
     return f"{usage.input_tokens:,}/{usage.output_tokens:,}"
 
 
+def _judge_cost(usage: Usage, cost: float | None) -> str:
+    return "—" if usage.total == 0 and cost == 0 else usd(cost)
+
+
 def summary_rows(report: Report) -> list[list[str]]:
     rows = [
         [
@@ -97,7 +101,7 @@ def summary_rows(report: Report) -> list[list[str]]:
                 _tokens(suite.usage),
                 usd(suite.cost_usd),
                 _tokens(suite.judge_usage),
-                usd(suite.judge_cost_usd),
+                _judge_cost(suite.judge_usage, suite.judge_cost_usd),
             ]
         )
     t = report.totals
@@ -111,7 +115,7 @@ def summary_rows(report: Report) -> list[list[str]]:
             _tokens(t.usage),
             usd(t.cost_usd),
             _tokens(t.judge_usage),
-            usd(t.judge_cost_usd),
+            _judge_cost(t.judge_usage, t.judge_cost_usd),
         ]
     )
     return rows

@@ -1,0 +1,332 @@
+"""Engine throughput: live runs against the scripted server, and a cassette replay.
+
+Three measurements, then a summary table (run: python benchmarks/engine.py --help):
+
+1. Latency-bound live run: E evals x T turns at concurrency C against the
+   scripted server answering after `latency` seconds. Every reply fails the
+   checks until turn T, so each eval makes exactly T sequential requests.
+   Concurrency is a limit on *evals* in flight and an eval keeps its slot for
+   all its turns, so the schedule is ceil(E/C) waves of T sequential turns:
+   critical path = ceil(E/C) * T * latency. That is never below the generic
+   bound max(T, ceil(E*T/C)) * latency (which assumes turn-level slots), and
+   is the one the ratio is taken against; both are printed.
+2. Zero-latency live run: turns per second of pure overhead (engine + HTTP
+   round-trip on loopback + the scripted server's own work).
+3. Cassette replay: record E_r x T_r turns (default 1,000 x 5 = 5,000) in record
+   mode, stop the server, then replay offline. The timed part is the whole
+   `run_suites` call, which includes opening and parsing the cassette.
+
+By default the scripted server runs in a subprocess (this file with `--serve`),
+so on a 2-core machine the client under test has one core and a GIL of its own;
+`--in-process-server` runs it on a thread of this process instead, for
+comparison (the two then share one GIL, which lowers the measured throughput).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.scripted_server import ScriptedServer  # noqa: E402
+from turncheck.engine.report import Report, Status  # noqa: E402
+from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
+from turncheck.engine.session import Mode  # noqa: E402
+from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
+from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
+from turncheck.providers.cassettes import CassetteTransport, cassette_path_for  # noqa: E402
+
+FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
+PASSING_REPLY = "done"
+FAILING_REPLY = "nope"
+LATENCY_RATIO_TARGET = 1.15
+OVERHEAD_TARGET_TURNS_PER_S = 400.0
+REPLAY_TARGET_S = 5.0
+REPLAY_TARGET_TURNS = 5_000
+
+
+# --------------------------------------------------------------------------- server
+
+
+def script_server(server: ScriptedServer, turns: int, latency: float) -> None:
+    """Fail every turn but the last: turn k < T answers `nope`, turn T answers `done`."""
+    for turn in range(1, turns):
+        server.add_rule(FAILING_REPLY, turn=turn)
+    server.add_rule(PASSING_REPLY, turn=turns)
+    server.set_latency(latency)
+
+
+def serve_forever(turns: int, latency: float) -> None:
+    """`--serve`: run a scripted server until stdin closes; print its base URL first."""
+    server = ScriptedServer(default_reply="UNSCRIPTED").start()
+    script_server(server, turns, latency)
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+@contextmanager
+def scripted(turns: int, latency: float, in_process: bool) -> Iterator[str]:
+    """A scripted server's base URL, in a subprocess unless `in_process`."""
+    if in_process:
+        server = ScriptedServer(default_reply="UNSCRIPTED").start()
+        script_server(server, turns, latency)
+        try:
+            yield server.base_url
+        finally:
+            server.stop()
+        return
+    command = [sys.executable, __file__, "--serve", str(turns), str(latency)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        base_url = process.stdout.readline().strip()
+        if not base_url.startswith("http://"):
+            raise RuntimeError(f"scripted server did not start (printed {base_url!r})")
+        yield base_url
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --------------------------------------------------------------------------- suites
+
+
+def checks_yaml(turn: int, turns: int, indent: int) -> str:
+    """The checks of turn `turn`: match `done`, with the next turn's follow-up attached."""
+    pad = " " * indent
+    text = f'{pad}- match: "*{PASSING_REPLY}*"\n'
+    if turn < turns:
+        text += f'{pad}  prompt: "Not yet. Try again (turn {turn + 1})."\n'
+        text += f"{pad}  checks:\n" + checks_yaml(turn + 1, turns, indent + 4)
+    return text
+
+
+def suite_text(evals: int, turns: int, base_url: str) -> str:
+    """Unique first prompts, so every request body (and cassette key) is distinct."""
+    body = "".join(
+        f"  - name: eval-{i}\n"
+        f'    prompt: "Question {i}: reply with the word done."\n'
+        f"    checks:\n" + checks_yaml(1, turns, 6)
+        for i in range(evals)
+    )
+    return (
+        "metadata:\n  name: engine-bench\n  model: bench-model\n  provider: openai\n"
+        f"  base_url: {base_url}\nevals:\n{body}"
+    )
+
+
+def write_suite(directory: Path, evals: int, turns: int, base_url: str) -> SuiteFile:
+    path = directory / f"bench-{evals}x{turns}.eval.yaml"
+    path.write_text(suite_text(evals, turns, base_url), encoding="utf-8")
+    loaded = load_suite(path)
+    if loaded.has_errors or loaded.suite is None:
+        raise SystemExit(f"generated suite is invalid: {loaded.diagnostics[:3]}")
+    return loaded
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass
+class Run:
+    wall_s: float
+    turns: int
+    report: Report
+
+
+def run_engine(suite: SuiteFile, mode: Mode, concurrency: int) -> Run:
+    settings = RunSettings(mode=mode, concurrency=concurrency, env={"OPENAI_API_KEY": FAKE_KEY})
+    started = time.perf_counter()
+    report = asyncio.run(run_suites([suite], settings))
+    wall = time.perf_counter() - started
+    turns = sum(len(e.turns) for s in report.suites for e in s.evals)
+    return Run(wall, turns, report)
+
+
+def verify(run: Run, evals: int, turns: int, what: str) -> None:
+    """Every eval must pass on its last turn, or the figures mean nothing."""
+    results = [e for s in run.report.suites for e in s.evals]
+    bad = [e for e in results if e.status is not Status.PASS or e.passed_on_turn != turns]
+    if len(results) != evals or bad or run.turns != evals * turns:
+        first = bad[0] if bad else None
+        detail = f"{first.status} on turn {first.passed_on_turn}: {first.error}" if first else ""
+        raise SystemExit(
+            f"{what}: expected {evals} evals passing on turn {turns} ({evals * turns} turns), "
+            f"got {len(results)} evals, {run.turns} turns, {len(bad)} not as expected {detail}"
+        )
+
+
+@dataclass
+class Row:
+    measurement: str
+    value: str
+    target: str
+    ratio: float
+    passed: bool
+
+
+def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
+    e, t, c, latency = args.evals, args.turns, args.concurrency, args.latency
+    print(f"\n== 1. live run: {e} evals x {t} turns, concurrency {c}, latency {latency * 1000:g} ms")
+    with scripted(t, latency, args.in_process_server) as base_url:
+        suite = write_suite(tmp, e, t, base_url)
+        run = run_engine(suite, "live", c)
+    verify(run, e, t, "live run")
+    generic = max(t, math.ceil(e * t / c)) * latency
+    waves = math.ceil(e / c)
+    critical = waves * t * latency
+    bound = max(generic, critical)
+    ratio = run.wall_s / bound
+    print(f"wall time: {run.wall_s:.3f} s for {run.turns} turns")
+    print(f"generic bound max(T, ceil(E*T/C)) * latency = {generic:.3f} s")
+    print(
+        f"critical path ceil(E/C) * T * latency = {waves} waves x {t} turns x "
+        f"{latency * 1000:g} ms = {critical:.3f} s"
+    )
+    print(
+        "bound used: the larger (tighter) one; C limits evals in flight and an eval keeps its "
+        f"slot for all of its sequential turns, so no schedule beats {critical:.3f} s"
+    )
+    print(f"ratio wall/bound = {ratio:.3f} (target <= {LATENCY_RATIO_TARGET})")
+    return Row(
+        f"live {e}x{t} @C={c}, {latency * 1000:g} ms: wall",
+        f"{run.wall_s:.3f} s",
+        f"bound {bound:.3f} s, ratio <= {LATENCY_RATIO_TARGET}",
+        ratio,
+        ratio <= LATENCY_RATIO_TARGET,
+    )
+
+
+def overhead_run(args: argparse.Namespace, tmp: Path) -> Row:
+    e, t, c = args.overhead_evals, args.turns, args.concurrency
+    where = "in this process (a thread)" if args.in_process_server else "in a subprocess"
+    print(f"\n== 2. zero-latency live run: {e} evals x {t} turns, concurrency {c}")
+    print(f"scripted server runs {where}")
+    with scripted(t, 0.0, args.in_process_server) as base_url:
+        suite = write_suite(tmp, e, t, base_url)
+        run_engine(write_suite(tmp, 8, t, base_url), "live", c)  # warm-up: imports, pricing
+        run = run_engine(suite, "live", c)
+    verify(run, e, t, "zero-latency run")
+    rate = run.turns / run.wall_s
+    print(f"wall time: {run.wall_s:.3f} s for {run.turns} turns = {rate:,.0f} turns/s")
+    if args.in_process_server:
+        print("the server shares this process's GIL, so the figure understates the engine")
+    else:
+        print("the server has its own process and GIL; on 2 cores each side has about one core")
+    return Row(
+        f"zero-latency live {e}x{t} @C={c}: throughput",
+        f"{rate:,.0f} turns/s",
+        f">= {OVERHEAD_TARGET_TURNS_PER_S:g} turns/s",
+        OVERHEAD_TARGET_TURNS_PER_S / rate,
+        rate >= OVERHEAD_TARGET_TURNS_PER_S,
+    )
+
+
+def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
+    e, t, c = args.replay_evals, args.replay_turns, args.concurrency
+    print(f"\n== 3. replay: record {e} evals x {t} turns = {e * t} turns, then replay offline")
+    with scripted(t, 0.0, args.in_process_server) as base_url:
+        suite = write_suite(tmp, e, t, base_url)
+        recorded = run_engine(suite, "record", c)
+    verify(recorded, e, t, "record run")
+    cassette = cassette_path_for(Path(suite.path))
+    size = cassette.stat().st_size
+    print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s")
+    print(f"cassette: {cassette.name}, {size / 1e6:.1f} MB; server stopped")
+    started = time.perf_counter()
+    transport = CassetteTransport(cassette, "replay", secrets=[FAKE_KEY])
+    load_s = time.perf_counter() - started
+    print(f"(cassette load alone: {load_s:.3f} s for {len(transport)} interactions)")
+    run = run_engine(suite, "replay", c)
+    verify(run, e, t, "replay run")
+    rate = run.turns / run.wall_s
+    target = REPLAY_TARGET_S * run.turns / REPLAY_TARGET_TURNS
+    ratio = run.wall_s / target
+    print(
+        f"replay wall time (run_suites, including cassette load): {run.wall_s:.3f} s "
+        f"for {run.turns} turns = {rate:,.0f} turns/s"
+    )
+    print(f"target {target:.2f} s for {run.turns} turns; ratio = {ratio:.3f}")
+    return Row(
+        f"replay {e}x{t} = {run.turns} turns (incl. load)",
+        f"{run.wall_s:.3f} s ({rate:,.0f} turns/s)",
+        f"<= {target:.2f} s",
+        ratio,
+        ratio <= 1.0,
+    )
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("measurement", "value", "bound/target", "ratio", "result")
+    table = [header] + [
+        (r.measurement, r.value, r.target, f"{r.ratio:.3f}", "PASS" if r.passed else "MISS")
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    print("\n== summary (ratio: wall/bound; for throughput, target/measured)")
+    for number, line in enumerate(table):
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        if number == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-E", "--evals", type=int, default=400, help="evals (run 1)")
+    parser.add_argument("-T", "--turns", type=int, default=3, help="turns per eval (runs 1-2)")
+    parser.add_argument("-C", "--concurrency", type=int, default=32, help="evals in flight")
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds per request (run 1)")
+    parser.add_argument("--overhead-evals", type=int, default=1000, help="evals (run 2)")
+    parser.add_argument("--replay-evals", type=int, default=1000, help="evals (run 3)")
+    parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 3)")
+    parser.add_argument(
+        "--only", choices=("latency", "overhead", "replay"), action="append", help="run only these"
+    )
+    parser.add_argument(
+        "--in-process-server", action="store_true", help="serve from a thread of this process"
+    )
+    args = parser.parse_args(argv)
+    for turns in (args.turns, args.replay_turns):
+        if not 1 <= turns <= MAX_DEPTH + 1:
+            parser.error(f"turns must be between 1 and {MAX_DEPTH + 1} (follow-up depth limit)")
+    if min(args.evals, args.concurrency, args.overhead_evals, args.replay_evals) < 1:
+        parser.error("counts must be positive")
+    return args
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--serve"]:
+        serve_forever(int(argv[1]), float(argv[2]))
+        return
+    args = parse_args(argv)
+    only = set(args.only or ("latency", "overhead", "replay"))
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="turncheck-bench-") as tmp:
+        if "latency" in only:
+            rows.append(latency_bound_run(args, Path(tmp)))
+        if "overhead" in only:
+            rows.append(overhead_run(args, Path(tmp)))
+        if "replay" in only:
+            rows.append(replay_run(args, Path(tmp)))
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
