@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from typing import TextIO
@@ -10,6 +11,21 @@ from turncheck.engine.report import CheckResult, EvalResult, Report, Status, Sui
 
 MAX_SHOWN_CHARS = 1000
 STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR"}
+
+
+# Control characters (newline and tab excepted) and lone surrogates: model output and
+# file content must not move the cursor, clear the screen or crash the encoder.
+_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with control characters shown as `\\xNN` escapes (line breaks kept)."""
+    return _NOT_PRINTABLE.sub(_escaped, text.replace("\r\n", "\n"))
 
 
 def usd(cost: float | None) -> str:
@@ -60,10 +76,10 @@ def suite_header(suite: SuiteResult, mode: str) -> str:
 
 def transcript(report: Report, out: TextIO) -> None:
     for suite in report.suites:
-        print(suite_header(suite, report.mode), file=out)
+        print(terminal_safe(suite_header(suite, report.mode)), file=out)
         for index, result in enumerate(suite.evals, 1):
             for line in eval_lines(index, result):
-                print(line, file=out)
+                print(terminal_safe(line), file=out)
         print(file=out)
 
 
@@ -122,6 +138,7 @@ def summary_rows(report: Report) -> list[list[str]]:
 
 
 def table(rows: list[list[str]]) -> list[str]:
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -152,7 +169,9 @@ class Progress:
 
     def advance(self, suite: SuiteResult, result: EvalResult) -> None:
         self.done += 1
-        label = f"[{self.done}/{self.total}] {result.status.value:<5} {suite.name} › {result.name}"
+        label = terminal_safe(
+            f"[{self.done}/{self.total}] {result.status.value:<5} {suite.name} › {result.name}"
+        )
         if self.live:
             print(f"\r\033[K{label[:120]}", end="", file=self.out, flush=True)
         else:
