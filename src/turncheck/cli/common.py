@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+from contextlib import AbstractContextManager, nullcontext
+from typing import TextIO
 
+from turncheck.diagnostics import Diagnostic
 from turncheck.formats.discovery import (
     DEFAULT_SAMPLE_GLOBS,
     DEFAULT_SUITE_GLOBS,
@@ -13,6 +18,9 @@ from turncheck.formats.discovery import (
     discover,
 )
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.github.workflow import StopCommands
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class UsageError(Exception):
@@ -71,3 +79,26 @@ def discover_from(args: argparse.Namespace) -> Discovery:
 def usage_error(message: str) -> int:
     print(f"turncheck: error: {message}", file=sys.stderr)
     return 2
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: control characters (line breaks included) as `\\xNN` escapes."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def diagnostic_line(diagnostic: Diagnostic) -> str:
+    """`file:line:col: severity: message`, always one line, whatever the file contained."""
+    return one_line(diagnostic.compiler_style())
+
+
+def untrusted_output(stream: TextIO) -> AbstractContextManager[object]:
+    """Under GitHub Actions, stop workflow commands while file content or model output
+    is printed to `stream` (a suite named `::error::…` must not run as a command)."""
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return StopCommands(stream)
+    return nullcontext()

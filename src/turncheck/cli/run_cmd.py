@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
-from turncheck.cli.common import UsageError, add_discovery_options, discover_from, usage_error
+from turncheck.cli.common import (
+    UsageError,
+    add_discovery_options,
+    diagnostic_line,
+    discover_from,
+    untrusted_output,
+    usage_error,
+)
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import SessionSettings
 from turncheck.formats.validation import ValidationResult, validate_files
-from turncheck.github.workflow import StopCommands
 from turncheck.render import console
 from turncheck.render.junit import write_junit
 
@@ -105,8 +113,16 @@ def parse_vars(pairs: list[str]) -> dict[str, str]:
 def settings_from(args: argparse.Namespace) -> RunSettings:
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
-    if args.attempts < 1 or args.timeout <= 0:
+    if args.attempts < 1 or not (0 < args.timeout < math.inf):
         raise UsageError("--attempts must be at least 1 and --timeout positive")
+    if args.price_timestamp is not None:
+        try:
+            datetime.fromisoformat(args.price_timestamp.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
+                f"got {args.price_timestamp!r}"
+            ) from None
     return RunSettings(
         mode=args.mode,
         concurrency=args.concurrency,
@@ -120,13 +136,11 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
 
 
 def print_report(report: Report, quiet: bool) -> None:
-    if not quiet:
-        if os.environ.get("GITHUB_ACTIONS") == "true":
-            with StopCommands(sys.stdout):
-                console.transcript(report, sys.stdout)
-        else:
+    # Suite and eval names and model output are untrusted: the summary table too.
+    with untrusted_output(sys.stdout):
+        if not quiet:
             console.transcript(report, sys.stdout)
-    console.summary(report, sys.stdout)
+        console.summary(report, sys.stdout)
 
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
@@ -145,8 +159,10 @@ def handle_run(args: argparse.Namespace) -> int:
     try:
         found = discover_from(args)
         validation = validate_files(found.files, args.max_depth)
-        for diagnostic in validation.diagnostics:
-            print(diagnostic.compiler_style(), file=sys.stderr)
+        if validation.diagnostics:
+            with untrusted_output(sys.stderr):
+                for diagnostic in validation.diagnostics:
+                    print(diagnostic_line(diagnostic), file=sys.stderr)
         report = execute(args, validation)
     except UsageError as exc:
         return usage_error(str(exc))

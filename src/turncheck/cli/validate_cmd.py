@@ -6,7 +6,14 @@ import argparse
 import json
 import sys
 
-from turncheck.cli.common import UsageError, add_discovery_options, discover_from, usage_error
+from turncheck.cli.common import (
+    UsageError,
+    add_discovery_options,
+    diagnostic_line,
+    discover_from,
+    untrusted_output,
+    usage_error,
+)
 from turncheck.diagnostics import Diagnostic, Severity
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.github.workflow import annotation_command
@@ -70,8 +77,9 @@ def github_command(diagnostic: Diagnostic) -> str:
 
 
 def print_text(result: ValidationResult) -> None:
-    for diagnostic in result.diagnostics:
-        print(diagnostic.compiler_style())
+    with untrusted_output(sys.stdout):
+        for diagnostic in result.diagnostics:
+            print(diagnostic_line(diagnostic))
     errors, warnings = result.count(Severity.ERROR), result.count(Severity.WARNING)
     verdict = "ok" if not errors else "invalid"
     print(

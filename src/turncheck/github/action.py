@@ -32,8 +32,8 @@ from turncheck.github.context import ContextError, GitHubContext, PullRequest, r
 from turncheck.github.inputs import ActionInputs, InputError, read_inputs
 from turncheck.github.publish import (
     Published,
-    collect_annotations,
     check_title,
+    collect_annotations,
     explain_read_only,
     log,
     outputs,
@@ -256,6 +256,8 @@ def branch_flow(job: Job) -> int:
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, ""),
                        render_summary(comparison, context))
+    for reason in reasons:
+        log(f"::error title=turncheck::{escape_data(reason)}")
     return 1 if reasons else 0
 
 

@@ -38,6 +38,11 @@ JsonObject = dict[str, Any]
 
 EXCERPT_CHARS = 200
 _NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+# httpcore's connection pool scans all of its connections, and for each idle one
+# counts them all again, on every request: at 32 requests in flight that work was
+# most of a run's CPU. Live requests therefore go through several small pools of
+# at most this many connections; together they allow `max_in_flight`, as before.
+POOL_SHARD_SIZE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,16 +168,33 @@ class JsonHttpClient:
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
         # burst of requests from timing out in httpx's connection-pool queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(policy.timeout),
-            limits=httpx.Limits(
-                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
-            ),
-        )
+        self._transport = transport
+        # A given transport (a cassette) needs no pool sharding: one client will do.
+        shard_size = max_in_flight if transport is not None else POOL_SHARD_SIZE
+        sizes = [min(shard_size, max_in_flight - n) for n in range(0, max_in_flight, shard_size)]
+        self._shard_sizes = sizes
+        # One entry per in-flight slot, naming its shard. Slots are taken from and
+        # returned to the end, so a lightly loaded client only ever uses shard 0.
+        self._free_slots = [i for i in reversed(range(len(sizes))) for _ in range(sizes[i])]
+        self._clients: list[httpx.AsyncClient | None] = [None] * len(sizes)
+        self._client_for(0)  # built now, so a bad configuration fails here
+
+    def _client_for(self, shard: int) -> httpx.AsyncClient:
+        client = self._clients[shard]
+        if client is None:
+            size = self._shard_sizes[shard]
+            client = httpx.AsyncClient(
+                transport=self._transport,
+                timeout=httpx.Timeout(self._policy.timeout),
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+            )
+            self._clients[shard] = client
+        return client
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for client in self._clients:
+            if client is not None:
+                await client.aclose()
 
     async def post_json(
         self,
@@ -183,6 +205,7 @@ class JsonHttpClient:
         extensions: dict[str, Any] | None = None,
     ) -> JsonResult:
         content = json.dumps(body).encode()
+        extensions = extensions or {}
         all_headers = {"content-type": "application/json", **headers}
         failure: _Failure | None = None
         malformed_count = 0
@@ -190,7 +213,12 @@ class JsonHttpClient:
         while attempt < self._policy.max_attempts:
             attempt += 1
             async with self._in_flight:
-                outcome = await self._attempt(url, content, all_headers, extensions or {})
+                shard = self._free_slots.pop()
+                try:
+                    client = self._client_for(shard)
+                    outcome = await self._attempt(client, url, content, all_headers, extensions)
+                finally:
+                    self._free_slots.append(shard)
             if isinstance(outcome, JsonResult):
                 return outcome
             failure = outcome
@@ -211,13 +239,18 @@ class JsonHttpClient:
         return self._policy.backoff(attempt, self._rng)
 
     async def _attempt(
-        self, url: str, content: bytes, headers: dict[str, str], extensions: dict[str, Any]
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        content: bytes,
+        headers: dict[str, str],
+        extensions: dict[str, Any],
     ) -> JsonResult | _Failure:
         started = time.perf_counter()
         try:
             # httpx's timeout bounds each read; this also bounds a slow trickle.
             async with asyncio.timeout(self._policy.timeout):
-                response = await self._client.post(
+                response = await client.post(
                     url, content=content, headers=headers, extensions=extensions
                 )
         except (httpx.TimeoutException, TimeoutError):

@@ -205,13 +205,16 @@ def _diagnostics(items: Iterable[Diagnostic]) -> tuple[list[Diagnostic], int]:
     return listed[:MAX_DIAGNOSTICS], max(0, len(listed) - MAX_DIAGNOSTICS)
 
 
-def _footer(comparison: Comparison, context: CommentContext) -> str:
+def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -> str:
     source = comparison.price_source
+    # The PR comment shows the pricing date only: with the instant of each run in it, a
+    # re-run with the same results would always edit the comment (`comment: on-change`).
+    when = source.timestamp if exact_time else source.timestamp[:10]
     parts = [
         f"base {comparison.base_commit[:12]}" if comparison.base_commit else "no base run",
         f"head {comparison.head_commit[:12]}" if comparison.head_commit else "head",
         f"{comparison.mode} mode",
-        f"prices: {source.library} {source.version} at {source.timestamp}",
+        f"prices: {source.library} {source.version} at {when}",
     ]
     if comparison.price_note:
         parts.append(comparison.price_note)
@@ -221,7 +224,8 @@ def _footer(comparison: Comparison, context: CommentContext) -> str:
     return " · ".join(parts)
 
 
-def render(comparison: Comparison, context: CommentContext, detail: int) -> str:
+def render(comparison: Comparison, context: CommentContext, detail: int,
+           exact_time: bool = False) -> str:
     diagnostics, hidden = _diagnostics(comparison.diagnostics)
     suites = [_suite_view(s, context.head, compact=detail < FULL) for s in comparison.suites]
     return render_template(
@@ -230,7 +234,8 @@ def render(comparison: Comparison, context: CommentContext, detail: int) -> str:
         totals=_totals_rows(comparison), alert=_alert(comparison),
         cost_note=comparison.cost_note, transitions=_transitions(comparison), suites=suites,
         detail=detail, has_transcripts=any(s["transcripts"] for s in suites),
-        diagnostics=diagnostics, hidden_diagnostics=hidden, footer=_footer(comparison, context),
+        diagnostics=diagnostics, hidden_diagnostics=hidden,
+        footer=_footer(comparison, context, exact_time),
     )
 
 
@@ -247,7 +252,7 @@ def render_comment(comparison: Comparison, context: CommentContext,
 
 def render_summary(comparison: Comparison, context: CommentContext) -> str:
     """The full report for `$GITHUB_STEP_SUMMARY` (the writer caps it at 1 MiB)."""
-    return render(comparison, context, FULL)
+    return render(comparison, context, FULL, exact_time=True)
 
 
 _ENVIRONMENT = make_environment()

@@ -154,7 +154,8 @@ def summary(report: Report, out: TextIO) -> None:
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}", file=out)
     if report.totals.unpriced_models:
-        print(f"Unpriced (no known price): {', '.join(report.totals.unpriced_models)}", file=out)
+        unpriced = terminal_safe(", ".join(report.totals.unpriced_models))
+        print(f"Unpriced (no known price): {unpriced}", file=out)
     print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
 
 

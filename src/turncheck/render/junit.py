@@ -32,8 +32,8 @@ def junit_xml(report: Report) -> str:
         element = ET.SubElement(
             root,
             "testsuite",
-            name=suite.name,
-            file=suite.path,
+            name=xml_safe(suite.name),
+            file=xml_safe(suite.path),
             tests=str(len(suite.evals)),
             failures=str(failures),
             errors=str(errors),
@@ -44,8 +44,8 @@ def junit_xml(report: Report) -> str:
                 element,
                 "testcase",
                 name=xml_safe(result.name),
-                classname=suite.name,
-                file=suite.path,
+                classname=xml_safe(suite.name),
+                file=xml_safe(suite.path),
                 line=str(result.line),
                 time=f"{seconds:.3f}",
             )
