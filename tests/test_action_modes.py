@@ -297,7 +297,7 @@ def test_unsupported_event_fails_with_a_clear_error(
     assert github_fake.requests == [] and run.report is None
 
 
-# ---- (g) working-directory ------------------------------------------------------------------------
+# ---- (g) working-directory ------------------------------------------------------------------
 
 
 def test_annotations_under_a_working_directory_are_repo_relative(

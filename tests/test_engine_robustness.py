@@ -87,6 +87,9 @@ def record_then_replay(tmp_path: Path, server: ScriptedServer) -> tuple[Report, 
 def test_record_then_replay_offline_is_identical_and_leaks_nothing(tmp_path: Path) -> None:
     recorded, replayed, path = record_then_replay(tmp_path, ScriptedServer().start())
     first, second = only_eval(recorded), only_eval(replayed)
+    spent = first.usage.total + first.judge_usage.total
+    assert recorded.live_tokens == spent > 0  # every call went to the provider
+    assert replayed.live_tokens == 0  # every call came from the cassette
     assert first.status is Status.PASS and first.passed_on_turn == 2
     assert second.model_dump(exclude={"turns"}) == first.model_dump(exclude={"turns"})
     for a, b in zip(first.turns, second.turns, strict=True):

@@ -13,9 +13,16 @@ import sys
 from collections.abc import Sequence
 
 from turncheck import __version__
-from turncheck.cli import action_cmd, compare_cmd, run_cmd, schema_cmd, validate_cmd
+from turncheck.cli import (
+    action_cmd,
+    compare_cmd,
+    merge_cmd,
+    run_cmd,
+    schema_cmd,
+    validate_cmd,
+)
 
-COMMANDS = (validate_cmd, run_cmd, compare_cmd, action_cmd, schema_cmd)
+COMMANDS = (validate_cmd, run_cmd, compare_cmd, merge_cmd, action_cmd, schema_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

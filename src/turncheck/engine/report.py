@@ -112,6 +112,14 @@ class PriceSource(_Model):
     """ISO-8601 UTC instant all prices of this run (and its comparison) were taken at."""
 
 
+class ShardInfo(_Model):
+    index: int
+    """1-based."""
+    count: int
+    plan: str
+    """Digest of every eval of the full run and the shard count: shards of one plan merge."""
+
+
 class Report(_Model):
     schema_version: int = SCHEMA_VERSION
     turncheck_version: str
@@ -123,3 +131,6 @@ class Report(_Model):
     totals: Totals = Field(default_factory=Totals)
     started_at: str
     duration_s: float
+    shard: ShardInfo | None = None
+    live_tokens: int = 0
+    """Tokens (model, judge, embeddings) this run sent to providers over the network."""

@@ -24,11 +24,11 @@ from turncheck.engine.report import (
     Report,
     Status,
     SuiteResult,
-    Totals,
     TurnResult,
     Usage,
 )
 from turncheck.engine.session import Mode, SessionSettings, SuiteSession, open_session
+from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
@@ -207,20 +207,15 @@ class _SuiteRun:
 def _suite_result(
     suite_file: SuiteFile, suite: Suite, session: SuiteSession, evals: list[EvalResult]
 ) -> SuiteResult:
-    return SuiteResult(
+    cassette = None if session.transport is None else cassette_path_for(Path(suite_file.path))
+    bare = SuiteResult(
         path=suite_file.path,
         name=suite.metadata.name,
         model=suite.metadata.model,
         provider=session.provider_name,
-        evals=evals,
-        cassette=None
-        if session.transport is None
-        else cassette_path_for(Path(suite_file.path)).as_posix(),
-        usage=sum((e.usage for e in evals), Usage()),
-        cost_usd=add_costs([e.cost_usd for e in evals]),
-        judge_usage=sum((e.judge_usage for e in evals), Usage()),
-        judge_cost_usd=add_costs([e.judge_cost_usd for e in evals]),
+        cassette=None if cassette is None else cassette.as_posix(),
     )
+    return with_suite_totals(bare, evals)
 
 
 async def _run_suite(
@@ -230,7 +225,7 @@ async def _run_suite(
     pricer: Pricer,
     limit: asyncio.Semaphore,
     on_eval: EvalCallback | None,
-) -> SuiteResult:
+) -> tuple[SuiteResult, int]:
     session = open_session(
         suite_file.source,
         suite,
@@ -255,22 +250,7 @@ async def _run_suite(
         results = await asyncio.gather(*(one(e) for e in suite.evals))
     finally:
         await session.close()
-    return _suite_result(suite_file, suite, session, list(results))
-
-
-def totals(suites: list[SuiteResult], unpriced: set[str]) -> Totals:
-    evals = [e for s in suites for e in s.evals]
-    return Totals(
-        evals=len(evals),
-        passed=sum(e.status is Status.PASS for e in evals),
-        failed=sum(e.status is Status.FAIL for e in evals),
-        errors=sum(e.status is Status.ERROR for e in evals),
-        usage=sum((s.usage for s in suites), Usage()),
-        cost_usd=add_costs([s.cost_usd for s in suites]),
-        judge_usage=sum((s.judge_usage for s in suites), Usage()),
-        judge_cost_usd=add_costs([s.judge_cost_usd for s in suites]),
-        unpriced_models=sorted(unpriced),
-    )
+    return _suite_result(suite_file, suite, session, list(results)), session.live_tokens
 
 
 async def run_suites(
@@ -284,9 +264,10 @@ async def run_suites(
     pricer = Pricer.at(settings.price_timestamp)
     limit = asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
-    suites = await asyncio.gather(
+    ran = await asyncio.gather(
         *(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)
     )
+    suites = [suite for suite, _ in ran]
     return Report(
         turncheck_version=__version__,
         mode=settings.mode,
@@ -294,7 +275,8 @@ async def run_suites(
         price_source=pricer.source,
         suites=list(suites),
         diagnostics=diagnostics or [],
-        totals=totals(list(suites), pricer.unpriced),
+        totals=run_totals(list(suites), pricer.unpriced),
         started_at=started.isoformat().replace("+00:00", "Z"),
         duration_s=round(time.perf_counter() - clock, 3),
+        live_tokens=sum(tokens for _, tokens in ran),
     )

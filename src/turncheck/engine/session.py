@@ -75,6 +75,8 @@ class SuiteSession:
     embedding_provider: Provider
     transport: CassetteTransport | None
     secrets: dict[str, str] = field(default_factory=dict)
+    live_tokens: int = 0
+    """Tokens of calls that reached the provider (not answered from the cassette)."""
 
     @property
     def price_provider_id(self) -> str | None:
@@ -88,8 +90,13 @@ class SuiteSession:
     def embedding_price_provider_id(self) -> str | None:
         return self.embedding_provider.price_provider_id
 
+    def _count(self, response: ChatResponse | EmbeddingResponse) -> None:
+        if not response.replayed:
+            output = response.output_tokens if isinstance(response, ChatResponse) else 0
+            self.live_tokens += (response.input_tokens or 0) + (output or 0)
+
     async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
-        return await self.chat_provider.chat(
+        response = await self.chat_provider.chat(
             ChatRequest(
                 model=self.model,
                 messages=messages,
@@ -98,9 +105,11 @@ class SuiteSession:
                 seed=self.metadata.seed,
             )
         )
+        self._count(response)
+        return response
 
     async def judge(self, messages: list[ChatMessage]) -> ChatResponse:
-        return await self.judge_provider.chat(
+        response = await self.judge_provider.chat(
             ChatRequest(
                 model=self.judge_model,
                 messages=messages,
@@ -110,9 +119,13 @@ class SuiteSession:
                 json_object=True,
             )
         )
+        self._count(response)
+        return response
 
     async def embed(self, inputs: list[str]) -> EmbeddingResponse:
-        return await self.embedding_provider.embed(self.embedding_model, inputs)
+        response = await self.embedding_provider.embed(self.embedding_model, inputs)
+        self._count(response)
+        return response
 
     async def close(self) -> None:
         providers = {

@@ -8,12 +8,11 @@ model. An invalid eval is reported and skipped; the others survive.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from turncheck.diagnostics import Diagnostic, error, warning
 from turncheck.formats import templates
@@ -29,6 +28,7 @@ from turncheck.formats.suite import (
     OrGroup,
     Suite,
 )
+from turncheck.formats.reporting import Reporter
 from turncheck.formats.yamlsource import Path, Positions, load_yaml
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
@@ -61,53 +61,17 @@ def validate_max_depth(max_depth: int) -> int:
     return max_depth
 
 
-class _SuiteValidator:
+class _SuiteValidator(Reporter):
     def __init__(self, file: str, positions: Positions, max_depth: int) -> None:
-        self.file = file
-        self.positions = positions
+        super().__init__(file, positions)
         self.max_depth = max_depth
-        self.diagnostics: list[Diagnostic] = []
 
     # -- reporting -----------------------------------------------------------
-
-    def error_at_key(self, path: Path, code: str, message: str) -> None:
-        pos = self.positions.key(path)
-        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
-
-    def error_at_value(self, path: Path, code: str, message: str) -> None:
-        pos = self.positions.value(path)
-        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
-
-    def unknown_key(self, path: Path, key: str, allowed: tuple[str, ...]) -> None:
-        hint = difflib.get_close_matches(key, allowed, n=1)
-        suggestion = f'; did you mean "{hint[0]}"?' if hint else f"; allowed: {', '.join(allowed)}"
-        self.error_at_key((*path, key), "unknown-key", f'unknown key "{key}"{suggestion}')
-
-    def pydantic_errors(self, path: Path, exc: ValidationError) -> None:
-        for problem in exc.errors():
-            loc = (*path, *problem["loc"])
-            dotted = ".".join(str(part) for part in problem["loc"]) or "value"
-            if problem["type"] == "extra_forbidden":
-                self.error_at_key(loc, "unknown-key", f'unknown key "{problem["loc"][-1]}"')
-            elif problem["type"] == "missing":
-                self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
-            else:
-                self.error_at_value(loc, "invalid-value", f"{dotted}: {_explain(problem)}")
 
     def templates_in(self, path: Path, text: str) -> None:
         problem = templates.check_syntax(text)
         if problem is not None:
             self.error_at_value(path, "template-syntax", str(problem))
-
-    def build(self, model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
-        try:
-            node = model.model_validate(data)
-        except ValidationError as exc:
-            self.pydantic_errors(path, exc)
-            return None
-        pos = self.positions.value(path)
-        node.at(pos.line, pos.column)  # type: ignore[attr-defined]
-        return node
 
     # -- suite ---------------------------------------------------------------
 
@@ -366,15 +330,6 @@ class _SuiteValidator:
             return None
         group: OrGroup | None = self.build(OrGroup, {"or": items}, path)
         return group
-
-
-def _explain(problem: Any) -> str:
-    """pydantic's message, plus the YAML pitfall when a string came out as another type."""
-    value = problem.get("input")
-    if problem["type"] == "string_type" and isinstance(value, bool | int | float):
-        kind = "a boolean" if isinstance(value, bool) else "a number"
-        return f'expected a string, but YAML read this value as {kind}; quote it, e.g. "yes"'
-    return str(problem["msg"])
 
 
 def _is_standalone_follow_up(raw: Any) -> bool:

@@ -11,11 +11,13 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 import requests
 import urllib3.exceptions
 from github import Auth, Github, GithubRetry
+from github.Artifact import Artifact
 from github.CheckRun import CheckRun
 from github.GithubException import (
     BadAttributeException,
@@ -83,6 +85,20 @@ class Annotation:
     title: str | None = None
 
 
+@dataclass(frozen=True)
+class ArtifactRef:
+    """An unexpired Actions artifact and the run that uploaded it."""
+
+    id: int
+    name: str
+    size: int
+    run_id: int | None
+    head_sha: str | None
+    head_branch: str | None
+    created_at: datetime | None
+    download_url: str
+
+
 class GitHubApiError(Exception):
     """A GitHub API call failed. `status` is None when no HTTP response arrived."""
 
@@ -127,6 +143,10 @@ class GitHubApi(Protocol):
     def pull_head_sha(self, number: int) -> str: ...
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
+
+    def find_artifacts(self, prefix: str) -> list[ArtifactRef]: ...
+
+    def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes: ...
 
 
 def default_retry() -> Retry:
@@ -267,19 +287,34 @@ class PyGithubApi:
                                  f"artifact {name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.archive_download_url, max_bytes)
 
+    def find_artifacts(self, prefix: str) -> list[ArtifactRef]:
+        """Unexpired artifacts whose name starts with `prefix`, newest first."""
+        with _translate_errors("list artifacts"):
+            found = [_artifact_ref(a) for a in self._repo.get_artifacts()
+                     if a.name.startswith(prefix) and not a.expired]
+        return sorted(found, key=lambda a: a.created_at or datetime.min.replace(tzinfo=UTC),
+                      reverse=True)
+
+    def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes:
+        if artifact.size > max_bytes:
+            raise GitHubApiError("download artifact", None,
+                                 f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
+        return self._download(artifact.download_url, max_bytes)
+
     def _download(self, url: str, max_bytes: int) -> bytes:
-        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json"}
-        with _translate_errors("download artifact"):
-            # requests drops the Authorization header when GitHub redirects to blob storage.
-            with requests.get(url, headers=headers, timeout=self._timeout, stream=True) as response:
-                response.raise_for_status()
-                data = bytearray()
-                for chunk in response.iter_content(64 * 1024):
-                    data.extend(chunk)
-                    if len(data) > max_bytes:
-                        raise GitHubApiError("download artifact", None,
-                                             f"artifact is larger than {max_bytes} bytes")
-                return bytes(data)
+        headers = {"Authorization": f"Bearer {self._token}",
+                   "Accept": "application/vnd.github+json"}
+        # requests drops the Authorization header when GitHub redirects to blob storage.
+        with (_translate_errors("download artifact"),
+              requests.get(url, headers=headers, timeout=self._timeout, stream=True) as response):
+            response.raise_for_status()
+            data = bytearray()
+            for chunk in response.iter_content(64 * 1024):
+                data.extend(chunk)
+                if len(data) > max_bytes:
+                    raise GitHubApiError("download artifact", None,
+                                         f"artifact is larger than {max_bytes} bytes")
+            return bytes(data)
 
     def comment_author(self) -> str:
         """The login our comments carry: the token's user, else the Actions bot."""
@@ -310,6 +345,17 @@ class PyGithubApi:
     ) -> None:
         with _translate_errors("update check run", write=True):
             run.edit(output={**output, "annotations": batch})
+
+
+def _artifact_ref(artifact: Artifact) -> ArtifactRef:
+    run = artifact.workflow_run
+    return ArtifactRef(
+        id=artifact.id, name=artifact.name, size=artifact.size_in_bytes,
+        run_id=run.id if run is not None else None,
+        head_sha=run.head_sha if run is not None else None,
+        head_branch=run.head_branch if run is not None else None,
+        created_at=artifact.created_at, download_url=artifact.archive_download_url,
+    )
 
 
 def _changed_file(path: str, github_status: str, previous: str | None) -> ChangedFile:

@@ -68,6 +68,7 @@ class AnthropicProvider:
             input_tokens=token_count(dig(result.body, "usage", "input_tokens")),
             output_tokens=token_count(dig(result.body, "usage", "output_tokens")),
             latency_ms=result.latency_ms,
+            replayed=result.replayed,
             model=model if isinstance(model, str) else None,
         )
 

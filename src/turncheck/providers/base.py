@@ -20,6 +20,10 @@ MIN_SECRET_LENGTH = 4
 # transport raises this message only when it would have to call the network.
 MISSING_KEY_EXTENSION = "turncheck.missing_key"
 
+# Response extension the cassette transport sets on answers it replays, so the
+# engine can count the tokens a run really spent.
+REPLAYED_EXTENSION = "turncheck.replayed"
+
 
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
@@ -45,12 +49,15 @@ class ChatResponse:
     output_tokens: int | None
     latency_ms: float
     model: str | None = None
+    replayed: bool = field(default=False, compare=False)
+    """Answered from a cassette rather than by the provider (not part of equality)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingResponse:
     vectors: list[list[float]]
     input_tokens: int | None
+    replayed: bool = field(default=False, compare=False)
 
 
 class ProviderError(Exception):

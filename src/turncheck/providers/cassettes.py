@@ -55,6 +55,7 @@ from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
     RECORDED_LATENCY_HEADER,
+    REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
     ProviderError,
     RecordingMissing,
@@ -185,12 +186,15 @@ class Interaction:
     response_headers: Headers
     response_body: bytes
 
-    def to_httpx(self) -> httpx.Response:
+    def to_httpx(self, replayed: bool = False) -> httpx.Response:
         return httpx.Response(
             self.status,
             headers=self.response_headers,
             stream=httpx.ByteStream(self.response_body),
-            extensions={"reason_phrase": self.reason.encode("ascii", errors="replace")},
+            extensions={
+                "reason_phrase": self.reason.encode("ascii", errors="replace"),
+                REPLAYED_EXTENSION: replayed,
+            },
         )
 
     def stored_parts(self) -> list[object]:
@@ -271,7 +275,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._next(key)
             if hit is not None:
-                return hit.to_httpx()
+                return hit.to_httpx(replayed=True)
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
             if isinstance(missing_key, str):
                 raise ProviderError(missing_key)
@@ -311,7 +315,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         hit = self._next(key)
         if hit is None:
             raise RecordingMissing(self._missing_message(key))
-        return hit.to_httpx()
+        return hit.to_httpx(replayed=True)
 
     def _next(self, key: Key) -> Interaction | None:
         entries = self._index.get(key)

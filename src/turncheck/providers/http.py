@@ -29,6 +29,7 @@ import httpx
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
+    REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
     ProviderError,
 )
@@ -42,7 +43,7 @@ _NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolE
 # counts them all again, on every request: at 32 requests in flight that work was
 # most of a run's CPU. Live requests therefore go through several small pools of
 # at most this many connections; together they allow `max_in_flight`, as before.
-POOL_SHARD_SIZE = 8
+POOL_SHARD_SIZE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,7 @@ class RetryPolicy:
 class JsonResult:
     body: JsonObject
     latency_ms: float
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,33 +170,27 @@ class JsonHttpClient:
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
         # burst of requests from timing out in httpx's connection-pool queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        self._transport = transport
-        # A given transport (a cassette) needs no pool sharding: one client will do.
-        shard_size = max_in_flight if transport is not None else POOL_SHARD_SIZE
+        # A given transport (a cassette) has no pool here to shard: one client will do.
+        # The shards share one TLS context; httpx would otherwise build one per client.
+        shard_size = POOL_SHARD_SIZE if transport is None else max_in_flight
+        verify = httpx.create_ssl_context(trust_env=True) if transport is None else True
         sizes = [min(shard_size, max_in_flight - n) for n in range(0, max_in_flight, shard_size)]
-        self._shard_sizes = sizes
-        # One entry per in-flight slot, naming its shard. Slots are taken from and
-        # returned to the end, so a lightly loaded client only ever uses shard 0.
-        self._free_slots = [i for i in reversed(range(len(sizes))) for _ in range(sizes[i])]
-        self._clients: list[httpx.AsyncClient | None] = [None] * len(sizes)
-        self._client_for(0)  # built now, so a bad configuration fails here
-
-    def _client_for(self, shard: int) -> httpx.AsyncClient:
-        client = self._clients[shard]
-        if client is None:
-            size = self._shard_sizes[shard]
-            client = httpx.AsyncClient(
-                transport=self._transport,
-                timeout=httpx.Timeout(self._policy.timeout),
+        self._clients = [
+            httpx.AsyncClient(
+                transport=transport,
+                verify=verify,
+                timeout=httpx.Timeout(policy.timeout),
                 limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
             )
-            self._clients[shard] = client
-        return client
+            for size in sizes
+        ]
+        # One entry per in-flight slot, naming its shard. Slots are taken from and
+        # returned to the end, so a lightly loaded client keeps reusing shard 0.
+        self._free_slots = [i for i in reversed(range(len(sizes))) for _ in range(sizes[i])]
 
     async def aclose(self) -> None:
         for client in self._clients:
-            if client is not None:
-                await client.aclose()
+            await client.aclose()
 
     async def post_json(
         self,
@@ -215,7 +211,7 @@ class JsonHttpClient:
             async with self._in_flight:
                 shard = self._free_slots.pop()
                 try:
-                    client = self._client_for(shard)
+                    client = self._clients[shard]
                     outcome = await self._attempt(client, url, content, all_headers, extensions)
                 finally:
                     self._free_slots.append(shard)
@@ -323,4 +319,4 @@ def _parse_success(response: httpx.Response, latency_ms: float) -> JsonResult | 
     if not isinstance(payload, dict):
         detail = f"expected a JSON object, got {type(payload).__name__}"
         return _Failure("unexpected response", detail, retryable=False, status_code=status)
-    return JsonResult(payload, latency_ms)
+    return JsonResult(payload, latency_ms, bool(response.extensions.get(REPLAYED_EXTENSION)))

@@ -60,6 +60,7 @@ class OpenAICompatProvider:
             input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
             output_tokens=token_count(dig(result.body, "usage", "completion_tokens")),
             latency_ms=result.latency_ms,
+            replayed=result.replayed,
             model=_str_or_none(result.body.get("model")),
         )
 
@@ -68,6 +69,7 @@ class OpenAICompatProvider:
         return EmbeddingResponse(
             vectors=self._vectors(result.body, len(inputs)),
             input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
+            replayed=result.replayed,
         )
 
     async def aclose(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from turncheck.compare.comparison import (
     Comparison,
@@ -30,6 +31,10 @@ COMMENT_LIMIT = 65_536
 MARKER = "<!-- turncheck:comment -->"
 MAX_DIAGNOSTICS = 50
 MAX_ROWS_WHEN_COMPACT = 30
+CUT_NOTE = (
+    "\n_The rest of this report is omitted to fit GitHub's comment size limit; the workflow "
+    "run's step summary and the JSON report have everything._\n"
+)
 FULL, NO_TRANSCRIPTS, SUMMARY_ONLY = 3, 2, 1
 
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥"}
@@ -219,9 +224,13 @@ def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -
     if comparison.price_note:
         parts.append(comparison.price_note)
     parts.extend(context.notes)
-    if context.run_url:
-        parts.append(f"run: {context.run_url}")
     return " · ".join(parts)
+
+
+def _link_target(url: str | None) -> str | None:
+    """`url` for a Markdown link's destination. Not through `md_text`: a backslash escape
+    in a bare URL ends up in GitHub's autolink (`octo\\-org` → `octo%5C-org`)."""
+    return None if not url else quote(url, safe=":/?#@!$&'*+,;=%~-._")
 
 
 def render(comparison: Comparison, context: CommentContext, detail: int,
@@ -235,7 +244,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         cost_note=comparison.cost_note, transitions=_transitions(comparison), suites=suites,
         detail=detail, has_transcripts=any(s["transcripts"] for s in suites),
         diagnostics=diagnostics, hidden_diagnostics=hidden,
-        footer=_footer(comparison, context, exact_time),
+        footer=_footer(comparison, context, exact_time), run_url=_link_target(context.run_url),
     )
 
 
@@ -247,7 +256,15 @@ def render_comment(comparison: Comparison, context: CommentContext,
         body = render(comparison, context, detail)
         if len(body) <= limit:
             return body
-    return body[: limit - len(context.marker) - 1] + "\n" + context.marker
+    return _cut(body, context.marker, limit)
+
+
+def _cut(body: str, marker: str, limit: int) -> str:
+    """The first whole lines of `body` that fit with a note, keeping the marker once."""
+    kept = body[: max(limit - len(CUT_NOTE) - len(marker) - 1, 0)]
+    # Whole lines only, so no escape sequence or table row is left half written.
+    kept = kept[: kept.rfind("\n") + 1]
+    return kept + (CUT_NOTE if marker in kept else CUT_NOTE + marker + "\n")
 
 
 def render_summary(comparison: Comparison, context: CommentContext) -> str:

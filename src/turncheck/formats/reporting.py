@@ -1,0 +1,73 @@
+"""Line-precise problem reporting shared by the suite and protocol validators.
+
+A validator walks plain data loaded by `yamlsource.load_yaml` and reports each
+problem at the line and column of the offending key or value.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from turncheck.diagnostics import Diagnostic, error, warning
+from turncheck.formats.yamlsource import Path, Pos, Positions
+
+
+class Reporter:
+    def __init__(self, file: str, positions: Positions) -> None:
+        self.file = file
+        self.positions = positions
+        self.diagnostics: list[Diagnostic] = []
+
+    def error_at(self, pos: Pos, code: str, message: str) -> None:
+        self.diagnostics.append(error(self.file, pos.line, pos.column, code, message))
+
+    def warning_at(self, pos: Pos, code: str, message: str) -> None:
+        self.diagnostics.append(warning(self.file, pos.line, pos.column, code, message))
+
+    def error_at_key(self, path: Path, code: str, message: str) -> None:
+        self.error_at(self.positions.key(path), code, message)
+
+    def error_at_value(self, path: Path, code: str, message: str) -> None:
+        self.error_at(self.positions.value(path), code, message)
+
+    def unknown_key(self, path: Path, key: str, allowed: tuple[str, ...]) -> None:
+        hint = difflib.get_close_matches(key, allowed, n=1)
+        suggestion = f'; did you mean "{hint[0]}"?' if hint else f"; allowed: {', '.join(allowed)}"
+        self.error_at_key((*path, key), "unknown-key", f'unknown key "{key}"{suggestion}')
+
+    def pydantic_errors(self, path: Path, exc: ValidationError) -> None:
+        for problem in exc.errors():
+            loc = (*path, *problem["loc"])
+            dotted = ".".join(str(part) for part in problem["loc"]) or "value"
+            if problem["type"] == "extra_forbidden":
+                self.error_at_key(loc, "unknown-key", f'unknown key "{problem["loc"][-1]}"')
+            elif problem["type"] == "missing":
+                self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
+            else:
+                self.error_at_value(loc, "invalid-value", f"{dotted}: {explain(problem)}")
+
+    def build(self, model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
+        """`model` validated from `data`, with its position set; None (reported) if invalid."""
+        try:
+            node = model.model_validate(data)
+        except ValidationError as exc:
+            self.pydantic_errors(path, exc)
+            return None
+        pos = self.positions.value(path)
+        node.at(pos.line, pos.column)  # type: ignore[attr-defined]
+        return node
+
+    def errors_since(self, before: int) -> bool:
+        return any(d.is_error for d in self.diagnostics[before:])
+
+
+def explain(problem: Any) -> str:
+    """pydantic's message, plus the YAML pitfall when a string came out as another type."""
+    value = problem.get("input")
+    if problem["type"] == "string_type" and isinstance(value, bool | int | float):
+        kind = "a boolean" if isinstance(value, bool) else "a number"
+        return f'expected a string, but YAML read this value as {kind}; quote it, e.g. "yes"'
+    return str(problem["msg"])
