@@ -255,10 +255,12 @@ def test_shallow_clone_learns_the_changed_files_from_the_api(
     origin, base, head = pr_repo(tmp_path / "origin", model)
     add_suite(origin, "evals/untouched.eval.yaml",
               suite_text(model.base_url, PASSING_EVALS, name="untouched"))
-    origin.git("commit", "--quiet", "--amend", "--no-edit")
+    origin.git("add", "--all")
+    origin.git("commit", "--quiet", "--amend", "--no-edit", "--no-verify")
     head = origin.head
     # actions/checkout's default: one commit deep; and the remote cannot be reached.
     workspace = origin.clone(tmp_path / "workspace", branch="feature", depth=1)
+    assert (workspace.path / "evals/untouched.eval.yaml").is_file()
     workspace.git("remote", "set-url", "origin", str(tmp_path / "gone"))
     github_fake.add_pr_file(PR, "evals/math.eval.yaml")
     github_fake.add_pr_file(PR, "docs/notes.md")
@@ -285,8 +287,8 @@ def test_unsupported_event_fails_with_a_clear_error(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, _, _ = pr_repo(tmp_path / "workspace", model)
-    event = {"action": "opened", "issue": {"number": 3},
-             "repository": {"full_name": "octo-org/widgets"}}
+    event: dict[str, object] = {"action": "opened", "issue": {"number": 3},
+                                "repository": {"full_name": "octo-org/widgets"}}
     run = run_action(repo, tmp_path / "runner", github_fake.base_url, "issues", event)
 
     assert run.returncode == 1

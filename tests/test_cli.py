@@ -30,7 +30,9 @@ NOT_UTF8_EXPECTED = Expected(2, 10, "error", "read-error", "not UTF-8 text: inva
 DEFAULT_SUITE_GLOBS = ("**/*.eval.yaml", "**/*.eval.yml", "**/evals.yaml", "**/evals.yml")
 DEFAULT_SAMPLE_GLOBS = ("**/*.samples.toml",)
 
-COMPILER_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning): (?P<msg>.+)$")
+COMPILER_LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning): (?P<msg>.+)$"
+)
 ANNOTATION = re.compile(r"^::(?P<level>error|warning) (?P<props>[^:]*)::(?P<msg>.*)$")
 
 VALID_SUITE = """\
@@ -44,8 +46,11 @@ evals:
 """
 
 
-def turncheck(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
-              ) -> subprocess.CompletedProcess[str]:
+def turncheck(
+    *args: str | Path,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "turncheck", *map(str, args)],
         cwd=cwd,
@@ -209,8 +214,9 @@ def test_github_escapes_data_and_properties(tmp_path: Path) -> None:
         "col": "5",
         "title": "turncheck: unknown-key",
     }
-    message = json.loads(turncheck("validate", "--format", "json", tmp_path).stdout)[
-        "diagnostics"][0]["message"]
+    message = json.loads(turncheck("validate", "--format", "json", tmp_path).stdout)["diagnostics"][
+        0
+    ]["message"]
     assert "\n" in message and "%" in message
     assert unescape_data(match["msg"]) == message
 
@@ -302,7 +308,9 @@ def test_warnings_alone_exit_zero(tmp_path: Path) -> None:
 
 def test_one_bad_file_among_good_ones_exits_one(tmp_path: Path) -> None:
     (tmp_path / "ok.eval.yaml").write_text(VALID_SUITE, encoding="utf-8")
-    (tmp_path / "bad.eval.yaml").write_text(VALID_SUITE.replace("match", "matchh"), encoding="utf-8")
+    (tmp_path / "bad.eval.yaml").write_text(
+        VALID_SUITE.replace("match", "matchh"), encoding="utf-8"
+    )
     done = turncheck("validate", tmp_path)
     assert done.returncode == 1
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
@@ -321,6 +329,9 @@ def test_one_bad_file_among_good_ones_exits_one(tmp_path: Path) -> None:
         (["run", "--max-depth", "6", "examples"], "--max-depth"),
         (["run", "--var", "novalue", "examples"], "NAME=VALUE"),
         (["run", "--concurrency", "0", "examples"], "--concurrency"),
+        (["run", "--price-timestamp", "yesterday", "examples"], "--price-timestamp"),
+        (["run", "--timeout", "nan", "examples"], "--timeout"),
+        (["run", "--attempts", "0", "examples"], "--attempts"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else v,
 )
@@ -438,7 +449,13 @@ def test_suite_glob_replaces_the_defaults_and_is_repeatable(tmp_path: Path) -> N
     for name in ("a.eval.yaml", "b.suite.yaml", "c.check.yml"):
         (tmp_path / name).write_text("", encoding="utf-8")
     done = turncheck(
-        "validate", "--format", "json", "--suite-glob", "*.suite.yaml", "--suite-glob", "*.check.yml",
+        "validate",
+        "--format",
+        "json",
+        "--suite-glob",
+        "*.suite.yaml",
+        "--suite-glob",
+        "*.check.yml",
         tmp_path,
     )
     assert diagnosed_files(done, tmp_path) == {"b.suite.yaml", "c.check.yml"}

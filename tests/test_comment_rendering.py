@@ -419,11 +419,6 @@ def test_turncheck_run_log_runs_no_command_from_model_output(
         assert not hijacked, stream  # …but nothing in it runs as a command
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src/turncheck/render/console.py Progress.advance prints suite and eval names "
-    "to stderr outside ::stop-commands::, so a name with a line break runs as a command",
-)
 def test_turncheck_run_log_runs_no_command_from_suite_or_eval_names(
     hostile_workspace: GitRepo,
 ) -> None:
@@ -438,7 +433,8 @@ def test_turncheck_run_log_runs_no_command_from_suite_or_eval_names(
 def test_action_log_runs_no_command_from_model_output_or_names(
     tmp_path: Path, hostile_workspace: GitRepo, github_fake: FakeGitHub
 ) -> None:
-    event = {"ref": "refs/heads/main", "repository": {"full_name": "octo-org/widgets"}}
+    event: dict[str, object] = {"ref": "refs/heads/main",
+                                "repository": {"full_name": "octo-org/widgets"}}
     run = run_action(hostile_workspace, tmp_path / "runner", github_fake.base_url, "push", event,
                      {"fail-on": "failure"})
 

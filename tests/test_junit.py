@@ -58,10 +58,12 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         server.add_rule("4", contains="2 + 2")
         server.add_rule("It is 100.", contains="15 * 7")
         server.add_rule("105", contains="Try again")
-        server.add_rule("Lyon <b>&amp;</b> ]]> \"quoted\"", contains="France")
+        server.add_rule('Lyon <b>&amp;</b> ]]> "quoted"', contains="France")
         server.add_rule(CONTROL_REPLY, contains="control characters")
         server.add_rule("yes", contains="recorded")
-        path.write_text(suite_text(server.base_url, EVALS, name="\"mixed\\x02suite\""), encoding="utf-8")
+        path.write_text(
+            suite_text(server.base_url, EVALS, name='"mixed\\x02suite"'), encoding="utf-8"
+        )
         record(path)
     # Change one prompt after recording: that eval errors in replay.
     path.write_text(

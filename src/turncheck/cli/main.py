@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from turncheck import __version__
 from turncheck.cli import (
     action_cmd,
+    calibrate_cmd,
     compare_cmd,
     merge_cmd,
     run_cmd,
@@ -22,7 +23,9 @@ from turncheck.cli import (
     validate_cmd,
 )
 
-COMMANDS = (validate_cmd, run_cmd, compare_cmd, merge_cmd, action_cmd, schema_cmd)
+COMMANDS = (
+    validate_cmd, run_cmd, calibrate_cmd, compare_cmd, merge_cmd, action_cmd, schema_cmd
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
 
@@ -166,6 +167,8 @@ class Comparison(_Model):
     alert: CostAlert | None = None
     cost_note: str | None = None
     """Why costs could not be compared, when they could not."""
+    calibration: list[CalibrationComparison] = Field(default_factory=list)
+    """Per sample file: grader agreement base → head and the samples that flipped."""
 
     @property
     def regressions(self) -> int:
@@ -497,6 +500,9 @@ def compare_reports(
         price_note=price_note(base, head), diagnostics=list(head.diagnostics),
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
+        calibration=compare_calibrations(
+            base.calibrations if base else None, head.calibrations, renames
+        ),
     )
 
 

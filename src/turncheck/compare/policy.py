@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
 from turncheck.compare.comparison import Comparison
+
+NO_CALIBRATION_THRESHOLDS = CalibrationThresholds()
 
 
 class FailOn(StrEnum):
@@ -12,6 +15,7 @@ class FailOn(StrEnum):
     FAILURE = "failure"
     REGRESSION = "regression"
     COST = "cost"
+    CALIBRATION = "calibration"
 
 
 DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.FAILURE)
@@ -35,8 +39,16 @@ def parse_fail_on(value: str, default: tuple[FailOn, ...] = DEFAULT_FAIL_ON) -> 
     return tuple(dict.fromkeys(FailOn(item) for item in items))
 
 
-def fail_reasons(comparison: Comparison, conditions: tuple[FailOn, ...] | set[FailOn]) -> list[str]:
-    """Why the check fails under `conditions`; empty when it passes."""
+def fail_reasons(
+    comparison: Comparison,
+    conditions: tuple[FailOn, ...] | set[FailOn],
+    *,
+    calibration: CalibrationThresholds = NO_CALIBRATION_THRESHOLDS,
+) -> list[str]:
+    """Why the check fails under `conditions`; empty when it passes.
+
+    `calibration` thresholds apply under `FailOn.CALIBRATION` (see `calibration_reasons`).
+    """
     reasons = []
     errors = sum(d.is_error for d in comparison.diagnostics)
     if FailOn.INVALID in conditions and errors:
@@ -47,4 +59,6 @@ def fail_reasons(comparison: Comparison, conditions: tuple[FailOn, ...] | set[Fa
         reasons.append(f"{comparison.regressions} regression(s) against base")
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
+    if FailOn.CALIBRATION in conditions:
+        reasons += calibration_reasons(comparison.calibration, calibration)
     return reasons

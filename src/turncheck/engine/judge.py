@@ -1,8 +1,13 @@
-"""The `llm_judge` check: a fixed, versioned judge prompt and a strict parser.
+"""Fixed, versioned model-as-judge prompts and their strict answer parsers.
 
-The judge sees the whole conversation and the criteria and must answer JSON
-`{"pass": bool, "reason": str}` (a surrounding code fence is tolerated).
-Anything else is an error for the check, never a pass.
+- The `llm_judge` check (`turncheck-judge/1`): the judge sees the whole
+  conversation and the criteria and must answer JSON `{"pass": bool, "reason": str}`.
+  Anything else is an error for the check, never a pass.
+- Sample-file graders with `criteria` (`turncheck-grader/1`): the grader scores
+  the whole conversation on -3..+3 and must answer JSON `{"score": int, "reason": str}`
+  (an integer string such as "2" is accepted). Anything else is an error row, never a 0.
+
+Both parsers share one JSON reader that tolerates a surrounding code fence.
 """
 
 from __future__ import annotations
@@ -11,17 +16,28 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from turncheck.providers.base import ChatMessage
 
+MIN_GRADER_SCORE = -3
+MAX_GRADER_SCORE = 3
 JUDGE_PROMPT_VERSION = "turncheck-judge/1"
+GRADER_PROMPT_VERSION = "turncheck-grader/1"
 
 JUDGE_SYSTEM_PROMPT = f"""You are an exacting evaluator ({JUDGE_PROMPT_VERSION}).
 You are shown a conversation between a user and an assistant, and criteria.
 Decide whether the assistant's LAST reply meets the criteria, taking the whole
 conversation into account. Answer with JSON only, exactly of the form
 {{"pass": true or false, "reason": "one short sentence"}}."""
+
+GRADER_SYSTEM_PROMPT = f"""You are an exacting evaluator ({GRADER_PROMPT_VERSION}).
+You are shown a conversation between a user and an assistant, and criteria.
+Score how well the assistant's replies meet the criteria, taking the whole
+conversation into account, on an integer scale from {MIN_GRADER_SCORE} (fails them
+completely) through 0 (mixed) to {MAX_GRADER_SCORE} (meets them fully). Answer with
+JSON only, exactly of the form
+{{"score": an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "reason": "one short sentence"}}."""
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -38,14 +54,50 @@ class Verdict:
     reason: str
 
 
+@dataclass(frozen=True)
+class Grade:
+    score: int
+    reason: str
+
+
 class JudgeAnswerError(ValueError):
-    """The judge's answer is not the JSON verdict it was asked for."""
+    """The judge's (or grader's) answer is not the JSON it was asked for."""
+
+
+class Turn(Protocol):
+    """A conversation message: `ChatMessage`, or a sample file's message (any role)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+
+def transcript(conversation: Sequence[Turn]) -> str:
+    """The conversation as the judge and grader prompts show it."""
+    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in conversation)
+
+
+def _framed(conversation: Sequence[Turn], criteria: str) -> str:
+    return (
+        f"<conversation>\n{transcript(conversation)}\n</conversation>\n\n"
+        f"<criteria>\n{criteria}\n</criteria>"
+    )
 
 
 def judge_messages(conversation: Sequence[ChatMessage], criteria: str) -> list[ChatMessage]:
-    transcript = "\n\n".join(f"[{m.role}]\n{m.content}" for m in conversation)
-    user = f"<conversation>\n{transcript}\n</conversation>\n\n<criteria>\n{criteria}\n</criteria>"
-    return [ChatMessage("system", JUDGE_SYSTEM_PROMPT), ChatMessage("user", user)]
+    return [
+        ChatMessage("system", JUDGE_SYSTEM_PROMPT),
+        ChatMessage("user", _framed(conversation, criteria)),
+    ]
+
+
+def grader_messages(conversation: Sequence[Turn], criteria: str) -> list[ChatMessage]:
+    return [
+        ChatMessage("system", GRADER_SYSTEM_PROMPT),
+        ChatMessage("user", _framed(conversation, criteria)),
+    ]
 
 
 def _unfenced(text: str) -> str:
@@ -53,19 +105,46 @@ def _unfenced(text: str) -> str:
     return match["body"] if match else text.strip()
 
 
-def parse_verdict(text: str) -> Verdict:
+def _json_object(text: str, who: str) -> dict[str, Any]:
+    """The JSON object `text` holds (a code fence around it is tolerated)."""
     try:
         data = json.loads(_unfenced(text))
-    except json.JSONDecodeError as exc:
-        raise JudgeAnswerError(f"judge answer is not JSON: {_excerpt(text)}") from exc
+    except (ValueError, RecursionError) as exc:  # ValueError: also int digit limits
+        raise JudgeAnswerError(f"{who} answer is not JSON: {_excerpt(text)}") from exc
     if not isinstance(data, dict):
-        raise JudgeAnswerError(f"judge answer is not a JSON object: {_excerpt(text)}")
+        raise JudgeAnswerError(f"{who} answer is not a JSON object: {_excerpt(text)}")
+    return data
+
+
+def parse_verdict(text: str) -> Verdict:
+    data = _json_object(text, "judge")
     verdict, reason = data.get("pass"), data.get("reason")
     if not isinstance(verdict, bool) or not isinstance(reason, str):
         raise JudgeAnswerError(
             f'judge answer must be {{"pass": bool, "reason": str}}, got {_excerpt(text)}'
         )
     return Verdict(verdict, reason)
+
+
+_INTEGER_STRING = re.compile(r"\s*[+-]?\d{1,3}\s*")
+
+
+def parse_grade(text: str) -> Grade:
+    """A grader's `{"score": int, "reason": str}`; the score may be an integer string."""
+    data = _json_object(text, "grader")
+    score, reason = data.get("score"), data.get("reason")
+    if isinstance(score, str) and _INTEGER_STRING.fullmatch(score):
+        score = int(score)
+    if isinstance(score, bool) or not isinstance(score, int) or not isinstance(reason, str):
+        raise JudgeAnswerError(
+            f'grader answer must be {{"score": int, "reason": str}}, got {_excerpt(text)}'
+        )
+    if not MIN_GRADER_SCORE <= score <= MAX_GRADER_SCORE:
+        raise JudgeAnswerError(
+            f"grader score must be an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "
+            f"got {score}"
+        )
+    return Grade(score, reason)
 
 
 def _excerpt(text: str, limit: int = 120) -> str:

@@ -8,10 +8,15 @@ and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.calibration_report import CalibrationFileResult
+
+if TYPE_CHECKING:
+    from turncheck.engine.protocol_report import ProtocolSuiteResult
 
 SCHEMA_VERSION = 1
 
@@ -134,3 +139,11 @@ class Report(_Model):
     shard: ShardInfo | None = None
     live_tokens: int = 0
     """Tokens (model, judge, embeddings) this run sent to providers over the network."""
+    calibrations: list[CalibrationFileResult] = Field(default_factory=list)
+    """Sample files: how well each file's grader agrees with its labels."""
+    protocols: list[ProtocolSuiteResult] = Field(default_factory=list)
+    """Protocol suites (SPEC §9): per case, per turn scores and aggregates."""
+
+
+# Protocol results build on the models above; that module completes `Report` when it loads.
+import turncheck.engine.protocol_report  # noqa: E402, F401

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
+from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.engine.redaction import Redactor
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -30,11 +31,11 @@ from turncheck.engine.report import (
 from turncheck.engine.session import Mode, SessionSettings, SuiteSession, open_session
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
+from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
-from turncheck.providers.factory import API_KEY_ENV_VARS
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
 
@@ -79,8 +80,7 @@ class _SuiteRun:
         self.settings = settings
         self.pricer = pricer
         self.variables = {**(suite.metadata.vars or {}), **settings.variables}
-        api_keys = [settings.env[name] for name in API_KEY_ENV_VARS if settings.env.get(name)]
-        self.redactor = Redactor([*session.secrets.values(), *api_keys])
+        self.redactor = session_redactor(session, settings.env)
 
     def render(self, text: str) -> str:
         try:
@@ -130,9 +130,7 @@ class _SuiteRun:
         self, number: int, line: int, level: CheckList, state: _EvalState
     ) -> tuple[TurnResult, LevelOutcome]:
         response = await self.session.chat(list(state.messages))
-        usage = Usage(
-            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
-        )
+        usage = chat_usage(response)
         ctx = TurnContext(
             response=response.text,
             reported_output_tokens=response.output_tokens,
@@ -157,28 +155,10 @@ class _SuiteRun:
         return turn, outcome
 
     async def _judge(self, messages: list[ChatMessage], state: _EvalState) -> str:
-        response = await self.session.judge(messages)
-        usage = Usage(
-            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
-        )
-        state.judge_usage += usage
-        state.judge_costs.append(
-            self.pricer.cost(usage, self.session.judge_model, self.session.judge_price_provider_id)
-        )
-        return response.text
+        return await metered_judge(self.session, self.pricer, messages, state)
 
     async def _embed(self, inputs: list[str], state: _EvalState) -> list[list[float]]:
-        response = await self.session.embed(inputs)
-        usage = Usage(input_tokens=response.input_tokens or 0)
-        state.judge_usage += usage
-        state.judge_costs.append(
-            self.pricer.cost(
-                usage, self.session.embedding_model, self.session.embedding_price_provider_id
-            )
-        )
-        if len(response.vectors) != len(inputs):
-            raise ValueError(f"expected {len(inputs)} embeddings, got {len(response.vectors)}")
-        return response.vectors
+        return await metered_embed(self.session, self.pricer, inputs, state)
 
     def _result(
         self,
@@ -258,14 +238,19 @@ async def run_suites(
     settings: RunSettings,
     diagnostics: list[Diagnostic] | None = None,
     on_eval: EvalCallback | None = None,
+    *,
+    samples: Sequence[SampleFile] = (),
+    on_sample: SampleCallback | None = None,
 ) -> Report:
+    """Run the suites and grade the sample files (`samples`) that have a grader."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
     limit = asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
-    ran = await asyncio.gather(
-        *(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)
+    ran, grading = await asyncio.gather(
+        asyncio.gather(*(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)),
+        grade_sample_files(samples, settings, pricer, limit, on_sample),
     )
     suites = [suite for suite, _ in ran]
     return Report(
@@ -278,5 +263,6 @@ async def run_suites(
         totals=run_totals(list(suites), pricer.unpriced),
         started_at=started.isoformat().replace("+00:00", "Z"),
         duration_s=round(time.perf_counter() - clock, 3),
-        live_tokens=sum(tokens for _, tokens in ran),
+        live_tokens=sum(tokens for _, tokens in ran) + grading.live_tokens,
+        calibrations=grading.results,
     )

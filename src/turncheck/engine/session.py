@@ -1,7 +1,8 @@
 """One suite's connection to its providers, all through the suite's cassette.
 
 The model, the judge and the embedding calls of a suite share one cassette
-transport, so a suite has exactly one cassette beside it.
+transport, so a suite has exactly one cassette beside it. A sample file's grader
+likewise calls through the sample file's own cassette (`GraderSession`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from turncheck.formats import templates
+from turncheck.formats.grader import Grader
+from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
     ChatMessage,
@@ -53,13 +56,14 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def secret_values(suite: Suite, env: Mapping[str, str]) -> dict[str, str]:
+def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
     """Values of every `{{secret('NAME')}}` the suite uses that the environment sets."""
-    names = {
-        name
-        for text in _strings(suite.model_dump(by_alias=True))
-        for name in templates.secret_names(text)
-    }
+    # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
+    data = suite.metadata.model_dump() if isinstance(suite, ProtocolSuite) else \
+        suite.model_dump(by_alias=True)
+    names = {name for text in _strings(data) for name in templates.secret_names(text)}
+    if isinstance(suite, ProtocolSuite):
+        names |= set(suite.secret_names)
     return {name: env[name] for name in sorted(names) if env.get(name)}
 
 
@@ -128,20 +132,24 @@ class SuiteSession:
         return response
 
     async def close(self) -> None:
-        providers = {
-            id(p): p for p in (self.chat_provider, self.judge_provider, self.embedding_provider)
-        }
-        for provider in providers.values():
-            await provider.aclose()
-        if self.transport is not None:
-            if self.transport.mode == "record":
-                self.transport.save()
-            await self.transport.close()
+        await _close(
+            [self.chat_provider, self.judge_provider, self.embedding_provider], self.transport
+        )
+
+
+async def _close(providers: list[Provider], transport: CassetteTransport | None) -> None:
+    """Close each provider once, then save (record mode) and close the shared cassette."""
+    for provider in {id(p): p for p in providers}.values():
+        await provider.aclose()
+    if transport is not None:
+        if transport.mode == "record":
+            transport.save()
+        await transport.close()
 
 
 def open_session(
     suite_path: Path,
-    suite: Suite,
+    suite: Suite | ProtocolSuite,
     mode: Mode,
     provider: str | None,
     base_url: str | None,
@@ -191,3 +199,63 @@ def open_session(
         transport=transport,
         secrets=secrets,
     )
+
+
+@dataclass
+class GraderSession:
+    """A sample file's grader: its provider, through the sample file's cassette."""
+
+    grader: Grader
+    provider_name: str
+    model: str
+    provider: Provider
+    transport: CassetteTransport | None
+    live_tokens: int = 0
+    """Tokens of calls that reached the provider (not answered from the cassette)."""
+
+    @property
+    def price_provider_id(self) -> str | None:
+        return self.provider.price_provider_id
+
+    async def grade(self, messages: list[ChatMessage]) -> ChatResponse:
+        response = await self.provider.chat(
+            ChatRequest(
+                model=self.model,
+                messages=messages,
+                temperature=self.grader.temperature,
+                max_output_tokens=self.grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS,
+                seed=self.grader.seed,
+                json_object=True,
+            )
+        )
+        if not response.replayed:
+            self.live_tokens += (response.input_tokens or 0) + (response.output_tokens or 0)
+        return response
+
+    async def close(self) -> None:
+        await _close([self.provider], self.transport)
+
+
+def open_grader_session(
+    sample_path: Path,
+    grader: Grader,
+    mode: Mode,
+    provider: str | None,
+    base_url: str | None,
+    env: Mapping[str, str],
+    settings: SessionSettings,
+) -> GraderSession:
+    """Like `open_session`: `provider`/`base_url` (the command line's) override the grader's."""
+    provider = provider or grader.provider
+    base_url = base_url or grader.base_url
+    name, model = select_provider(grader.model, provider, base_url)
+    transport = open_cassette(sample_path, mode, env=env)
+    chat_provider = make_provider(
+        name,
+        env=env,
+        policy=settings.policy(),
+        transport=transport,
+        base_url=base_url if name == "openai" else None,
+        sleep=settings.sleep,
+    )
+    return GraderSession(grader, name, model, chat_provider, transport)

@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from turncheck.diagnostics import Diagnostic, error, warning
+from turncheck.formats import templates
+from turncheck.formats.suite import Metadata
 from turncheck.formats.yamlsource import Path, Pos, Positions
 
 
@@ -71,3 +73,38 @@ def explain(problem: Any) -> str:
         kind = "a boolean" if isinstance(value, bool) else "a number"
         return f'expected a string, but YAML read this value as {kind}; quote it, e.g. "yes"'
     return str(problem["msg"])
+
+
+TEMPLATED_METADATA = ("system_prompt", "model", "judge_model", "embedding_model")
+
+
+class SuiteReporter(Reporter):
+    """A `Reporter` that also knows the metadata block and `{{var()}}` templates."""
+
+    def templates_in(self, path: Path, text: str) -> None:
+        problem = templates.check_syntax(text)
+        if problem is not None:
+            self.error_at_value(path, "template-syntax", str(problem))
+
+    def metadata(self, raw: Any, model: type[Metadata] = Metadata) -> Metadata | None:
+        path: Path = ("metadata",)
+        if not isinstance(raw, dict):
+            what = "missing" if raw is None else "must be a mapping"
+            self.error_at_value(path, "invalid-metadata", f"metadata {what} (needs name and model)")
+            return None
+        for key in raw:
+            if key not in model.model_fields:
+                self.warning_at(
+                    self.positions.key((*path, key)),
+                    "unknown-metadata-key",
+                    f'unknown metadata key "{key}" is ignored',
+                )
+        for key in TEMPLATED_METADATA:
+            if isinstance(raw.get(key), str):
+                self.templates_in((*path, key), raw[key])
+        known = {k: v for k, v in raw.items() if k in model.model_fields}
+        try:
+            return model.model_validate(known)
+        except ValidationError as exc:
+            self.pydantic_errors(path, exc)
+            return None

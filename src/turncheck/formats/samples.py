@@ -15,7 +15,8 @@ Two layouts are accepted (SPEC §7):
 
 Loading never raises on bad input: every problem becomes a `Diagnostic` pointing at
 the offending key (or the sample's header), the invalid sample is skipped and the
-others are kept.
+others are kept. An optional `[grader]` table is validated too (see `formats.grader`);
+an invalid grader is reported and not used.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from pydantic_core import ErrorDetails
 
 from turncheck.diagnostics import Diagnostic, error
+from turncheck.formats.grader import (
+    GRADER_KEYS,
+    Grader,
+    GraderTable,
+    instruction_problems,
+)
+from turncheck.formats.grader import VALUE_SHAPES as GRADER_SHAPES
 
 MIN_SCORE = -3
 MAX_SCORE = 3
@@ -73,7 +81,18 @@ class SampleFile(BaseModel):
     layout: Layout = "list"
     samples: list[Sample] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
-    grader: dict[str, object] | None = None
+    grader: Grader | None = None
+    """The validated `[grader]`; None when the file has none or it is invalid."""
+    grader_declared: bool = False
+    """The file has a `[grader]` table (valid or not)."""
+    skipped: int = 0
+    """Invalid samples, reported in `diagnostics` and left out of `samples`."""
+    location: Path | None = Field(default=None, exclude=True)
+    """Where the file really is, when that differs from `path` (a base-commit copy)."""
+
+    @property
+    def source(self) -> Path:
+        return self.location or Path(self.path)
 
     @property
     def has_errors(self) -> bool:
@@ -141,7 +160,9 @@ def load_samples(path: Path, display: str | None = None) -> SampleFile:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return _failed(file, _encoding_diagnostic(file, raw, exc))
-    return parse_samples(text, file)
+    loaded = parse_samples(text, file)
+    loaded.location = path
+    return loaded
 
 
 def parse_samples(text: str, file: str) -> SampleFile:
@@ -238,20 +259,48 @@ class _Checker:
             self._report((), "no-valid-samples", f"no valid sample: {which} errors")
         return SampleFile(
             path=self.file, layout=layout, samples=samples,
-            diagnostics=self.diagnostics, grader=grader,
+            diagnostics=self.diagnostics, grader=grader, skipped=len(entries) - len(samples),
+            grader_declared="grader" in self.data,
         )
 
     def _report(self, path: TomlPath, code: str, message: str) -> None:
         line, column = self.where.locate(path)
         self.diagnostics.append(error(self.file, line, column, code, message))
 
-    def _grader(self) -> dict[str, object] | None:
-        grader = self.data.get("grader")
-        if grader is None or isinstance(grader, dict):
-            return grader
-        message = f'"grader" must be a table, got {_show(grader)}'
-        self._report(("grader",), "invalid-grader", message)
-        return None
+    def _grader(self) -> Grader | None:
+        raw = self.data.get("grader")
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            message = f'"grader" must be a table, got {_show(raw)}'
+            self._report(("grader",), "invalid-grader", message)
+            return None
+        try:
+            table = GraderTable.model_validate(raw)
+        except ValidationError as exc:
+            # A union (a number: float or int) fails once per member: report the key once.
+            one_per_key = {tuple(p["loc"][:1]): p for p in exc.errors(include_url=False)}
+            for problem in one_per_key.values():
+                self._report_grader_problem(problem)
+            return None
+        problems = instruction_problems(table)
+        for path, code, message in problems:
+            self._report(path, code, message)
+        line = self.where.locate(("grader",))[0]
+        return None if problems else Grader(**table.model_dump(), line=line)
+
+    def _report_grader_problem(self, problem: ErrorDetails) -> None:
+        key = str(problem["loc"][0]) if problem["loc"] else ""
+        path: TomlPath = ("grader", key) if key else ("grader",)
+        if problem["type"] == "extra_forbidden":
+            hint = _suggestion(key, GRADER_KEYS)
+            self._report(path, "unknown-key", f"unknown key {_show(key)} in [grader]{hint}")
+        elif problem["type"] == "missing":
+            self._report(("grader",), "invalid-grader", f'[grader] has no "{key}"')
+        else:
+            shape = GRADER_SHAPES.get(key, "valid")
+            message = f'[grader] "{key}" must be {shape}, got {_show(problem["input"])}'
+            self._report(path, "invalid-grader", message)
 
     def _check_top_level_keys(self) -> None:
         for key in self.data:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
-from pydantic import ValidationError
-
-from turncheck.diagnostics import Diagnostic, error, warning
-from turncheck.formats import templates
+from turncheck.diagnostics import Diagnostic, error
+from turncheck.formats.protocol import ProtocolSuite
+from turncheck.formats.protocol_loader import parse_protocol
+from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
     MAX_DEPTH,
@@ -24,16 +24,13 @@ from turncheck.formats.suite import (
     Eval,
     FollowUp,
     Item,
-    Metadata,
     OrGroup,
     Suite,
 )
-from turncheck.formats.reporting import Reporter
 from turncheck.formats.yamlsource import Path, Positions, load_yaml
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
 EVAL_KEYS = ("name", "prompt", "checks")
-TEMPLATED_METADATA = ("system_prompt", "model", "judge_model", "embedding_model")
 
 
 @dataclass
@@ -45,6 +42,8 @@ class SuiteFile:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     location: FsPath | None = None
     """Where the file really is, when that differs from `path` (a base-commit copy)."""
+    protocol: ProtocolSuite | None = None
+    """Set instead of `suite` for a protocol suite (top-level `turns`, SPEC §9)."""
 
     @property
     def source(self) -> FsPath:
@@ -61,17 +60,10 @@ def validate_max_depth(max_depth: int) -> int:
     return max_depth
 
 
-class _SuiteValidator(Reporter):
+class _SuiteValidator(SuiteReporter):
     def __init__(self, file: str, positions: Positions, max_depth: int) -> None:
         super().__init__(file, positions)
         self.max_depth = max_depth
-
-    # -- reporting -----------------------------------------------------------
-
-    def templates_in(self, path: Path, text: str) -> None:
-        problem = templates.check_syntax(text)
-        if problem is not None:
-            self.error_at_value(path, "template-syntax", str(problem))
 
     # -- suite ---------------------------------------------------------------
 
@@ -90,34 +82,6 @@ class _SuiteValidator(Reporter):
         if metadata is None or not evals:
             return None
         return Suite.model_construct(metadata=metadata, evals=evals)
-
-    def metadata(self, raw: Any) -> Metadata | None:
-        path: Path = ("metadata",)
-        if not isinstance(raw, dict):
-            what = "missing" if raw is None else "must be a mapping"
-            self.error_at_value(path, "invalid-metadata", f"metadata {what} (needs name and model)")
-            return None
-        for key in raw:
-            if key not in Metadata.model_fields:
-                pos = self.positions.key((*path, key))
-                self.diagnostics.append(
-                    warning(
-                        self.file,
-                        pos.line,
-                        pos.column,
-                        "unknown-metadata-key",
-                        f'unknown metadata key "{key}" is ignored',
-                    )
-                )
-        for key in TEMPLATED_METADATA:
-            if isinstance(raw.get(key), str):
-                self.templates_in((*path, key), raw[key])
-        known = {k: v for k, v in raw.items() if k in Metadata.model_fields}
-        try:
-            return Metadata.model_validate(known)
-        except ValidationError as exc:
-            self.pydantic_errors(path, exc)
-            return None
 
     def evals(self, raw: Any) -> list[Eval]:
         path: Path = ("evals",)
@@ -341,12 +305,26 @@ def _is_standalone_follow_up(raw: Any) -> bool:
     )
 
 
-def parse_suite(text: str, file: str, max_depth: int = MAX_DEPTH) -> SuiteFile:
-    """Validate suite text. Never raises on bad input."""
+def parse_suite(
+    text: str, file: str, max_depth: int = MAX_DEPTH, directory: FsPath | None = None
+) -> SuiteFile:
+    """Validate suite text. Never raises on bad input.
+
+    A file with top-level `turns` is a protocol suite; `directory` is where its cases
+    file is looked for (default: the directory of `file`).
+    """
     validate_max_depth(max_depth)
     loaded = load_yaml(text, file)
     if loaded.diagnostics and loaded.data is None:
         return SuiteFile(file, None, loaded.diagnostics)
+    if isinstance(loaded.data, dict) and "turns" in loaded.data:
+        if "evals" in loaded.data:
+            pos = loaded.positions.key(("turns",))
+            both = error(file, pos.line, pos.column, "evals-and-turns",
+                         'a suite has either "evals" or "turns" (a protocol suite), not both')
+            return SuiteFile(file, None, [*loaded.diagnostics, both])
+        protocol, found = parse_protocol(loaded.data, loaded.positions, text, file, directory)
+        return SuiteFile(file, None, loaded.diagnostics + found, protocol=protocol)
     validator = _SuiteValidator(file, loaded.positions, max_depth)
     suite = validator.suite(loaded.data)
     diagnostics = loaded.diagnostics + validator.diagnostics
@@ -363,6 +341,6 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
         return SuiteFile(
             file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
         )
-    loaded = parse_suite(text, file, max_depth)
+    loaded = parse_suite(text, file, max_depth, directory=path.parent)
     loaded.location = path
     return loaded

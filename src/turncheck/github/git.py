@@ -16,6 +16,7 @@ import os
 import subprocess
 import tarfile
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from turncheck.github.client import ChangedFile, FileStatus
@@ -75,6 +76,14 @@ def resolve(repo: Path, ref: str) -> str | None:
     args = ["rev-parse", "--verify", "--quiet", f"{_checked_rev(ref)}^{{commit}}"]
     result = _run(repo, args, ok_codes=(0, 1))
     return _stdout_line(result) if result.returncode == 0 else None
+
+
+def commit_time(repo: Path, sha: str) -> datetime | None:
+    """The committer date of `sha`, or None when the commit is not here."""
+    if resolve(repo, sha) is None:
+        return None
+    result = _run(repo, ["show", "-s", "--format=%cI", _checked_rev(sha)])
+    return datetime.fromisoformat(_stdout_line(result))
 
 
 def has_commit(repo: Path, sha: str) -> bool:

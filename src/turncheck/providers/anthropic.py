@@ -12,7 +12,7 @@ from turncheck.providers.base import (
     EmbeddingResponse,
     ProviderError,
 )
-from turncheck.providers.common import ApiKey, dig, token_count
+from turncheck.providers.common import ApiKey, dig, token_count, well_formed
 from turncheck.providers.http import JsonHttpClient, JsonObject, RetryPolicy, Sleep
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
@@ -64,7 +64,7 @@ class AnthropicProvider:
         )
         model = result.body.get("model")
         return ChatResponse(
-            text=self._reply_text(result.body),
+            text=well_formed(self._reply_text(result.body)),
             input_tokens=token_count(dig(result.body, "usage", "input_tokens")),
             output_tokens=token_count(dig(result.body, "usage", "output_tokens")),
             latency_ms=result.latency_ms,

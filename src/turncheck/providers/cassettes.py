@@ -1,8 +1,9 @@
 """Cassette record/replay as an httpx transport, in vcrpy's cassette format.
 
 One cassette per suite, beside it: `math.eval.yaml` → `math.eval.cassette.yaml`
-(see `cassette_path_for`). The file is a vcrpy cassette (version 1), written and
-read with vcrpy's serializer and its safe YAML loader, so vcrpy tools can read it.
+(see `cassette_path_for`); likewise one per sample file for its grader's calls.
+The file is a vcrpy cassette (version 1), written and read with vcrpy's
+serializer and its safe YAML loader, so vcrpy tools can read it.
 
 Matching does not use vcrpy's patching or its linear matcher: interactions are
 indexed by (method, full URL, body) where the body is canonical JSON
@@ -86,9 +87,10 @@ Headers = list[tuple[str, str]]
 
 
 def cassette_path_for(suite_path: Path) -> Path:
-    """`dir/name.eval.yaml` → `dir/name.eval.cassette.yaml` (`.yml` likewise)."""
+    """`dir/name.eval.yaml` → `dir/name.eval.cassette.yaml` (`.yml` likewise); a sample
+    file's: `dir/name.samples.toml` → `dir/name.samples.cassette.yaml`."""
     name = suite_path.name
-    for suffix in (".yaml", ".yml"):
+    for suffix in (".yaml", ".yml", ".toml"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break

@@ -47,6 +47,11 @@ class ApiKey:
         raise ProviderError(self._missing)
 
 
+def well_formed(text: str) -> str:
+    """`text` with lone surrogates (legal in JSON escapes, not in UTF-8) replaced by U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def token_count(value: object) -> int | None:
     """A usage number from a response, or None when absent or not a count."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

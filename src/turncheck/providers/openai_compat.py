@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import httpx
 
 from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse, ProviderError
-from turncheck.providers.common import ApiKey, dig, token_count
+from turncheck.providers.common import ApiKey, dig, token_count, well_formed
 from turncheck.providers.http import JsonHttpClient, JsonObject, JsonResult, RetryPolicy, Sleep
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -56,7 +56,7 @@ class OpenAICompatProvider:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         result = await self._post("/chat/completions", chat_body(request))
         return ChatResponse(
-            text=self._reply_text(result.body),
+            text=well_formed(self._reply_text(result.body)),
             input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
             output_tokens=token_count(dig(result.body, "usage", "completion_tokens")),
             latency_ms=result.latency_ms,

@@ -170,9 +170,10 @@ class Progress:
 
     def advance(self, suite: SuiteResult, result: EvalResult) -> None:
         self.done += 1
+        # One line whatever the names hold: a name must not start a workflow command.
         label = terminal_safe(
             f"[{self.done}/{self.total}] {result.status.value:<5} {suite.name} › {result.name}"
-        )
+        ).replace("\n", " ")
         if self.live:
             print(f"\r\033[K{label[:120]}", end="", file=self.out, flush=True)
         else:

@@ -1,0 +1,119 @@
+"""`turncheck calibrate`: grade sample files with their graders and report agreement."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from turncheck.cli.common import (
+    UsageError,
+    add_discovery_options,
+    diagnostic_line,
+    discover_from,
+    one_line,
+    untrusted_output,
+    usage_error,
+)
+from turncheck.cli.run_cmd import settings_from
+from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.report import Report
+from turncheck.engine.runner import run_suites
+from turncheck.formats.discovery import FileKind
+from turncheck.formats.validation import ValidationResult, validate_files
+from turncheck.render.calibration_console import SampleProgress, print_calibrations
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="grade sample files with their [grader] and report agreement with the labels",
+        description="Grade every sample of each sample file with the file's [grader] and "
+        "report exact agreement with the labels, mean absolute distance and per-sample "
+        "rows. Default mode is replay: answers come from the cassette beside each sample "
+        "file, with no network and no API key.",
+    )
+    add_discovery_options(parser)
+    parser.add_argument(
+        "--mode",
+        choices=("replay", "record", "live"),
+        default="replay",
+        help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N",
+        help="most grader calls at once (default: 8)",
+    )
+    parser.add_argument(
+        "--provider", choices=("openrouter", "openai", "anthropic"),
+        help="provider for every grader (default: from each [grader])",
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+    )
+    parser.add_argument(
+        "--min-agreement", type=float, metavar="PERCENT",
+        help="exit 1 when a file's agreement is below this (default: each grader's "
+        "min_agreement, if any)",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    parser.add_argument(
+        "--price-timestamp", metavar="ISO8601",
+        help="price every call at this instant (default: now)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS",
+        help="per-request timeout (default: 60)",
+    )
+    parser.add_argument(
+        "--attempts", type=int, default=4, metavar="N",
+        help="attempts per request, retries included (default: 4)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary table")
+    parser.set_defaults(handler=handle_calibrate, var=[])
+
+
+def _sample_files(args: argparse.Namespace) -> ValidationResult:
+    found = discover_from(args)
+    samples = [f for f in found.files if f.kind is FileKind.SAMPLES]
+    if not samples:
+        raise UsageError(f"no sample file (*.samples.toml) found in {', '.join(args.paths)}")
+    return validate_files(samples, args.max_depth)
+
+
+def _grade(args: argparse.Namespace, validation: ValidationResult) -> Report:
+    if args.min_agreement is not None and not 0 <= args.min_agreement <= 100:
+        raise UsageError(f"--min-agreement must be a percentage from 0 to 100, "
+                         f"got {args.min_agreement:g}")
+    settings = settings_from(args)
+    total = sum(len(f.samples) for f in validation.samples if f.grader is not None)
+    progress = SampleProgress(total, sys.stderr)
+    on_sample = None if args.quiet else progress.advance
+    return asyncio.run(run_suites(
+        [], settings, validation.diagnostics, samples=validation.samples, on_sample=on_sample
+    ))
+
+
+def handle_calibrate(args: argparse.Namespace) -> int:
+    try:
+        validation = _sample_files(args)
+        with untrusted_output(sys.stderr):
+            for diagnostic in validation.diagnostics:
+                print(diagnostic_line(diagnostic), file=sys.stderr)
+        report = _grade(args, validation)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    with untrusted_output(sys.stdout):
+        print_calibrations(report.calibrations, report.mode, sys.stdout, args.quiet)
+    source = report.price_source
+    print(f"Prices: {source.library} {source.version} at {source.timestamp}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    problems = calibration_problems(report.calibrations, args.min_agreement)
+    with untrusted_output(sys.stderr):
+        for problem in problems:
+            print(one_line(f"turncheck: {problem}"), file=sys.stderr)
+    invalid = any(d.is_error for d in validation.diagnostics)
+    return 1 if invalid or problems else 0

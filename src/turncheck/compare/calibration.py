@@ -1,0 +1,203 @@
+"""Base-vs-head grader calibration: agreement and distance per sample file, and the
+samples whose verdict flipped.
+
+Files pair by path (through `renames`, head path → base path); samples pair by id.
+A sample *flips* when its verdict (agree, disagree, error) differs between base and
+head; a flip away from "agree" is a regression. Agreement deltas are head − base in
+percentage points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from turncheck.engine.calibration_report import (
+    CalibrationFileResult,
+    GraderInfo,
+    SampleGrade,
+    Verdict,
+    is_below,
+    percent_text,
+)
+
+_TOLERANCE = 1e-9
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FileState(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    RENAMED = "renamed"
+    REMOVED = "removed"
+
+
+class CalibrationThresholds(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_agreement: float | None = Field(default=None, ge=0, le=100)
+    """Fail when a file's head agreement is below this percentage (overrides the grader's
+    own `min_agreement`)."""
+    max_agreement_drop: float | None = Field(default=None, ge=0, le=100)
+    """Fail when a file's agreement drops by more than this many percentage points."""
+
+
+class CalibrationSide(_Model):
+    grader: GraderInfo | None
+    samples: int
+    agreed: int
+    errors: int
+    agreement_percent: float | None
+    mean_distance: float | None
+    cost_usd: float | None
+    min_agreement: float | None = None
+
+
+class FlippedSample(_Model):
+    id: str
+    line: int
+    """The sample's line in the head file."""
+    label: int
+    base_score: int | None
+    head_score: int | None
+    base_verdict: Verdict
+    head_verdict: Verdict
+    head_reason: str | None
+    head_error: str | None
+    regression: bool
+    """Agreed at base, not at head."""
+
+
+class CalibrationComparison(_Model):
+    path: str
+    previous_path: str | None = None
+    state: FileState
+    note: str | None = None
+    """Why the head file was not graded, when it was not."""
+    base: CalibrationSide | None
+    head: CalibrationSide | None
+    agreement_delta: float | None
+    """Head − base agreement in percentage points; None unless both sides were graded."""
+    mean_distance_delta: float | None
+    grader_changed: bool
+    flipped: list[FlippedSample] = Field(default_factory=list)
+
+
+def _side(result: CalibrationFileResult | None) -> CalibrationSide | None:
+    if result is None or not result.graded:
+        return None
+    return CalibrationSide(
+        grader=result.grader, samples=len(result.samples), agreed=result.agreed,
+        errors=result.errors, agreement_percent=result.agreement_percent,
+        mean_distance=result.mean_distance, cost_usd=result.cost_usd,
+        min_agreement=result.min_agreement,
+    )
+
+
+def _agreement(side: CalibrationSide | None) -> float | None:
+    return None if side is None else side.agreement_percent
+
+
+def _distance(side: CalibrationSide | None) -> float | None:
+    return None if side is None else side.mean_distance
+
+
+def _delta(base: float | None, head: float | None) -> float | None:
+    return None if base is None or head is None else head - base
+
+
+def flipped_samples(base: Sequence[SampleGrade], head: Sequence[SampleGrade]) -> list[FlippedSample]:
+    """Head samples (in order) whose verdict differs from the same id's at base."""
+    at_base = {row.id: row for row in base}
+    flipped = []
+    for row in head:
+        before = at_base.get(row.id)
+        if before is None or before.verdict is row.verdict:
+            continue
+        flipped.append(FlippedSample(
+            id=row.id, line=row.line, label=row.label, base_score=before.score,
+            head_score=row.score, base_verdict=before.verdict, head_verdict=row.verdict,
+            head_reason=row.reason, head_error=row.error,
+            regression=before.verdict is Verdict.AGREE,
+        ))
+    return flipped
+
+
+def compare_file(
+    base: CalibrationFileResult | None, head: CalibrationFileResult | None
+) -> CalibrationComparison:
+    shown = head if head is not None else base
+    assert shown is not None, "a calibration comparison needs at least one side"
+    base_side, head_side = _side(base), _side(head)
+    return CalibrationComparison(
+        path=shown.path,
+        previous_path=base.path if base and head and base.path != head.path else None,
+        state=_state(base, head), note=head.note if head is not None else None,
+        base=base_side, head=head_side,
+        agreement_delta=_delta(_agreement(base_side), _agreement(head_side)),
+        mean_distance_delta=_delta(_distance(base_side), _distance(head_side)),
+        grader_changed=bool(base_side and head_side and base_side.grader != head_side.grader),
+        flipped=flipped_samples(base.samples if base else [], head.samples if head else []),
+    )
+
+
+def _state(base: CalibrationFileResult | None, head: CalibrationFileResult | None) -> FileState:
+    if base is None:
+        return FileState.NEW
+    if head is None:
+        return FileState.REMOVED
+    return FileState.CHANGED if base.path == head.path else FileState.RENAMED
+
+
+def compare_calibrations(
+    base: Sequence[CalibrationFileResult] | None,
+    head: Sequence[CalibrationFileResult],
+    renames: Mapping[str, str],
+) -> list[CalibrationComparison]:
+    """Head files in order with their base (by path, through `renames`), then removed ones."""
+    unmatched = {result.path: result for result in base or []}
+    pairs = [(unmatched.pop(renames.get(result.path, result.path), None), result)
+             for result in head]
+    comparisons = [compare_file(b, h) for b, h in pairs]
+    comparisons += [compare_file(b, None) for b in unmatched.values()]
+    return comparisons
+
+
+def calibration_reasons(
+    comparisons: Sequence[CalibrationComparison], thresholds: CalibrationThresholds
+) -> list[str]:
+    """Why calibration fails the check: head error rows, agreement below the minimum
+    (the threshold's, else the grader's own), or a drop larger than allowed."""
+    reasons = []
+    for item in comparisons:
+        head = item.head
+        if head is None:
+            continue
+        if head.errors:
+            reasons.append(f"{item.path}: the grader could not score {head.errors} sample(s)")
+        minimum = thresholds.min_agreement
+        minimum = head.min_agreement if minimum is None else minimum
+        agreement = head.agreement_percent
+        if minimum is not None and agreement is not None and is_below(agreement, minimum):
+            reasons.append(f"{item.path}: grader agreement {percent_text(agreement)} is below "
+                           f"the minimum {percent_text(minimum)}")
+        reasons += _drop_reason(item, thresholds.max_agreement_drop)
+    return reasons
+
+
+def _drop_reason(item: CalibrationComparison, max_drop: float | None) -> list[str]:
+    if max_drop is None or item.agreement_delta is None or item.base is None:
+        return []
+    drop = -item.agreement_delta
+    if drop <= max_drop + _TOLERANCE:
+        return []
+    assert item.head is not None
+    return [f"{item.path}: grader agreement dropped "
+            f"{percent_text(item.base.agreement_percent)} → "
+            f"{percent_text(item.head.agreement_percent)} "
+            f"(more than {max_drop:g} points)"]

@@ -1,0 +1,272 @@
+"""Grade sample files with their graders: does the judge still agree with the labels?
+
+Each sample file with a valid `[grader]` gets one `GraderSession` (its provider,
+through the cassette beside the sample file: same modes, retries and scrubbing as
+suites). Samples are graded concurrently under the run's global limit and priced
+with the run's `Pricer`. Whatever happens to one sample ends as a row: a grader
+answer that is not `{"score": -3..3, "reason": str}`, a provider failure, a missing
+recording or a template error is an *error row*, never a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import jinja2
+
+from turncheck.engine.calibration_report import (
+    CalibrationFileResult,
+    GraderInfo,
+    SampleGrade,
+    badge_for,
+    is_below,
+    percent_text,
+)
+from turncheck.engine.judge import (
+    GRADER_PROMPT_VERSION,
+    JudgeAnswerError,
+    grader_messages,
+    parse_grade,
+    transcript,
+)
+from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.redaction import Redactor
+from turncheck.engine.report import Usage
+from turncheck.engine.session import GraderSession, open_grader_session
+from turncheck.formats.grader import Grader
+from turncheck.formats.samples import Sample, SampleFile
+from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
+from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.render.environment import sandboxed_environment
+
+if TYPE_CHECKING:
+    from turncheck.engine.runner import RunSettings
+
+MAX_PROMPT_CHARS = 200_000
+SampleCallback = Callable[[CalibrationFileResult, SampleGrade], None]
+
+
+@dataclass
+class Grading:
+    """What grading a run's sample files produced."""
+
+    results: list[CalibrationFileResult] = field(default_factory=list)
+    live_tokens: int = 0
+
+
+class _PromptError(Exception):
+    """The grader prompt could not be built for a sample."""
+
+
+def _template(source: str) -> jinja2.Template | str:
+    """The compiled prompt template, or why it cannot be used."""
+    try:
+        return sandboxed_environment().from_string(source)
+    except jinja2.TemplateError as exc:
+        return f"grader prompt: {exc}"
+
+
+def grader_prompt(template: jinja2.Template, sample: Sample) -> str:
+    """A `prompt` grader's prompt for `sample`; the label is never passed in."""
+    try:
+        text = template.render(
+            messages=[{"role": m.role, "content": m.content} for m in sample.messages],
+            conversation=transcript(sample.messages),
+            sample={"id": sample.id, "tags": list(sample.tags)},
+        )
+    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError) as exc:
+        raise _PromptError(f"grader prompt: {type(exc).__name__}: {exc}") from None
+    if not text.strip():
+        raise _PromptError("grader prompt rendered to nothing")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise _PromptError(f"grader prompt is longer than {MAX_PROMPT_CHARS:,} characters")
+    return text
+
+
+class _FileGrading:
+    def __init__(
+        self, session: GraderSession, pricer: Pricer, env: Mapping[str, str]
+    ) -> None:
+        self.session = session
+        self.pricer = pricer
+        grader = session.grader
+        self.template = _template(grader.prompt) if grader.prompt is not None else None
+        self.redactor = Redactor(env[name] for name in API_KEY_ENV_VARS if env.get(name))
+
+    def messages(self, sample: Sample) -> list[ChatMessage]:
+        grader = self.session.grader
+        if grader.criteria is not None:
+            return grader_messages(sample.messages, grader.criteria)
+        if isinstance(self.template, str) or self.template is None:
+            raise _PromptError(self.template or "grader has neither criteria nor prompt")
+        return [ChatMessage("user", grader_prompt(self.template, sample))]
+
+    async def grade(self, sample: Sample) -> SampleGrade:
+        try:
+            response = await self.session.grade(self.messages(sample))
+        except _PromptError as exc:
+            return _error_row(sample, str(exc))
+        except ProviderError as exc:
+            return _error_row(sample, f"grader call failed: {exc.message}")
+        except Exception as exc:  # a sample must always end as a row
+            return _error_row(sample, f"internal error: {exc!r}")
+        return self.redactor.model(self._row(sample, response))
+
+    def _row(self, sample: Sample, response: ChatResponse) -> SampleGrade:
+        usage = Usage(
+            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
+        )
+        spent = _Spent(
+            usage, self.pricer.cost(usage, self.session.model, self.session.price_provider_id),
+            round(response.latency_ms, 1),
+        )
+        try:
+            grade = parse_grade(response.text)
+        except JudgeAnswerError as exc:
+            return _error_row(sample, str(exc), spent)
+        return _sample_row(sample, spent, score=grade.score, reason=grade.reason)
+
+
+@dataclass(frozen=True)
+class _Spent:
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    """0 when no answer came back: nothing was spent."""
+    latency_ms: float = 0.0
+
+
+def _sample_row(
+    sample: Sample, spent: _Spent, *, score: int | None = None, reason: str | None = None,
+    error: str | None = None,
+) -> SampleGrade:
+    distance = None if score is None else abs(score - sample.expected.score)
+    return SampleGrade(
+        id=sample.id, line=sample.line, label=sample.expected.score,
+        label_reason=sample.expected.reason, score=score, distance=distance,
+        badge=badge_for(distance), reason=reason, error=error,
+        input_tokens=spent.usage.input_tokens, output_tokens=spent.usage.output_tokens,
+        cost_usd=spent.cost_usd, latency_ms=spent.latency_ms,
+    )
+
+
+def _error_row(sample: Sample, error: str, spent: _Spent | None = None) -> SampleGrade:
+    return _sample_row(sample, spent or _Spent(), error=error)
+
+
+def grader_info(grader: Grader, provider_name: str) -> GraderInfo:
+    return GraderInfo(
+        model=grader.model,
+        provider=provider_name,
+        kind=grader.kind,
+        prompt_version=GRADER_PROMPT_VERSION if grader.kind == "criteria" else None,
+        instructions=grader.instructions,
+        line=grader.line,
+    )
+
+
+def summarize(
+    file: SampleFile, info: GraderInfo | None, rows: list[SampleGrade], cassette: str | None
+) -> CalibrationFileResult:
+    """Agreement, mean distance and totals of a file's rows (see `calibration_report`)."""
+    scored = [row.distance for row in rows if row.distance is not None]
+    agreed = sum(distance == 0 for distance in scored)
+    return CalibrationFileResult(
+        path=file.path,
+        grader=info,
+        note=None if rows else _not_graded_note(file),
+        cassette=cassette,
+        min_agreement=None if file.grader is None else file.grader.min_agreement,
+        valid_samples=len(file.samples),
+        skipped_samples=file.skipped,
+        samples=rows,
+        agreed=agreed,
+        errors=len(rows) - len(scored),
+        agreement_percent=100 * agreed / len(rows) if rows else None,
+        mean_distance=sum(scored) / len(scored) if scored else None,
+        input_tokens=sum(row.input_tokens for row in rows),
+        output_tokens=sum(row.output_tokens for row in rows),
+        cost_usd=add_costs([row.cost_usd for row in rows]),
+    )
+
+
+def _not_graded_note(file: SampleFile) -> str:
+    if file.grader is None and file.grader_declared:
+        return "not graded: the [grader] table is invalid (see the validation problems)"
+    if file.grader is None:
+        return "no [grader]: validated only"
+    return "not graded: the file has no valid sample"
+
+
+async def _grade_file(
+    file: SampleFile,
+    settings: RunSettings,
+    pricer: Pricer,
+    limit: asyncio.Semaphore,
+    on_sample: SampleCallback | None,
+) -> tuple[CalibrationFileResult, int]:
+    """The file's result and the tokens its grader sent over the network."""
+    grader = file.grader
+    if grader is None or not file.samples:
+        return summarize(file, None, [], None), 0
+    session = open_grader_session(
+        file.source, grader, settings.mode, settings.provider, settings.base_url,
+        settings.env, settings.session,
+    )
+    grading = _FileGrading(session, pricer, settings.env)
+    cassette = None if session.transport is None else cassette_path_for(Path(file.path))
+    partial = summarize(file, grader_info(grader, session.provider_name), [], None)
+
+    async def one(sample: Sample) -> SampleGrade:
+        async with limit:
+            row = await grading.grade(sample)
+        if on_sample is not None:
+            on_sample(partial, row)
+        return row
+
+    try:
+        rows = await asyncio.gather(*(one(sample) for sample in file.samples))
+    finally:
+        await session.close()
+    shown = None if cassette is None else cassette.as_posix()
+    info = grader_info(grader, session.provider_name)
+    return summarize(file, info, list(rows), shown), session.live_tokens
+
+
+async def grade_sample_files(
+    files: Sequence[SampleFile],
+    settings: RunSettings,
+    pricer: Pricer,
+    limit: asyncio.Semaphore,
+    on_sample: SampleCallback | None = None,
+) -> Grading:
+    """Grade every file that has a grader; files without one are listed, not graded."""
+    graded = await asyncio.gather(
+        *(_grade_file(file, settings, pricer, limit, on_sample) for file in files)
+    )
+    return Grading([result for result, _ in graded], sum(tokens for _, tokens in graded))
+
+
+def calibration_problems(
+    results: Sequence[CalibrationFileResult], min_agreement: float | None = None
+) -> list[str]:
+    """Why calibration fails: error rows, or agreement below the minimum.
+
+    `min_agreement` (percent) overrides each grader's own `min_agreement`.
+    """
+    problems = []
+    for result in results:
+        if result.errors:
+            problems.append(f"{result.path}: the grader could not score {result.errors} sample(s)")
+        minimum = result.min_agreement if min_agreement is None else min_agreement
+        agreement = result.agreement_percent
+        if minimum is not None and agreement is not None and is_below(agreement, minimum):
+            problems.append(
+                f"{result.path}: agreement {percent_text(agreement)} is below the minimum "
+                f"{percent_text(minimum)}"
+            )
+    return problems

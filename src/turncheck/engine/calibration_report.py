@@ -1,0 +1,124 @@
+"""Grader calibration in the run report: per sample file, how well the grader agrees
+with the labels (the report's `calibrations` section).
+
+A sample's *distance* is |grader score − label|. *Agreement* is the share of the
+file's valid samples the grader scored exactly as labelled; a sample the grader
+could not score (an error row) counts against agreement and has no distance.
+The *mean distance* is taken over the scored samples only.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+FAR_DISTANCE = 3
+
+
+class Badge(StrEnum):
+    AGREE = "agree"
+    """Distance 0."""
+    OFF = "off"
+    """Distance 1 or 2."""
+    FAR = "far"
+    """Distance 3 or more."""
+    ERROR = "error"
+    """The grader could not score the sample."""
+
+
+class Verdict(StrEnum):
+    """What a sample's result says about the grader: the thing that can flip."""
+
+    AGREE = "agree"
+    DISAGREE = "disagree"
+    ERROR = "error"
+
+
+def percent_text(value: float | None) -> str:
+    """An agreement for people: `100%`, `60%`, `66.7%`; `—` when there is none."""
+    if value is None:
+        return "—"
+    rounded = round(value, 1)
+    return f"{int(rounded)}%" if rounded == int(rounded) else f"{rounded}%"
+
+
+def is_below(value: float, minimum: float) -> bool:
+    # Tolerance, so that 3 of 5 agreeing is never "below 60%" through float rounding.
+    return value < minimum - 1e-9
+
+
+def badge_for(distance: int | None) -> Badge:
+    if distance is None:
+        return Badge.ERROR
+    if distance == 0:
+        return Badge.AGREE
+    return Badge.FAR if distance >= FAR_DISTANCE else Badge.OFF
+
+
+class GraderInfo(_Model):
+    model: str
+    provider: str
+    kind: Literal["criteria", "prompt"]
+    prompt_version: str | None
+    """`turncheck-grader/1` for `criteria` graders; None for a file's own prompt."""
+    instructions: str
+    """The criteria, or the prompt template."""
+    line: int
+
+
+class SampleGrade(_Model):
+    id: str
+    line: int
+    label: int
+    label_reason: str | None = None
+    score: int | None
+    """The grader's score; None on an error row."""
+    distance: int | None
+    badge: Badge
+    reason: str | None = None
+    """The grader's reason."""
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.badge is Badge.ERROR:
+            return Verdict.ERROR
+        return Verdict.AGREE if self.badge is Badge.AGREE else Verdict.DISAGREE
+
+
+class CalibrationFileResult(_Model):
+    path: str
+    grader: GraderInfo | None
+    note: str | None = None
+    """Why the file was not graded (no grader, invalid grader, no valid sample)."""
+    cassette: str | None = None
+    min_agreement: float | None = None
+    """The grader's `min_agreement` (percent), if it sets one."""
+    valid_samples: int = 0
+    skipped_samples: int = 0
+    """Invalid samples: reported in the report's diagnostics, not graded."""
+    samples: list[SampleGrade] = Field(default_factory=list)
+    agreed: int = 0
+    errors: int = 0
+    agreement_percent: float | None = None
+    """Exact agreements in percent of the graded samples; None when nothing was graded."""
+    mean_distance: float | None = None
+    """Over the scored samples; None when none was scored."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def graded(self) -> bool:
+        return self.grader is not None and bool(self.samples)

@@ -1,0 +1,86 @@
+"""`judge_scale`: the judge model rates the last reply against a rubric from 1 to 5.
+
+The judge answers turncheck's fixed prompt (`turncheck-judge-scale/1`), which
+shows it the whole conversation and the rubric, with JSON
+`{"score": 1..5, "reason": str}` (a code fence around it is tolerated, and an
+integer string such as "4"). The score is (rating − 1) / 4. Anything else is an
+error for the scorer, never a score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from turncheck.engine.judge import JudgeAnswerError, transcript
+from turncheck.engine.protocol_report import JudgeScaleDetail, ScorerResult
+from turncheck.engine.scorers.base import ScoringContext, result
+from turncheck.formats.protocol import JudgeScaleSpec, Scorer
+from turncheck.providers.base import ChatMessage, ProviderError
+
+JUDGE_SCALE_PROMPT_VERSION = "turncheck-judge-scale/1"
+MIN_RATING, MAX_RATING = 1, 5
+
+JUDGE_SCALE_SYSTEM_PROMPT = f"""You are an exacting evaluator ({JUDGE_SCALE_PROMPT_VERSION}).
+You are shown a conversation between a user and an assistant, and a rubric.
+Rate the assistant's LAST reply against the rubric, taking the whole conversation
+into account, on an integer scale from {MIN_RATING} (does not meet it at all) to
+{MAX_RATING} (meets it fully). Answer with JSON only, exactly of the form
+{{"score": an integer from {MIN_RATING} to {MAX_RATING}, "reason": "one short sentence"}}."""
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+_INTEGER = re.compile(r"\s*\d\s*")
+
+
+def judge_scale_messages(conversation: Sequence[ChatMessage], rubric: str) -> list[ChatMessage]:
+    user = (
+        f"<conversation>\n{transcript(conversation)}\n</conversation>\n\n"
+        f"<rubric>\n{rubric}\n</rubric>"
+    )
+    return [ChatMessage("system", JUDGE_SCALE_SYSTEM_PROMPT), ChatMessage("user", user)]
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+
+
+def parse_rating(text: str) -> tuple[int, str]:
+    """(rating, reason) from the judge's answer; JudgeAnswerError when it is anything else."""
+    match = _FENCE.match(text)
+    body = match["body"] if match else text.strip()
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise JudgeAnswerError(f"judge answer is not JSON: {_excerpt(text)}") from exc
+    if not isinstance(data, dict):
+        raise JudgeAnswerError(f"judge answer is not a JSON object: {_excerpt(text)}")
+    rating, reason = data.get("score"), data.get("reason")
+    if isinstance(rating, str) and _INTEGER.fullmatch(rating):
+        rating = int(rating)
+    if isinstance(rating, bool) or not isinstance(rating, int) or not isinstance(reason, str):
+        raise JudgeAnswerError(
+            f'judge answer must be {{"score": 1..5, "reason": str}}, got {_excerpt(text)}'
+        )
+    if not MIN_RATING <= rating <= MAX_RATING:
+        raise JudgeAnswerError(f"judge score must be from 1 to 5, got {rating}")
+    return rating, reason
+
+
+async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
+    spec: JudgeScaleSpec = scorer.spec
+    rubric = ctx.render(spec.rubric)
+    try:
+        answer = await ctx.judge(judge_scale_messages(ctx.conversation, rubric))
+        rating, reason = parse_rating(answer)
+    except ProviderError as exc:
+        return result(scorer, None, f'judge_scale "{rubric}"',
+                      error=f"judge call failed: {exc.message}")
+    except JudgeAnswerError as exc:
+        return result(scorer, None, f'judge_scale "{rubric}"', error=str(exc))
+    return result(
+        scorer, (rating - MIN_RATING) / (MAX_RATING - MIN_RATING), f"rated {rating}/5: {reason}",
+        judge_scale=JudgeScaleDetail(rating=rating, reason=reason,
+                                     prompt_version=JUDGE_SCALE_PROMPT_VERSION),
+    )

@@ -1,0 +1,273 @@
+"""Jinja templates and `when` expressions of protocol suites: the environment and static checks.
+
+Templates render in a sandboxed, strict environment (`sandboxed_environment`)
+with the hierarchy filters. Before anything runs, every template and expression
+is parsed and its references are checked against what will exist when it is
+rendered: the case's fields and vars, the *earlier* turns and their scorers and
+extracted values. Problems carry the line inside the template, so the loader
+can report them at their line in the suite file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import jinja2
+from jinja2 import meta, nodes
+from jinja2.parser import Parser
+
+from turncheck.formats import hierarchy
+from turncheck.formats.protocol import (
+    CASE_FIELDS,
+    MATCHED,
+    TEMPLATE_NAMES,
+    TURN_FIELDS,
+    Case,
+    Turn,
+)
+from turncheck.render.environment import sandboxed_environment
+
+_GUARD_TESTS = ("defined", "undefined")
+_GUARD_FILTERS = ("default", "d")
+
+
+@lru_cache(maxsize=1)
+def protocol_environment() -> jinja2.Environment:
+    env = sandboxed_environment()
+    env.filters.update(hierarchy.FILTERS)
+    return env
+
+
+@dataclass(frozen=True)
+class Problem:
+    lineno: int
+    """1-based line inside the template."""
+    code: str
+    message: str
+    severity: str = "error"
+
+
+@dataclass
+class Scope:
+    """What a template at one place of the suite may refer to."""
+
+    turns: Sequence[Turn]
+    """All turns, in order."""
+    current: int
+    """Index of the turn the template belongs to."""
+    cases: Sequence[Case]
+    allow_matched: bool = False
+    invalid: set[str] = field(default_factory=set)
+    """Ids of turns that are invalid themselves (references to them are not reported)."""
+
+    def earlier(self) -> dict[str, Turn]:
+        return {t.id: t for t in self.turns[: self.current]}
+
+
+@dataclass
+class Analysis:
+    problems: list[Problem] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+
+
+def _hint(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    if close:
+        return f'; did you mean "{close[0]}"?'
+    return f"; known: {', '.join(known)}" if known else ""
+
+
+class _Checker:
+    def __init__(self, scope: Scope, analysis: Analysis) -> None:
+        self.scope = scope
+        self.analysis = analysis
+
+    def problem(self, node: nodes.Node, code: str, message: str, severity: str = "error") -> None:
+        self.analysis.problems.append(Problem(node.lineno or 1, code, message, severity))
+
+    def visit(self, node: nodes.Node, guarded: bool = False) -> None:
+        if isinstance(node, nodes.Getattr | nodes.Getitem):
+            self.chain(node, guarded)
+            return
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
+            self.call(node)
+        if isinstance(node, nodes.Name) and node.ctx == "load":
+            self.path(node, node.name, [], guarded)
+        guard_child = (isinstance(node, nodes.Test) and node.name in _GUARD_TESTS) or (
+            isinstance(node, nodes.Filter) and node.name in _GUARD_FILTERS
+        )
+        for child in node.iter_child_nodes():
+            is_subject = guard_child and child is getattr(node, "node", None)
+            self.visit(child, guarded=is_subject)
+
+    def call(self, node: nodes.Call) -> None:
+        assert isinstance(node.node, nodes.Name)
+        if node.node.name not in ("var", "secret"):
+            return
+        kind = node.node.name
+        args = node.args
+        if len(args) != 1 or not isinstance(args[0], nodes.Const) or not isinstance(
+            args[0].value, str
+        ):
+            self.problem(node, "invalid-template", f"{kind}() takes one quoted name, e.g. "
+                         f"{kind}('NAME')")
+            return
+        if kind == "secret":
+            self.analysis.secrets.add(args[0].value)
+
+    def chain(self, node: nodes.Getattr | nodes.Getitem, guarded: bool) -> None:
+        keys: list[str] = []
+        current: nodes.Node = node
+        while True:
+            if isinstance(current, nodes.Getattr):
+                keys.append(current.attr)
+                current = current.node
+            elif isinstance(current, nodes.Getitem):
+                arg = current.arg
+                if isinstance(arg, nodes.Const) and isinstance(arg.value, str):
+                    keys.append(arg.value)
+                else:
+                    keys.clear()  # what follows a dynamic subscript cannot be checked
+                    self.visit(arg)
+                current = current.node
+            else:
+                break
+        if isinstance(current, nodes.Name):
+            self.path(current, current.name, list(reversed(keys)), guarded)
+        else:
+            self.visit(current)
+
+    def path(self, node: nodes.Node, root: str, keys: list[str], guarded: bool) -> None:
+        if root == "case" and keys:
+            self.case_path(node, keys, guarded)
+        elif root == "turns" and keys:
+            self.turn_path(node, keys)
+
+    def case_path(self, node: nodes.Node, keys: list[str], guarded: bool) -> None:
+        head = keys[0]
+        if head not in CASE_FIELDS:
+            self.problem(node, "unknown-reference",
+                         f'unknown case field "case.{head}"{_hint(head, CASE_FIELDS)}')
+            return
+        if head == "id" or len(keys) < 2:
+            return
+        name, cases = keys[1], self.scope.cases
+        having = [c for c in cases if name in getattr(c, head)]
+        if not having:
+            known = sorted({k for c in cases for k in getattr(c, head)})
+            where = "no case" if cases else "there are no cases, so no case"
+            self.problem(node, "unknown-reference",
+                         f'unknown variable "case.{head}.{name}": {where} defines it'
+                         f"{_hint(name, known)}")
+        elif len(having) < len(cases) and not guarded:
+            lacking = [c.id for c in cases if name not in getattr(c, head)]
+            self.problem(
+                node, "missing-case-value",
+                f'"case.{head}.{name}" is not set in case(s) {", ".join(lacking[:5])}; '
+                "those cases will end in an error unless the template guards it "
+                "(`is defined` or `| default(...)`)",
+                severity="warning",
+            )
+
+    def turn_path(self, node: nodes.Node, keys: list[str]) -> None:
+        turn_id = keys[0]
+        all_ids = [t.id for t in self.scope.turns]
+        position = all_ids.index(turn_id) if turn_id in all_ids else -1
+        if position < 0 and turn_id in self.scope.invalid:
+            return
+        if position < 0:
+            self.problem(node, "unknown-turn", f'unknown turn "{turn_id}"{_hint(turn_id, all_ids)}')
+            return
+        if position == self.scope.current:
+            self.problem(node, "turn-order",
+                         f'turn "{turn_id}" cannot refer to its own results; only to earlier '
+                         "turns")
+            return
+        if position > self.scope.current:
+            later = self.scope.turns[position]
+            self.problem(node, "turn-order",
+                         f'turn "{turn_id}" (line {later.line}) comes later; a template can only '
+                         "refer to earlier turns")
+            return
+        if len(keys) < 2:
+            return
+        turn, attribute = self.scope.turns[position], keys[1]
+        if attribute not in TURN_FIELDS:
+            self.problem(node, "unknown-reference",
+                         f'unknown field "turns.{turn_id}.{attribute}"'
+                         f"{_hint(attribute, TURN_FIELDS)}")
+            return
+        if len(keys) < 3:
+            return
+        name = keys[2]
+        if attribute in ("scores", "results"):
+            scorer_ids = [s.id for s in turn.scorers]
+            if name not in scorer_ids:
+                self.problem(node, "unknown-reference",
+                             f'turn "{turn_id}" has no scorer "{name}"{_hint(name, scorer_ids)}')
+        elif attribute == "extracted" and name not in turn.extract:
+            self.problem(node, "unknown-reference",
+                         f'turn "{turn_id}" extracts no value "{name}"'
+                         f"{_hint(name, list(turn.extract))}")
+
+
+def _allowed(scope: Scope) -> set[str]:
+    env = protocol_environment()
+    return {*TEMPLATE_NAMES, *env.globals, *((MATCHED,) if scope.allow_matched else ())}
+
+
+def _undeclared(tree: nodes.Template, scope: Scope, analysis: Analysis) -> None:
+    unknown = meta.find_undeclared_variables(tree) - _allowed(scope)
+    for name in sorted(unknown):
+        first = next((n for n in tree.find_all(nodes.Name) if n.name == name), None)
+        hint = ""
+        if name == MATCHED:
+            hint = "; `matched` exists only in a variant's prompt"
+        else:
+            hint = _hint(name, sorted(_allowed(scope) - set(protocol_environment().globals)))
+        analysis.problems.append(
+            Problem(first.lineno if first else 1, "unknown-reference",
+                    f'unknown variable "{name}"{hint}')
+        )
+
+
+def _syntax(compile_it: Callable[[], object]) -> Problem | None:
+    try:
+        compile_it()
+    except jinja2.TemplateSyntaxError as exc:
+        return Problem(exc.lineno or 1, "template-syntax", f"template error: {exc.message}")
+    return None
+
+
+def check_template(source: str, scope: Scope) -> Analysis:
+    """Syntax and reference problems of a prompt (or rubric, pattern) template."""
+    env = protocol_environment()
+    analysis = Analysis()
+    problem = _syntax(lambda: env.from_string(source))
+    if problem is not None:
+        analysis.problems.append(problem)
+        return analysis
+    tree = env.parse(source)
+    tree.set_environment(env)
+    _undeclared(tree, scope, analysis)
+    _Checker(scope, analysis).visit(tree)
+    return analysis
+
+
+def check_expression(source: str, scope: Scope) -> Analysis:
+    """Syntax and reference problems of a `when` (or data) expression."""
+    env = protocol_environment()
+    analysis = Analysis()
+    problem = _syntax(lambda: env.compile_expression(source, undefined_to_none=False))
+    if problem is not None:
+        analysis.problems.append(problem)
+        return analysis
+    expression = Parser(env, source, state="variable").parse_expression()
+    tree = nodes.Template([nodes.Output([expression], lineno=1)], lineno=1)
+    tree.set_environment(env)
+    _undeclared(tree, scope, analysis)
+    _Checker(scope, analysis).visit(tree)
+    return analysis

@@ -1,0 +1,151 @@
+"""Terminal output of grader calibration: per-sample rows per file, then a summary table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TextIO
+
+from turncheck.engine.calibration_report import (
+    Badge,
+    CalibrationFileResult,
+    SampleGrade,
+    percent_text,
+)
+from turncheck.engine.pricing import add_costs
+from turncheck.render.console import terminal_safe, usd
+
+BADGE_LABEL = {
+    Badge.AGREE: "✅ agree",
+    Badge.OFF: "🟡 off",
+    Badge.FAR: "🔴 far",
+    Badge.ERROR: "💥 error",
+}
+MAX_REASON_CHARS = 100
+SAMPLE_HEADER = ["Sample", "Label", "Score", "Distance", "Badge", "Tokens in/out", "Cost",
+                 "Reason"]
+SUMMARY_HEADER = ["Sample file", "Samples", "Agreement", "Mean distance", "Errors",
+                  "Tokens in/out", "Cost"]
+
+
+def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _distance(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _number(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def _table(rows: list[list[str]], total: bool) -> list[str]:
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    rule = "  ".join("-" * width for width in widths)
+    if total:
+        return [lines[0], rule, *lines[1:-1], rule, lines[-1]]
+    return [lines[0], rule, *lines[1:]]
+
+
+def sample_row(row: SampleGrade) -> list[str]:
+    explanation = row.error if row.error is not None else (row.reason or "")
+    return [
+        row.id, str(row.label), _number(row.score), _number(row.distance), BADGE_LABEL[row.badge],
+        f"{row.input_tokens:,}/{row.output_tokens:,}", usd(row.cost_usd), _one_line(explanation),
+    ]
+
+
+def file_header(result: CalibrationFileResult, mode: str) -> str:
+    grader = result.grader
+    if grader is None:
+        return f"== {result.path} — {result.note} ({result.valid_samples} valid samples)"
+    how = grader.kind + (f", {grader.prompt_version}" if grader.prompt_version else "")
+    return f"== {result.path} — grader {grader.model} via {grader.provider} ({how}, {mode})"
+
+
+def file_footer(result: CalibrationFileResult) -> str:
+    parts = [
+        f"Agreement {percent_text(result.agreement_percent)} "
+        f"({result.agreed} of {len(result.samples)})",
+        f"mean distance {_distance(result.mean_distance)}",
+        f"{result.errors} error(s)",
+    ]
+    if result.min_agreement is not None:
+        parts.append(f"minimum {percent_text(result.min_agreement)}")
+    if result.skipped_samples:
+        parts.append(f"{result.skipped_samples} invalid sample(s) skipped")
+    return " · ".join(parts)
+
+
+def file_lines(result: CalibrationFileResult, mode: str) -> Iterable[str]:
+    yield terminal_safe(file_header(result, mode))
+    if not result.samples:
+        if result.grader is not None and result.note:
+            yield terminal_safe(result.note)
+        return
+    yield from _table([SAMPLE_HEADER, *(sample_row(row) for row in result.samples)], total=False)
+    yield file_footer(result)
+
+
+def _summary_row(result: CalibrationFileResult) -> list[str]:
+    if result.grader is None or not result.samples:
+        return [result.path, str(result.valid_samples), "not graded", "—", "—", "—", "—"]
+    return [
+        result.path, str(len(result.samples)), percent_text(result.agreement_percent),
+        _distance(result.mean_distance), str(result.errors),
+        f"{result.input_tokens:,}/{result.output_tokens:,}", usd(result.cost_usd),
+    ]
+
+
+def _total_row(results: Sequence[CalibrationFileResult]) -> list[str]:
+    graded = [r for r in results if r.grader is not None and r.samples]
+    rows = [row for r in graded for row in r.samples]
+    scored = [row.distance for row in rows if row.distance is not None]
+    agreed = sum(r.agreed for r in graded)
+    return [
+        "Total", str(len(rows)), percent_text(100 * agreed / len(rows) if rows else None),
+        _distance(sum(scored) / len(scored) if scored else None),
+        str(sum(r.errors for r in graded)),
+        f"{sum(r.input_tokens for r in graded):,}/{sum(r.output_tokens for r in graded):,}",
+        usd(add_costs([r.cost_usd for r in graded])) if graded else "—",
+    ]
+
+
+def summary_lines(results: Sequence[CalibrationFileResult]) -> list[str]:
+    rows = [SUMMARY_HEADER, *(_summary_row(r) for r in results), _total_row(results)]
+    return _table(rows, total=True)
+
+
+def print_calibrations(
+    results: Sequence[CalibrationFileResult], mode: str, out: TextIO, quiet: bool = False
+) -> None:
+    """Per-file sample tables (unless `quiet`), then the summary table."""
+    if not results:
+        return
+    if not quiet:
+        for result in results:
+            for line in file_lines(result, mode):
+                print(line, file=out)
+            print(file=out)
+    for line in summary_lines(results):
+        print(line, file=out)
+
+
+class SampleProgress:
+    """One `[i/N] badge file › sample` line per graded sample, on stderr."""
+
+    def __init__(self, total: int, out: TextIO) -> None:
+        self.total = total
+        self.done = 0
+        self.out = out
+
+    def advance(self, result: CalibrationFileResult, row: SampleGrade) -> None:
+        self.done += 1
+        label = f"[{self.done}/{self.total}] {row.badge.value:<5} {result.path} › {row.id}"
+        print(terminal_safe(_one_line(label, 160)), file=self.out, flush=True)
