@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,14 +79,27 @@ def serve_forever(turns: int, latency: float) -> None:
     server.stop()
 
 
+@dataclass
+class Server:
+    base_url: str
+    pid: int | None  # None: a thread of this process
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the server's process, if it has its own."""
+        if self.pid is None:
+            return None
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def scripted(turns: int, latency: float, in_process: bool) -> Iterator[str]:
-    """A scripted server's base URL, in a subprocess unless `in_process`."""
+def scripted(turns: int, latency: float, in_process: bool) -> Iterator[Server]:
+    """A scripted server, in a subprocess unless `in_process`."""
     if in_process:
         server = ScriptedServer(default_reply="UNSCRIPTED").start()
         script_server(server, turns, latency)
         try:
-            yield server.base_url
+            yield Server(server.base_url, None)
         finally:
             server.stop()
         return
@@ -95,7 +110,7 @@ def scripted(turns: int, latency: float, in_process: bool) -> Iterator[str]:
         base_url = process.stdout.readline().strip()
         if not base_url.startswith("http://"):
             raise RuntimeError(f"scripted server did not start (printed {base_url!r})")
-        yield base_url
+        yield Server(base_url, process.pid)
     finally:
         process.stdin.close()
         try:
@@ -147,17 +162,29 @@ def write_suite(directory: Path, evals: int, turns: int, base_url: str) -> Suite
 @dataclass
 class Run:
     wall_s: float
+    cpu_s: float  # this process (the engine, and the server when it runs on a thread)
+    server_cpu_s: float | None  # the server's subprocess, if it has one
     turns: int
     report: Report
 
+    def cpu_note(self) -> str:
+        server = "" if self.server_cpu_s is None else f", server {self.server_cpu_s:.2f} s"
+        per_turn = self.cpu_s / self.turns * 1000
+        return f"CPU: engine process {self.cpu_s:.2f} s ({per_turn:.2f} ms/turn){server}"
 
-def run_engine(suite: SuiteFile, mode: Mode, concurrency: int) -> Run:
+
+def run_engine(suite: SuiteFile, mode: Mode, concurrency: int, server: Server | None) -> Run:
     settings = RunSettings(mode=mode, concurrency=concurrency, env={"OPENAI_API_KEY": FAKE_KEY})
+    server_cpu = server.cpu_seconds() if server is not None else None
+    cpu = time.process_time()
     started = time.perf_counter()
     report = asyncio.run(run_suites([suite], settings))
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu
+    if server_cpu is not None and server is not None:
+        server_cpu = (server.cpu_seconds() or 0.0) - server_cpu
     turns = sum(len(e.turns) for s in report.suites for e in s.evals)
-    return Run(wall, turns, report)
+    return Run(wall, cpu, server_cpu, turns, report)
 
 
 def verify(run: Run, evals: int, turns: int, what: str) -> None:
@@ -173,6 +200,25 @@ def verify(run: Run, evals: int, turns: int, what: str) -> None:
         )
 
 
+def measure(suite: SuiteFile, mode: Mode, args: argparse.Namespace, server: Server | None) -> Run:
+    """The best (least disturbed) of `--repeat` runs; every run is printed."""
+    runs = []
+    for number in range(1, args.repeat + 1):
+        run = run_engine(suite, mode, args.concurrency, server)
+        print(f"  run {number}: wall {run.wall_s:.3f} s; {run.cpu_note()}")
+        runs.append(run)
+    best = min(runs, key=lambda r: r.wall_s)
+    if args.repeat > 1:
+        median = statistics.median(r.wall_s for r in runs)
+        print(f"  best of {args.repeat}: {best.wall_s:.3f} s (median {median:.3f} s)")
+    return best
+
+
+def warm_up(tmp: Path, turns: int, server: Server, args: argparse.Namespace) -> None:
+    """One small run first, so imports and the price table load are not timed."""
+    run_engine(write_suite(tmp, 8, turns, server.base_url), "live", args.concurrency, None)
+
+
 @dataclass
 class Row:
     measurement: str
@@ -185,9 +231,10 @@ class Row:
 def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c, latency = args.evals, args.turns, args.concurrency, args.latency
     print(f"\n== 1. live run: {e} evals x {t} turns, concurrency {c}, latency {latency * 1000:g} ms")
-    with scripted(t, latency, args.in_process_server) as base_url:
-        suite = write_suite(tmp, e, t, base_url)
-        run = run_engine(suite, "live", c)
+    with scripted(t, latency, args.in_process_server) as server:
+        suite = write_suite(tmp, e, t, server.base_url)
+        warm_up(tmp, t, server, args)
+        run = measure(suite, "live", args, server)
     verify(run, e, t, "live run")
     generic = max(t, math.ceil(e * t / c)) * latency
     waves = math.ceil(e / c)
@@ -216,20 +263,23 @@ def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
 
 def overhead_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c = args.overhead_evals, args.turns, args.concurrency
-    where = "in this process (a thread)" if args.in_process_server else "in a subprocess"
+    where = "on a thread of this process" if args.in_process_server else "in a subprocess"
     print(f"\n== 2. zero-latency live run: {e} evals x {t} turns, concurrency {c}")
     print(f"scripted server runs {where}")
-    with scripted(t, 0.0, args.in_process_server) as base_url:
-        suite = write_suite(tmp, e, t, base_url)
-        run_engine(write_suite(tmp, 8, t, base_url), "live", c)  # warm-up: imports, pricing
-        run = run_engine(suite, "live", c)
+    with scripted(t, 0.0, args.in_process_server) as server:
+        suite = write_suite(tmp, e, t, server.base_url)
+        warm_up(tmp, t, server, args)
+        run = measure(suite, "live", args, server)
     verify(run, e, t, "zero-latency run")
     rate = run.turns / run.wall_s
     print(f"wall time: {run.wall_s:.3f} s for {run.turns} turns = {rate:,.0f} turns/s")
     if args.in_process_server:
-        print("the server shares this process's GIL, so the figure understates the engine")
+        print("the server shares this process's CPU and GIL, so the figure understates the engine")
     else:
-        print("the server has its own process and GIL; on 2 cores each side has about one core")
+        print(
+            "the server has its own process and GIL, so its work is not counted against the "
+            "engine; on 2 cores each side gets about one core (less if other work is running)"
+        )
     return Row(
         f"zero-latency live {e}x{t} @C={c}: throughput",
         f"{rate:,.0f} turns/s",
@@ -242,19 +292,19 @@ def overhead_run(args: argparse.Namespace, tmp: Path) -> Row:
 def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c = args.replay_evals, args.replay_turns, args.concurrency
     print(f"\n== 3. replay: record {e} evals x {t} turns = {e * t} turns, then replay offline")
-    with scripted(t, 0.0, args.in_process_server) as base_url:
-        suite = write_suite(tmp, e, t, base_url)
-        recorded = run_engine(suite, "record", c)
+    with scripted(t, 0.0, args.in_process_server) as server:
+        suite = write_suite(tmp, e, t, server.base_url)
+        recorded = run_engine(suite, "record", c, server)
     verify(recorded, e, t, "record run")
     cassette = cassette_path_for(Path(suite.path))
     size = cassette.stat().st_size
-    print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s")
+    print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s (not timed against a target)")
     print(f"cassette: {cassette.name}, {size / 1e6:.1f} MB; server stopped")
     started = time.perf_counter()
     transport = CassetteTransport(cassette, "replay", secrets=[FAKE_KEY])
     load_s = time.perf_counter() - started
-    print(f"(cassette load alone: {load_s:.3f} s for {len(transport)} interactions)")
-    run = run_engine(suite, "replay", c)
+    print(f"cassette load alone (for reference): {load_s:.3f} s for {len(transport)} interactions")
+    run = measure(suite, "replay", args, None)
     verify(run, e, t, "replay run")
     rate = run.turns / run.wall_s
     target = REPLAY_TARGET_S * run.turns / REPLAY_TARGET_TURNS
@@ -297,6 +347,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--replay-evals", type=int, default=1000, help="evals (run 3)")
     parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 3)")
     parser.add_argument(
+        "--repeat", type=int, default=3, help="timed runs per measurement; the best is kept"
+    )
+    parser.add_argument(
         "--only", choices=("latency", "overhead", "replay"), action="append", help="run only these"
     )
     parser.add_argument(
@@ -306,7 +359,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for turns in (args.turns, args.replay_turns):
         if not 1 <= turns <= MAX_DEPTH + 1:
             parser.error(f"turns must be between 1 and {MAX_DEPTH + 1} (follow-up depth limit)")
-    if min(args.evals, args.concurrency, args.overhead_evals, args.replay_evals) < 1:
+    if min(args.evals, args.concurrency, args.overhead_evals, args.replay_evals, args.repeat) < 1:
         parser.error("counts must be positive")
     return args
 
@@ -318,6 +371,8 @@ def main(argv: list[str]) -> None:
     args = parse_args(argv)
     only = set(args.only or ("latency", "overhead", "replay"))
     rows: list[Row] = []
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"{os.cpu_count()} CPUs; load average {load} (other work skews wall times)")
     with tempfile.TemporaryDirectory(prefix="turncheck-bench-") as tmp:
         if "latency" in only:
             rows.append(latency_bound_run(args, Path(tmp)))

@@ -81,6 +81,8 @@ class FakeGitHub:
         self.writes_forbidden = False  # fork pull request: read-only token
         self.pull_head_shas: dict[int, str] = {}
         self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
+        # run id → {"head_sha", "head_branch", "created_at"} for the repository-wide listing
+        self.artifact_runs: dict[int, dict[str, str]] = {}
         self.checks_forbidden = False  # token without `checks: write`
         self.requests: list[LoggedRequest] = []
         self.comments: list[Comment] = []
@@ -169,6 +171,7 @@ class FakeGitHub:
             ("POST", repo + r"/check-runs", self._create_check_run),
             ("PATCH", repo + r"/check-runs/(\d+)", self._update_check_run),
             ("POST", repo + r"/statuses/([0-9a-fA-F]+)", self._create_status),
+            ("GET", repo + r"/actions/artifacts", self._list_repo_artifacts),
             ("GET", repo + r"/actions/runs/(\d+)", self._get_workflow_run),
             ("GET", repo + r"/actions/runs/(\d+)/artifacts", self._list_artifacts),
             ("GET", repo + r"/actions/artifacts/(\d+)/zip", self._download_artifact),
@@ -192,6 +195,12 @@ class FakeGitHub:
         files = [self._file_json(f) for f in self.pr_files.get(int(number), [])]
         return self._paginate(f"/repos/{self._full_name}/pulls/{number}/files", query, files)
 
+    def _list_repo_artifacts(self, query: dict[str, str], body: Json) -> Response:
+        items = [self._artifact_json(run_id, index, name, len(data))
+                 for run_id, entries in sorted(self.artifacts.items(), reverse=True)
+                 for index, (name, data) in enumerate(entries)]
+        return 200, {"total_count": len(items), "artifacts": items}, {}
+
     def _get_workflow_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
         runs = f"/repos/{self._full_name}/actions/runs/{run_id}"
         return 200, {"id": int(run_id), "url": self._api(runs),
@@ -208,13 +217,17 @@ class FakeGitHub:
 
     def _artifact_json(self, run_id: int, index: int, name: str, size: int) -> Json:
         artifact_id = run_id * 1000 + index
+        run = self.artifact_runs.get(run_id, {})
         return {
+            "workflow_run": {"id": run_id, "head_sha": run.get("head_sha", "0" * 40),
+                             "head_branch": run.get("head_branch", "main")},
             "id": artifact_id, "node_id": f"A_{artifact_id}", "name": name,
             "size_in_bytes": size, "expired": False,
             "url": self._api(f"/repos/{self._full_name}/actions/artifacts/{artifact_id}"),
             "archive_download_url": self._api(
                 f"/repos/{self._full_name}/actions/artifacts/{artifact_id}/zip"),
-            "created_at": TIMESTAMP, "updated_at": TIMESTAMP, "expires_at": TIMESTAMP,
+            "created_at": run.get("created_at", TIMESTAMP), "updated_at": TIMESTAMP,
+            "expires_at": "2099-01-01T00:00:00Z",
         }
 
     def _list_comments(self, query: dict[str, str], body: Json, number: str) -> Response:

@@ -459,6 +459,7 @@ def test_lone_surrogate_in_model_output_does_not_break_the_json_report(
     assert done.returncode == 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["suites"][0]["evals"][0]["status"] == "pass"
+    assert report["suites"][0]["evals"][0]["turns"][0]["response"] == "lone \ufffd surrogate, fine"
 
 
 def commands_run(log: str) -> list[str]:

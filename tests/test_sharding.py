@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine_helpers import FAST_RETRIES, FAKE_KEY, suite_yaml
+from tests.engine_helpers import FAKE_KEY, FAST_RETRIES, suite_yaml
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.report import Report
@@ -30,7 +30,9 @@ SHARDS = 7
 STAMP = "2026-11-01T00:00:00Z"
 
 
-def big_suites(tmp_path: Path, server_url: str, suites: int = 4, per_suite: int = 250) -> list[Path]:
+def big_suites(
+    tmp_path: Path, server_url: str, suites: int = 4, per_suite: int = 250
+) -> list[Path]:
     paths = []
     for s in range(suites):
         evals = "".join(
@@ -40,7 +42,9 @@ def big_suites(tmp_path: Path, server_url: str, suites: int = 4, per_suite: int 
             for i in range(per_suite)
         )
         path = tmp_path / f"suite{s}.eval.yaml"
-        path.write_text(suite_yaml(evals, metadata=f"  provider: openai\n  base_url: {server_url}\n"))
+        path.write_text(
+            suite_yaml(evals, metadata=f"  provider: openai\n  base_url: {server_url}\n")
+        )
         paths.append(path)
     return paths
 
@@ -52,8 +56,14 @@ def loaded(paths: list[Path]) -> list[SuiteFile]:
 
 
 def run(files: list[SuiteFile]) -> Report:
-    settings = RunSettings(mode="live", concurrency=64, env={"OPENAI_API_KEY": FAKE_KEY},
-                           price_timestamp=STAMP, session=FAST_RETRIES, commit="abc123")
+    settings = RunSettings(
+        mode="live",
+        concurrency=64,
+        env={"OPENAI_API_KEY": FAKE_KEY},
+        price_timestamp=STAMP,
+        session=FAST_RETRIES,
+        commit="abc123",
+    )
     return asyncio.run(run_suites(files, settings))
 
 
@@ -106,8 +116,15 @@ def test_merging_seven_shards_equals_one_unsharded_run(thousand: list[SuiteFile]
 
     def essence(report: Report) -> object:
         return [
-            (s.path, s.usage, s.cost_usd, [(e.name, e.status, e.passed_on_turn, e.usage,
-                                            e.cost_usd, len(e.turns)) for e in s.evals])
+            (
+                s.path,
+                s.usage,
+                s.cost_usd,
+                [
+                    (e.name, e.status, e.passed_on_turn, e.usage, e.cost_usd, len(e.turns))
+                    for e in s.evals
+                ],
+            )
             for s in report.suites
         ]
 
@@ -120,9 +137,15 @@ def fake_shard(index: int, count: int = 3, **changes: object) -> Report:
     from turncheck.engine.pricing import Pricer
     from turncheck.engine.report import ShardInfo
 
-    report = Report(turncheck_version="t", mode="replay", commit="c1",
-                    price_source=Pricer.at(STAMP).source, started_at=STAMP, duration_s=1,
-                    shard=ShardInfo(index=index, count=count, plan="p1"))
+    report = Report(
+        turncheck_version="t",
+        mode="replay",
+        commit="c1",
+        price_source=Pricer.at(STAMP).source,
+        started_at=STAMP,
+        duration_s=1,
+        shard=ShardInfo(index=index, count=count, plan="p1"),
+    )
     return report.model_copy(update=changes)
 
 
@@ -130,11 +153,17 @@ def test_missing_duplicated_and_mismatched_shards_are_named() -> None:
     with pytest.raises(MergeError, match=r"missing shard report\(s\): 2/3"):
         merge_reports([("a.json", fake_shard(1)), ("c.json", fake_shard(3))])
     with pytest.raises(MergeError, match=r"shard 1/3 appears twice: a.json and b.json"):
-        merge_reports([("a.json", fake_shard(1)), ("b.json", fake_shard(1)),
-                       ("c.json", fake_shard(3))])
+        merge_reports(
+            [("a.json", fake_shard(1)), ("b.json", fake_shard(1)), ("c.json", fake_shard(3))]
+        )
     with pytest.raises(MergeError, match=r"b.json does not match a.json: commit"):
-        merge_reports([("a.json", fake_shard(1)), ("b.json", fake_shard(2, commit="c2")),
-                       ("c.json", fake_shard(3))])
+        merge_reports(
+            [
+                ("a.json", fake_shard(1)),
+                ("b.json", fake_shard(2, commit="c2")),
+                ("c.json", fake_shard(3)),
+            ]
+        )
     with pytest.raises(MergeError, match=r"b.json is not a shard report"):
         merge_reports([("a.json", fake_shard(1)), ("b.json", fake_shard(2, shard=None))])
 
@@ -142,9 +171,19 @@ def test_missing_duplicated_and_mismatched_shards_are_named() -> None:
 def test_report_job_fails_naming_the_missing_shard(tmp_path: Path) -> None:
     for index in (1, 3):
         (tmp_path / f"shard-{index}.json").write_text(fake_shard(index).model_dump_json())
-    done = subprocess.run([sys.executable, "-m", "turncheck", "merge",
-                           str(tmp_path / "shard-1.json"), str(tmp_path / "shard-3.json")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "turncheck",
+            "merge",
+            str(tmp_path / "shard-1.json"),
+            str(tmp_path / "shard-3.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 1
     assert "missing shard report(s): 2/3" in done.stderr
     assert "Traceback" not in done.stderr
@@ -156,15 +195,37 @@ def test_cli_shard_run_then_merge(tmp_path: Path, scripted_server: ScriptedServe
     outputs = []
     for index in (1, 2, 3):
         out = tmp_path / f"r{index}.json"
-        ran = subprocess.run([sys.executable, "-m", "turncheck", "run", *map(str, paths),
-                              "--mode", "live", "--shard", f"{index}/3", "--price-timestamp",
-                              STAMP, "--json", str(out), "--quiet"], capture_output=True,
-                             text=True, check=False, env={"PATH": "", "OPENAI_API_KEY": FAKE_KEY})
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "turncheck",
+                "run",
+                *map(str, paths),
+                "--mode",
+                "live",
+                "--shard",
+                f"{index}/3",
+                "--price-timestamp",
+                STAMP,
+                "--json",
+                str(out),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": "", "OPENAI_API_KEY": FAKE_KEY},
+        )
         assert ran.returncode == 0, ran.stderr
         outputs.append(out)
     merged = tmp_path / "merged.json"
-    done = subprocess.run([sys.executable, "-m", "turncheck", "merge", *map(str, outputs),
-                           "--json", str(merged)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "turncheck", "merge", *map(str, outputs), "--json", str(merged)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(merged.read_text())
     assert report["totals"]["evals"] == 40 and report["shard"] is None

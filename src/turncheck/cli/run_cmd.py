@@ -15,14 +15,17 @@ from turncheck.cli.common import (
     add_discovery_options,
     diagnostic_line,
     discover_from,
+    one_line,
     untrusted_output,
     usage_error,
 )
+from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import SessionSettings
 from turncheck.formats.validation import ValidationResult, validate_files
-from turncheck.render import console
+from turncheck.render import console, protocol_console
+from turncheck.render.calibration_console import print_calibrations
 from turncheck.render.junit import write_junit
 
 
@@ -140,16 +143,23 @@ def print_report(report: Report, quiet: bool) -> None:
     with untrusted_output(sys.stdout):
         if not quiet:
             console.transcript(report, sys.stdout)
+            protocol_console.transcript(report, sys.stdout)
+        protocol_console.summary(report, sys.stdout)
         console.summary(report, sys.stdout)
+        if report.calibrations:
+            print(file=sys.stdout)
+        print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
 
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
+    total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
     progress = console.Progress(total)
     try:
         return asyncio.run(
-            run_suites(validation.suites, settings, validation.diagnostics, progress.advance)
+            run_suites(validation.suites, settings, validation.diagnostics, progress.advance,
+                       samples=validation.samples, on_case=progress.advance_case)
         )
     finally:
         progress.finish()
@@ -173,4 +183,9 @@ def handle_run(args: argparse.Namespace) -> int:
     if args.junit:
         write_junit(report, args.junit)
     invalid = any(d.is_error for d in validation.diagnostics)
-    return 1 if invalid or report.totals.failed or report.totals.errors else 0
+    problems = calibration_problems(report.calibrations)
+    with untrusted_output(sys.stderr):
+        for problem in problems:
+            print(one_line(f"turncheck: {problem}"), file=sys.stderr)
+    failed = report.totals.failed or report.totals.errors or protocol_console.failed(report)
+    return 1 if invalid or problems or failed else 0

@@ -111,7 +111,9 @@ def _delta(base: float | None, head: float | None) -> float | None:
     return None if base is None or head is None else head - base
 
 
-def flipped_samples(base: Sequence[SampleGrade], head: Sequence[SampleGrade]) -> list[FlippedSample]:
+def flipped_samples(
+    base: Sequence[SampleGrade], head: Sequence[SampleGrade]
+) -> list[FlippedSample]:
     """Head samples (in order) whose verdict differs from the same id's at base."""
     at_base = {row.id: row for row in base}
     flipped = []

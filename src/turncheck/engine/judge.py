@@ -34,10 +34,9 @@ conversation into account. Answer with JSON only, exactly of the form
 GRADER_SYSTEM_PROMPT = f"""You are an exacting evaluator ({GRADER_PROMPT_VERSION}).
 You are shown a conversation between a user and an assistant, and criteria.
 Score how well the assistant's replies meet the criteria, taking the whole
-conversation into account, on an integer scale from {MIN_GRADER_SCORE} (fails them
-completely) through 0 (mixed) to {MAX_GRADER_SCORE} (meets them fully). Answer with
-JSON only, exactly of the form
-{{"score": an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "reason": "one short sentence"}}."""
+conversation into account, on an integer scale from -3 (fails them completely)
+through 0 (mixed) to 3 (meets them fully). Answer with JSON only, exactly of the
+form {{"score": an integer from -3 to 3, "reason": "one short sentence"}}."""
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from graphlib import TopologicalSorter
+from itertools import pairwise
 
 from turncheck.diagnostics import Diagnostic, sort_key
 from turncheck.engine.report import Report, ShardInfo, SuiteResult
@@ -28,22 +29,28 @@ def _shard(name: str, report: Report) -> ShardInfo:
 def _check_same(named: Sequence[tuple[str, Report]]) -> None:
     first_name, first = named[0]
     reference = {
-        "commit": first.commit, "mode": first.mode,
+        "commit": first.commit,
+        "mode": first.mode,
         "price timestamp": first.price_source.timestamp,
-        "shard count": _shard(first_name, first).count, "eval plan": _shard(first_name, first).plan,
+        "shard count": _shard(first_name, first).count,
+        "eval plan": _shard(first_name, first).plan,
         "report schema": first.schema_version,
     }
     for name, report in named[1:]:
         shard = _shard(name, report)
         current = {
-            "commit": report.commit, "mode": report.mode,
-            "price timestamp": report.price_source.timestamp, "shard count": shard.count,
-            "eval plan": shard.plan, "report schema": report.schema_version,
+            "commit": report.commit,
+            "mode": report.mode,
+            "price timestamp": report.price_source.timestamp,
+            "shard count": shard.count,
+            "eval plan": shard.plan,
+            "report schema": report.schema_version,
         }
         for what, value in current.items():
             if value != reference[what]:
-                raise MergeError(f"{name} does not match {first_name}: {what} {value!r} "
-                                 f"vs {reference[what]!r}")
+                raise MergeError(
+                    f"{name} does not match {first_name}: {what} {value!r} vs {reference[what]!r}"
+                )
 
 
 def _check_complete(named: Sequence[tuple[str, Report]]) -> None:
@@ -66,7 +73,7 @@ def _suite_order(reports: Sequence[Report]) -> list[str]:
         paths = [s.path for s in report.suites]
         for path in paths:
             graph.add(path)
-        for before, after in zip(paths, paths[1:], strict=False):
+        for before, after in pairwise(paths):
             graph.add(after, before)
     return list(graph.static_order())
 
@@ -95,12 +102,14 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
     suites = [_merged_suite(by_path[path]) for path in _suite_order(reports)]
     unpriced = {model for report in reports for model in report.totals.unpriced_models}
     first = reports[0]
-    return first.model_copy(update={
-        "suites": suites,
-        "diagnostics": _diagnostics(reports),
-        "totals": run_totals(suites, unpriced),
-        "started_at": min(r.started_at for r in reports),
-        "duration_s": max(r.duration_s for r in reports),
-        "live_tokens": sum(r.live_tokens for r in reports),
-        "shard": None,
-    })
+    return first.model_copy(
+        update={
+            "suites": suites,
+            "diagnostics": _diagnostics(reports),
+            "totals": run_totals(suites, unpriced),
+            "started_at": min(r.started_at for r in reports),
+            "duration_s": max(r.duration_s for r in reports),
+            "live_tokens": sum(r.live_tokens for r in reports),
+            "shard": None,
+        }
+    )

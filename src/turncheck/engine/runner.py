@@ -20,6 +20,7 @@ from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.protocol import CaseCallback, run_protocol
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -241,16 +242,22 @@ async def run_suites(
     *,
     samples: Sequence[SampleFile] = (),
     on_sample: SampleCallback | None = None,
+    on_case: CaseCallback | None = None,
 ) -> Report:
-    """Run the suites and grade the sample files (`samples`) that have a grader."""
+    """Run the suites and grade the sample files (`samples`) that have a grader.
+
+    Protocol suites (`SuiteFile.protocol`) run under the same global limit."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
     limit = asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
-    ran, grading = await asyncio.gather(
+    protocols = [(f, f.protocol) for f in suite_files if f.protocol is not None]
+    ran, grading, scripted = await asyncio.gather(
         asyncio.gather(*(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)),
         grade_sample_files(samples, settings, pricer, limit, on_sample),
+        asyncio.gather(*(run_protocol(f, p, settings, pricer, limit, on_case)
+                         for f, p in protocols)),
     )
     suites = [suite for suite, _ in ran]
     return Report(
@@ -263,6 +270,8 @@ async def run_suites(
         totals=run_totals(list(suites), pricer.unpriced),
         started_at=started.isoformat().replace("+00:00", "Z"),
         duration_s=round(time.perf_counter() - clock, 3),
-        live_tokens=sum(tokens for _, tokens in ran) + grading.live_tokens,
+        live_tokens=sum(tokens for _, tokens in ran) + grading.live_tokens
+        + sum(tokens for _, tokens in scripted),
         calibrations=grading.results,
+        protocols=[result for result, _ in scripted],
     )

@@ -100,7 +100,9 @@ def plan_digest(keys: Iterable[str], count: int) -> str:
 def _weights(files: list[SuiteFile]) -> dict[str, int]:
     return {
         eval_key(f.path, e.display_name): expected_turns(e)
-        for f in files if f.suite is not None for e in f.suite.evals
+        for f in files
+        if f.suite is not None
+        for e in f.suite.evals
     }
 
 
@@ -112,8 +114,11 @@ def select_shard(files: list[SuiteFile], spec: ShardSpec) -> tuple[list[SuiteFil
     for loaded in files:
         if loaded.suite is None:
             continue
-        mine = [e for e in loaded.suite.evals
-                if placement[eval_key(loaded.path, e.display_name)] == spec.index]
+        mine = [
+            e
+            for e in loaded.suite.evals
+            if placement[eval_key(loaded.path, e.display_name)] == spec.index
+        ]
         if mine:
             suite = loaded.suite.model_copy(update={"evals": mine})
             chosen.append(SuiteFile(loaded.path, suite, [], loaded.location))

@@ -8,13 +8,15 @@ from turncheck.engine.report import EvalResult, Status, SuiteResult, Totals, Usa
 
 def with_suite_totals(suite: SuiteResult, evals: list[EvalResult]) -> SuiteResult:
     """`suite` holding `evals`, its usage and cost summed from them."""
-    return suite.model_copy(update={
-        "evals": evals,
-        "usage": sum((e.usage for e in evals), Usage()),
-        "cost_usd": add_costs([e.cost_usd for e in evals]),
-        "judge_usage": sum((e.judge_usage for e in evals), Usage()),
-        "judge_cost_usd": add_costs([e.judge_cost_usd for e in evals]),
-    })
+    return suite.model_copy(
+        update={
+            "evals": evals,
+            "usage": sum((e.usage for e in evals), Usage()),
+            "cost_usd": add_costs([e.cost_usd for e in evals]),
+            "judge_usage": sum((e.judge_usage for e in evals), Usage()),
+            "judge_cost_usd": add_costs([e.judge_cost_usd for e in evals]),
+        }
+    )
 
 
 def run_totals(suites: list[SuiteResult], unpriced: set[str]) -> Totals:

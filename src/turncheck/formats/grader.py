@@ -86,9 +86,11 @@ def instruction_problems(table: GraderTable) -> list[Problem]:
         message = '[grader] needs "criteria" (scored with turncheck\'s -3..+3 prompt) or "prompt"'
         return [(("grader",), "invalid-grader", message)]
     if table.criteria is not None and table.prompt is not None:
-        return [(("grader", "prompt"), "invalid-grader", '[grader] takes "criteria" or "prompt", not both')]
+        message = '[grader] takes "criteria" or "prompt", not both'
+        return [(("grader", "prompt"), "invalid-grader", message)]
     if table.prompt is not None:
-        return [(("grader", "prompt"), "grader-template", m) for m in template_problems(table.prompt)]
+        problems = template_problems(table.prompt)
+        return [(("grader", "prompt"), "grader-template", problem) for problem in problems]
     return []
 
 

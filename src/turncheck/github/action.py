@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from datetime import UTC
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,23 @@ from pathlib import Path
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
 from turncheck.compare.policy import fail_reasons
 from turncheck.engine.report import Report
+from turncheck.diagnostics import Diagnostic
 from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.sharding import select_shard
 from turncheck.formats.discovery import FileKind, FoundFile, discover
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
-from turncheck.github.bundle import BUNDLE_FILE_NAME, BundleError, ReportBundle, bundle_from_zip
+from turncheck.engine.merge import MergeError, merge_reports
+from turncheck.github.baseline import load_artifact_baseline, resolve_mode
+from turncheck.github.bundle import (
+    BUNDLE_FILE_NAME,
+    BaselineInfo,
+    BundleError,
+    ReportBundle,
+    bundle_from_json,
+    bundle_from_zip,
+)
 from turncheck.github.changes import SuiteChanges, suite_changes
 from turncheck.github.client import GitHubApi, GitHubApiError, PyGithubApi
 from turncheck.github.context import ContextError, GitHubContext, PullRequest, read_context
@@ -96,13 +108,32 @@ def _found(workdir: Path, relative: list[str], kind: FileKind) -> list[FoundFile
     return [FoundFile(workdir / path, kind) for path in relative if (workdir / path).is_file()]
 
 
+def commit_timestamp(job: Job, commit: str) -> str | None:
+    """Prices are taken at the head commit's time: every shard and re-run prices alike."""
+    try:
+        when = git.commit_time(job.context.workspace, commit)
+    except git.GitError:
+        return None
+    return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def run_files(job: Job, files: list[SuiteFile], settings: RunSettings,
+              diagnostics: list[Diagnostic] | None = None) -> Report:
+    """Run `files`, or this job's shard of them."""
+    shard = None
+    if job.inputs.shard is not None:
+        files, shard = select_shard(files, job.inputs.shard)
+    report = asyncio.run(run_suites(files, settings, diagnostics))
+    return report.model_copy(update={"shard": shard})
+
+
 def run_head(job: Job, suites: list[str], samples: list[str], commit: str) -> Report:
     files = _found(job.workdir, suites, FileKind.SUITE) + _found(job.workdir, samples,
                                                                  FileKind.SAMPLES)
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     log(f"head: {len(validation.suites)} suite(s), {len(validation.samples)} sample file(s)")
-    return asyncio.run(run_suites(validation.suites, job.settings(job.inputs.mode, None, commit),
-                                  validation.diagnostics))
+    settings = job.settings(job.inputs.mode, commit_timestamp(job, commit), commit)
+    return run_files(job, validation.suites, settings, validation.diagnostics)
 
 
 def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str) -> Report | None:
@@ -121,7 +152,7 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str) -
                   for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
         mode = "live" if job.inputs.mode == "live" else "replay"
         log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {mode} mode")
-        return asyncio.run(run_suites(loaded, job.settings(mode, price_timestamp, base_sha)))
+        return run_files(job, loaded, job.settings(mode, price_timestamp, base_sha))
 
 
 def _load_base(location: Path, display: str, max_depth: int) -> SuiteFile:
@@ -155,21 +186,90 @@ def pull_request_flow(job: Job) -> int:
     pr = job.context.pull_request()
     if pr is None:
         raise ActionError("the event payload has no pull_request")
+    if job.inputs.merge_reports:
+        return merged_flow(job)
     base = job.inputs.base_ref and git.resolve(job.context.workspace, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
     log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
         f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
     head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
-    base_report = run_base(job, base_sha, changes.base_suites, head.price_source.timestamp)
-    bundle = ReportBundle(
+    base_report, baseline = baseline_for(job, base_sha, changes.base_suites, head)
+    bundle = with_token_counts(ReportBundle(
         repository=job.context.repository, event=job.context.event_name, pull_number=pr.number,
         base_sha=base_sha, head_sha=pr.head_sha,
         working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
-        removed=changes.removed, head=head, base=base_report,
-    )
+        removed=changes.removed, base_suites=changes.base_suites, head=head, base=base_report,
+        baseline=baseline,
+    ))
     write_bundle(job, bundle)
+    if job.inputs.shard is not None:
+        shard = job.inputs.shard
+        log(f"shard {shard.index}/{shard.count} done; the report job merges the shards and posts")
+        return 0
     return publish(job, bundle, changes.empty)
+
+
+def with_token_counts(bundle: ReportBundle) -> ReportBundle:
+    spent = bundle.head.live_tokens + (bundle.base.live_tokens if bundle.base else 0)
+    saved = bundle.baseline.saved_tokens if bundle.baseline else 0
+    return bundle.model_copy(update={"live_tokens": spent, "saved_tokens": saved})
+
+
+def baseline_for(job: Job, base_sha: str, suites: list[str],
+                 head: Report) -> tuple[Report | None, BaselineInfo | None]:
+    """The base side: reused from a main-branch artifact when asked, else re-run."""
+    if not suites:
+        return None, None
+    if resolve_mode(job.inputs.baseline, job.inputs.mode) == "artifact":
+        if job.inputs.shard is not None:
+            return None, None  # the report job fetches the artifact once for all shards
+        try:
+            base_time = git.commit_time(job.context.workspace, base_sha)
+        except git.GitError:
+            base_time = None
+        found = load_artifact_baseline(job.api(), base_sha, base_time,
+                                       job.context.default_branch, set(suites))
+        if not isinstance(found, str):
+            log(found[1].describe())
+            return found
+        log(f"{found}; re-running the base commit instead")
+    report = run_base(job, base_sha, suites, head.price_source.timestamp)
+    return report, None if report is None else BaselineInfo(source="rerun")
+
+
+def merged_flow(job: Job) -> int:
+    """The report job of a sharded run: merge the shards' reports, then post once."""
+    pattern = job.inputs.merge_reports or ""
+    paths = sorted(p for p in job.context.workspace.glob(pattern) if p.is_file())
+    if not paths:
+        raise ActionError(f"merge-reports: no report matches {pattern!r}")
+    bundles = [(path.name, _read_bundle(path)) for path in paths]
+    first_name, first = bundles[0]
+    for name, bundle in bundles[1:]:
+        if (bundle.pull_number, bundle.head_sha, bundle.base_sha) != (
+                first.pull_number, first.head_sha, first.base_sha):
+            raise ActionError(f"{name} is from another pull request or commit than {first_name}")
+    try:
+        head = merge_reports([(name, b.head) for name, b in bundles])
+        bases = [(name, b.base) for name, b in bundles if b.base is not None]
+        base = merge_reports(bases) if bases else None
+    except MergeError as exc:
+        raise ActionError(f"cannot merge the shard reports: {exc}") from None
+    baseline = BaselineInfo(source="rerun") if base is not None else None
+    if base is None and first.base_suites and first.base_sha:
+        base, baseline = baseline_for(job, first.base_sha, first.base_suites, head)
+    merged = with_token_counts(first.model_copy(update={"head": head, "base": base,
+                                                        "baseline": baseline}))
+    write_bundle(job, merged)
+    return publish(job, merged, nothing_changed=not head.suites and not first.base_suites)
+
+
+def _read_bundle(path: Path) -> ReportBundle:
+    try:
+        return bundle_from_json(path.read_bytes())
+    except (OSError, BundleError) as exc:
+        raise ActionError(f"{path.name}: {exc}") from None
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:
@@ -183,11 +283,18 @@ def compare_bundle(job: Job, bundle: ReportBundle) -> Comparison:
                            removed=bundle.removed, thresholds=job.thresholds())
 
 
+def token_notes(bundle: ReportBundle) -> list[str]:
+    notes = [f"live tokens spent: {bundle.live_tokens:,}"]
+    if bundle.baseline is not None and bundle.baseline.source == "artifact":
+        notes.append(bundle.baseline.describe())
+    return notes
+
+
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on)
     context = CommentContext(fail_reasons=reasons, head=bundle.head,
-                             run_url=job.context.run_url)
+                             run_url=job.context.run_url, notes=token_notes(bundle))
     items = collect_annotations(comparison, bundle.working_directory)
     print_annotations(items)
     published = Published()

@@ -12,38 +12,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from turncheck.engine.report import Report
 from turncheck.engine.summary import run_totals
-from turncheck.github.bundle import BundleError, bundle_from_zip
+from turncheck.github.bundle import BaselineInfo, BundleError, bundle_from_zip
 from turncheck.github.client import ArtifactRef, GitHubApi, GitHubApiError
 
 BASELINE_PREFIX = "turncheck-report-"
 MAX_BASELINE_BYTES = 25 * 1024 * 1024
 BaselineMode = Literal["auto", "artifact", "rerun"]
-
-
-class BaselineInfo(BaseModel):
-    """Where the base side of the comparison came from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: Literal["rerun", "artifact", "none"]
-    artifact: str | None = None
-    run_id: int | None = None
-    commit: str | None = None
-    age_hours: float | None = None
-    """How much older the baseline's commit is than the base commit (0 when it is the base)."""
-    saved_tokens: int = 0
-    """Tokens a live re-run of the baseline would have spent."""
-
-    def describe(self) -> str:
-        if self.source != "artifact":
-            return f"baseline: {self.source}"
-        age = "" if not self.age_hours else f", {self.age_hours:.1f} h older than base"
-        return (f"baseline: artifact {self.artifact} from run {self.run_id} "
-                f"(commit {(self.commit or '?')[:12]}{age}); {self.saved_tokens:,} tokens saved")
 
 
 def resolve_mode(requested: BaselineMode, run_mode: str) -> Literal["artifact", "rerun"]:
@@ -53,8 +29,12 @@ def resolve_mode(requested: BaselineMode, run_mode: str) -> Literal["artifact", 
     return requested
 
 
-def pick_artifact(candidates: Iterable[ArtifactRef], base_sha: str, base_time: datetime | None,
-                  default_branch: str | None) -> ArtifactRef | None:
+def pick_artifact(
+    candidates: Iterable[ArtifactRef],
+    base_sha: str,
+    base_time: datetime | None,
+    default_branch: str | None,
+) -> ArtifactRef | None:
     """The base commit's report, else the newest default-branch report older than base."""
     listed = list(candidates)
     for artifact in listed:
@@ -62,8 +42,11 @@ def pick_artifact(candidates: Iterable[ArtifactRef], base_sha: str, base_time: d
             return artifact
     if base_time is None:
         return None
-    older = [a for a in listed
-             if a.head_branch == default_branch and a.created_at and a.created_at <= base_time]
+    older = [
+        a
+        for a in listed
+        if a.head_branch == default_branch and a.created_at and a.created_at <= base_time
+    ]
     return max(older, key=lambda a: a.created_at or base_time, default=None)
 
 
@@ -80,13 +63,18 @@ def _age_hours(artifact: ArtifactRef, base_time: datetime | None) -> float | Non
     return max(0.0, (base_time - artifact.created_at).total_seconds() / 3600)
 
 
-def load_artifact_baseline(api: GitHubApi, base_sha: str, base_time: datetime | None,
-                           default_branch: str | None, suites: set[str]
-                           ) -> tuple[Report, BaselineInfo] | str:
+def load_artifact_baseline(
+    api: GitHubApi,
+    base_sha: str,
+    base_time: datetime | None,
+    default_branch: str | None,
+    suites: set[str],
+) -> tuple[Report, BaselineInfo] | str:
     """The baseline report and where it came from, or why none could be used."""
     try:
-        artifact = pick_artifact(api.find_artifacts(BASELINE_PREFIX), base_sha, base_time,
-                                 default_branch)
+        artifact = pick_artifact(
+            api.find_artifacts(BASELINE_PREFIX), base_sha, base_time, default_branch
+        )
         if artifact is None:
             return f"no {BASELINE_PREFIX}* artifact for {base_sha[:12]} or before it"
         bundle = bundle_from_zip(api.download_artifact_by_id(artifact, MAX_BASELINE_BYTES))
@@ -95,8 +83,11 @@ def load_artifact_baseline(api: GitHubApi, base_sha: str, base_time: datetime | 
     report = only_suites(bundle.head, suites)
     exact = artifact.head_sha == base_sha
     info = BaselineInfo(
-        source="artifact", artifact=artifact.name, run_id=artifact.run_id,
-        commit=bundle.head_sha, age_hours=0.0 if exact else _age_hours(artifact, base_time),
+        source="artifact",
+        artifact=artifact.name,
+        run_id=artifact.run_id,
+        commit=bundle.head_sha,
+        age_hours=0.0 if exact else _age_hours(artifact, base_time),
         saved_tokens=report.totals.usage.total + report.totals.judge_usage.total,
     )
     return report, info

@@ -24,6 +24,30 @@ class BundleError(ValueError):
     """The bundle is missing, too large or not a turncheck report."""
 
 
+class BaselineInfo(BaseModel):
+    """Where the base side of the comparison came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["rerun", "artifact", "none"]
+    artifact: str | None = None
+    run_id: int | None = None
+    commit: str | None = None
+    age_hours: float | None = None
+    """How much older the baseline's commit is than the base commit (0 when it is the base)."""
+    saved_tokens: int = 0
+    """Tokens a live re-run of the baseline would have spent."""
+
+    def describe(self) -> str:
+        if self.source != "artifact":
+            return f"baseline: {self.source}"
+        age = "" if not self.age_hours else f", {self.age_hours:.1f} h older than base"
+        return (
+            f"baseline: artifact {self.artifact} from run {self.run_id} "
+            f"(commit {(self.commit or '?')[:12]}{age}); {self.saved_tokens:,} tokens saved"
+        )
+
+
 class ReportBundle(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -38,8 +62,15 @@ class ReportBundle(BaseModel):
     renames: dict[str, str] = Field(default_factory=dict)
     """Head path → base path of renamed suites."""
     removed: list[str] = Field(default_factory=list)
+    base_suites: list[str] = Field(default_factory=list)
+    """Suites (as named at base) the comparison needs from the base side."""
     head: Report
     base: Report | None = None
+    baseline: BaselineInfo | None = None
+    live_tokens: int = 0
+    """Tokens sent to providers over the network by this job (head and base runs)."""
+    saved_tokens: int = 0
+    """Tokens a live re-run of the baseline would have spent, saved by reusing an artifact."""
 
 
 def bundle_from_json(data: bytes) -> ReportBundle:

@@ -12,8 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
+from turncheck.engine.sharding import ShardError, ShardSpec
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.github.baseline import BaselineMode
 
 
 class CommentMode(StrEnum):
@@ -23,6 +25,7 @@ class CommentMode(StrEnum):
 
 
 MODES = ("replay", "record", "live")
+BASELINE_MODES = ("auto", "artifact", "rerun")
 
 
 class InputError(ValueError):
@@ -43,6 +46,9 @@ class ActionInputs:
     working_directory: Path = Path(".")
     base_ref: str | None = None
     report_path: Path = Path("turncheck-report.json")
+    shard: ShardSpec | None = None
+    merge_reports: str | None = None
+    baseline: BaselineMode = "auto"
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -102,6 +108,16 @@ class _Reader:
             self.problems.append(f"input fail-on: {exc}")
             return DEFAULT_FAIL_ON
 
+    def shard(self) -> ShardSpec | None:
+        value = _raw(self.env, "shard")
+        if not value:
+            return None
+        try:
+            return ShardSpec.parse(value)
+        except ShardError as exc:
+            self.problems.append(f"input shard: {exc}")
+            return None
+
     def path(self, name: str, default: str) -> Path:
         value = Path(_raw(self.env, name) or default)
         if value.is_absolute() or ".." in value.parts:
@@ -110,6 +126,10 @@ class _Reader:
             )
             return Path(default)
         return value
+
+
+def _baseline_mode(value: str) -> BaselineMode:
+    return "artifact" if value == "artifact" else "rerun" if value == "rerun" else "auto"
 
 
 def read_inputs(env: Mapping[str, str]) -> ActionInputs:
@@ -132,6 +152,9 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         working_directory=reader.path("working-directory", "."),
         base_ref=_raw(env, "base-ref") or None,
         report_path=reader.path("report-path", "turncheck-report.json"),
+        shard=reader.shard(),
+        merge_reports=_raw(env, "merge-reports") or None,
+        baseline=_baseline_mode(reader.choice("baseline", BASELINE_MODES, "auto")),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))

@@ -21,6 +21,7 @@ BADGE_LABEL = {
     Badge.ERROR: "💥 error",
 }
 MAX_REASON_CHARS = 100
+MAX_ERRORS_SHOWN = 5
 SAMPLE_HEADER = ["Sample", "Label", "Score", "Distance", "Badge", "Tokens in/out", "Cost",
                  "Reason"]
 SUMMARY_HEADER = ["Sample file", "Samples", "Agreement", "Mean distance", "Errors",
@@ -91,6 +92,16 @@ def file_lines(result: CalibrationFileResult, mode: str) -> Iterable[str]:
         return
     yield from _table([SAMPLE_HEADER, *(sample_row(row) for row in result.samples)], total=False)
     yield file_footer(result)
+    yield from error_lines(result.samples)
+
+
+def error_lines(rows: Sequence[SampleGrade]) -> Iterable[str]:
+    """Error rows in full (the table clips them), the first `MAX_ERRORS_SHOWN`."""
+    errors = [row for row in rows if row.error is not None]
+    for row in errors[:MAX_ERRORS_SHOWN]:
+        yield terminal_safe(f"  💥 {row.id}: {row.error}".replace("\n", " "))
+    if len(errors) > MAX_ERRORS_SHOWN:
+        yield f"  … and {len(errors) - MAX_ERRORS_SHOWN} more error(s)"
 
 
 def _summary_row(result: CalibrationFileResult) -> list[str]:

@@ -24,6 +24,7 @@ from turncheck.compare.comparison import (
 )
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
+from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.environment import make_environment, render_template, signed_int, signed_usd
 from turncheck.render.environment import usd as format_usd
 
@@ -93,9 +94,11 @@ def _verdict(comparison: Comparison, context: CommentContext) -> dict[str, Any]:
     counts = comparison.totals.counts
     if context.fail_reasons:
         return {"icon": "❌", "headline": "check failed", "reasons": context.fail_reasons}
-    if not comparison.suites and not comparison.diagnostics:
+    if not comparison.suites and not comparison.diagnostics and not comparison.calibration:
         return {"icon": "✅", "headline": "no eval changes", "reasons": []}
     headline = f"{counts.passed} of {counts.evals} evals pass"
+    if not comparison.suites and comparison.calibration:
+        headline = f"{len(comparison.calibration)} sample file(s) graded"
     return {"icon": "✅", "headline": headline, "reasons": []}
 
 
@@ -245,6 +248,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         detail=detail, has_transcripts=any(s["transcripts"] for s in suites),
         diagnostics=diagnostics, hidden_diagnostics=hidden,
         footer=_footer(comparison, context, exact_time), run_url=_link_target(context.run_url),
+        calibration=calibration_view(comparison.calibration, context.head),
     )
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
+from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
 
 MAX_SHOWN_CHARS = 1000
@@ -149,7 +150,8 @@ def table(rows: list[list[str]]) -> list[str]:
 
 
 def summary(report: Report, out: TextIO) -> None:
-    for line in table(summary_rows(report)):
+    # A run of protocol suites only has no eval table (its own table comes before this).
+    for line in table(summary_rows(report)) if report.suites or not report.protocols else []:
         print(line, file=out)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}", file=out)
@@ -169,11 +171,16 @@ class Progress:
         self.live = out.isatty()
 
     def advance(self, suite: SuiteResult, result: EvalResult) -> None:
+        self.tick(f"{result.status.value:<5} {suite.name} › {result.name}")
+
+    def advance_case(self, suite: ProtocolSuiteResult, case: CaseResult) -> None:
+        """A protocol suite's case finished."""
+        self.tick(f"{case.status.value:<5} {suite.name} › {case.id}")
+
+    def tick(self, text: str) -> None:
         self.done += 1
         # One line whatever the names hold: a name must not start a workflow command.
-        label = terminal_safe(
-            f"[{self.done}/{self.total}] {result.status.value:<5} {suite.name} › {result.name}"
-        ).replace("\n", " ")
+        label = terminal_safe(f"[{self.done}/{self.total}] {text}").replace("\n", " ")
         if self.live:
             print(f"\r\033[K{label[:120]}", end="", file=self.out, flush=True)
         else:

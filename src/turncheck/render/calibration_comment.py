@@ -1,0 +1,110 @@
+"""The grader-calibration section of the PR comment: what `calibration.md.j2` shows.
+
+The section belongs to the summary that is never dropped, so it is capped: at most
+`MAX_FILES` files and `MAX_FLIPPED_ROWS` flipped samples; the per-sample tables of the
+head run appear only at full detail (the step summary has them all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turncheck.compare.calibration import (
+    CalibrationComparison,
+    FileState,
+    FlippedSample,
+)
+from turncheck.engine.calibration_report import (
+    Badge,
+    CalibrationFileResult,
+    Verdict,
+    percent_text,
+)
+from turncheck.engine.report import Report
+
+MAX_FILES = 30
+MAX_FLIPPED_ROWS = 30
+MAX_SAMPLE_ROWS = 100
+VERDICT_ICON = {
+    Verdict.AGREE: "✅ agree", Verdict.DISAGREE: "❌ disagree", Verdict.ERROR: "💥 error",
+}
+BADGE_ICON = {Badge.AGREE: "✅", Badge.OFF: "🟡", Badge.FAR: "🔴", Badge.ERROR: "💥"}
+STATE_NOTE = {FileState.NEW: " (new)", FileState.REMOVED: " (removed)"}
+
+
+def _distance(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _score(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def _change(base: str | None, head: str | None) -> str:
+    """`base → head`, or the one side there is."""
+    if base is not None and head is not None:
+        return f"{base} → {head}"
+    return head if head is not None else f"{base} → —"
+
+
+def _grader_label(item: CalibrationComparison) -> str:
+    side = item.head or item.base
+    if side is None or side.grader is None:
+        return item.note or "not graded"
+    label = f"{side.grader.model} · {side.grader.kind}"
+    return label + (" (changed)" if item.grader_changed else "")
+
+
+def _file_row(item: CalibrationComparison) -> dict[str, str]:
+    base, head = item.base, item.head
+    return {
+        "path": item.path + STATE_NOTE.get(item.state, ""),
+        "previous_path": item.previous_path or "",
+        "grader": _grader_label(item),
+        "agreement": _change(
+            None if base is None else percent_text(base.agreement_percent),
+            None if head is None else percent_text(head.agreement_percent),
+        ),
+        "distance": _change(
+            None if base is None else _distance(base.mean_distance),
+            None if head is None else _distance(head.mean_distance),
+        ),
+        "errors": _change(
+            None if base is None else str(base.errors), None if head is None else str(head.errors)
+        ),
+    }
+
+
+def _flipped_row(path: str, row: FlippedSample) -> dict[str, str]:
+    return {
+        "path": path,
+        "id": row.id,
+        "label": str(row.label),
+        "scores": f"{_score(row.base_score)} → {_score(row.head_score)}",
+        "verdicts": f"{VERDICT_ICON[row.base_verdict]} → {VERDICT_ICON[row.head_verdict]}",
+        "reason": row.head_error or row.head_reason or "",
+    }
+
+
+def _head_samples(result: CalibrationFileResult) -> dict[str, Any]:
+    rows = [
+        {"id": row.id, "label": str(row.label), "score": _score(row.score),
+         "distance": _score(row.distance), "badge": f"{BADGE_ICON[row.badge]} {row.badge.value}",
+         "reason": row.error or row.reason or ""}
+        for row in result.samples[:MAX_SAMPLE_ROWS]
+    ]
+    return {"path": result.path, "rows": rows,
+            "hidden": max(0, len(result.samples) - MAX_SAMPLE_ROWS)}
+
+
+def calibration_view(items: list[CalibrationComparison], head: Report) -> dict[str, Any]:
+    flipped = [_flipped_row(item.path, row) for item in items for row in item.flipped]
+    graded = {result.path: result for result in head.calibrations if result.samples}
+    return {
+        "files": [_file_row(item) for item in items[:MAX_FILES]],
+        "hidden_files": max(0, len(items) - MAX_FILES),
+        "flipped": flipped[:MAX_FLIPPED_ROWS],
+        "hidden_flipped": max(0, len(flipped) - MAX_FLIPPED_ROWS),
+        "details": [_head_samples(graded[item.path]) for item in items[:MAX_FILES]
+                    if item.path in graded],
+    }

@@ -1,0 +1,153 @@
+"""Terminal output of protocol suites: per case the turns and a score table, then aggregates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TextIO
+
+from turncheck.engine.protocol_report import (
+    CaseResult,
+    ProtocolAggregates,
+    ScorerResult,
+)
+from turncheck.engine.report import Report, Status, Usage
+from turncheck.render.console import STATUS_LABEL, terminal_safe, usd
+
+MAX_SHOWN_CHARS = 1000
+
+
+def score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+def _tokens(usage: Usage) -> str:
+    return f"{usage.input_tokens:,}/{usage.output_tokens:,}"
+
+
+def _shown(text: str, indent: str) -> str:
+    clipped = text if len(text) <= MAX_SHOWN_CHARS else (
+        text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)"
+    )
+    return clipped.strip().replace("\n", "\n" + indent)
+
+
+def scorer_line(result: ScorerResult) -> str:
+    mark = "💥" if result.error else "•"
+    text = f"{mark} {result.id} ({result.type}, weight {result.weight:g}): {score(result.score)}"
+    text += f" — {result.detail}"
+    if result.error:
+        text += f" — {result.error}"
+    return text
+
+
+def table(rows: list[list[str]], indent: str = "") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    return [lines[0], indent + "  ".join("-" * w for w in widths), *lines[1:]]
+
+
+def case_outcome(case: CaseResult, threshold: float | None) -> str:
+    irs = case.aggregates.interactive_reasoning
+    if case.status is Status.ERROR:
+        return f"💥 ERROR: {case.error}"
+    if case.status is Status.FAIL:
+        return f"❌ FAIL (interactive reasoning {score(irs)} < {threshold:g})" if threshold \
+            is not None else "❌ FAIL"
+    return f"{STATUS_LABEL[Status.PASS]} (interactive reasoning {score(irs)})"
+
+
+def turn_table(case: CaseResult) -> list[list[str]]:
+    rows = [["Turn", "Variant", "Score", "Weight", "Tokens in/out", "Cost"]]
+    for turn in case.turns:
+        rows.append([f"{turn.turn} {turn.id}", turn.variant or "—", score(turn.score),
+                     f"{turn.weight:g}", _tokens(turn.usage), usd(turn.cost_usd)])
+    return rows
+
+
+def aggregate_line(case: CaseResult) -> str:
+    a = case.aggregates
+    parts = [f"interactive reasoning {score(a.interactive_reasoning)}",
+             f"final F1 {score(a.final_f1)}"]
+    if a.self_correction is not None:
+        parts.append(f"self-correction {signed(a.self_correction)}")
+    if a.self_assessment_actual is not None:
+        parts.append(f"self-assessment {score(a.self_assessment_estimate)} vs measured "
+                     f"{score(a.self_assessment_actual)}")
+    return " · ".join(parts)
+
+
+def case_lines(index: int, case: CaseResult, threshold: float | None,
+               transcript: bool = True) -> Iterable[str]:
+    yield f"Case {index}: {case.id}"
+    if transcript:
+        for turn in case.turns:
+            variant = f" [variant {turn.variant}]" if turn.variant else ""
+            yield f"  Turn {turn.turn} {turn.id}{variant}:"
+            yield f"    Prompt: {_shown(turn.prompt, '            ')}"
+            yield f"    Response: {_shown(turn.response, '              ')}"
+            for result in turn.scorers:
+                yield f"    {scorer_line(result)}"
+    yield from table(turn_table(case), "  ")
+    yield f"  {aggregate_line(case)}"
+    yield f"  Overall: {case_outcome(case, threshold)}"
+
+
+def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
+    a = aggregates
+    yield (f"Aggregates over {a.cases} case(s): interactive reasoning "
+           f"{score(a.interactive_reasoning)} · final F1 {score(a.final_f1)} · "
+           f"self-correction {signed(a.self_correction)}")
+    if a.meta_cognition is not None:
+        yield (f"Meta-cognition (self-assessment vs measured, {a.meta_cognition_cases} cases): "
+               f"r = {a.meta_cognition:+.3f}")
+    else:
+        yield f"Meta-cognition: n/a ({a.meta_cognition_note})"
+
+
+def transcript(report: Report, out: TextIO, full: bool = True) -> None:
+    for suite in report.protocols:
+        header = (f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, "
+                  f"{report.mode}, protocol)")
+        print(terminal_safe(header), file=out)
+        for index, case in enumerate(suite.cases, 1):
+            for line in case_lines(index, case, suite.pass_threshold, full):
+                print(terminal_safe(line), file=out)
+        for line in suite_aggregate_lines(suite.aggregates):
+            print(terminal_safe(line), file=out)
+        print(file=out)
+
+
+def summary_rows(report: Report) -> list[list[str]]:
+    rows = [["Protocol", "Cases", "Pass", "Fail", "Error", "Reasoning", "Final F1",
+             "Self-corr.", "Meta r", "Tokens in/out", "Cost", "Judge tokens", "Judge cost"]]
+    for suite in report.protocols:
+        a = suite.aggregates
+        rows.append([
+            suite.name, str(a.cases), str(a.passed), str(a.failed), str(a.errors),
+            score(a.interactive_reasoning), score(a.final_f1), signed(a.self_correction),
+            "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}",
+            _tokens(suite.usage), usd(suite.cost_usd), _tokens(suite.judge_usage),
+            "—" if suite.judge_usage.total == 0 and suite.judge_cost_usd == 0
+            else usd(suite.judge_cost_usd),
+        ])
+    return rows
+
+
+def summary(report: Report, out: TextIO) -> None:
+    if not report.protocols:
+        return
+    for line in table([[terminal_safe(c) for c in row] for row in summary_rows(report)]):
+        print(line, file=out)
+    print(file=out)
+
+
+def failed(report: Report) -> bool:
+    """Whether a protocol case failed (below `pass_threshold`) or errored."""
+    return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
