@@ -20,9 +20,11 @@ from turncheck.cli.common import (
     usage_error,
 )
 from turncheck.engine.calibration import calibration_problems
-from turncheck.engine.report import Report
+from turncheck.engine.report import Report, ShardInfo
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import SessionSettings
+from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
+from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console, protocol_console
 from turncheck.render.calibration_console import print_calibrations
@@ -101,6 +103,8 @@ def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
         help="attempts per request, retries included (default: 4)",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--shard", metavar="I/N",
+                        help="run only shard I of N (for matrix jobs; merge with turncheck merge)")
 
 
 def parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -151,18 +155,34 @@ def print_report(report: Report, quiet: bool) -> None:
         print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
 
 
+def shard_of(
+    args: argparse.Namespace, suites: list[SuiteFile]
+) -> tuple[list[SuiteFile], ShardInfo | None]:
+    if args.shard is None:
+        return suites, None
+    if args.price_timestamp is None:
+        raise UsageError("--shard needs --price-timestamp so every shard prices alike "
+                         "(for example the commit time: git show -s --format=%cI)")
+    try:
+        return select_shard(suites, ShardSpec.parse(args.shard))
+    except ShardError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
+    validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
     progress = console.Progress(total)
     try:
-        return asyncio.run(
+        report = asyncio.run(
             run_suites(validation.suites, settings, validation.diagnostics, progress.advance,
                        samples=validation.samples, on_case=progress.advance_case)
         )
     finally:
         progress.finish()
+    return report.model_copy(update={"shard": shard})
 
 
 def handle_run(args: argparse.Namespace) -> int:

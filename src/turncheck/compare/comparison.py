@@ -20,13 +20,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
+
+if TYPE_CHECKING:
+    from turncheck.compare.protocol import ProtocolComparison
 
 MatchKey = Literal["name", "prompt"]
 
@@ -169,6 +172,8 @@ class Comparison(_Model):
     """Why costs could not be compared, when they could not."""
     calibration: list[CalibrationComparison] = Field(default_factory=list)
     """Per sample file: grader agreement base → head and the samples that flipped."""
+    protocols: ProtocolComparison | None = None
+    """Protocol suites (SPEC §9): per case, per turn score deltas; None without any."""
 
     @property
     def regressions(self) -> int:
@@ -493,6 +498,10 @@ def compare_reports(
         for b, h in pair_suites(base.suites if base else [], head.suites, renames)
     ]
     totals = _totals(suites, has_base=base is not None)
+    from turncheck.compare.protocol import compare_protocols, with_protocol_spend
+
+    protocols = compare_protocols(base, head, renames=renames, removed=deleted)
+    totals = with_protocol_spend(totals, protocols)
     percent, alert = _cost_change(totals, thresholds)
     return Comparison(
         base_commit=base.commit if base else None, head_commit=head.commit,
@@ -503,6 +512,7 @@ def compare_reports(
         calibration=compare_calibrations(
             base.calibrations if base else None, head.calibrations, renames
         ),
+        protocols=protocols,
     )
 
 
@@ -524,3 +534,7 @@ def _cost_change(totals: Summary, thresholds: CostThresholds
     if base_cost is None or head_cost is None:
         return None, None
     return _percent(base_cost, head_cost), cost_alert(base_cost, head_cost, thresholds)
+
+
+# Protocol comparisons build on the models above; that module completes `Comparison`.
+import turncheck.compare.protocol  # noqa: E402, F401

@@ -57,6 +57,11 @@ def fail_reasons(
         reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
     if FailOn.REGRESSION in conditions and comparison.regressions:
         reasons.append(f"{comparison.regressions} regression(s) against base")
+    protocol = comparison.protocols.counts if comparison.protocols is not None else None
+    if FailOn.FAILURE in conditions and protocol and (protocol.failed or protocol.errors):
+        reasons.append(f"{protocol.failed} failed and {protocol.errors} errored protocol case(s)")
+    if FailOn.REGRESSION in conditions and protocol and protocol.regressions:
+        reasons.append(f"{protocol.regressions} protocol case regression(s) against base")
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
     if FailOn.CALIBRATION in conditions:

@@ -106,6 +106,12 @@ def _weights(files: list[SuiteFile]) -> dict[str, int]:
     }
 
 
+def _whole_file_shard(loaded: SuiteFile, count: int) -> int | None:
+    if getattr(loaded, "protocol", None) is None:
+        return None
+    return max(range(1, count + 1), key=lambda shard: _score(loaded.path, shard))
+
+
 def select_shard(files: list[SuiteFile], spec: ShardSpec) -> tuple[list[SuiteFile], ShardInfo]:
     """This shard's part of `files` (suites left without evals are dropped)."""
     weights = _weights(files)
@@ -113,6 +119,8 @@ def select_shard(files: list[SuiteFile], spec: ShardSpec) -> tuple[list[SuiteFil
     chosen: list[SuiteFile] = []
     for loaded in files:
         if loaded.suite is None:
+            if _whole_file_shard(loaded, spec.count) == spec.index:
+                chosen.append(loaded)  # a protocol suite: its cases stay together
             continue
         mine = [
             e
