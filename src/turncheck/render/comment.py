@@ -25,6 +25,7 @@ from turncheck.compare.comparison import (
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
 from turncheck.render.calibration_comment import calibration_view
+from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.environment import make_environment, render_template, signed_int, signed_usd
 from turncheck.render.environment import usd as format_usd
 
@@ -94,11 +95,16 @@ def _verdict(comparison: Comparison, context: CommentContext) -> dict[str, Any]:
     counts = comparison.totals.counts
     if context.fail_reasons:
         return {"icon": "❌", "headline": "check failed", "reasons": context.fail_reasons}
-    if not comparison.suites and not comparison.diagnostics and not comparison.calibration:
+    protocols = comparison.protocols
+    if not comparison.suites and not comparison.diagnostics and not comparison.calibration \
+            and protocols is None:
         return {"icon": "✅", "headline": "no eval changes", "reasons": []}
     headline = f"{counts.passed} of {counts.evals} evals pass"
     if not comparison.suites and comparison.calibration:
         headline = f"{len(comparison.calibration)} sample file(s) graded"
+    if protocols is not None:
+        cases = f"{protocols.counts.passed} of {protocols.counts.cases} protocol cases pass"
+        headline = f"{headline}, {cases}" if comparison.suites else cases
     return {"icon": "✅", "headline": headline, "reasons": []}
 
 
@@ -249,6 +255,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         diagnostics=diagnostics, hidden_diagnostics=hidden,
         footer=_footer(comparison, context, exact_time), run_url=_link_target(context.run_url),
         calibration=calibration_view(comparison.calibration, context.head),
+        protocol=protocol_view(comparison.protocols, context.head, comparison.has_base, detail),
     )
 
 
