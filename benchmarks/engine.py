@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.scripted_server import ScriptedServer  # noqa: E402
+
 from turncheck.engine.report import Report, Status  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import Mode  # noqa: E402
@@ -230,7 +231,8 @@ class Row:
 
 def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c, latency = args.evals, args.turns, args.concurrency, args.latency
-    print(f"\n== 1. live run: {e} evals x {t} turns, concurrency {c}, latency {latency * 1000:g} ms")
+    ms = latency * 1000
+    print(f"\n== 1. live run: {e} evals x {t} turns, concurrency {c}, latency {ms:g} ms")
     with scripted(t, latency, args.in_process_server) as server:
         suite = write_suite(tmp, e, t, server.base_url)
         warm_up(tmp, t, server, args)
@@ -298,7 +300,7 @@ def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     verify(recorded, e, t, "record run")
     cassette = cassette_path_for(Path(suite.path))
     size = cassette.stat().st_size
-    print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s (not timed against a target)")
+    print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s (no target for recording)")
     print(f"cassette: {cassette.name}, {size / 1e6:.1f} MB; server stopped")
     started = time.perf_counter()
     transport = CassetteTransport(cassette, "replay", secrets=[FAKE_KEY])

@@ -129,7 +129,8 @@ def test_or_level_follow_up_fires_only_when_all_members_fail(
     first, second = report.suites[0].evals
     assert (first.status, first.passed_on_turn, len(first.turns)) == (Status.PASS, 1, 1)
     assert (second.status, second.passed_on_turn, len(second.turns)) == (Status.PASS, 2, 2)
-    assert [c.type for c in first.turns[0].checks] == ["match", "match"]
+    assert [(c.type, c.depth) for c in first.turns[0].checks] == [
+        ("or", 0), ("match", 1), ("match", 1)]
 
 
 def test_or_item_inside_a_list_level(tmp_path: Path, scripted_server: ScriptedServer) -> None:

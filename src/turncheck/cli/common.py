@@ -73,6 +73,10 @@ def discover_from(args: argparse.Namespace) -> Discovery:
         raise UsageError(
             f"not a suite (.yaml/.yml) or sample (.toml) file: {', '.join(found.unsupported)}"
         )
+    if not found.files:
+        globs = globs_from(args)
+        print(f"turncheck: warning: no suite or sample file in {', '.join(args.paths)} "
+              f"(globs: {', '.join(globs.suites + globs.samples)})", file=sys.stderr)
     return found
 
 

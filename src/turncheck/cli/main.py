@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from turncheck import __version__
 from turncheck.cli import (
@@ -28,8 +29,15 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (plus a hint), exit code 2, like the other usage errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"turncheck: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="turncheck",
         description="Multi-turn LLM evals for pull requests.",
     )

@@ -189,5 +189,9 @@ async def _evaluate_items(
 async def evaluate_level(level: CheckList, ctx: TurnContext) -> LevelOutcome:
     items, any_of = level_items(level)
     results: list[CheckResult] = []
-    outcome = await _evaluate_items(items, any_of, ctx, results, 0)
+    outcome = await _evaluate_items(items, any_of, ctx, results, 1 if any_of else 0)
+    if isinstance(level, OrGroup):
+        header = CheckResult(type="or", passed=outcome.passed, depth=0,
+                             detail=f"or: at least one of {len(level.members)} must pass")
+        results.insert(0, header)
     return LevelOutcome(outcome.passed, results, outcome.follow_up)

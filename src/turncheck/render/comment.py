@@ -25,9 +25,9 @@ from turncheck.compare.comparison import (
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
 from turncheck.render.calibration_comment import calibration_view
-from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.environment import make_environment, render_template, signed_int, signed_usd
 from turncheck.render.environment import usd as format_usd
+from turncheck.render.protocol_comment import protocol_view
 
 COMMENT_LIMIT = 65_536
 MARKER = "<!-- turncheck:comment -->"
