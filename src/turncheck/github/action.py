@@ -13,22 +13,22 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from datetime import UTC
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
 from turncheck.compare.policy import fail_reasons
-from turncheck.engine.report import Report
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.merge import MergeError, merge_reports
+from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.discovery import FileKind, FoundFile, discover
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
-from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.github.baseline import load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
     BUNDLE_FILE_NAME,
