@@ -10,11 +10,14 @@ Three measurements, then a summary table (run: python benchmarks/engine.py --hel
    critical path = ceil(E/C) * T * latency. That is never below the generic
    bound max(T, ceil(E*T/C)) * latency (which assumes turn-level slots), and
    is the one the ratio is taken against; both are printed.
-2. Zero-latency live run: turns per second of pure overhead (engine + HTTP
-   round-trip on loopback + the scripted server's own work).
+2. Zero-latency live run: turns per second of pure overhead (the engine, its
+   HTTP client and the loopback round-trip to the scripted server).
 3. Cassette replay: record E_r x T_r turns (default 1,000 x 5 = 5,000) in record
    mode, stop the server, then replay offline. The timed part is the whole
    `run_suites` call, which includes opening and parsing the cassette.
+
+Each measurement is the best of `--repeat` timed runs (all are printed, with
+CPU times), after an untimed warm-up run for imports and the price table.
 
 By default the scripted server runs in a subprocess (this file with `--serve`),
 so on a 2-core machine the client under test has one core and a GIL of its own;

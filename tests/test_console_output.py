@@ -513,7 +513,8 @@ def test_examples_replay_offline_with_a_consistent_transcript(tmp_path: Path) ->
     report = json.loads(report_path.read_text(encoding="utf-8"))
     totals = report["totals"]
     assert done.returncode == (1 if totals["failed"] or totals["errors"] else 0)
-    assert len(report["suites"]) == len(example_suites())
+    # Protocol suites (examples/flow-gating) are reported under `protocols`.
+    assert len(report["suites"]) + len(report["protocols"]) == len(example_suites())
     _, rows = summary_table(done.stdout)
     for suite in report["suites"]:
         assert f"== {suite['path']} — {suite['name']} (" in done.stdout

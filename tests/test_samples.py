@@ -78,6 +78,7 @@ def test_fixtures_cover_every_diagnostic_code() -> None:
         "unknown-key",
         "duplicate-sample-id",
         "invalid-grader",
+        "grader-template",
         "read-error",
     }
 
@@ -144,10 +145,15 @@ def test_inline_samples_array_gets_each_elements_line() -> None:
     assert [(s.id, s.line) for s in loaded.samples] == [("short", 2), ("long", 3)]
 
 
-def test_grader_table_is_kept_raw() -> None:
+def test_grader_table_is_validated_and_kept() -> None:
     loaded = load_samples(VALID / "with-grader.samples.toml")
     assert loaded.diagnostics == []
-    assert loaded.grader == {"model": "gpt-4o-mini", "temperature": 0}
+    grader = loaded.grader
+    assert grader is not None
+    assert (grader.model, grader.temperature, grader.kind, grader.line) == (
+        "gpt-4o-mini", 0, "criteria", 1
+    )
+    assert (grader.criteria, grader.min_agreement) == ("The assistant greets the user.", 80)
     assert [s.id for s in loaded.samples] == ["happy-path"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from turncheck.cli.common import UsageError, usage_error
+from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import (
     Comparison,
     CostThresholds,
@@ -23,7 +24,9 @@ from turncheck.compare.comparison import (
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.report import SCHEMA_VERSION, Report, Status
 from turncheck.github.workflow import StopCommands
+from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.console import usd
+from turncheck.render.protocol_console import protocol_comparison_lines
 
 MAX_CELL_CHARS = 40
 
@@ -47,7 +50,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--fail-on", default="", metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
                         "regression (an eval broke or needs a later turn), cost (cost alert), "
-                        "failure (a head eval failed or errored); default: none")
+                        "failure (a head eval failed or errored), calibration (grader "
+                        "agreement, see --min-agreement); default: none")
+    parser.add_argument("--min-agreement", type=float, metavar="PERCENT",
+                        help="with --fail-on calibration: a sample file's head agreement must "
+                        "be at least this (default: each grader's min_agreement)")
+    parser.add_argument("--max-agreement-drop", type=float, metavar="POINTS",
+                        help="with --fail-on calibration: a sample file's agreement may drop "
+                        "by at most this many percentage points")
     parser.set_defaults(handler=run)
 
 
@@ -55,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         conditions = conditions_from(args.fail_on)
         thresholds = thresholds_from(args, conditions)
+        calibration = calibration_thresholds_from(args)
         renames = parse_renames(args.rename)
         base, head = load_report(args.base), load_report(args.head)
         comparison = compare_reports(base, head, renames=renames, thresholds=thresholds)
@@ -63,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return usage_error(str(exc))
     print_comparison(comparison)
-    reasons = fail_reasons(comparison, conditions)
+    reasons = fail_reasons(comparison, conditions, calibration=calibration)
     for reason in reasons:
         print(f"turncheck: failing: {reason}", file=sys.stderr)
     return 1 if reasons else 0
@@ -88,6 +99,14 @@ def thresholds_from(args: argparse.Namespace, conditions: set[FailOn]) -> CostTh
             "--fail-on cost needs --cost-threshold-percent or --cost-threshold-usd"
         )
     return CostThresholds(percent=percent, usd=dollars)
+
+
+def calibration_thresholds_from(args: argparse.Namespace) -> CalibrationThresholds:
+    values = (args.min_agreement, args.max_agreement_drop)
+    if any(value is not None and not 0 <= value <= 100 for value in values):
+        raise UsageError("--min-agreement and --max-agreement-drop take 0 to 100")
+    return CalibrationThresholds(min_agreement=args.min_agreement,
+                                 max_agreement_drop=args.max_agreement_drop)
 
 
 def parse_renames(pairs: list[str]) -> dict[str, str]:
@@ -152,6 +171,8 @@ def print_comparison(comparison: Comparison) -> None:
 def comparison_lines(comparison: Comparison) -> Iterator[str]:
     yield from body_lines(comparison)
     yield from totals_lines(comparison)
+    yield from calibration_comparison_lines(comparison.calibration)
+    yield from protocol_comparison_lines(comparison.protocols)
 
 
 def body_lines(comparison: Comparison) -> Iterator[str]:

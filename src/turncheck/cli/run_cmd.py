@@ -175,10 +175,12 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
     progress = console.Progress(total)
+    # Every shard finds the same sample files; the first one grades them.
+    samples = validation.samples if shard is None or shard.index == 1 else []
     try:
         report = asyncio.run(
             run_suites(validation.suites, settings, validation.diagnostics, progress.advance,
-                       samples=validation.samples, on_case=progress.advance_case)
+                       samples=samples, on_case=progress.advance_case)
         )
     finally:
         progress.finish()

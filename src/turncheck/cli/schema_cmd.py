@@ -5,14 +5,25 @@ from __future__ import annotations
 import argparse
 import json
 
+from turncheck.formats.protocol_schema import protocol_defs
 from turncheck.formats.suite import Suite
 
 SCHEMA_ID = "https://raw.githubusercontent.com/turncheck/turncheck/main/schema/suite.schema.json"
 
 
 def suite_schema() -> dict[str, object]:
-    schema = Suite.model_json_schema(by_alias=True)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+    """Eval suites (`evals`) or protocol suites (`cases` + `turns`, SPEC §9)."""
+    evals = Suite.model_json_schema(by_alias=True)
+    defs = {**evals.pop("$defs"), "EvalSuite": evals, **protocol_defs()}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "turncheck suite",
+        "description": "An eval suite (metadata + evals) or a protocol suite "
+        "(metadata + cases + turns).",
+        "anyOf": [{"$ref": "#/$defs/EvalSuite"}, {"$ref": "#/$defs/ProtocolSuite"}],
+        "$defs": defs,
+    }
 
 
 def schema_text() -> str:

@@ -89,9 +89,7 @@ def grader_prompt(template: jinja2.Template, sample: Sample) -> str:
 
 
 class _FileGrading:
-    def __init__(
-        self, session: GraderSession, pricer: Pricer, env: Mapping[str, str]
-    ) -> None:
+    def __init__(self, session: GraderSession, pricer: Pricer, env: Mapping[str, str]) -> None:
         self.session = session
         self.pricer = pricer
         grader = session.grader
@@ -107,6 +105,9 @@ class _FileGrading:
         return [ChatMessage("user", grader_prompt(self.template, sample))]
 
     async def grade(self, sample: Sample) -> SampleGrade:
+        return self.redactor.model(await self._grade(sample))
+
+    async def _grade(self, sample: Sample) -> SampleGrade:
         try:
             response = await self.session.grade(self.messages(sample))
         except _PromptError as exc:
@@ -115,7 +116,7 @@ class _FileGrading:
             return _error_row(sample, f"grader call failed: {exc.message}")
         except Exception as exc:  # a sample must always end as a row
             return _error_row(sample, f"internal error: {exc!r}")
-        return self.redactor.model(self._row(sample, response))
+        return self._row(sample, response)
 
     def _row(self, sample: Sample, response: ChatResponse) -> SampleGrade:
         usage = Usage(
@@ -213,13 +214,17 @@ async def _grade_file(
     grader = file.grader
     if grader is None or not file.samples:
         return summarize(file, None, [], None), 0
-    session = open_grader_session(
-        file.source, grader, settings.mode, settings.provider, settings.base_url,
-        settings.env, settings.session,
-    )
+    try:
+        session = open_grader_session(
+            file.source, grader, settings.mode, settings.provider, settings.base_url,
+            settings.env, settings.session,
+        )
+    except ProviderError as exc:  # e.g. an unknown provider: every sample is an error row
+        rows = [_error_row(sample, exc.message) for sample in file.samples]
+        return summarize(file, grader_info(grader, grader.provider or "?"), rows, None), 0
     grading = _FileGrading(session, pricer, settings.env)
-    cassette = None if session.transport is None else cassette_path_for(Path(file.path))
-    partial = summarize(file, grader_info(grader, session.provider_name), [], None)
+    info = grader_info(grader, session.provider_name)
+    partial = summarize(file, info, [], None)
 
     async def one(sample: Sample) -> SampleGrade:
         async with limit:
@@ -232,8 +237,8 @@ async def _grade_file(
         rows = await asyncio.gather(*(one(sample) for sample in file.samples))
     finally:
         await session.close()
+    cassette = None if session.transport is None else cassette_path_for(Path(file.path))
     shown = None if cassette is None else cassette.as_posix()
-    info = grader_info(grader, session.provider_name)
     return summarize(file, info, list(rows), shown), session.live_tokens
 
 

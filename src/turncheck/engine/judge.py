@@ -38,6 +38,11 @@ conversation into account, on an integer scale from -3 (fails them completely)
 through 0 (mixed) to 3 (meets them fully). Answer with JSON only, exactly of the
 form {{"score": an integer from -3 to 3, "reason": "one short sentence"}}."""
 
+GRADER_ANSWER_FORMAT = (
+    "Score the assistant's replies against the criteria from -3 to 3. Answer with JSON "
+    'only: {"score": <an integer from -3 to 3>, "reason": "<one short sentence>"}'
+)
+
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
@@ -93,10 +98,10 @@ def judge_messages(conversation: Sequence[ChatMessage], criteria: str) -> list[C
 
 
 def grader_messages(conversation: Sequence[Turn], criteria: str) -> list[ChatMessage]:
-    return [
-        ChatMessage("system", GRADER_SYSTEM_PROMPT),
-        ChatMessage("user", _framed(conversation, criteria)),
-    ]
+    # The answer format is repeated last in the user message: some chat templates
+    # (Gemma's) drop system messages, and small models follow what they read last.
+    user = f"{_framed(conversation, criteria)}\n\n{GRADER_ANSWER_FORMAT}"
+    return [ChatMessage("system", GRADER_SYSTEM_PROMPT), ChatMessage("user", user)]
 
 
 def _unfenced(text: str) -> str:

@@ -110,6 +110,8 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
             "started_at": min(r.started_at for r in reports),
             "duration_s": max(r.duration_s for r in reports),
             "live_tokens": sum(r.live_tokens for r in reports),
+            # A protocol suite runs whole in one shard (see sharding.select_shard).
+            "protocols": [p for report in reports for p in report.protocols],
             "shard": None,
         }
     )

@@ -248,18 +248,19 @@ class ProtocolValidator(SuiteReporter):
         indices: list[int] = []
         invalid: set[str] = set()
         for index, item in enumerate(raw):
-            turn = self.turn((*path, index), item)
-            if turn is None:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    invalid.add(item["id"])
-                continue
-            if turn.id in seen:
+            raw_id = item.get("id") if isinstance(item, dict) else None
+            duplicate = isinstance(raw_id, str) and raw_id in seen
+            if isinstance(raw_id, str) and duplicate:
                 self.error_at_value((*path, index, "id"), "duplicate-turn-id",
-                                    f'duplicate turn id "{turn.id}" (first used at line '
-                                    f"{seen[turn.id]})")
-                invalid.add(turn.id)
+                                    f'duplicate turn id "{raw_id}" (first used at line '
+                                    f"{seen[raw_id]})")
+            elif isinstance(raw_id, str):
+                seen[raw_id] = self.positions.value((*path, index, "id")).line
+            turn = self.turn((*path, index), item)
+            if turn is None or duplicate:
+                if isinstance(raw_id, str):
+                    invalid.add(raw_id)
                 continue
-            seen[turn.id] = turn.line
             built.append(turn)
             indices.append(index)
         for position, (turn, index) in enumerate(zip(built, indices, strict=True)):
@@ -418,7 +419,12 @@ class ProtocolValidator(SuiteReporter):
         if not isinstance(value, dict):
             self.error_at_value(where, "invalid-scorer", f"{kind} needs a mapping of options")
             return None
-        spec = self.build(SCORER_SPECS[kind], value, where)
+        model = SCORER_SPECS[kind]
+        allowed = tuple(model.model_fields)
+        for key in value:
+            if key not in allowed:
+                self.unknown_key(where, key, allowed)
+        spec = self.build(model, {k: v for k, v in value.items() if k in allowed}, where)
         if spec is not None and kind == "self_assessment" and spec.pattern is not None:
             self.regex((*where, "pattern"), spec.pattern)
         return spec

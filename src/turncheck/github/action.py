@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
+from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
 from turncheck.compare.policy import fail_reasons
 from turncheck.diagnostics import Diagnostic
@@ -26,6 +27,7 @@ from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.discovery import FileKind, FoundFile, discover
+from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
@@ -41,6 +43,7 @@ from turncheck.github.bundle import (
 from turncheck.github.changes import SuiteChanges, suite_changes
 from turncheck.github.client import GitHubApi, GitHubApiError, PyGithubApi
 from turncheck.github.context import ContextError, GitHubContext, PullRequest, read_context
+from turncheck.github.data_files import add_changed_data_files, data_files
 from turncheck.github.inputs import ActionInputs, InputError, read_inputs
 from turncheck.github.publish import (
     Published,
@@ -96,6 +99,10 @@ class Job:
                            concurrency=self.inputs.concurrency, env=dict(self.env),
                            price_timestamp=price_timestamp, commit=commit)
 
+    def calibration_thresholds(self) -> CalibrationThresholds:
+        return CalibrationThresholds(min_agreement=self.inputs.min_agreement,
+                                     max_agreement_drop=self.inputs.max_agreement_drop)
+
     def thresholds(self) -> CostThresholds:
         return CostThresholds(percent=self.inputs.cost_threshold_percent,
                               usd=self.inputs.cost_threshold_usd)
@@ -118,12 +125,14 @@ def commit_timestamp(job: Job, commit: str) -> str | None:
 
 
 def run_files(job: Job, files: list[SuiteFile], settings: RunSettings,
-              diagnostics: list[Diagnostic] | None = None) -> Report:
-    """Run `files`, or this job's shard of them."""
+              diagnostics: list[Diagnostic] | None = None,
+              samples: Sequence[SampleFile] = ()) -> Report:
+    """Run `files` (or this job's shard of them) and grade `samples` (in shard 1 only)."""
     shard = None
     if job.inputs.shard is not None:
         files, shard = select_shard(files, job.inputs.shard)
-    report = asyncio.run(run_suites(files, settings, diagnostics))
+        samples = samples if job.inputs.shard.index == 1 else ()
+    report = asyncio.run(run_suites(files, settings, diagnostics, samples=samples))
     return report.model_copy(update={"shard": shard})
 
 
@@ -133,26 +142,43 @@ def run_head(job: Job, suites: list[str], samples: list[str], commit: str) -> Re
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     log(f"head: {len(validation.suites)} suite(s), {len(validation.samples)} sample file(s)")
     settings = job.settings(job.inputs.mode, commit_timestamp(job, commit), commit)
-    return run_files(job, validation.suites, settings, validation.diagnostics)
+    return run_files(job, validation.suites, settings, validation.diagnostics,
+                     validation.samples)
 
 
-def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str) -> Report | None:
-    if not suites:
+def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
+             samples: Sequence[str] = ()) -> Report | None:
+    """Run `suites` and grade `samples` (paths as named at base) at the base commit."""
+    if not suites and not samples:
         return None
     prefix = Path(job.inputs.working_directory)
     with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
         root = Path(tmp)
         repo_paths = [(prefix / s).as_posix() for s in suites]
+        sample_paths = [(prefix / s).as_posix() for s in samples]
         try:
-            missing = set(git.export_suites(job.context.workspace, base_sha, repo_paths, root))
+            missing = set(git.export_suites(job.context.workspace, base_sha,
+                                            repo_paths + sample_paths, root))
         except git.GitError as exc:
             log(f"::warning title=turncheck::cannot read the base commit: {exc}")
             return None
+        exported = [s for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
+        cases_files = data_files(root / prefix, exported)
+        if cases_files:  # protocol suites' cases files, as they are at base
+            try:
+                git.export_paths(job.context.workspace, base_sha,
+                                 [(prefix / f).as_posix() for f in cases_files], root)
+            except git.GitError as exc:
+                log(f"::warning title=turncheck::cannot read a cases file at base: {exc}")
         loaded = [_load_base(root / prefix / s, s, job.inputs.max_depth)
                   for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
+        graded = [load_samples(root / prefix / s, s)
+                  for s, repo in zip(samples, sample_paths, strict=True) if repo not in missing]
         mode = "live" if job.inputs.mode == "live" else "replay"
-        log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {mode} mode")
-        return run_files(job, loaded, job.settings(mode, price_timestamp, base_sha))
+        log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {len(graded)} sample file(s), "
+            f"{mode} mode")
+        return run_files(job, loaded, job.settings(mode, price_timestamp, base_sha),
+                         samples=graded)
 
 
 def _load_base(location: Path, display: str, max_depth: int) -> SuiteFile:
@@ -173,8 +199,12 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
             "turncheck can read the base versions of your suites.")
         files = job.api().pr_files(pr.number)
     existing = {p for p in _all_relative(job)}
-    return suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
-                         existing)
+    changes = suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
+                            existing)
+    # A protocol suite's cases file is part of the suite.
+    add_changed_data_files(changes, files, job.inputs.working_directory.as_posix(),
+                           data_files(job.workdir, sorted(existing)))
+    return changes
 
 
 def _all_relative(job: Job) -> list[str]:
@@ -194,7 +224,8 @@ def pull_request_flow(job: Job) -> int:
     log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
         f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
     head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
-    base_report, baseline = baseline_for(job, base_sha, changes.base_suites, head)
+    base_report, baseline = baseline_for(job, base_sha, changes.base_suites, head,
+                                         changes.base_samples)
     bundle = with_token_counts(ReportBundle(
         repository=job.context.repository, event=job.context.event_name, pull_number=pr.number,
         base_sha=base_sha, head_sha=pr.head_sha,
@@ -216,10 +247,10 @@ def with_token_counts(bundle: ReportBundle) -> ReportBundle:
     return bundle.model_copy(update={"live_tokens": spent, "saved_tokens": saved})
 
 
-def baseline_for(job: Job, base_sha: str, suites: list[str],
-                 head: Report) -> tuple[Report | None, BaselineInfo | None]:
+def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
+                 samples: Sequence[str] = ()) -> tuple[Report | None, BaselineInfo | None]:
     """The base side: reused from a main-branch artifact when asked, else re-run."""
-    if not suites:
+    if not suites and not samples:
         return None, None
     if resolve_mode(job.inputs.baseline, job.inputs.mode) == "artifact":
         if job.inputs.shard is not None:
@@ -229,12 +260,12 @@ def baseline_for(job: Job, base_sha: str, suites: list[str],
         except git.GitError:
             base_time = None
         found = load_artifact_baseline(job.api(), base_sha, base_time,
-                                       job.context.default_branch, set(suites))
+                                       job.context.default_branch, {*suites, *samples})
         if not isinstance(found, str):
             log(found[1].describe())
             return found
         log(f"{found}; re-running the base commit instead")
-    report = run_base(job, base_sha, suites, head.price_source.timestamp)
+    report = run_base(job, base_sha, suites, head.price_source.timestamp, samples)
     return report, None if report is None else BaselineInfo(source="rerun")
 
 
@@ -262,7 +293,8 @@ def merged_flow(job: Job) -> int:
     merged = with_token_counts(first.model_copy(update={"head": head, "base": base,
                                                         "baseline": baseline}))
     write_bundle(job, merged)
-    return publish(job, merged, nothing_changed=not head.suites and not first.base_suites)
+    return publish(job, merged, nothing_changed=not head.suites and not first.base_suites
+                   and not head.calibrations)
 
 
 def _read_bundle(path: Path) -> ReportBundle:
@@ -292,7 +324,8 @@ def token_notes(bundle: ReportBundle) -> list[str]:
 
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
     comparison = compare_bundle(job, bundle)
-    reasons = fail_reasons(comparison, job.inputs.fail_on)
+    reasons = fail_reasons(comparison, job.inputs.fail_on,
+                           calibration=job.calibration_thresholds())
     context = CommentContext(fail_reasons=reasons, head=bundle.head,
                              run_url=job.context.run_url, notes=token_notes(bundle))
     items = collect_annotations(comparison, bundle.working_directory)
@@ -357,7 +390,8 @@ def branch_flow(job: Job) -> int:
                           working_directory=job.inputs.working_directory.as_posix(), head=head)
     write_bundle(job, bundle)
     comparison = compare_bundle(job, bundle)
-    reasons = fail_reasons(comparison, job.inputs.fail_on)
+    reasons = fail_reasons(comparison, job.inputs.fail_on,
+                           calibration=job.calibration_thresholds())
     context = CommentContext(fail_reasons=reasons, head=head, run_url=job.context.run_url)
     print_annotations(collect_annotations(comparison, bundle.working_directory))
     write_runner_files(job.context.output_path, job.context.summary_path,

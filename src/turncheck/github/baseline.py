@@ -51,10 +51,12 @@ def pick_artifact(
 
 
 def only_suites(report: Report, paths: set[str]) -> Report:
-    """The report restricted to `paths`, totals recomputed."""
+    """The report restricted to `paths` (suites and sample files), totals recomputed."""
     suites = [s for s in report.suites if s.path in paths]
+    calibrations = [c for c in report.calibrations if c.path in paths]
     unpriced = set(report.totals.unpriced_models)
-    return report.model_copy(update={"suites": suites, "totals": run_totals(suites, unpriced)})
+    return report.model_copy(update={"suites": suites, "totals": run_totals(suites, unpriced),
+                                     "calibrations": calibrations})
 
 
 def _age_hours(artifact: ArtifactRef, base_time: datetime | None) -> float | None:

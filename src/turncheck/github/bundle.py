@@ -60,7 +60,7 @@ class ReportBundle(BaseModel):
     head_sha: str
     working_directory: str = "."
     renames: dict[str, str] = Field(default_factory=dict)
-    """Head path → base path of renamed suites."""
+    """Head path → base path of renamed suites and sample files."""
     removed: list[str] = Field(default_factory=list)
     base_suites: list[str] = Field(default_factory=list)
     """Suites (as named at base) the comparison needs from the base side."""

@@ -23,8 +23,15 @@ class SuiteChanges:
     base_suites: list[str] = field(default_factory=list)
     """Suites to run at base, as named at base (modified, renamed-from, removed)."""
     samples: list[str] = field(default_factory=list)
+    """Sample files to grade at head (added, modified, renamed, or whose cassette changed)."""
     renames: dict[str, str] = field(default_factory=dict)
+    """Head path → base path of renamed suites and sample files."""
     removed: list[str] = field(default_factory=list)
+
+    @property
+    def base_samples(self) -> list[str]:
+        """The changed sample files as named at base (to grade them there too)."""
+        return [self.renames.get(path, path) for path in self.samples]
 
     @property
     def empty(self) -> bool:
@@ -49,12 +56,23 @@ def _suite_of_cassette(path: str) -> str | None:
     return stem if stem.endswith((".eval", "evals")) else None
 
 
+def _samples_of_cassette(path: str, globs: Globs) -> str | None:
+    """`x.samples.cassette.yaml` → `x.samples.toml`, when that is a sample file's name."""
+    if not path.endswith(CASSETTE_SUFFIX):
+        return None
+    owner = path[: -len(CASSETTE_SUFFIX)] + ".toml"
+    return owner if globs.kind_of(owner) is FileKind.SAMPLES else None
+
+
 def _classify(path: str | None, globs: Globs) -> tuple[str, FileKind] | None:
     if path is None:
         return None
     kind = globs.kind_of(path)
     if kind is not None:
         return path, kind
+    samples = _samples_of_cassette(path, globs)
+    if samples is not None:
+        return samples, FileKind.SAMPLES
     stem = _suite_of_cassette(path)
     if stem is None:
         return None
@@ -81,14 +99,29 @@ def suite_changes(files: Iterable[ChangedFile], globs: Globs, working_directory:
         if target is None:
             continue
         path, kind = target
-        if kind is FileKind.SAMPLES:
-            if changed.status != "removed":
-                _add(changes.samples, path)
-            continue
         is_cassette = changed.path.endswith(CASSETTE_SUFFIX)
+        if kind is FileKind.SAMPLES:
+            _record_samples(changes, changed, path, previous[0] if previous else None,
+                            is_cassette, exists_at_head)
+            continue
         _record_suite(changes, changed, path, previous[0] if previous else None, is_cassette,
                       exists_at_head)
     return changes
+
+
+def _record_samples(changes: SuiteChanges, changed: ChangedFile, path: str,
+                    previous: str | None, is_cassette: bool,
+                    exists_at_head: set[str] | None) -> None:
+    """Removed sample files are not graded; a changed cassette regrades its sample file."""
+    if is_cassette:
+        if exists_at_head is None or path in exists_at_head:
+            _add(changes.samples, path)
+        return
+    if changed.status == "removed":
+        return
+    _add(changes.samples, path)
+    if changed.status == "renamed" and previous is not None:
+        changes.renames[path] = previous
 
 
 def _record_suite(changes: SuiteChanges, changed: ChangedFile, path: str, previous: str | None,

@@ -41,6 +41,8 @@ class ActionInputs:
     fail_on: tuple[FailOn, ...] = DEFAULT_FAIL_ON
     cost_threshold_percent: float | None = None
     cost_threshold_usd: float | None = None
+    min_agreement: float | None = None
+    max_agreement_drop: float | None = None
     comment: CommentMode = CommentMode.ALWAYS
     max_depth: int = MAX_DEPTH
     working_directory: Path = Path(".")
@@ -101,6 +103,19 @@ class _Reader:
             return None
         return number
 
+    def percent(self, name: str, what: str) -> float | None:
+        value = _raw(self.env, name)
+        if not value:
+            return None
+        try:
+            number = float(value.removesuffix("%"))
+        except ValueError:
+            number = -1.0
+        if not 0 <= number <= 100:
+            self.problems.append(f"input {name}: expected {what} from 0 to 100, got {value!r}")
+            return None
+        return number
+
     def fail_on(self) -> tuple[FailOn, ...]:
         try:
             return parse_fail_on(_raw(self.env, "fail-on"))
@@ -145,6 +160,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         fail_on=reader.fail_on(),
         cost_threshold_percent=reader.amount("cost-threshold-percent"),
         cost_threshold_usd=reader.amount("cost-threshold-usd"),
+        min_agreement=reader.percent("min-agreement", "a percentage"),
+        max_agreement_drop=reader.percent("max-agreement-drop", "percentage points"),
         comment=CommentMode(
             reader.choice("comment", tuple(m.value for m in CommentMode), CommentMode.ALWAYS.value)
         ),

@@ -56,6 +56,21 @@ def collect_annotations(comparison: Comparison, working_directory: str) -> list[
                 message += f": {item.error}"
             found.append(Annotation(prefix + suite.path, item.line, item.line, "failure",
                                     f"eval {item.name!r} {message}", f"turncheck: {item.name}"))
+    found += _calibration_annotations(comparison, prefix)
+    return found
+
+
+def _calibration_annotations(comparison: Comparison, prefix: str) -> list[Annotation]:
+    """Samples the grader agreed with at base but not at head, at the sample's line."""
+    found = []
+    for item in comparison.calibration:
+        for row in item.flipped:
+            if not row.regression:
+                continue
+            now = row.head_error or f"scores {row.head_score}, label {row.label}"
+            found.append(Annotation(prefix + item.path, row.line, row.line, "warning",
+                                    f"sample {row.id!r}: the grader agreed at base, now {now}",
+                                    f"turncheck: {row.id}"))
     return found
 
 

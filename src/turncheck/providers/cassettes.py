@@ -35,12 +35,14 @@ request then fails with that message (a `CassetteFormatError`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -393,8 +395,9 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _load(self, max_bytes: int) -> None:
         try:
-            for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
-                self._add(interaction)
+            with _gc_paused():
+                for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
+                    self._add(interaction)
         except CassetteFormatError as exc:
             self.load_error = f"{exc.message}; delete it and re-record with: " + (
                 f"turncheck record {self.suite_path}"
@@ -444,6 +447,25 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a cassette is parsed.
+
+    Parsing allocates hundreds of thousands of small, long-lived objects (YAML
+    events, nodes, strings) that are freed by reference counting, so the
+    collections they trigger find next to nothing to free while re-scanning
+    everything alive: for 5,000 interactions, about two thirds of the load time.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
+from turncheck.compare.calibration import CalibrationComparison
 from turncheck.engine.calibration_report import (
     Badge,
     CalibrationFileResult,
@@ -160,3 +161,20 @@ class SampleProgress:
         self.done += 1
         label = f"[{self.done}/{self.total}] {row.badge.value:<5} {result.path} › {row.id}"
         print(terminal_safe(_one_line(label, 160)), file=self.out, flush=True)
+
+
+def calibration_comparison_lines(items: Sequence[CalibrationComparison]) -> list[str]:
+    """One line per sample file (agreement base → head), one per flipped sample."""
+    lines = []
+    for item in items:
+        base = None if item.base is None else percent_text(item.base.agreement_percent)
+        head = "not graded" if item.head is None else percent_text(item.head.agreement_percent)
+        change = head if base is None else f"{base} → {head}"
+        lines.append(terminal_safe(f"calibration {item.path}: agreement {change}, "
+                                   f"{len(item.flipped)} sample(s) flipped"))
+        lines += [
+            terminal_safe(f"  {row.id}: {row.base_verdict.value} → {row.head_verdict.value} "
+                          f"(label {row.label}, score {row.base_score} → {row.head_score})")
+            for row in item.flipped
+        ]
+    return lines

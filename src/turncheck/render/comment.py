@@ -101,7 +101,8 @@ def _verdict(comparison: Comparison, context: CommentContext) -> dict[str, Any]:
         return {"icon": "✅", "headline": "no eval changes", "reasons": []}
     headline = f"{counts.passed} of {counts.evals} evals pass"
     if not comparison.suites and comparison.calibration:
-        headline = f"{len(comparison.calibration)} sample file(s) graded"
+        files = len(comparison.calibration)
+        headline = f"{files} sample file{'' if files == 1 else 's'} graded"
     if protocols is not None:
         cases = f"{protocols.counts.passed} of {protocols.counts.cases} protocol cases pass"
         headline = f"{headline}, {cases}" if comparison.suites else cases

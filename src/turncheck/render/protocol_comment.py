@@ -41,7 +41,7 @@ AGGREGATE_LABELS = {
 
 
 def score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    return "—" if value is None else f"{value:.2f}".replace("-", "\u2212")
 
 
 def signed_score(value: float | None) -> str:

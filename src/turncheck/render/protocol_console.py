@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TextIO
 
+from turncheck.compare.protocol import ProtocolComparison
 from turncheck.engine.protocol_report import (
     CaseResult,
     ProtocolAggregates,
@@ -151,3 +152,32 @@ def summary(report: Report, out: TextIO) -> None:
 def failed(report: Report) -> bool:
     """Whether a protocol case failed (below `pass_threshold`) or errored."""
     return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
+
+
+def _cell(text: str, limit: int = 60) -> str:
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[str]:
+    """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
+    if protocols is None:
+        return
+    rows = [["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"]]
+    for suite in protocols.suites:
+        for case in suite.cases:
+            label = case.transition.value + (" [REGRESSION]" if case.regression else "")
+            for turn in case.turns:
+                variant = turn.head_variant or turn.base_variant or "—"
+                if turn.base_variant and turn.head_variant and turn.base_variant != \
+                        turn.head_variant:
+                    variant = f"{turn.base_variant}→{turn.head_variant}"
+                rows.append([_cell(suite.path), _cell(case.id), label, _cell(turn.id),
+                             _cell(variant), f"{score(turn.base)}→{score(turn.head)}",
+                             signed(turn.delta)])
+    yield ""
+    yield from (line for line in table(rows))
+    for suite in protocols.suites:
+        parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
+                 f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
+        yield f"{_cell(suite.path)}: " + "; ".join(parts)

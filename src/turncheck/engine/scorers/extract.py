@@ -105,10 +105,12 @@ def _keep_markers(match: re.Match[str]) -> str:
 
 def _json_candidates(text: str) -> list[str]:
     found = [m["body"] for m in _FENCE.finditer(text)]
+    spans = []
     for opener, closer in (("[", "]"), ("{", "}")):
         start, end = text.find(opener), text.rfind(closer)
         if 0 <= start < end:
-            found.append(text[start : end + 1])
+            spans.append((start, text[start : end + 1]))
+    found += [span for _, span in sorted(spans)]  # the outermost structure first
     return [c for c in found if len(c) <= MAX_JSON_CHARS]
 
 
