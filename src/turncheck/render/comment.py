@@ -72,6 +72,8 @@ def _tokens(spend: Spend | None) -> str:
 
 def _totals_rows(comparison: Comparison) -> list[dict[str, str]]:
     totals = comparison.totals
+    if not comparison.suites:
+        return []  # only sample files changed: the calibration section says it all
     base, head, delta = totals.base, totals.head, totals.delta
     base_cost = None if base is None else base.total_cost_usd
     head_cost = None if head is None else head.total_cost_usd
