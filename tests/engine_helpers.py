@@ -13,7 +13,8 @@ from turncheck.engine.session import Mode, SessionSettings
 from turncheck.formats.suite_loader import load_suite
 
 FAKE_KEY = "sk-test-SECRET-KEY-123"
-FAST_RETRIES = SessionSettings(timeout_s=2.0, attempts=4, backoff_base_s=0.001)
+# Generous per-request timeout: CI machines are busy; fault tests set their own.
+FAST_RETRIES = SessionSettings(timeout_s=15.0, attempts=4, backoff_base_s=0.001)
 
 
 def suite_yaml(evals: str, metadata: str = "", model: str = "gpt-4o-mini") -> str:
