@@ -10,13 +10,16 @@ from pathlib import Path
 from turncheck.cli.common import (
     UsageError,
     add_discovery_options,
-    diagnostic_line,
+    add_provider_options,
+    add_request_options,
     discover_from,
-    one_line,
+    print_diagnostics,
+    print_problems,
+    settings_from,
     untrusted_output,
     usage_error,
+    write_json,
 )
-from turncheck.cli.run_cmd import settings_from
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.report import Report
 from turncheck.engine.runner import run_suites
@@ -35,22 +38,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "file, with no network and no API key.",
     )
     add_discovery_options(parser)
-    parser.add_argument(
-        "--mode",
-        choices=("replay", "record", "live"),
-        default="replay",
-        help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
-    )
-    parser.add_argument(
-        "--concurrency", type=int, default=8, metavar="N",
-        help="most grader calls at once (default: 8)",
-    )
-    parser.add_argument(
-        "--provider", choices=("openrouter", "openai", "anthropic"),
-        help="provider for every grader (default: from each [grader])",
-    )
-    parser.add_argument(
-        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+    add_provider_options(
+        parser,
+        with_mode=True,
+        concurrency_help="most grader calls at once (default: 8)",
+        provider_help="provider for every grader (default: from each [grader])",
     )
     parser.add_argument(
         "--min-agreement", type=float, metavar="PERCENT",
@@ -58,18 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "min_agreement, if any)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
-    parser.add_argument(
-        "--price-timestamp", metavar="ISO8601",
-        help="price every call at this instant (default: now)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS",
-        help="per-request timeout (default: 60)",
-    )
-    parser.add_argument(
-        "--attempts", type=int, default=4, metavar="N",
-        help="attempts per request, retries included (default: 4)",
-    )
+    add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary table")
     parser.set_defaults(handler=handle_calibrate, var=[])
 
@@ -98,9 +79,7 @@ def _grade(args: argparse.Namespace, validation: ValidationResult) -> Report:
 def handle_calibrate(args: argparse.Namespace) -> int:
     try:
         validation = _sample_files(args)
-        with untrusted_output(sys.stderr):
-            for diagnostic in validation.diagnostics:
-                print(diagnostic_line(diagnostic), file=sys.stderr)
+        print_diagnostics(validation.diagnostics)
         report = _grade(args, validation)
     except UsageError as exc:
         return usage_error(str(exc))
@@ -109,11 +88,8 @@ def handle_calibrate(args: argparse.Namespace) -> int:
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, report)
     problems = calibration_problems(report.calibrations, args.min_agreement)
-    with untrusted_output(sys.stderr):
-        for problem in problems:
-            print(one_line(f"turncheck: {problem}"), file=sys.stderr)
+    print_problems(problems)
     invalid = any(d.is_error for d in validation.diagnostics)
     return 1 if invalid or problems else 0

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
+from pathlib import Path
 from typing import TextIO
 
+from pydantic import BaseModel
+
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.runner import RunSettings
+from turncheck.engine.session import SessionSettings
 from turncheck.formats.discovery import (
     DEFAULT_SAMPLE_GLOBS,
     DEFAULT_SUITE_GLOBS,
@@ -56,6 +64,87 @@ def add_discovery_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_provider_options(
+    parser: argparse.ArgumentParser, *, with_mode: bool, concurrency_help: str, provider_help: str
+) -> None:
+    """`--mode` (unless `with_mode` is false), `--concurrency`, `--provider`, `--base-url`."""
+    if with_mode:
+        parser.add_argument(
+            "--mode",
+            choices=("replay", "record", "live"),
+            default="replay",
+            help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
+        )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help=concurrency_help
+    )
+    parser.add_argument(
+        "--provider", choices=("openrouter", "openai", "anthropic"), help=provider_help
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+    )
+
+
+def add_request_options(parser: argparse.ArgumentParser) -> None:
+    """`--price-timestamp`, `--timeout` and `--attempts`."""
+    parser.add_argument(
+        "--price-timestamp",
+        metavar="ISO8601",
+        help="price every call at this instant (default: now)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="per-request timeout (default: 60)",
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=4,
+        metavar="N",
+        help="attempts per request, retries included (default: 4)",
+    )
+
+
+def parse_vars(pairs: list[str]) -> dict[str, str]:
+    variables = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--var expects NAME=VALUE, got {pair!r}")
+        variables[name] = value
+    return variables
+
+
+def settings_from(args: argparse.Namespace) -> RunSettings:
+    """Run settings from the provider, request and `--var` options."""
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.attempts < 1 or not (0 < args.timeout < math.inf):
+        raise UsageError("--attempts must be at least 1 and --timeout positive")
+    if args.price_timestamp is not None:
+        try:
+            datetime.fromisoformat(args.price_timestamp.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
+                f"got {args.price_timestamp!r}"
+            ) from None
+    return RunSettings(
+        mode=args.mode,
+        concurrency=args.concurrency,
+        provider="openai" if args.base_url and not args.provider else args.provider,
+        base_url=args.base_url,
+        variables=parse_vars(args.var),
+        env=dict(os.environ),
+        price_timestamp=args.price_timestamp,
+        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+    )
+
+
 def globs_from(args: argparse.Namespace) -> Globs:
     return Globs(
         suites=tuple(args.suite_glob or DEFAULT_SUITE_GLOBS),
@@ -80,6 +169,12 @@ def discover_from(args: argparse.Namespace) -> Discovery:
     return found
 
 
+def write_json(path: Path, model: BaseModel) -> None:
+    """`model` as indented JSON at `path`, creating its directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
 def usage_error(message: str) -> int:
     print(f"turncheck: error: {message}", file=sys.stderr)
     return 2
@@ -98,6 +193,19 @@ def _escaped(match: re.Match[str]) -> str:
 def diagnostic_line(diagnostic: Diagnostic) -> str:
     """`file:line:col: severity: message`, always one line, whatever the file contained."""
     return one_line(diagnostic.compiler_style())
+
+
+def print_diagnostics(diagnostics: Iterable[Diagnostic]) -> None:
+    with untrusted_output(sys.stderr):
+        for diagnostic in diagnostics:
+            print(diagnostic_line(diagnostic), file=sys.stderr)
+
+
+def print_problems(problems: Iterable[str]) -> None:
+    """`turncheck: problem` lines on stderr, one line each."""
+    with untrusted_output(sys.stderr):
+        for problem in problems:
+            print(one_line(f"turncheck: {problem}"), file=sys.stderr)
 
 
 def untrusted_output(stream: TextIO) -> AbstractContextManager[object]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from turncheck.cli.common import UsageError, usage_error
+from turncheck.cli.common import UsageError, usage_error, write_json
 from turncheck.cli.compare_cmd import load_report
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.render import console
@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(str(exc)) if isinstance(exc, UsageError) else _merge_error(exc)
     console.summary(merged, sys.stdout)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(merged.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, merged)
     return 1 if merged.totals.failed or merged.totals.errors else 0
 
 

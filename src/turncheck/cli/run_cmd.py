@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
-import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from turncheck.cli.common import (
     UsageError,
     add_discovery_options,
-    diagnostic_line,
+    add_provider_options,
+    add_request_options,
     discover_from,
-    one_line,
+    print_diagnostics,
+    print_problems,
+    settings_from,
     untrusted_output,
     usage_error,
+    write_json,
 )
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.report import Report, ShardInfo
-from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.engine.session import SessionSettings
+from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
@@ -52,27 +52,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     add_discovery_options(parser)
-    if with_mode:
-        parser.add_argument(
-            "--mode",
-            choices=("replay", "record", "live"),
-            default="replay",
-            help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
-        )
-    parser.add_argument(
-        "--concurrency",
-        type=int,
-        default=8,
-        metavar="N",
-        help="most evals running at once across all suites (default: 8)",
-    )
-    parser.add_argument(
-        "--provider",
-        choices=("openrouter", "openai", "anthropic"),
-        help="provider for every suite (default: from each suite's model id)",
-    )
-    parser.add_argument(
-        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+    add_provider_options(
+        parser,
+        with_mode=with_mode,
+        concurrency_help="most evals running at once across all suites (default: 8)",
+        provider_help="provider for every suite (default: from each suite's model id)",
     )
     parser.add_argument(
         "--var",
@@ -83,63 +67,10 @@ def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
-    parser.add_argument(
-        "--price-timestamp",
-        metavar="ISO8601",
-        help="price every call at this instant (default: now)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="per-request timeout (default: 60)",
-    )
-    parser.add_argument(
-        "--attempts",
-        type=int,
-        default=4,
-        metavar="N",
-        help="attempts per request, retries included (default: 4)",
-    )
+    add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--shard", metavar="I/N",
                         help="run only shard I of N (for matrix jobs; merge with turncheck merge)")
-
-
-def parse_vars(pairs: list[str]) -> dict[str, str]:
-    variables = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--var expects NAME=VALUE, got {pair!r}")
-        variables[name] = value
-    return variables
-
-
-def settings_from(args: argparse.Namespace) -> RunSettings:
-    if args.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
-    if args.attempts < 1 or not (0 < args.timeout < math.inf):
-        raise UsageError("--attempts must be at least 1 and --timeout positive")
-    if args.price_timestamp is not None:
-        try:
-            datetime.fromisoformat(args.price_timestamp.replace("Z", "+00:00"))
-        except ValueError:
-            raise UsageError(
-                "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
-                f"got {args.price_timestamp!r}"
-            ) from None
-    return RunSettings(
-        mode=args.mode,
-        concurrency=args.concurrency,
-        provider="openai" if args.base_url and not args.provider else args.provider,
-        base_url=args.base_url,
-        variables=parse_vars(args.var),
-        env=dict(os.environ),
-        price_timestamp=args.price_timestamp,
-        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
-    )
 
 
 def print_report(report: Report, quiet: bool) -> None:
@@ -192,22 +123,17 @@ def handle_run(args: argparse.Namespace) -> int:
         found = discover_from(args)
         validation = validate_files(found.files, args.max_depth)
         if validation.diagnostics:
-            with untrusted_output(sys.stderr):
-                for diagnostic in validation.diagnostics:
-                    print(diagnostic_line(diagnostic), file=sys.stderr)
+            print_diagnostics(validation.diagnostics)
         report = execute(args, validation)
     except UsageError as exc:
         return usage_error(str(exc))
     print_report(report, args.quiet)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, report)
     if args.junit:
         write_junit(report, args.junit)
     invalid = any(d.is_error for d in validation.diagnostics)
     problems = calibration_problems(report.calibrations)
-    with untrusted_output(sys.stderr):
-        for problem in problems:
-            print(one_line(f"turncheck: {problem}"), file=sys.stderr)
+    print_problems(problems)
     failed = report.totals.failed or report.totals.errors or protocol_console.failed(report)
     return 1 if invalid or problems or failed else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from turncheck.engine.calibration_report import (
     CalibrationFileResult,
@@ -22,12 +22,9 @@ from turncheck.engine.calibration_report import (
     is_below,
     percent_text,
 )
+from turncheck.engine.model import ReportModel
 
 _TOLERANCE = 1e-9
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class FileState(StrEnum):
@@ -37,7 +34,7 @@ class FileState(StrEnum):
     REMOVED = "removed"
 
 
-class CalibrationThresholds(_Model):
+class CalibrationThresholds(ReportModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     min_agreement: float | None = Field(default=None, ge=0, le=100)
@@ -47,7 +44,7 @@ class CalibrationThresholds(_Model):
     """Fail when a file's agreement drops by more than this many percentage points."""
 
 
-class CalibrationSide(_Model):
+class CalibrationSide(ReportModel):
     grader: GraderInfo | None
     samples: int
     agreed: int
@@ -58,7 +55,7 @@ class CalibrationSide(_Model):
     min_agreement: float | None = None
 
 
-class FlippedSample(_Model):
+class FlippedSample(ReportModel):
     id: str
     line: int
     """The sample's line in the head file."""
@@ -73,7 +70,7 @@ class FlippedSample(_Model):
     """Agreed at base, not at head."""
 
 
-class CalibrationComparison(_Model):
+class CalibrationComparison(ReportModel):
     path: str
     previous_path: str | None = None
     state: FileState

@@ -20,22 +20,19 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
 
 if TYPE_CHECKING:
     from turncheck.compare.protocol import ProtocolComparison
 
 MatchKey = Literal["name", "prompt"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Transition(StrEnum):
@@ -55,7 +52,7 @@ class SuiteState(StrEnum):
     RENAMED = "renamed"
 
 
-class CostThresholds(_Model):
+class CostThresholds(ReportModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     percent: float | None = Field(default=None, ge=0)
@@ -64,7 +61,7 @@ class CostThresholds(_Model):
     """Alert when the cost grows by more than this many US dollars."""
 
 
-class Spend(_Model):
+class Spend(ReportModel):
     """Tokens and cost of one side (or the head − base difference of two sides)."""
 
     input_tokens: int = 0
@@ -87,7 +84,7 @@ class EvalSide(Spend):
     line: int
 
 
-class EvalComparison(_Model):
+class EvalComparison(ReportModel):
     suite_path: str
     name: str
     prompt: str
@@ -109,7 +106,7 @@ class EvalComparison(_Model):
     """Head error text, when the head eval errored."""
 
 
-class Counts(_Model):
+class Counts(ReportModel):
     evals: int = 0
     """Head evals (removed ones are not counted here)."""
     passed: int = 0
@@ -125,14 +122,14 @@ class Counts(_Model):
     regressions: int = 0
 
 
-class Summary(_Model):
+class Summary(ReportModel):
     base: Spend | None
     head: Spend | None
     delta: Spend
     counts: Counts
 
 
-class SuiteComparison(_Model):
+class SuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
     state: SuiteState
@@ -144,7 +141,7 @@ class SuiteComparison(_Model):
     totals: Summary
 
 
-class CostAlert(_Model):
+class CostAlert(ReportModel):
     base_cost: float
     head_cost: float
     delta_usd: float
@@ -153,7 +150,7 @@ class CostAlert(_Model):
     reasons: list[str]
 
 
-class Comparison(_Model):
+class Comparison(ReportModel):
     base_commit: str | None
     head_commit: str | None
     has_base: bool
@@ -207,15 +204,30 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def _spend(usage: Usage, cost: float | None, judge: Usage, judge_cost: float | None) -> Spend:
+class Metered(Protocol):
+    """A result with model and judge usage and cost: an eval, a suite, a protocol case."""
+
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def judge_usage(self) -> Usage: ...
+    @property
+    def judge_cost_usd(self) -> float | None: ...
+
+
+def spend_of(result: Metered) -> Spend:
+    usage = result.usage
     return Spend(
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, tokens=usage.total,
-        cost_usd=cost, judge_tokens=judge.total, judge_cost_usd=judge_cost,
-        total_cost_usd=_add(cost, judge_cost),
+        cost_usd=result.cost_usd, judge_tokens=result.judge_usage.total,
+        judge_cost_usd=result.judge_cost_usd,
+        total_cost_usd=_add(result.cost_usd, result.judge_cost_usd),
     )
 
 
-def _sum_spend(parts: Iterable[Spend]) -> Spend:
+def add_spend(parts: Iterable[Spend]) -> Spend:
     total = Spend()
     for part in parts:
         total = Spend(
@@ -253,9 +265,8 @@ def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
 
 
 def eval_side(result: EvalResult) -> EvalSide:
-    spend = _spend(result.usage, result.cost_usd, result.judge_usage, result.judge_cost_usd)
     return EvalSide(
-        **spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
+        **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
     )
 
@@ -341,10 +352,6 @@ def _take(candidates: list[EvalResult], key: MatchKey, wanted: EvalResult) -> Ev
 # --- suites -----------------------------------------------------------------------
 
 
-def _suite_spend(suite: SuiteResult) -> Spend:
-    return _spend(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd)
-
-
 def count(evals: Iterable[EvalComparison]) -> Counts:
     counts = Counts()
     for comparison in evals:
@@ -365,8 +372,8 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
     assert shown is not None, "a suite comparison needs at least one side"
     pairs = match_evals(base.evals if base else [], head.evals if head else [])
     evals = [compare_evals(shown.path, b, h, key) for b, h, key in pairs]
-    base_spend = _suite_spend(base) if base is not None else None
-    head_spend = _suite_spend(head) if head is not None else None
+    base_spend = spend_of(base) if base is not None else None
+    head_spend = spend_of(head) if head is not None else None
     return SuiteComparison(
         path=shown.path, previous_path=_previous_path(base, head),
         state=_suite_state(base, head), name=shown.name, model=shown.model,
@@ -518,8 +525,8 @@ def compare_reports(
 
 def _totals(suites: list[SuiteComparison], has_base: bool) -> Summary:
     bases = [s.totals.base for s in suites if s.totals.base is not None]
-    base = _sum_spend(bases) if has_base else None
-    head = _sum_spend(s.totals.head for s in suites if s.totals.head is not None)
+    base = add_spend(bases) if has_base else None
+    head = add_spend(s.totals.head for s in suites if s.totals.head is not None)
     return Summary(
         base=base, head=head, delta=spend_delta(base, head),
         counts=count(e for s in suites for e in s.evals),

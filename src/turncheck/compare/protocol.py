@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from turncheck.compare.comparison import (
     Comparison,
@@ -20,21 +20,20 @@ from turncheck.compare.comparison import (
     SuiteState,
     Summary,
     Transition,
+    add_spend,
     spend_delta,
+    spend_of,
 )
+from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
-from turncheck.engine.report import Report, Status, Usage
+from turncheck.engine.report import Report, Status
 
 AGGREGATES = ("interactive_reasoning", "final_f1", "self_correction")
 SUITE_AGGREGATES = (*AGGREGATES, "meta_cognition")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ScoreChange(_Model):
+class ScoreChange(ReportModel):
     base: float | None = None
     head: float | None = None
     delta: float | None = None
@@ -50,7 +49,7 @@ class TurnScoreComparison(ScoreChange):
     """Head cost of this turn (model and judge)."""
 
 
-class CaseComparison(_Model):
+class CaseComparison(ReportModel):
     id: str
     transition: Transition
     regression: bool
@@ -66,7 +65,7 @@ class CaseComparison(_Model):
     line: int | None = None
 
 
-class ProtocolCounts(_Model):
+class ProtocolCounts(ReportModel):
     cases: int = 0
     """Head cases (removed ones are not counted here)."""
     passed: int = 0
@@ -81,7 +80,7 @@ class ProtocolCounts(_Model):
     regressions: int = 0
 
 
-class ProtocolSuiteComparison(_Model):
+class ProtocolSuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
     state: SuiteState
@@ -98,7 +97,7 @@ class ProtocolSuiteComparison(_Model):
     counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
 
 
-class ProtocolComparison(_Model):
+class ProtocolComparison(ReportModel):
     suites: list[ProtocolSuiteComparison] = Field(default_factory=list)
     counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
     base: Spend | None = None
@@ -112,34 +111,6 @@ class ProtocolComparison(_Model):
 def change(base: float | None, head: float | None) -> ScoreChange:
     delta = None if base is None or head is None else head - base
     return ScoreChange(base=base, head=head, delta=delta)
-
-
-def _spend(usage: Usage, cost: float | None, judge: Usage, judge_cost: float | None) -> Spend:
-    return Spend(
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, tokens=usage.total,
-        cost_usd=cost, judge_tokens=judge.total, judge_cost_usd=judge_cost,
-        total_cost_usd=add_costs([cost, judge_cost]),
-    )
-
-
-def add_spend(parts: Sequence[Spend]) -> Spend:
-    return Spend(
-        input_tokens=sum(p.input_tokens for p in parts),
-        output_tokens=sum(p.output_tokens for p in parts),
-        tokens=sum(p.tokens for p in parts),
-        cost_usd=add_costs([p.cost_usd for p in parts]),
-        judge_tokens=sum(p.judge_tokens for p in parts),
-        judge_cost_usd=add_costs([p.judge_cost_usd for p in parts]),
-        total_cost_usd=add_costs([p.total_cost_usd for p in parts]),
-    )
-
-
-def _case_spend(case: CaseResult) -> Spend:
-    return _spend(case.usage, case.cost_usd, case.judge_usage, case.judge_cost_usd)
-
-
-def _suite_spend(suite: ProtocolSuiteResult) -> Spend:
-    return _spend(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd)
 
 
 # -- cases ---------------------------------------------------------------------------
@@ -183,8 +154,8 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
     shown = head if head is not None else base
     assert shown is not None, "a case comparison needs at least one side"
     transition = case_transition(base, head)
-    base_spend = _case_spend(base) if base is not None else None
-    head_spend = _case_spend(head) if head is not None else None
+    base_spend = spend_of(base) if base is not None else None
+    head_spend = spend_of(head) if head is not None else None
     return CaseComparison(
         id=shown.id, transition=transition, regression=transition is Transition.BROKEN,
         base_status=base.status if base else None, head_status=head.status if head else None,
@@ -240,8 +211,8 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
     after_ids = {c.id for c in head.cases} if head else set()
     cases = [compare_cases(before.get(c.id), c, turn_ids) for c in (head.cases if head else [])]
     cases += [compare_cases(c, None, turn_ids) for c in before.values() if c.id not in after_ids]
-    base_spend = _suite_spend(base) if base is not None else None
-    head_spend = _suite_spend(head) if head is not None else None
+    base_spend = spend_of(base) if base is not None else None
+    head_spend = spend_of(head) if head is not None else None
     state = SuiteState.NEW if base is None else SuiteState.REMOVED if head is None else (
         SuiteState.CHANGED if base.path == head.path else SuiteState.RENAMED
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ from turncheck.engine.judge import (
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.report import Usage
-from turncheck.engine.session import GraderSession, open_grader_session
+from turncheck.engine.session import GraderSession, open_grader_session, run_then_close
 from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
@@ -224,22 +225,12 @@ async def _grade_file(
         return summarize(file, grader_info(grader, grader.provider or "?"), rows, None), 0
     grading = _FileGrading(session, pricer, settings.env)
     info = grader_info(grader, session.provider_name)
-    partial = summarize(file, info, [], None)
-
-    async def one(sample: Sample) -> SampleGrade:
-        async with limit:
-            row = await grading.grade(sample)
-        if on_sample is not None:
-            on_sample(partial, row)
-        return row
-
-    try:
-        rows = await asyncio.gather(*(one(sample) for sample in file.samples))
-    finally:
-        await session.close()
+    so_far = summarize(file, info, [], None)
+    notify = None if on_sample is None else partial(on_sample, so_far)
+    rows = await run_then_close(session, file.samples, grading.grade, [limit], notify)
     cassette = None if session.transport is None else cassette_path_for(Path(file.path))
     shown = None if cassette is None else cassette.as_posix()
-    return summarize(file, info, list(rows), shown), session.live_tokens
+    return summarize(file, info, rows, shown), session.live_tokens
 
 
 async def grade_sample_files(

@@ -12,12 +12,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+from turncheck.engine.model import ReportModel
 
 FAR_DISTANCE = 3
 
@@ -62,7 +59,7 @@ def badge_for(distance: int | None) -> Badge:
     return Badge.FAR if distance >= FAR_DISTANCE else Badge.OFF
 
 
-class GraderInfo(_Model):
+class GraderInfo(ReportModel):
     model: str
     provider: str
     kind: Literal["criteria", "prompt"]
@@ -73,7 +70,7 @@ class GraderInfo(_Model):
     line: int
 
 
-class SampleGrade(_Model):
+class SampleGrade(ReportModel):
     id: str
     line: int
     label: int
@@ -97,7 +94,7 @@ class SampleGrade(_Model):
         return Verdict.AGREE if self.badge is Badge.AGREE else Verdict.DISAGREE
 
 
-class CalibrationFileResult(_Model):
+class CalibrationFileResult(ReportModel):
     path: str
     grader: GraderInfo | None
     note: str | None = None

@@ -37,7 +37,7 @@ from turncheck.engine.protocol_report import (
 from turncheck.engine.report import Status, Usage
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
-from turncheck.engine.session import SuiteSession, open_session
+from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
@@ -469,17 +469,7 @@ async def run_protocol(
     )
     run = _ProtocolRun(suite_file, protocol, session, settings, pricer)
     threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))
-    partial = protocol_result(suite_file, protocol, session, [])
-
-    async def one(case: Case) -> CaseResult:
-        async with threads, limit:
-            result = await run.run_case(case)
-        if on_case is not None:
-            on_case(partial, result)
-        return result
-
-    try:
-        results = await asyncio.gather(*(one(c) for c in protocol.cases))
-    finally:
-        await session.close()
-    return protocol_result(suite_file, protocol, session, list(results)), session.live_tokens
+    so_far = protocol_result(suite_file, protocol, session, [])
+    notify = None if on_case is None else partial(on_case, so_far)
+    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify)
+    return protocol_result(suite_file, protocol, session, results), session.live_tokens

@@ -6,22 +6,19 @@ an `error`; it makes its case an error (never a pass).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from turncheck.engine.model import ReportModel
 from turncheck.engine.report import CheckResult, Report, Status, TurnResult, Usage
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NameMatch(_Model):
+class NameMatch(ReportModel):
     predicted: str
     expected: str
     similarity: float
 
 
-class ListF1Detail(_Model):
+class ListF1Detail(ReportModel):
     precision: float
     recall: float
     f1: float
@@ -35,28 +32,28 @@ class ListF1Detail(_Model):
     expected: list[str] = Field(default_factory=list)
 
 
-class PairResult(_Model):
+class PairResult(ReportModel):
     before: str
     after: str
     status: str
     """`ok`, `reversed` or `missing` (a name is not in the response)."""
 
 
-class OrderDetail(_Model):
+class OrderDetail(ReportModel):
     pairs: list[PairResult] = Field(default_factory=list)
     satisfied: int = 0
     counted: int = 0
     """Pairs the score is over (`missing: skip` leaves out pairs with a missing name)."""
 
 
-class JudgeScaleDetail(_Model):
+class JudgeScaleDetail(ReportModel):
     rating: int
     """1..5 as the judge answered; the score is (rating − 1) / 4."""
     reason: str
     prompt_version: str
 
 
-class SelfAssessmentDetail(_Model):
+class SelfAssessmentDetail(ReportModel):
     estimate: float | None
     """The model's own estimate in 0..1, None when none was found."""
     actual: float
@@ -64,7 +61,7 @@ class SelfAssessmentDetail(_Model):
     """The text the estimate was read from."""
 
 
-class ScorerResult(_Model):
+class ScorerResult(ReportModel):
     id: str
     type: str
     weight: float
@@ -97,7 +94,7 @@ class ProtocolTurn(TurnResult):
     judge_cost_usd: float | None = 0.0
 
 
-class CaseAggregates(_Model):
+class CaseAggregates(ReportModel):
     interactive_reasoning: float | None = None
     """Σ weight × score / Σ weight over every scorer of every turn."""
     final_f1: float | None = None
@@ -107,7 +104,7 @@ class CaseAggregates(_Model):
     self_assessment_actual: float | None = None
 
 
-class CaseResult(_Model):
+class CaseResult(ReportModel):
     id: str
     status: Status
     """`pass`/`fail` against `pass_threshold` (every complete case passes without one)."""
@@ -122,7 +119,7 @@ class CaseResult(_Model):
     """Line of the case in the suite file (or in its cases file)."""
 
 
-class TurnSummary(_Model):
+class TurnSummary(ReportModel):
     id: str
     weight: float
     mean_score: float | None = None
@@ -131,7 +128,7 @@ class TurnSummary(_Model):
     """How many cases got each variant."""
 
 
-class ProtocolAggregates(_Model):
+class ProtocolAggregates(ReportModel):
     cases: int = 0
     passed: int = 0
     failed: int = 0
@@ -146,7 +143,7 @@ class ProtocolAggregates(_Model):
     """Why the correlation is undefined, when it is."""
 
 
-class ProtocolSuiteResult(_Model):
+class ProtocolSuiteResult(ReportModel):
     path: str
     name: str
     model: str

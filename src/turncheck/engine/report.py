@@ -10,19 +10,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.calibration_report import CalibrationFileResult
+from turncheck.engine.model import ReportModel
 
 if TYPE_CHECKING:
     from turncheck.engine.protocol_report import ProtocolSuiteResult
 
 SCHEMA_VERSION = 1
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Status(StrEnum):
@@ -31,7 +28,7 @@ class Status(StrEnum):
     ERROR = "error"
 
 
-class Usage(_Model):
+class Usage(ReportModel):
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -46,7 +43,7 @@ class Usage(_Model):
         return self.input_tokens + self.output_tokens
 
 
-class CheckResult(_Model):
+class CheckResult(ReportModel):
     type: str
     passed: bool
     detail: str
@@ -56,7 +53,7 @@ class CheckResult(_Model):
     """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
 
 
-class TurnResult(_Model):
+class TurnResult(ReportModel):
     turn: int
     prompt: str
     response: str
@@ -70,7 +67,7 @@ class TurnResult(_Model):
     """Line of this turn's `prompt` in the suite file."""
 
 
-class EvalResult(_Model):
+class EvalResult(ReportModel):
     name: str
     prompt: str
     status: Status
@@ -85,7 +82,7 @@ class EvalResult(_Model):
     """Line of the eval's first `prompt` in the suite file, for annotations."""
 
 
-class SuiteResult(_Model):
+class SuiteResult(ReportModel):
     path: str
     name: str
     model: str
@@ -98,7 +95,7 @@ class SuiteResult(_Model):
     judge_cost_usd: float | None = None
 
 
-class Totals(_Model):
+class Totals(ReportModel):
     evals: int = 0
     passed: int = 0
     failed: int = 0
@@ -110,14 +107,14 @@ class Totals(_Model):
     unpriced_models: list[str] = Field(default_factory=list)
 
 
-class PriceSource(_Model):
+class PriceSource(ReportModel):
     library: str
     version: str
     timestamp: str
     """ISO-8601 UTC instant all prices of this run (and its comparison) were taken at."""
 
 
-class ShardInfo(_Model):
+class ShardInfo(ReportModel):
     index: int
     """1-based."""
     count: int
@@ -125,7 +122,7 @@ class ShardInfo(_Model):
     """Digest of every eval of the full run and the shard count: shards of one plan merge."""
 
 
-class Report(_Model):
+class Report(ReportModel):
     schema_version: int = SCHEMA_VERSION
     turncheck_version: str
     mode: str

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from turncheck import __version__
@@ -29,7 +30,13 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
-from turncheck.engine.session import Mode, SessionSettings, SuiteSession, open_session
+from turncheck.engine.session import (
+    Mode,
+    SessionSettings,
+    SuiteSession,
+    open_session,
+    run_then_close,
+)
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
 from turncheck.formats.samples import SampleFile
@@ -218,20 +225,10 @@ async def _run_suite(
     )
     run = _SuiteRun(suite_file, suite, session, settings, pricer)
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
-    partial = _suite_result(suite_file, suite, session, [])
-
-    async def one(evaluation: Eval) -> EvalResult:
-        async with threads, limit:
-            result = await run.run_eval(evaluation)
-        if on_eval is not None:
-            on_eval(partial, result)
-        return result
-
-    try:
-        results = await asyncio.gather(*(one(e) for e in suite.evals))
-    finally:
-        await session.close()
-    return _suite_result(suite_file, suite, session, list(results)), session.live_tokens
+    so_far = _suite_result(suite_file, suite, session, [])
+    notify = None if on_eval is None else partial(on_eval, so_far)
+    results = await run_then_close(session, suite.evals, run.run_eval, [threads, limit], notify)
+    return _suite_result(suite_file, suite, session, results), session.live_tokens
 
 
 async def run_suites(

@@ -7,10 +7,12 @@ likewise calls through the sample file's own cassette (`GraderSession`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
@@ -28,6 +30,8 @@ from turncheck.providers.factory import make_provider, open_cassette, select_pro
 from turncheck.providers.http import RetryPolicy, Sleep
 
 Mode = Literal["replay", "record", "live"]
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 JUDGE_MAX_OUTPUT_TOKENS = 256
 
@@ -259,3 +263,28 @@ def open_grader_session(
         sleep=settings.sleep,
     )
     return GraderSession(grader, name, model, chat_provider, transport)
+
+
+async def run_then_close(
+    session: SuiteSession | GraderSession,
+    items: Iterable[Item],
+    work: Callable[[Item], Awaitable[Result]],
+    limits: Sequence[asyncio.Semaphore],
+    on_done: Callable[[Result], None] | None,
+) -> list[Result]:
+    """`work` on every item at once, each holding all `limits` (taken in order) while it
+    runs; `on_done` with each result as it comes. The session is closed however it ends."""
+
+    async def one(item: Item) -> Result:
+        async with AsyncExitStack() as held:
+            for limit in limits:
+                await held.enter_async_context(limit)
+            result = await work(item)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    try:
+        return list(await asyncio.gather(*(one(item) for item in items)))
+    finally:
+        await session.close()

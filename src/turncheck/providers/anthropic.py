@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
-import httpx
-
 from turncheck.providers.base import (
     ChatRequest,
     ChatResponse,
     EmbeddingResponse,
     ProviderError,
 )
-from turncheck.providers.common import ApiKey, dig, token_count, well_formed
-from turncheck.providers.http import JsonHttpClient, JsonObject, RetryPolicy, Sleep
+from turncheck.providers.common import Connection, dig, token_count, well_formed
+from turncheck.providers.http import JsonObject
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -26,34 +22,13 @@ class AnthropicProvider:
     name = "anthropic"
     price_provider_id: str | None = "anthropic"
 
-    def __init__(
-        self,
-        env: Mapping[str, str],
-        *,
-        base_url: str | None = None,
-        policy: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        sleep: Sleep | None = None,
-        secrets: Iterable[str] = (),
-    ) -> None:
-        self.base_url = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
-        self._key = ApiKey(
-            env.get("ANTHROPIC_API_KEY"),
-            env_name="ANTHROPIC_API_KEY",
-            provider_name=self.name,
-            required=True,
-            transport=transport,
-        )
+    def __init__(self, connection: Connection) -> None:
+        self.base_url = (connection.base_url or ANTHROPIC_BASE_URL).rstrip("/")
+        self._key = connection.api_key("ANTHROPIC_API_KEY", self.name, required=True)
         self._headers = {"anthropic-version": ANTHROPIC_VERSION}
         if self._key.value:
             self._headers["x-api-key"] = self._key.value
-        self._http = JsonHttpClient(
-            self.name,
-            policy or RetryPolicy(),
-            transport,
-            redact=[*self._key.secrets, *secrets],
-            sleep=sleep,
-        )
+        self._http = connection.http_client(self.name, self._key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         result = await self._http.post_json(

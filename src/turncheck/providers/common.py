@@ -1,13 +1,17 @@
-"""Pieces shared by the concrete providers: API-key handling and response parsing."""
+"""Pieces shared by the concrete providers: connection options, API-key handling and
+response parsing."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from turncheck.providers.base import MISSING_KEY_EXTENSION, ProviderError
 from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.http import JsonHttpClient, RetryPolicy, Sleep
 
 
 class ApiKey:
@@ -45,6 +49,40 @@ class ApiKey:
         if self._defer:
             return {MISSING_KEY_EXTENSION: self._missing}
         raise ProviderError(self._missing)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How a provider reaches its API; `make_provider` hands the same one to every provider.
+
+    `base_url` None means the provider's default; `transport` is the cassette transport,
+    or None for live calls; `secrets` are kept out of error messages.
+    """
+
+    env: Mapping[str, str]
+    base_url: str | None = None
+    policy: RetryPolicy | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    sleep: Sleep | None = None
+    secrets: tuple[str, ...] = ()
+
+    def api_key(self, env_name: str, provider_name: str, *, required: bool) -> ApiKey:
+        return ApiKey(
+            self.env.get(env_name),
+            env_name=env_name,
+            provider_name=provider_name,
+            required=required,
+            transport=self.transport,
+        )
+
+    def http_client(self, provider_name: str, key: ApiKey) -> JsonHttpClient:
+        return JsonHttpClient(
+            provider_name,
+            self.policy or RetryPolicy(),
+            self.transport,
+            redact=[*key.secrets, *self.secrets],
+            sleep=self.sleep,
+        )
 
 
 def well_formed(text: str) -> str:

@@ -17,15 +17,16 @@ is an OpenRouter id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import httpx
 
 from turncheck.providers.anthropic import AnthropicProvider
 from turncheck.providers.base import Provider, ProviderError
 from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
+from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.openai_compat import openai_compatible, openrouter
 
@@ -71,25 +72,14 @@ def make_provider(
         raise ProviderError(
             f"unknown provider {provider_name!r}; expected one of {', '.join(PROVIDER_NAMES)}"
         )
-    return builder(
-        env, base_url=base_url, policy=policy, transport=transport, sleep=sleep, secrets=secrets
+    connection = Connection(
+        env=env, base_url=base_url, policy=policy, transport=transport, sleep=sleep,
+        secrets=tuple(secrets),
     )
+    return builder(connection)
 
 
-class _Builder(Protocol):
-    def __call__(
-        self,
-        env: Mapping[str, str],
-        *,
-        base_url: str | None,
-        policy: RetryPolicy | None,
-        transport: httpx.AsyncBaseTransport | None,
-        sleep: Sleep | None,
-        secrets: Iterable[str],
-    ) -> Provider: ...
-
-
-_BUILDERS: dict[str, _Builder] = {
+_BUILDERS: dict[str, Callable[[Connection], Provider]] = {
     "openrouter": openrouter,
     "openai": openai_compatible,
     "anthropic": AnthropicProvider,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import httpx
 
 from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse, ProviderError
-from turncheck.providers.common import ApiKey, dig, token_count, well_formed
-from turncheck.providers.http import JsonHttpClient, JsonObject, JsonResult, RetryPolicy, Sleep
+from turncheck.providers.common import Connection, dig, token_count, well_formed
+from turncheck.providers.http import JsonObject, JsonResult
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -19,39 +19,23 @@ class OpenAICompatProvider:
 
     def __init__(
         self,
+        connection: Connection,
         *,
         name: str,
         base_url: str,
-        api_key: str | None,
         key_env: str,
         key_required: bool,
         price_provider_id: str | None,
-        policy: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
         extra_headers: Mapping[str, str] | None = None,
-        sleep: Sleep | None = None,
-        secrets: Iterable[str] = (),
     ) -> None:
         self.name = name
         self.price_provider_id = price_provider_id
         self.base_url = base_url.rstrip("/")
-        self._key = ApiKey(
-            api_key,
-            env_name=key_env,
-            provider_name=name,
-            required=key_required,
-            transport=transport,
-        )
+        self._key = connection.api_key(key_env, name, required=key_required)
         self._headers = dict(extra_headers or {})
         if self._key.value:
             self._headers["authorization"] = f"Bearer {self._key.value}"
-        self._http = JsonHttpClient(
-            name,
-            policy or RetryPolicy(),
-            transport,
-            redact=[*self._key.secrets, *secrets],
-            sleep=sleep,
-        )
+        self._http = connection.http_client(name, self._key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         result = await self._post("/chat/completions", chat_body(request))
@@ -156,54 +140,31 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def openrouter(
-    env: Mapping[str, str],
-    *,
-    base_url: str | None = None,
-    policy: RetryPolicy | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    sleep: Sleep | None = None,
-    secrets: Iterable[str] = (),
-) -> OpenAICompatProvider:
+def openrouter(connection: Connection) -> OpenAICompatProvider:
     return OpenAICompatProvider(
+        connection,
         name="openrouter",
-        base_url=base_url or OPENROUTER_BASE_URL,
-        api_key=env.get("OPENROUTER_API_KEY"),
+        base_url=connection.base_url or OPENROUTER_BASE_URL,
         key_env="OPENROUTER_API_KEY",
         key_required=True,
         price_provider_id="openrouter",
-        policy=policy,
-        transport=transport,
         # OpenRouter's app attribution headers; not part of cassette matching.
         extra_headers={"x-title": "turncheck"},
-        sleep=sleep,
-        secrets=secrets,
     )
 
 
-def openai_compatible(
-    env: Mapping[str, str],
-    *,
-    base_url: str | None = None,
-    policy: RetryPolicy | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    sleep: Sleep | None = None,
-    secrets: Iterable[str] = (),
-) -> OpenAICompatProvider:
+def openai_compatible(connection: Connection) -> OpenAICompatProvider:
     """OpenAI itself, or a local server (no key needed) when the base URL points elsewhere."""
-    url = (base_url or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+    url = connection.base_url or connection.env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    url = url.rstrip("/")
     is_openai = _host_of(url) == "api.openai.com"
     return OpenAICompatProvider(
+        connection,
         name="openai",
         base_url=url,
-        api_key=env.get("OPENAI_API_KEY"),
         key_env="OPENAI_API_KEY",
         key_required=is_openai,
         price_provider_id="openai" if is_openai else None,
-        policy=policy,
-        transport=transport,
-        sleep=sleep,
-        secrets=secrets,
     )
 
 

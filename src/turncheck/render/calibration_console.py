@@ -13,7 +13,7 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.render.console import terminal_safe, usd
+from turncheck.render.console import table, terminal_safe, usd
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",
@@ -40,19 +40,6 @@ def _distance(value: float | None) -> str:
 
 def _number(value: int | None) -> str:
     return "—" if value is None else str(value)
-
-
-def _table(rows: list[list[str]], total: bool) -> list[str]:
-    rows = [[terminal_safe(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    rule = "  ".join("-" * width for width in widths)
-    if total:
-        return [lines[0], rule, *lines[1:-1], rule, lines[-1]]
-    return [lines[0], rule, *lines[1:]]
 
 
 def sample_row(row: SampleGrade) -> list[str]:
@@ -91,7 +78,7 @@ def file_lines(result: CalibrationFileResult, mode: str) -> Iterable[str]:
         if result.grader is not None and result.note:
             yield terminal_safe(result.note)
         return
-    yield from _table([SAMPLE_HEADER, *(sample_row(row) for row in result.samples)], total=False)
+    yield from table([SAMPLE_HEADER, *(sample_row(row) for row in result.samples)], total=False)
     yield file_footer(result)
     yield from error_lines(result.samples)
 
@@ -131,7 +118,7 @@ def _total_row(results: Sequence[CalibrationFileResult]) -> list[str]:
 
 def summary_lines(results: Sequence[CalibrationFileResult]) -> list[str]:
     rows = [SUMMARY_HEADER, *(_summary_row(r) for r in results), _total_row(results)]
-    return _table(rows, total=True)
+    return table(rows)
 
 
 def print_calibrations(

@@ -138,7 +138,9 @@ def summary_rows(report: Report) -> list[list[str]]:
     return rows
 
 
-def table(rows: list[list[str]]) -> list[str]:
+def table(rows: list[list[str]], *, total: bool = True) -> list[str]:
+    """Aligned columns with a rule under the header and, when the last row is a `total`,
+    one above it."""
     rows = [[terminal_safe(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
@@ -146,7 +148,8 @@ def table(rows: list[list[str]]) -> list[str]:
         for row in rows
     ]
     rule = "  ".join("-" * width for width in widths)
-    return [lines[0], rule, *lines[1:-1], rule, lines[-1]]
+    body = [*lines[1:-1], rule, lines[-1]] if total else lines[1:]
+    return [lines[0], rule, *body]
 
 
 def summary(report: Report, out: TextIO) -> None:
