@@ -10,20 +10,24 @@ local fake (or Prism).
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.git_repo import GitRepo
+from tests.github_fake import FakeGitHub
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.formats.suite_loader import load_suite
 
 REPOSITORY = "octo-org/widgets"
 TOKEN = "ghs_FAKE_TOKEN_0123456789"
+PR = 7
 TURNCHECK = Path(sys.executable).with_name("turncheck")
 
 
@@ -69,6 +73,14 @@ class ActionRun:
     outputs: dict[str, str]
     summary: str
     report: dict[str, object] | None
+
+
+def zipped(path: Path) -> bytes:
+    """A zip archive (as an artifact download returns it) holding `path` under its name."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.write(path, path.name)
+    return archive.getvalue()
 
 
 def pull_request_event(number: int, base: str, head: str, fork: bool = False) -> dict[str, object]:
@@ -119,3 +131,19 @@ def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
     report = json.loads(report_file.read_text()) if report_file.exists() else None
     return ActionRun(done.returncode, done.stdout, done.stderr, parse_outputs(output_path),
                      summary_path.read_text(encoding="utf-8"), report)
+
+
+def run_pull_request(repo: GitRepo, runner_dir: Path, github: FakeGitHub | str, base: str,
+                     head: str, inputs: dict[str, str] | None = None, *, number: int = PR,
+                     fork: bool = False) -> ActionRun:
+    """`run_action` on a `pull_request` event for PR `number` from `base` to `head`.
+
+    `github` is the fake (whose PR head is then set to `head`) or another API URL.
+    """
+    if isinstance(github, FakeGitHub):
+        github.pull_head_shas[number] = head
+        api_url = github.base_url
+    else:
+        api_url = github
+    return run_action(repo, runner_dir, api_url, "pull_request",
+                      pull_request_event(number, base, head, fork), inputs)

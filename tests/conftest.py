@@ -8,7 +8,7 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 
-pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama"]
+pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama", "tests.pr_fixtures"]
 
 
 @pytest.fixture

@@ -15,11 +15,13 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+
+from tests.local_http import QuietHandler, serving
 
 FORBIDDEN_MESSAGE = "Resource not accessible by integration"
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -467,25 +469,10 @@ def _check_annotation(annotation: Json) -> None:
         raise ApiError(422, "annotation message is too long (maximum is 64 KB)")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _FakeServer
 
-    def do_GET(self) -> None:
-        self._respond()
-
-    def do_POST(self) -> None:
-        self._respond()
-
-    def do_PATCH(self) -> None:
-        self._respond()
-
-    def do_PUT(self) -> None:
-        self._respond()
-
-    def do_DELETE(self) -> None:
-        self._respond()
-
-    def _respond(self) -> None:
+    def respond(self) -> None:
         if not self.headers.get("Authorization"):
             status, body, headers = _error(401, "Requires authentication")
         else:
@@ -502,12 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _body(self) -> Json:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_body()
         return json.loads(raw) if raw else None
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep pytest output clean; the fake keeps its own request log
 
 
 class _FakeServer(ThreadingHTTPServer):
@@ -524,11 +507,5 @@ def github_fake() -> Iterator[FakeGitHub]:
     fake = FakeGitHub()
     server = _FakeServer(fake)
     fake.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -25,15 +25,16 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, NoReturn
 
 import pytest
+
+from tests.local_http import QuietHandler, serving
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_DIR = REPO_ROOT / ".tools" / "node_modules"
@@ -137,37 +138,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=10)
 
 
-class _ProxyHandler(BaseHTTPRequestHandler):
+class _ProxyHandler(QuietHandler):
     server: _RecordingProxy
 
-    def do_GET(self) -> None:
-        self._forward()
-
-    def do_POST(self) -> None:
-        self._forward()
-
-    def do_PATCH(self) -> None:
-        self._forward()
-
-    def do_PUT(self) -> None:
-        self._forward()
-
-    def do_DELETE(self) -> None:
-        self._forward()
-
-    def _forward(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-        upstream = http.client.HTTPConnection("127.0.0.1", self.server.prism_port, timeout=60)
-        try:
-            upstream.request(self.command, self.path, body=body, headers=headers)
-            response = upstream.getresponse()
-            payload = response.read().replace(EXAMPLE_API_URL, self.server.prism.base_url.encode())
-            self._record(response.status, payload)
-            self._reply(response.status, response.getheaders(), payload)
-        finally:
-            upstream.close()
+    def respond(self) -> None:
+        status, headers, payload = self.forward("127.0.0.1", self.server.prism_port,
+                                                self.read_body())
+        payload = payload.replace(EXAMPLE_API_URL, self.server.prism.base_url.encode())
+        self._record(status, payload)
+        self._reply(status, headers, payload)
 
     def _record(self, status: int, payload: bytes) -> None:
         error_body = payload.decode(errors="replace")[:4000] if status >= 400 else ""
@@ -181,9 +160,6 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class _RecordingProxy(ThreadingHTTPServer):
@@ -215,14 +191,8 @@ def _serve_through_proxy(port: int, log_path: Path, startup: float) -> Iterator[
     prism = PrismGitHub(base_url="", log_path=log_path, startup_seconds=startup)
     proxy = _RecordingProxy(prism, port)
     prism.base_url = f"http://127.0.0.1:{proxy.server_address[1]}"
-    thread = threading.Thread(target=proxy.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(proxy):
         yield prism
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

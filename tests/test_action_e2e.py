@@ -2,70 +2,30 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.action_harness import (
+    PR,
     TOKEN,
-    ActionRun,
-    pull_request_event,
     record,
     run_action,
+    run_pull_request,
     suite_text,
+    zipped,
 )
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from tests.pr_fixtures import BASE_EVALS, HEAD_EVALS, feature_branch_repo
 from tests.scripted_server import ScriptedServer
-
-SUITE = "evals/math.eval.yaml"
-PR = 7
-BASE_EVALS = (
-    "  - name: multiply\n"
-    "    prompt: What is 15 * 7?\n"
-    "    checks:\n"
-    "      - match: '*105*'\n"
-    "      - prompt: That is wrong. Recalculate 15 multiplied by 7.\n"
-    "        checks: [{match: '*105*'}]\n"
-    "  - name: add\n"
-    "    prompt: What is 2 + 2?\n"
-    "    checks: [{match: '*4*'}]\n"
-)
-HEAD_EVALS = BASE_EVALS.replace("What is 15 * 7?", "What is fifteen times seven?")
-
-
-@pytest.fixture
-def model(scripted_server: ScriptedServer) -> ScriptedServer:
-    scripted_server.add_rule("The answer is 105.", contains="15 * 7", usage=(20, 6))
-    scripted_server.add_rule("It is 100.", contains="fifteen times seven", usage=(22, 4))
-    scripted_server.add_rule("Sorry: 105.", contains="Recalculate", usage=(40, 4))
-    scripted_server.add_rule("4", contains="2 + 2", usage=(12, 1))
-    return scripted_server
-
-
-def commit_suite(repo: GitRepo, path: str, text: str, message: str) -> str:
-    repo.write(path, text)
-    record(repo.path / path)
-    return repo.commit(message)
 
 
 @pytest.fixture
 def pr_repo(tmp_path: Path, model: ScriptedServer) -> tuple[GitRepo, str, str]:
-    repo = GitRepo(tmp_path / "workspace")
-    base = commit_suite(repo, SUITE, suite_text(model.base_url, BASE_EVALS), "base")
-    repo.branch("feature", checkout=True)
-    head = commit_suite(repo, SUITE, suite_text(model.base_url, HEAD_EVALS), "prompt change")
-    return repo, base, head
-
-
-def act(repo: GitRepo, tmp_path: Path, github: FakeGitHub, base: str, head: str,
-        inputs: dict[str, str] | None = None, fork: bool = False) -> ActionRun:
-    github.pull_head_shas[PR] = head
-    return run_action(repo, tmp_path / "runner", github.base_url, "pull_request",
-                      pull_request_event(PR, base, head, fork), inputs)
+    return feature_branch_repo(tmp_path / "workspace", suite_text(model.base_url, BASE_EVALS),
+                               suite_text(model.base_url, HEAD_EVALS))
 
 
 def test_turn_change_and_cost_delta_in_one_updating_comment(
@@ -73,7 +33,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
 ) -> None:
     repo, base, head = pr_repo
     inputs = {"fail-on": "regression", "cost-threshold-percent": "10"}
-    first = act(repo, tmp_path, github_fake, base, head, inputs)
+    first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, inputs)
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     body = comment.body
@@ -89,7 +49,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     assert "turn 2" in first.summary
     assert TOKEN not in first.stdout + first.summary + json.dumps(first.report)
 
-    second = act(repo, tmp_path, github_fake, base, head, inputs)
+    second = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, inputs)
     assert second.returncode == 1
     assert len(github_fake.comments_on(PR)) == 1
     assert github_fake.requests_matching("PATCH", r"/issues/comments/\d+")
@@ -99,7 +59,8 @@ def test_check_passes_when_policy_allows(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    run = act(repo, tmp_path, github_fake, base, head, {"fail-on": "failure"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     [check] = github_fake.check_runs.values()
     assert check.conclusion == "success"
@@ -110,7 +71,8 @@ def test_fork_pull_request_leaves_a_report_and_exits_by_policy(
 ) -> None:
     repo, base, head = pr_repo
     github_fake.writes_forbidden = True
-    run = act(repo, tmp_path, github_fake, base, head, {"fail-on": "failure"}, fork=True)
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"}, fork=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     assert "expected on pull requests from forks" in run.stdout
@@ -118,7 +80,8 @@ def test_fork_pull_request_leaves_a_report_and_exits_by_policy(
     assert run.outputs["report-path"] == "turncheck-report.json"
     assert github_fake.comments == [] and not github_fake.check_runs
 
-    failing = act(repo, tmp_path, github_fake, base, head, {"fail-on": "regression"}, fork=True)
+    failing = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                               {"fail-on": "regression"}, fork=True)
     assert failing.returncode == 1
 
 
@@ -127,12 +90,11 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
 ) -> None:
     repo, base, head = pr_repo
     github_fake.writes_forbidden = True
-    act(repo, tmp_path, github_fake, base, head, {"fail-on": "failure"}, fork=True)
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.write(repo.path / "turncheck-report.json", "turncheck-report.json")
+    run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                     {"fail-on": "failure"}, fork=True)
     github_fake.writes_forbidden = False
-    github_fake.artifacts[99] = [("turncheck-report", archive.getvalue())]
+    github_fake.artifacts[99] = [("turncheck-report",
+                                  zipped(repo.path / "turncheck-report.json"))]
     event = {
         "workflow_run": {"id": 99, "head_sha": head, "head_branch": "feature", "event":
                          "pull_request", "conclusion": "success", "pull_requests": [],
@@ -156,12 +118,10 @@ def test_workflow_run_refuses_a_report_for_another_commit(
 ) -> None:
     repo, base, head = pr_repo
     github_fake.writes_forbidden = True
-    act(repo, tmp_path, github_fake, base, head, fork=True)
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.write(repo.path / "turncheck-report.json", "turncheck-report.json")
+    run_pull_request(repo, tmp_path / "runner", github_fake, base, head, fork=True)
     github_fake.writes_forbidden = False
-    github_fake.artifacts[5] = [("turncheck-report", archive.getvalue())]
+    github_fake.artifacts[5] = [("turncheck-report",
+                                 zipped(repo.path / "turncheck-report.json"))]
     github_fake.pull_head_shas[PR] = "f" * 40  # the PR moved on: the report is stale or forged
     event = {"workflow_run": {"id": 5, "head_sha": head, "pull_requests": []},
              "repository": {"full_name": "octo-org/widgets"}}
@@ -186,7 +146,8 @@ def test_deleted_and_renamed_suites_give_correct_deltas(
     repo.remove("evals/gone.eval.yaml")
     repo.remove("evals/gone.eval.cassette.yaml")
     head = repo.commit("rename one suite, delete the other")
-    run = act(repo, tmp_path, github_fake, base, head, {"fail-on": "failure"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
     assert "removed suite" in comment.body and "renamed suite" in comment.body
@@ -208,7 +169,8 @@ def test_validation_problems_become_annotations_in_batches(
     broken = "".join(f"  - prompt: q{i}\n    checks: [{{mtch: x}}]\n" for i in range(120))
     repo.write("evals/broken.eval.yaml", suite_text(model.base_url, broken))
     head = repo.commit("120 problems")
-    run = act(repo, tmp_path, github_fake, base, head, {"fail-on": "invalid"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "invalid"})
     assert run.returncode == 1
     [check] = github_fake.check_runs.values()
     assert len(check.annotations) == 120

@@ -12,65 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_harness import ActionRun, pull_request_event, record, run_action, suite_text
+from tests.action_harness import PR, ActionRun, run_action, run_pull_request, suite_text
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from tests.pr_fixtures import (
+    BASE_EVALS,
+    FAILING_EVALS,
+    HEAD_EVALS,
+    PASSING_EVALS,
+    TURN_EVALS,
+    add_suite,
+    feature_branch_repo,
+)
 from tests.scripted_server import ScriptedServer
-
-PR = 7
-PASSING_EVALS = (
-    "  - name: add\n"
-    "    prompt: What is 2 + 2?\n"
-    "    checks: [{match: '*4*'}]\n"
-)
-FAILING_EVALS = (
-    "  - name: capital\n"
-    "    prompt: What is the capital of France?\n"
-    "    checks: [{match: '*Paris*'}]\n"
-)
-TURN_EVALS = (
-    "  - name: multiply\n"
-    "    prompt: What is 15 * 7?\n"
-    "    checks:\n"
-    "      - match: '*105*'\n"
-    "      - prompt: That is wrong. Recalculate 15 multiplied by 7.\n"
-    "        checks: [{match: '*105*'}]\n"
-)
-
-
-@pytest.fixture
-def model(scripted_server: ScriptedServer) -> ScriptedServer:
-    scripted_server.add_rule("4", contains="2 + 2", usage=(12, 1))
-    scripted_server.add_rule("Lyon.", contains="capital of France", usage=(15, 2))
-    scripted_server.add_rule("The answer is 105.", contains="15 * 7", usage=(20, 6))
-    scripted_server.add_rule("It is 100.", contains="fifteen times seven", usage=(22, 4))
-    scripted_server.add_rule("Sorry: 105.", contains="Recalculate", usage=(40, 4))
-    return scripted_server
-
-
-def add_suite(repo: GitRepo, path: str, text: str) -> None:
-    repo.write(path, text)
-    record(repo.path / path)
 
 
 def pr_repo(root: Path, model: ScriptedServer, directory: str = "") -> tuple[GitRepo, str, str]:
     """Base has the turn suite passing on turn 1; the feature branch makes it need turn 2."""
-    repo = GitRepo(root)
-    suite = f"{directory}evals/math.eval.yaml"
-    add_suite(repo, suite, suite_text(model.base_url, TURN_EVALS + PASSING_EVALS))
-    base = repo.commit("base")
-    repo.branch("feature", checkout=True)
-    changed = TURN_EVALS.replace("What is 15 * 7?", "What is fifteen times seven?")
-    add_suite(repo, suite, suite_text(model.base_url, changed + PASSING_EVALS))
-    head = repo.commit("head")
-    return repo, base, head
-
-
-def act_pr(repo: GitRepo, runner: Path, github: FakeGitHub, base: str, head: str,
-           inputs: dict[str, str] | None = None) -> ActionRun:
-    github.pull_head_shas[PR] = head
-    return run_action(repo, runner, github.base_url, "pull_request",
-                      pull_request_event(PR, base, head), inputs)
+    return feature_branch_repo(root, suite_text(model.base_url, BASE_EVALS),
+                               suite_text(model.base_url, HEAD_EVALS),
+                               path=f"{directory}evals/math.eval.yaml")
 
 
 def error_lines(log: str) -> list[str]:
@@ -160,12 +121,14 @@ def test_on_change_skips_the_edit_when_the_report_is_the_same(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
-    first = act_pr(repo, tmp_path / "runner", github_fake, base, head, {"comment": "on-change"})
+    first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                             {"comment": "on-change"})
     assert "PR comment created" in first.stdout, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     posted = comment.body
 
-    second = act_pr(repo, tmp_path / "runner", github_fake, base, head, {"comment": "on-change"})
+    second = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                              {"comment": "on-change"})
     assert second.returncode == first.returncode
     if priced_on(first) != priced_on(second):
         pytest.skip("the two runs were priced on different days (midnight UTC in between)")
@@ -175,7 +138,8 @@ def test_on_change_skips_the_edit_when_the_report_is_the_same(
     assert "PR comment unchanged" in second.stdout
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
 
-    always = act_pr(repo, tmp_path / "runner", github_fake, base, head, {"comment": "always"})
+    always = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                              {"comment": "always"})
     assert "PR comment updated" in always.stdout
     assert len(github_fake.requests_matching("PATCH", r"/issues/comments/\d+")) == 1
 
@@ -184,7 +148,7 @@ def test_comment_never_still_creates_the_check_run(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
-    run = act_pr(repo, tmp_path / "runner", github_fake, base, head,
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
                  {"comment": "never", "fail-on": "regression"})
 
     assert run.returncode == 1, run.stdout + run.stderr
@@ -203,7 +167,7 @@ def test_invalid_inputs_are_reported_together_in_one_error(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
-    run = act_pr(repo, tmp_path / "runner", github_fake, base, head, {
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, {
         "mode": "fast",
         "concurrency": "zero",
         "fail-on": "everything",
@@ -233,7 +197,7 @@ def test_commit_status_replaces_the_check_run_without_checks_permission(
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
     github_fake.checks_forbidden = True
-    run = act_pr(repo, tmp_path / "runner", github_fake, base, head, {"fail-on": fail_on})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, {"fail-on": fail_on})
 
     assert run.returncode == (1 if state == "failure" else 0), run.stdout + run.stderr
     assert github_fake.requests_matching("POST", r"/check-runs$")  # it was tried first
@@ -265,7 +229,7 @@ def test_shallow_clone_learns_the_changed_files_from_the_api(
     github_fake.add_pr_file(PR, "evals/math.eval.yaml")
     github_fake.add_pr_file(PR, "docs/notes.md")
 
-    run = act_pr(workspace, tmp_path / "runner", github_fake, base, head,
+    run = run_pull_request(workspace, tmp_path / "runner", github_fake, base, head,
                  {"fail-on": "failure"})
 
     assert run.returncode == 0, run.stdout + run.stderr
@@ -312,7 +276,7 @@ def test_annotations_under_a_working_directory_are_repo_relative(
     repo.write("evals/outside.eval.yaml", "not even YAML: [")  # outside working-directory
     head = repo.commit("more suites")
 
-    run = act_pr(repo, tmp_path / "runner", github_fake, base, head,
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
                  {"working-directory": "sub", "fail-on": "failure,regression,invalid"})
 
     assert run.returncode == 1, run.stdout + run.stderr

@@ -10,69 +10,32 @@ requests is covered against tests/github_fake.py.
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.action_harness import ActionRun, pull_request_event, record, run_action, suite_text
+from tests.action_harness import PR, REPOSITORY, run_pull_request, suite_text
 from tests.git_repo import GitRepo
+from tests.local_http import QuietHandler, serving
+from tests.pr_fixtures import FAILING_EVALS, REWORDED_TURN_EVALS, TURN_EVALS, feature_branch_repo
 from tests.prism import Exchange, PrismGitHub
 from tests.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.prism
 
-PR = 7
-REPOSITORY = "octo-org/widgets"
-SUITE = "evals/math.eval.yaml"
-EVALS = (
-    "  - name: multiply\n"
-    "    prompt: What is 15 * 7?\n"
-    "    checks:\n"
-    "      - match: '*105*'\n"
-    "      - prompt: That is wrong. Recalculate 15 multiplied by 7.\n"
-    "        checks: [{match: '*105*'}]\n"
-    "  - name: capital\n"
-    "    prompt: What is the capital of France?\n"
-    "    checks: [{match: '*Paris*'}]\n"
-)
-
-
-@pytest.fixture
-def model(scripted_server: ScriptedServer) -> ScriptedServer:
-    scripted_server.add_rule("The answer is 105.", contains="15 * 7", usage=(20, 6))
-    scripted_server.add_rule("It is 100.", contains="fifteen times seven", usage=(22, 4))
-    scripted_server.add_rule("Sorry: 105.", contains="Recalculate", usage=(40, 4))
-    scripted_server.add_rule("Lyon.", contains="capital of France", usage=(15, 2))
-    return scripted_server
-
 
 def pr_repo(root: Path, model: ScriptedServer, head_text: str | None = None) -> tuple[GitRepo,
                                                                                        str, str]:
     """A repository whose feature branch changes one suite (recorded cassettes)."""
-    repo = GitRepo(root)
-    repo.write(SUITE, suite_text(model.base_url, EVALS))
-    record(repo.path / SUITE)
-    base = repo.commit("base")
-    repo.branch("feature", checkout=True)
-    changed = EVALS.replace("What is 15 * 7?", "What is fifteen times seven?")
-    repo.write(SUITE, head_text if head_text is not None else suite_text(model.base_url, changed))
-    if head_text is None:
-        record(repo.path / SUITE)
-    head = repo.commit("head")
-    return repo, base, head
-
-
-def act(repo: GitRepo, runner: Path, api_url: str, base: str, head: str,
-        inputs: dict[str, str] | None = None) -> ActionRun:
-    return run_action(repo, runner, api_url, "pull_request", pull_request_event(PR, base, head),
-                      inputs)
+    base_text = suite_text(model.base_url, TURN_EVALS + FAILING_EVALS)
+    if head_text is not None:
+        return feature_branch_repo(root, base_text, head_text, record_head=False)
+    return feature_branch_repo(root, base_text,
+                               suite_text(model.base_url, REWORDED_TURN_EVALS + FAILING_EVALS))
 
 
 def calls(exchanges: list[Exchange]) -> list[tuple[str, str]]:
@@ -85,8 +48,8 @@ def test_pull_request_run_speaks_githubs_contract(
     tmp_path: Path, model: ScriptedServer, prism: PrismGitHub
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
-    run = act(repo, tmp_path / "runner", prism.base_url, base, head,
-              {"fail-on": "failure,regression"})
+    run = run_pull_request(repo, tmp_path / "runner", prism.base_url, base, head,
+                           {"fail-on": "failure,regression"})
 
     log = run.stdout + run.stderr
     assert "Traceback" not in log
@@ -109,7 +72,8 @@ def test_more_than_fifty_annotations_are_appended_by_valid_patches(
     broken = "".join(f"  - prompt: q{i}\n    checks: [{{mtch: x}}]\n" for i in range(120))
     repo, base, head = pr_repo(tmp_path / "workspace", model,
                                head_text=suite_text(model.base_url, broken))
-    run = act(repo, tmp_path / "runner", prism.base_url, base, head, {"fail-on": "invalid"})
+    run = run_pull_request(repo, tmp_path / "runner", prism.base_url, base, head,
+                           {"fail-on": "invalid"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert "check run: " in run.stdout
@@ -135,21 +99,11 @@ class _DenyChecksGate(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _GateHandler(BaseHTTPRequestHandler):
+class _GateHandler(QuietHandler):
     server: _DenyChecksGate
 
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
+    def respond(self) -> None:
+        body = self.read_body()
         if self.command != "GET" and "/check-runs" in self.path:
             self.server.denied.append(f"{self.command} {self.path}")
             self._reply(403, {}, json.dumps({
@@ -158,18 +112,11 @@ class _GateHandler(BaseHTTPRequestHandler):
             }).encode())
             return
         upstream = self.server.upstream
-        connection = http.client.HTTPConnection(upstream.hostname or "127.0.0.1",
-                                                upstream.port, timeout=60)
-        try:
-            headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-            connection.request(self.command, self.path, body=body, headers=headers)
-            response = connection.getresponse()
-            payload = response.read()
-            passed = {k: v for k, v in response.getheaders()
-                      if k.lower() not in ("content-length", "connection", "transfer-encoding")}
-            self._reply(response.status, passed, payload)
-        finally:
-            connection.close()
+        status, headers, payload = self.forward(upstream.hostname or "127.0.0.1", upstream.port,
+                                                body)
+        passed = {k: v for k, v in headers
+                  if k.lower() not in ("content-length", "connection", "transfer-encoding")}
+        self._reply(status, passed, payload)
 
     def _reply(self, status: int, headers: dict[str, str], payload: bytes) -> None:
         self.send_response(status)
@@ -180,29 +127,20 @@ class _GateHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture
 def checks_denied(prism: PrismGitHub) -> Iterator[_DenyChecksGate]:
     gate = _DenyChecksGate(prism.base_url)
-    thread = threading.Thread(target=gate.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(gate):
         yield gate
-    finally:
-        gate.shutdown()
-        gate.server_close()
-        thread.join(timeout=5)
 
 
 def test_commit_status_fallback_is_a_valid_request(
     tmp_path: Path, model: ScriptedServer, prism: PrismGitHub, checks_denied: _DenyChecksGate
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
-    run = act(repo, tmp_path / "runner", checks_denied.base_url, base, head,
-              {"fail-on": "failure"})
+    run = run_pull_request(repo, tmp_path / "runner", checks_denied.base_url, base, head,
+                           {"fail-on": "failure"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert checks_denied.denied, "the action never tried to create a check run"
@@ -219,7 +157,7 @@ def test_pull_request_files_api_request_is_valid(
     origin, base, head = pr_repo(tmp_path / "origin", model)
     shallow = origin.clone(tmp_path / "workspace", branch="feature", depth=1)
     shallow.git("remote", "set-url", "origin", str(tmp_path / "unreachable"))
-    run = act(shallow, tmp_path / "runner", prism.base_url, base, head)
+    run = run_pull_request(shallow, tmp_path / "runner", prism.base_url, base, head)
 
     assert "fetch-depth: 0" in run.stdout, run.stdout + run.stderr
     assert "check run: " in run.stdout

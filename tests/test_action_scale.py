@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.action_harness import pull_request_event, record, run_action, suite_text
+from tests.action_harness import PR, run_action, run_pull_request, suite_text, zipped
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from tests.pr_fixtures import BASE_EVALS, HEAD_EVALS, SUITE, feature_branch_repo
 from tests.scripted_server import ScriptedServer
-from tests.test_action_e2e import BASE_EVALS, HEAD_EVALS, PR
 
-SUITE = "evals/math.eval.yaml"
 MANY_BASE = "".join(
     f"  - name: e{i}\n    prompt: 'What is {i} + {i}?'\n    checks: [{{match: '*{2 * i}*'}}]\n"
     for i in range(12)
@@ -24,21 +21,11 @@ MANY_HEAD = MANY_BASE.replace("What is", "Compute")
 
 
 @pytest.fixture
-def model(scripted_server: ScriptedServer) -> ScriptedServer:
-    scripted_server.add_rule("The answer is 105.", contains="15 * 7", usage=(20, 6))
-    scripted_server.add_rule("It is 100.", contains="fifteen times seven", usage=(22, 4))
-    scripted_server.add_rule("Sorry: 105.", contains="Recalculate", usage=(40, 4))
-    scripted_server.add_rule("4", contains="2 + 2", usage=(12, 1))
-    scripted_server.add_rule(lambda body: str(2 * int(body["messages"][-1]["content"].split()[-1]
-                                                     .rstrip("?"))), usage=(9, 2))
-    return scripted_server
-
-
-def zipped(path: Path) -> bytes:
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as handle:
-        handle.write(path, path.name)
-    return archive.getvalue()
+def model(model: ScriptedServer) -> ScriptedServer:
+    """Also doubles the last number of any other prompt (the MANY evals)."""
+    model.add_rule(lambda body: str(2 * int(body["messages"][-1]["content"].split()[-1]
+                                            .rstrip("?"))), usage=(9, 2))
+    return model
 
 
 def requests_for(server: ScriptedServer, text: str) -> int:
@@ -61,11 +48,10 @@ def test_artifact_baseline_is_used_without_calling_the_provider(
     repo.branch("feature", checkout=True)
     repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
     head = repo.commit("prompt change")
-    github_fake.pull_head_shas[PR] = head
     base_calls_before = requests_for(model, "What is 15 * 7?")
 
-    run = run_action(repo, tmp_path / "runner", github_fake.base_url, "pull_request",
-                     pull_request_event(PR, base, head), {"mode": "live", "fail-on": "failure"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert requests_for(model, "What is 15 * 7?") == base_calls_before  # no baseline call
     assert f"baseline: artifact turncheck-report-{base} from run 500" in run.stdout
@@ -80,16 +66,11 @@ def test_artifact_baseline_is_used_without_calling_the_provider(
 def test_without_an_artifact_the_base_is_re_run(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
-    repo = GitRepo(tmp_path / "workspace")
-    repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
-    base = repo.commit("base")
-    repo.branch("feature", checkout=True)
-    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
-    head = repo.commit("prompt change")
-    github_fake.pull_head_shas[PR] = head
-    run = run_action(repo, tmp_path / "runner", github_fake.base_url, "pull_request",
-                     pull_request_event(PR, base, head),
-                     {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    repo, base, head = feature_branch_repo(
+        tmp_path / "workspace", suite_text(model.base_url, BASE_EVALS),
+        suite_text(model.base_url, HEAD_EVALS), recorder=None)
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "re-running the base commit instead" in run.stdout
     assert requests_for(model, "What is 15 * 7?") >= 1
@@ -97,23 +78,16 @@ def test_without_an_artifact_the_base_is_re_run(
 
 
 def sharded_repo(tmp_path: Path, model: ScriptedServer) -> tuple[GitRepo, str, str]:
-    repo = GitRepo(tmp_path / "workspace")
-    repo.write(SUITE, suite_text(model.base_url, MANY_BASE))
-    record(repo.path / SUITE)
-    base = repo.commit("base")
-    repo.branch("feature", checkout=True)
-    repo.write(SUITE, suite_text(model.base_url, MANY_HEAD))
-    record(repo.path / SUITE)
-    head = repo.commit("prompt change")
-    return repo, base, head
+    return feature_branch_repo(tmp_path / "workspace", suite_text(model.base_url, MANY_BASE),
+                               suite_text(model.base_url, MANY_HEAD))
 
 
 def run_shards(repo: GitRepo, tmp_path: Path, github: FakeGitHub, base: str, head: str,
                shards: list[int]) -> None:
     for index in shards:
-        run = run_action(repo, tmp_path / f"shard{index}", github.base_url, "pull_request",
-                         pull_request_event(PR, base, head),
-                         {"shard": f"{index}/3", "report-path": f"reports/shard-{index}.json"})
+        run = run_pull_request(repo, tmp_path / f"shard{index}", github, base, head,
+                               {"shard": f"{index}/3",
+                                "report-path": f"reports/shard-{index}.json"})
         assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -121,12 +95,10 @@ def test_three_shards_merge_into_one_comment(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, base, head = sharded_repo(tmp_path, model)
-    github_fake.pull_head_shas[PR] = head
     run_shards(repo, tmp_path, github_fake, base, head, [1, 2, 3])
     assert not github_fake.comments and not github_fake.check_runs  # shards post nothing
-    report = run_action(repo, tmp_path / "report", github_fake.base_url, "pull_request",
-                        pull_request_event(PR, base, head),
-                        {"merge-reports": "reports/shard-*.json", "fail-on": "failure"})
+    report = run_pull_request(repo, tmp_path / "report", github_fake, base, head,
+                              {"merge-reports": "reports/shard-*.json", "fail-on": "failure"})
     assert report.returncode == 0, report.stdout + report.stderr
     assert report.outputs["passed"] == "12"
     [comment] = github_fake.comments_on(PR)
@@ -139,11 +111,9 @@ def test_a_missing_shard_fails_the_report_job_by_name(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
 ) -> None:
     repo, base, head = sharded_repo(tmp_path, model)
-    github_fake.pull_head_shas[PR] = head
     run_shards(repo, tmp_path, github_fake, base, head, [1, 3])
-    report = run_action(repo, tmp_path / "report", github_fake.base_url, "pull_request",
-                        pull_request_event(PR, base, head),
-                        {"merge-reports": "reports/shard-*.json"})
+    report = run_pull_request(repo, tmp_path / "report", github_fake, base, head,
+                              {"merge-reports": "reports/shard-*.json"})
     assert report.returncode == 1
     assert "missing shard report(s): 2/3" in report.stdout
     assert "Traceback" not in report.stdout + report.stderr

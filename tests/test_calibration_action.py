@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_harness import ActionRun, pull_request_event, run_action
+from tests.action_harness import run_pull_request
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from tests.pr_fixtures import feature_branch_repo
 from tests.scripted_server import Json, ScriptedServer, last_user_text
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.formats.samples import load_samples
@@ -59,28 +60,13 @@ def record_samples(path: Path) -> None:
     asyncio.run(run_suites([], RunSettings(mode="record"), samples=[loaded]))
 
 
-def commit_samples(repo: GitRepo, text: str, message: str) -> str:
-    repo.write(SAMPLES, text)
-    record_samples(repo.path / SAMPLES)
-    return repo.commit(message)
-
-
 @pytest.fixture
 def pr_repo(tmp_path: Path, scripted_server: ScriptedServer) -> tuple[GitRepo, str, str]:
     scripted_server.add_rule(scripted_grader, usage=(50, 8))
     url = scripted_server.base_url
-    repo = GitRepo(tmp_path / "workspace")
-    base = commit_samples(repo, samples_text(url, CRITERIA_A), "grader with criteria A")
-    repo.branch("feature", checkout=True)
-    head = commit_samples(repo, samples_text(url, CRITERIA_B), "criteria B")
-    return repo, base, head
-
-
-def act(repo: GitRepo, tmp_path: Path, github: FakeGitHub, base: str, head: str,
-        inputs: dict[str, str]) -> ActionRun:
-    github.pull_head_shas[PR] = head
-    return run_action(repo, tmp_path / "runner", github.base_url, "pull_request",
-                      pull_request_event(PR, base, head), inputs)
+    return feature_branch_repo(tmp_path / "workspace", samples_text(url, CRITERIA_A),
+                               samples_text(url, CRITERIA_B), path=SAMPLES,
+                               recorder=record_samples)
 
 
 def flipped_rows(body: str) -> list[str]:
@@ -92,8 +78,9 @@ def test_criteria_change_drops_agreement_and_fails_the_check(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    run = act(repo, tmp_path, github_fake, base, head,
-              {"fail-on": "invalid,failure,calibration", "max-agreement-drop": "10"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "invalid,failure,calibration", "max-agreement-drop": "10"},
+                           number=PR)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
@@ -120,8 +107,8 @@ def test_min_agreement_input_fails_the_check(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    run = act(repo, tmp_path, github_fake, base, head,
-              {"fail-on": "calibration", "min-agreement": "80"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "calibration", "min-agreement": "80"}, number=PR)
     assert run.returncode == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
     assert "grader agreement 60% is below the minimum 80%" in comment.body
@@ -134,8 +121,8 @@ def test_without_calibration_in_fail_on_the_drop_is_shown_but_passes(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    run = act(repo, tmp_path, github_fake, base, head,
-              {"fail-on": "invalid,failure", "max-agreement-drop": "10"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "invalid,failure", "max-agreement-drop": "10"}, number=PR)
     assert run.returncode == 0, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
     assert "100% → 60%" in comment.body
@@ -147,8 +134,8 @@ def test_bad_calibration_inputs_are_listed(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    run = act(repo, tmp_path, github_fake, base, head,
-              {"min-agreement": "lots", "max-agreement-drop": "120"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"min-agreement": "lots", "max-agreement-drop": "120"}, number=PR)
     assert run.returncode == 1
     assert "input min-agreement: expected a percentage from 0 to 100, got 'lots'" in run.stdout
     assert "input max-agreement-drop" in run.stdout

@@ -6,9 +6,8 @@ import asyncio
 import gzip
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
@@ -16,6 +15,7 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
+from tests.provider_helpers import run
 from tests.scripted_server import ScriptedServer
 from turncheck.providers import (
     CassetteTransport,
@@ -32,17 +32,9 @@ from turncheck.providers import (
 )
 from turncheck.providers.cassettes import CassetteFormatError
 
-T = TypeVar("T")
 FAST = RetryPolicy(max_attempts=3, backoff_base=0.001, backoff_cap=0.005, timeout=2.0)
 API_KEY = "sk-test-SECRET123"
 PROMPT_SECRET = "hunter2-TOPSECRET"
-
-
-def run(make: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await make()
-
-    return asyncio.run(wrapper())
 
 
 def ask(text: str, model: str = "vendor/model") -> ChatRequest:

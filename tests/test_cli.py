@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.expectations import Expected, expectations
+from tests.logs import commands_in_log
 
 ROOT = Path(__file__).resolve().parent.parent
 INVALID = ROOT / "tests" / "fixtures" / "invalid"
@@ -267,23 +268,7 @@ def test_text_output_under_github_actions_cannot_run_workflow_commands(tmp_path:
     done = turncheck("validate", ".", cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert "::error::pwned.eval.yaml:1:1: error: empty suite file" in done.stdout
-    assert commands_run(done.stdout) == []
-
-
-def commands_run(log: str) -> list[str]:
-    """Workflow commands a runner would execute from this log, honouring stop-commands."""
-    executed: list[str] = []
-    resume: str | None = None
-    for line in log.split("\n"):
-        line = line.lstrip()
-        if resume is not None:
-            if line == resume:
-                resume = None
-        elif line.startswith("::stop-commands::"):
-            resume = f"::{line.removeprefix('::stop-commands::')}::"
-        elif line.startswith("::"):
-            executed.append(line)
-    return executed
+    assert commands_in_log(done.stdout) == []
 
 
 # --- exit codes and usage errors --------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 from tests.action_harness import TURNCHECK, record, run_action, suite_text
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from tests.logs import commands_in_log
 from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import Comparison, compare_reports
 from turncheck.diagnostics import Diagnostic, error
@@ -357,24 +358,6 @@ def test_a_comment_that_cannot_fit_keeps_header_totals_and_one_marker() -> None:
 
 
 # ---- the log ------------------------------------------------------------------------------------
-
-
-def commands_in_log(log: str) -> list[str]:
-    """The workflow commands the runner would execute: lines starting (after leading
-    whitespace) with `::`, except between `::stop-commands::TOKEN` and `::TOKEN::`."""
-    commands, stopped_by = [], None
-    for raw in re.split(r"\r\n|\r|\n", log):
-        line = raw.lstrip()
-        if stopped_by is not None:
-            if line == f"::{stopped_by}::":
-                stopped_by = None
-            continue
-        stop = re.fullmatch(r"::stop-commands::(.+)", line)
-        if stop:
-            stopped_by = stop.group(1)
-        elif line.startswith("::"):
-            commands.append(line)
-    return commands
 
 
 HOSTILE_SUITE_EVALS = (

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.action_harness import record, suite_text
+from tests.logs import commands_in_log
 from tests.scripted_server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -462,22 +463,6 @@ def test_lone_surrogate_in_model_output_does_not_break_the_json_report(
     assert report["suites"][0]["evals"][0]["turns"][0]["response"] == "lone \ufffd surrogate, fine"
 
 
-def commands_run(log: str) -> list[str]:
-    """Workflow commands a runner would execute from this log, honouring stop-commands."""
-    executed: list[str] = []
-    resume: str | None = None
-    for line in log.split("\n"):
-        line = line.lstrip()
-        if resume is not None:
-            if line == resume:
-                resume = None
-        elif line.startswith("::stop-commands::"):
-            resume = f"::{line.removeprefix('::stop-commands::')}::"
-        elif line.startswith("::"):
-            executed.append(line)
-    return executed
-
-
 def test_under_github_actions_output_cannot_run_workflow_commands(suites: Path) -> None:
     env = {**os.environ, "GITHUB_ACTIONS": "true"}
     done = run(suites, "inject", env=env)
@@ -486,8 +471,8 @@ def test_under_github_actions_output_cannot_run_workflow_commands(suites: Path) 
     assert "::error file=x.py,line=1::pwned" in done.stdout
     assert "::error::suite-name" in done.stdout.split("\nSuite ")[1]  # summary row
     # ...but none of it would run as a command, on stdout or stderr.
-    assert commands_run(done.stdout) == []
-    assert commands_run(done.stderr) == []
+    assert commands_in_log(done.stdout) == []
+    assert commands_in_log(done.stderr) == []
 
 
 # --- the committed examples ----------------------------------------------------------------

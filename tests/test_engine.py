@@ -231,7 +231,8 @@ def test_judge_verdicts_and_usage_are_separate(
     assert (good.status, good.usage.input_tokens, good.usage.output_tokens) == (Status.PASS, 10, 3)
     assert (good.judge_usage.input_tokens, good.judge_usage.output_tokens) == (50, 7)
     assert bad.status is Status.ERROR and "not JSON" in (bad.error or "")
-    judge_request = next(r for r in scripted_server.requests if judge in str(r.json))
+    judge_request = next(r for r in scripted_server.requests
+                         if judge in str(r.json) and "greet me" in str(r.json))
     conversation = judge_request.json["messages"][-1]["content"]
     assert "greet me" in conversation and "Hello GOOD" in conversation and "polite" in conversation
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_harness import pull_request_event, record, run_action
+from tests.action_harness import record, run_pull_request
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
 from tests.protocol_helpers import (
@@ -202,9 +202,8 @@ def test_action_runs_a_protocol_whose_cases_file_changed(
     repo.write("evals/gating.cases.yaml",
                "- {id: pbmc, ground_truth: {gates: [Singlets, Live, Lymphocytes]}}\n")
     head = repo.commit("fix the ground truth")
-    github_fake.pull_head_shas[7] = head
-    run = run_action(repo, tmp_path / "runner", github_fake.base_url, "pull_request",
-                     pull_request_event(7, base, head), {"fail-on": "failure"})
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.report is not None
     head_report, base_report = run.report["head"], run.report["base"]

@@ -6,13 +6,12 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TypeVar
 
 import httpx
 import pytest
 
+from tests.provider_helpers import run
 from tests.scripted_server import ScriptedServer
 from turncheck.providers import (
     ChatMessage,
@@ -26,16 +25,8 @@ from turncheck.providers import (
 )
 from turncheck.providers.http import Sleep, parse_retry_after
 
-T = TypeVar("T")
 FAST = RetryPolicy(max_attempts=4, backoff_base=0.001, backoff_cap=0.005, timeout=2.0)
 KEYS = {"OPENROUTER_API_KEY": "sk-or-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
-
-
-def run(make: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await make()
-
-    return asyncio.run(wrapper())
 
 
 def openai_at(

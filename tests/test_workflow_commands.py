@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.logs import commands_in_log
 from turncheck.github.workflow import (
     STEP_SUMMARY_LIMIT_BYTES,
     STEP_SUMMARY_TRUNCATION_NOTE,
@@ -52,21 +53,6 @@ def read_until(lines: Iterator[str], delimiter: str) -> list[str]:
             return collected
         collected.append(line)
     raise AssertionError(f"delimiter {delimiter!r} not found")
-
-
-def commands_run(log: str) -> list[str]:
-    """The workflow commands a runner would execute from this log, honouring stop-commands."""
-    executed: list[str] = []
-    resume_line: str | None = None
-    for line in log.split("\n"):
-        if resume_line is not None:
-            if line == resume_line:
-                resume_line = None
-        elif line.startswith("::stop-commands::"):
-            resume_line = f"::{line.removeprefix('::stop-commands::')}::"
-        elif line.startswith("::"):
-            executed.append(line)
-    return executed
 
 
 # --- escaping and commands -------------------------------------------------------------
@@ -146,14 +132,14 @@ def test_print_untrusted_hostile_line_sits_between_stop_and_resume() -> None:
         f"::{token}::",
         "",
     ]
-    assert commands_run(stream.getvalue()) == []
+    assert commands_in_log(stream.getvalue()) == []
 
 
 def test_print_untrusted_cannot_guess_the_resume_line() -> None:
     stream = io.StringIO()
     print_untrusted("::stop-commands::guess\n::guess::\n::error::pwned\n", stream)
     print_untrusted("::error::again", stream)
-    assert commands_run(stream.getvalue()) == []
+    assert commands_in_log(stream.getvalue()) == []
 
 
 def test_group_escapes_title() -> None:
