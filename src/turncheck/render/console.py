@@ -161,7 +161,22 @@ def summary(report: Report, out: TextIO) -> None:
     if report.totals.unpriced_models:
         unpriced = terminal_safe(", ".join(report.totals.unpriced_models))
         print(f"Unpriced (no known price): {unpriced}", file=out)
+    for line in error_lines(report):
+        print(line, file=out)
     print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
+
+
+MAX_ERRORS_LISTED = 20
+
+
+def error_lines(report: Report) -> list[str]:
+    """Why evals errored, so the reason shows even with --quiet."""
+    errored = [(s, e) for s in report.suites for e in s.evals if e.status is Status.ERROR]
+    lines = [terminal_safe(f"  💥 {s.name} › {e.name}: {e.error}").replace("\n", " ")
+             for s, e in errored[:MAX_ERRORS_LISTED]]
+    if len(errored) > MAX_ERRORS_LISTED:
+        lines.append(f"  … and {len(errored) - MAX_ERRORS_LISTED} more")
+    return ["Errors:", *lines] if lines else []
 
 
 class Progress:
