@@ -33,7 +33,6 @@ from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.baseline import load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
-    BUNDLE_FILE_NAME,
     BaselineInfo,
     BundleError,
     ReportBundle,
@@ -430,5 +429,3 @@ def run_action(env: Mapping[str, str] | None = None) -> int:
         log(f"::error title=turncheck::{escape_data(str(exc))}")
         return 1
 
-
-__all__ = ["BUNDLE_FILE_NAME", "run_action"]

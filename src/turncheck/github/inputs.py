@@ -16,6 +16,7 @@ from turncheck.engine.sharding import ShardError, ShardSpec
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.github.baseline import BaselineMode
+from turncheck.github.bundle import BUNDLE_FILE_NAME
 
 
 class CommentMode(StrEnum):
@@ -47,7 +48,7 @@ class ActionInputs:
     max_depth: int = MAX_DEPTH
     working_directory: Path = Path(".")
     base_ref: str | None = None
-    report_path: Path = Path("turncheck-report.json")
+    report_path: Path = Path(BUNDLE_FILE_NAME)
     shard: ShardSpec | None = None
     merge_reports: str | None = None
     baseline: BaselineMode = "auto"
@@ -168,7 +169,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_depth=reader.integer("max-depth", MAX_DEPTH, 0, MAX_DEPTH),
         working_directory=reader.path("working-directory", "."),
         base_ref=_raw(env, "base-ref") or None,
-        report_path=reader.path("report-path", "turncheck-report.json"),
+        report_path=reader.path("report-path", BUNDLE_FILE_NAME),
         shard=reader.shard(),
         merge_reports=_raw(env, "merge-reports") or None,
         baseline=_baseline_mode(reader.choice("baseline", BASELINE_MODES, "auto")),
