@@ -135,7 +135,7 @@ def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
 
 def run_pull_request(repo: GitRepo, runner_dir: Path, github: FakeGitHub | str, base: str,
                      head: str, inputs: dict[str, str] | None = None, *, number: int = PR,
-                     fork: bool = False) -> ActionRun:
+                     fork: bool = False, extra_env: dict[str, str] | None = None) -> ActionRun:
     """`run_action` on a `pull_request` event for PR `number` from `base` to `head`.
 
     `github` is the fake (whose PR head is then set to `head`) or another API URL.
@@ -146,4 +146,4 @@ def run_pull_request(repo: GitRepo, runner_dir: Path, github: FakeGitHub | str, 
     else:
         api_url = github
     return run_action(repo, runner_dir, api_url, "pull_request",
-                      pull_request_event(number, base, head, fork), inputs)
+                      pull_request_event(number, base, head, fork), inputs, extra_env)

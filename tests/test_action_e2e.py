@@ -55,6 +55,24 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     assert github_fake.requests_matching("PATCH", r"/issues/comments/\d+")
 
 
+def test_provider_keys_are_masked_and_never_written(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    keys = {"OPENROUTER_API_KEY": "sk-or-v1-SECRET-0001", "OPENAI_API_KEY": "sk-SECRET-0002",
+            "ANTHROPIC_API_KEY": "sk-ant-SECRET-0003"}
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, extra_env=keys)
+    assert run.returncode == 0, run.stdout + run.stderr
+    log = run.stdout.splitlines()
+    for key in keys.values():
+        assert f"::add-mask::{key}" in log
+        assert log.index(f"::add-mask::{key}") < 3  # masked before anything else is printed
+        everything_else = [line for line in log if line != f"::add-mask::{key}"]
+        assert key not in "\n".join(everything_else) + run.stderr + run.summary
+        assert key not in json.dumps(run.report)
+        assert all(key not in c.body for c in github_fake.comments)
+
+
 def test_check_passes_when_policy_allows(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
