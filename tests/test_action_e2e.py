@@ -197,3 +197,17 @@ def test_validation_problems_become_annotations_in_batches(
     assert len(requests) == 3
     assert {a["path"] for a in check.annotations} == {"evals/broken.eval.yaml"}
     assert check.annotations[0]["start_line"] == 9  # the line of the misspelt key
+
+
+def test_a_pr_without_eval_changes_posts_no_comment_and_says_so(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, _, head = pr_repo
+    repo.write("README.md", "docs only")
+    docs = repo.commit("docs only")
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, head, docs)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert github_fake.comments == []
+    [check] = github_fake.check_runs.values()
+    assert check.conclusion == "success"
+    assert check.output["title"].startswith("no eval suite or sample file changed")

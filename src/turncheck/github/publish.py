@@ -167,4 +167,6 @@ def check_title(comparison: Comparison, reasons: list[str]) -> str:
     head = comparison.totals.head
     cost = usd(None if head is None else head.total_cost_usd)
     verdict = "failed: " + "; ".join(reasons) if reasons else "passed"
+    if not (comparison.suites or comparison.calibration or comparison.protocols):
+        return f"no eval suite or sample file changed — {verdict}"
     return f"{counts.passed}/{counts.evals} evals pass, {cost} — {verdict}"
