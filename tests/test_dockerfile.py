@@ -23,6 +23,7 @@ import yaml
 
 from turncheck.compare.comparison import compare_reports
 from turncheck.engine.report import PriceSource, Report
+from turncheck.formats.discovery import glob_regex
 from turncheck.github.inputs import InputError, read_inputs
 from turncheck.github.publish import outputs
 
@@ -166,29 +167,8 @@ def dockerignore_patterns() -> list[tuple[bool, re.Pattern[str]]]:
             continue
         negated = line.startswith("!")
         glob = line.lstrip("!").strip().strip("/")
-        patterns.append((negated, re.compile(_glob_regex(glob))))
+        patterns.append((negated, glob_regex(glob)))  # Docker's globs are ours
     return patterns
-
-
-def _glob_regex(glob: str) -> str:
-    out, index = [], 0
-    while index < len(glob):
-        if glob.startswith("**/", index):
-            out.append("(?:.*/)?")
-            index += 3
-        elif glob.startswith("**", index):
-            out.append(".*")
-            index += 2
-        elif glob[index] == "*":
-            out.append("[^/]*")
-            index += 1
-        elif glob[index] == "?":
-            out.append("[^/]")
-            index += 1
-        else:
-            out.append(re.escape(glob[index]))
-            index += 1
-    return "".join(out)
 
 
 def ignored(path: str, patterns: list[tuple[bool, re.Pattern[str]]]) -> bool:

@@ -52,7 +52,8 @@ class Discovery:
 
 
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The compiled form of a glob whose `**/` spans directories and `*` stays in one."""
     parts: list[str] = []
     index = 0
     while index < len(pattern):
@@ -75,7 +76,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def glob_matches(pattern: str, relative: str) -> bool:
-    return _glob_regex(pattern).fullmatch(relative.replace(os.sep, "/")) is not None
+    return glob_regex(pattern).fullmatch(relative.replace(os.sep, "/")) is not None
 
 
 def kind_by_extension(path: Path) -> FileKind | None:
