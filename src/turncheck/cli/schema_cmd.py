@@ -4,17 +4,42 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from turncheck.formats.protocol_schema import protocol_defs
+from turncheck.formats.references import TEXT_KEYS, TEXT_KEYS_UNDER
 from turncheck.formats.suite import Suite
 
 SCHEMA_ID = "https://raw.githubusercontent.com/turncheck/turncheck/main/schema/suite.schema.json"
+
+
+FILE_REFERENCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"file": {"type": "string", "minLength": 1,
+                            "description": "Path relative to this file, inside the repository."}},
+    "required": ["file"],
+    "additionalProperties": False,
+    "description": "Take the value from a file in the repository.",
+}
+_FIELDS_OF = {"SemanticSpec": TEXT_KEYS_UNDER["semantic"],
+              "Metadata": {"messages", "vars"}, "ProtocolMetadata": {"messages", "vars"}}
+
+
+def _allow_file_references(defs: dict[str, Any]) -> None:
+    """Let every field that takes `{file: …}` (see `formats/references.py`) say so."""
+    for name, schema in defs.items():
+        fields = TEXT_KEYS | _FIELDS_OF.get(name, set())
+        for key, prop in schema.get("properties", {}).items():
+            if key in fields:
+                schema["properties"][key] = {"anyOf": [prop, {"$ref": "#/$defs/FileReference"}]}
 
 
 def suite_schema() -> dict[str, object]:
     """Eval suites (`evals`) or protocol suites (`cases` + `turns`, SPEC §9)."""
     evals = Suite.model_json_schema(by_alias=True)
     defs = {**evals.pop("$defs"), "EvalSuite": evals, **protocol_defs()}
+    _allow_file_references(defs)
+    defs["FileReference"] = FILE_REFERENCE
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

@@ -42,6 +42,7 @@ from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
 from turncheck.formats.protocol_templates import protocol_environment
+from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
@@ -213,12 +214,15 @@ class _ProtocolRun:
             raise CaseError(f"{what}: {exc}") from exc
 
     def system_prompt(self) -> list[ChatMessage]:
-        system = self.protocol.metadata.system_prompt
-        if not system:
-            return []
+        """The system prompt and the metadata's opening messages, rendered."""
+        metadata = self.protocol.metadata
+        opening = [Message(role="system", content=metadata.system_prompt)] \
+            if metadata.system_prompt else []
+        opening += metadata.messages or []
         try:
-            return [ChatMessage("system",
-                                templates.render(system, self.variables, self.session.secrets))]
+            return [ChatMessage(m.role,
+                                templates.render(m.content, self.variables, self.session.secrets))
+                    for m in opening]
         except KeyError as exc:
             raise CaseError(f"system_prompt: {exc.args[0]}") from exc
 

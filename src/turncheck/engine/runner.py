@@ -97,8 +97,10 @@ class _SuiteRun:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
     def first_messages(self, prompt: str) -> list[ChatMessage]:
-        system = self.suite.metadata.system_prompt
+        metadata = self.suite.metadata
+        system = metadata.system_prompt
         messages = [ChatMessage("system", self.render(system))] if system else []
+        messages += [ChatMessage(m.role, self.render(m.content)) for m in metadata.messages or ()]
         return [*messages, ChatMessage("user", self.render(prompt))]
 
     async def run_eval(self, evaluation: Eval) -> EvalResult:

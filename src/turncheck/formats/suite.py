@@ -39,6 +39,15 @@ class _Node(BaseModel):
         return self
 
 
+class Message(BaseModel):
+    """One message of an opening conversation (OpenAI messages format)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: NonEmptyStr
+
+
 class Metadata(BaseModel):
     """Suite metadata. Unknown keys are kept but reported as warnings."""
 
@@ -67,7 +76,18 @@ class Metadata(BaseModel):
         default=None, description="Model for semantic checks (default: text-embedding-3-small)."
     )
     vars: dict[str, StrictStr] | None = Field(
-        default=None, description="Values for {{var('name')}} templates."
+        default=None,
+        description="Values for {{var('name')}} templates, or {file: PATH} of a data file.",
+    )
+    messages: list[Message] | None = Field(
+        default=None,
+        description="Opening conversation sent before each eval's prompt (after "
+        "system_prompt), or {file: PATH} of a messages file (OpenAI format, JSON or YAML).",
+    )
+    watch: list[NonEmptyStr] | None = Field(
+        default=None,
+        description="Globs (relative to the repository root) of files this suite depends on "
+        "that no reference names; a pull request changing one runs the suite.",
     )
 
 

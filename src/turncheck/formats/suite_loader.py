@@ -15,6 +15,7 @@ from typing import Any
 from turncheck.diagnostics import Diagnostic, error
 from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.protocol_loader import parse_protocol
+from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
@@ -27,7 +28,7 @@ from turncheck.formats.suite import (
     OrGroup,
     Suite,
 )
-from turncheck.formats.yamlsource import Path, Positions, load_yaml
+from turncheck.formats.yamlsource import LoadedYaml, Path, Positions, load_yaml
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
 EVAL_KEYS = ("name", "prompt", "checks")
@@ -44,6 +45,8 @@ class SuiteFile:
     """Where the file really is, when that differs from `path` (a base-commit copy)."""
     protocol: ProtocolSuite | None = None
     """Set instead of `suite` for a protocol suite (top-level `turns`, SPEC §9)."""
+    references: list[Reference] = field(default_factory=list)
+    """Files the suite's text comes from (`{file: …}` references), root-relative."""
 
     @property
     def source(self) -> FsPath:
@@ -306,17 +309,32 @@ def _is_standalone_follow_up(raw: Any) -> bool:
 
 
 def parse_suite(
-    text: str, file: str, max_depth: int = MAX_DEPTH, directory: FsPath | None = None
+    text: str, file: str, max_depth: int = MAX_DEPTH, directory: FsPath | None = None,
+    root: FsPath | None = None,
 ) -> SuiteFile:
     """Validate suite text. Never raises on bad input.
 
     A file with top-level `turns` is a protocol suite; `directory` is where its cases
-    file is looked for (default: the directory of `file`).
+    file and referenced files are looked for (default: the directory of `file`), and
+    `root` the repository root no reference may leave (default: found from `directory`).
     """
     validate_max_depth(max_depth)
     loaded = load_yaml(text, file)
     if loaded.diagnostics and loaded.data is None:
         return SuiteFile(file, None, loaded.diagnostics)
+    resolved = resolve_references(loaded.data, loaded.positions, file,
+                                  directory or FsPath(file).parent, root)
+    loaded.data = resolved.data
+    loaded.diagnostics += resolved.diagnostics
+    parsed = _parse_loaded(loaded, text, file, max_depth, directory)
+    parsed.references = resolved.references
+    if resolved.diagnostics:  # never run a suite with text missing from it
+        parsed.suite = parsed.protocol = None
+    return parsed
+
+
+def _parse_loaded(loaded: LoadedYaml, text: str, file: str, max_depth: int,
+                  directory: FsPath | None) -> SuiteFile:
     if isinstance(loaded.data, dict) and "turns" in loaded.data:
         if "evals" in loaded.data:
             pos = loaded.positions.key(("turns",))
@@ -331,7 +349,8 @@ def parse_suite(
     return SuiteFile(file, suite, diagnostics)
 
 
-def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DEPTH) -> SuiteFile:
+def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DEPTH,
+               root: FsPath | None = None) -> SuiteFile:
     file = display or str(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -341,6 +360,6 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
         return SuiteFile(
             file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
         )
-    loaded = parse_suite(text, file, max_depth, directory=path.parent)
+    loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
     loaded.location = path
     return loaded

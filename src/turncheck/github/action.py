@@ -42,7 +42,12 @@ from turncheck.github.bundle import (
 from turncheck.github.changes import SuiteChanges, suite_changes
 from turncheck.github.client import GitHubApi, GitHubApiError, PyGithubApi
 from turncheck.github.context import ContextError, GitHubContext, PullRequest, read_context
-from turncheck.github.data_files import add_changed_data_files, data_files
+from turncheck.github.dependencies import (
+    MAX_EXPORT_ROUNDS,
+    add_dependency_changes,
+    base_references,
+    dependencies_of,
+)
 from turncheck.github.inputs import ActionInputs, InputError, read_inputs
 from turncheck.github.publish import (
     Published,
@@ -161,15 +166,10 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
         except git.GitError as exc:
             log(f"::warning title=turncheck::cannot read the base commit: {exc}")
             return None
-        exported = [s for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
-        cases_files = data_files(root / prefix, exported)
-        if cases_files:  # protocol suites' cases files, as they are at base
-            try:
-                git.export_paths(job.context.workspace, base_sha,
-                                 [(prefix / f).as_posix() for f in cases_files], root)
-            except git.GitError as exc:
-                log(f"::warning title=turncheck::cannot read a cases file at base: {exc}")
-        loaded = [_load_base(root / prefix / s, s, job.inputs.max_depth)
+        exported = [root / prefix / s for s, repo in zip(suites, repo_paths, strict=True)
+                    if repo not in missing]
+        export_base_references(job, base_sha, root, exported)
+        loaded = [load_suite(root / prefix / s, s, job.inputs.max_depth, root=root)
                   for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
         graded = [load_samples(root / prefix / s, s)
                   for s, repo in zip(samples, sample_paths, strict=True) if repo not in missing]
@@ -180,8 +180,20 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
                          samples=graded)
 
 
-def _load_base(location: Path, display: str, max_depth: int) -> SuiteFile:
-    return load_suite(location, display, max_depth)
+def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Path]) -> None:
+    """Write every file the base `suites` reference (prompts, messages, cases files, and the
+    files those reference) under `root` as it is at `base_sha`, one chain link a round."""
+    exported: set[str] = set()
+    for _ in range(MAX_EXPORT_ROUNDS):
+        wanted = base_references(root, suites, exported)
+        if not wanted:
+            return
+        exported |= wanted
+        try:
+            git.export_paths(job.context.workspace, base_sha, sorted(wanted), root)
+        except git.GitError as exc:
+            log(f"::warning title=turncheck::cannot read a referenced file at base: {exc}")
+            return
 
 
 # -- pull requests ---------------------------------------------------------------
@@ -200,9 +212,11 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
     existing = {p for p in _all_relative(job)}
     changes = suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
                             existing)
-    # A protocol suite's cases file is part of the suite.
-    add_changed_data_files(changes, files, job.inputs.working_directory.as_posix(),
-                           data_files(job.workdir, sorted(existing)))
+    # A suite's referenced files (prompts, messages, cases) and watched globs are part of it.
+    suites = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SUITE)
+    add_dependency_changes(changes, files,
+                           dependencies_of(job.workdir, job.context.workspace, suites),
+                           suites, job.inputs.watch)
     return changes
 
 
@@ -229,7 +243,8 @@ def pull_request_flow(job: Job) -> int:
         repository=job.context.repository, event=job.context.event_name, pull_number=pr.number,
         base_sha=base_sha, head_sha=pr.head_sha,
         working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
-        removed=changes.removed, base_suites=changes.base_suites, head=head, base=base_report,
+        removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
+        head=head, base=base_report,
         baseline=baseline,
     ))
     write_bundle(job, bundle)
@@ -326,7 +341,8 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
     context = CommentContext(fail_reasons=reasons, head=bundle.head,
-                             run_url=job.context.run_url, notes=token_notes(bundle))
+                             run_url=job.context.run_url, notes=token_notes(bundle),
+                             reasons=bundle.reasons)
     items = collect_annotations(comparison, bundle.working_directory)
     print_annotations(items)
     published = Published()

@@ -62,6 +62,8 @@ class ReportBundle(BaseModel):
     renames: dict[str, str] = Field(default_factory=dict)
     """Head path → base path of renamed suites and sample files."""
     removed: list[str] = Field(default_factory=list)
+    reasons: dict[str, list[str]] = Field(default_factory=dict)
+    """Suite → why it ran when its own file did not change (a referenced file did)."""
     base_suites: list[str] = Field(default_factory=list)
     """Suites (as named at base) the comparison needs from the base side."""
     head: Report

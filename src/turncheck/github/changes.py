@@ -27,6 +27,8 @@ class SuiteChanges:
     renames: dict[str, str] = field(default_factory=dict)
     """Head path → base path of renamed suites and sample files."""
     removed: list[str] = field(default_factory=list)
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Suite → why it runs when not its own file changed ("prompts/support.md changed")."""
 
     @property
     def base_samples(self) -> list[str]:

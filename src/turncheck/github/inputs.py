@@ -52,6 +52,8 @@ class ActionInputs:
     shard: ShardSpec | None = None
     merge_reports: str | None = None
     baseline: BaselineMode = "auto"
+    watch: tuple[str, ...] = ()
+    """Repository-root-relative globs whose change runs every suite."""
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -173,6 +175,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         shard=reader.shard(),
         merge_reports=_raw(env, "merge-reports") or None,
         baseline=_baseline_mode(reader.choice("baseline", BASELINE_MODES, "auto")),
+        watch=tuple(_list(_raw(env, "watch"))),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))

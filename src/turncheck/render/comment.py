@@ -60,6 +60,8 @@ class CommentContext:
     marker: str = MARKER
     run_url: str | None = None
     notes: list[str] = field(default_factory=list)
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Suite path → why it ran although its own file did not change."""
 
 
 def _cost(value: float | None) -> str:
@@ -217,6 +219,10 @@ def _transition_label(item: EvalComparison) -> str:
     return item.label
 
 
+def _reasons(reasons: dict[str, list[str]]) -> list[dict[str, str]]:
+    return [{"suite": suite, "why": "; ".join(why)} for suite, why in sorted(reasons.items())]
+
+
 def _diagnostics(items: Iterable[Diagnostic]) -> tuple[list[Diagnostic], int]:
     listed = list(items)
     return listed[:MAX_DIAGNOSTICS], max(0, len(listed) - MAX_DIAGNOSTICS)
@@ -254,6 +260,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         marker=context.marker, verdict=_verdict(comparison, context),
         totals=_totals_rows(comparison), alert=_alert(comparison),
         cost_note=comparison.cost_note, transitions=_transitions(comparison), suites=suites,
+        reasons=_reasons(context.reasons),
         detail=detail, has_transcripts=any(s["transcripts"] for s in suites),
         diagnostics=diagnostics, hidden_diagnostics=hidden,
         footer=_footer(comparison, context, exact_time), run_url=_link_target(context.run_url),

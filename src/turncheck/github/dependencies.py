@@ -1,0 +1,85 @@
+"""Suites a pull request changes through the files they depend on.
+
+A suite depends on every file it references (`{file: …}` prompts, messages and vars
+files, a protocol's cases file — directly or through another referenced file) and on
+the files its `metadata.watch` globs match; the action's `watch` input names
+repository-wide globs whose change runs every suite. Paths of changed files and
+referenced files are relative to the repository root; suites are relative to the
+working directory, as everywhere in the action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from turncheck.formats.discovery import glob_matches
+from turncheck.formats.references import referenced_paths, watch_globs
+from turncheck.github.changes import SuiteChanges
+from turncheck.github.client import ChangedFile
+
+MAX_EXPORT_ROUNDS = 20
+"""Reference chains are followed at base one link per round; deeper chains are cut."""
+
+
+@dataclass
+class Dependencies:
+    """What each suite depends on besides its own file and cassette."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)
+    """Root-relative referenced file → the suites referencing it."""
+    watches: dict[str, list[str]] = field(default_factory=dict)
+    """Root-relative glob → the suites watching it."""
+
+
+def dependencies_of(workdir: Path, root: Path, suites: Iterable[str]) -> Dependencies:
+    found = Dependencies()
+    for suite in suites:
+        for reference in referenced_paths(workdir / suite, root):
+            found.files.setdefault(reference.path, []).append(suite)
+        for glob in watch_globs(workdir / suite):
+            found.watches.setdefault(glob, []).append(suite)
+    return found
+
+
+def add_dependency_changes(changes: SuiteChanges, files: Sequence[ChangedFile],
+                           dependencies: Dependencies, all_suites: Sequence[str],
+                           repository_watch: Sequence[str] = ()) -> None:
+    """Run (at head and base) every suite a changed file reaches, and say why."""
+    for changed in files:
+        paths = [changed.path, *([changed.previous_path] if changed.previous_path else [])]
+        for path in paths:
+            for suite in dependencies.files.get(path, ()):
+                _run_both(changes, suite, f"{path} changed")
+            for glob, suites in dependencies.watches.items():
+                if glob_matches(glob, path):
+                    for suite in suites:
+                        _run_both(changes, suite, f"{path} changed (watch: {glob})")
+            for glob in repository_watch:
+                if glob_matches(glob, path):
+                    for suite in all_suites:
+                        _run_both(changes, suite, f"{path} changed (repository watch: {glob})")
+
+
+def _run_both(changes: SuiteChanges, suite: str, reason: str) -> None:
+    if suite not in changes.head_suites:
+        changes.head_suites.append(suite)
+    if suite not in changes.base_suites:
+        changes.base_suites.append(suite)
+    reasons = changes.reasons.setdefault(suite, [])
+    if reason not in reasons:
+        reasons.append(reason)
+
+
+def base_references(root: Path, suites: Iterable[Path], exported: set[str]) -> set[str]:
+    """Root-relative files the exported base `suites` reference that are not exported yet."""
+    wanted: set[str] = set()
+    for suite in suites:
+        wanted.update(reference.path for reference in referenced_paths(suite, root))
+    return {path for path in wanted if path not in exported and _plain(path)}
+
+
+def _plain(path: str) -> bool:
+    pure = PurePosixPath(path)
+    return not pure.is_absolute() and ".." not in pure.parts
