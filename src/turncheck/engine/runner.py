@@ -37,12 +37,13 @@ from turncheck.engine.session import (
     open_session,
     run_then_close,
 )
+from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
-from turncheck.providers.base import ChatMessage, ProviderError
+from turncheck.providers.base import ChatMessage, ProviderError, RecordingMissing
 from turncheck.providers.cassettes import cassette_path_for
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
@@ -89,6 +90,7 @@ class _SuiteRun:
         self.pricer = pricer
         self.variables = {**(suite.metadata.vars or {}), **settings.variables}
         self.redactor = session_redactor(session, settings.env)
+        self.recorded_texts: RecordedTexts | None = None
 
     def render(self, text: str) -> str:
         try:
@@ -112,10 +114,20 @@ class _SuiteRun:
         except EvalError as exc:
             status, passed_on, error = Status.ERROR, None, str(exc)
         except ProviderError as exc:
-            status, passed_on, error = Status.ERROR, None, exc.message
+            status, passed_on, error = Status.ERROR, None, self._provider_error(exc, state)
         except Exception as exc:  # an eval must always end with a status
             status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
         return self.redactor.model(self._result(evaluation, state, status, passed_on, error))
+
+    def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
+        """The error, naming the referenced file behind a missing recording."""
+        transport = self.session.transport
+        if not isinstance(exc, RecordingMissing) or transport is None:
+            return exc.message
+        if self.recorded_texts is None:
+            self.recorded_texts = RecordedTexts(transport.request_bodies())
+        hint = stale_reference_hint(self.file.references, state.messages, self.recorded_texts)
+        return exc.message if hint is None else f"{exc.message} ({hint})"
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
         level, line = evaluation.checks, evaluation.line

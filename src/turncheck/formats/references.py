@@ -54,6 +54,8 @@ class Reference:
     path: str
     digest: str | None
     """SHA-256 of the content read, None when it could not be read."""
+    texts: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    """The pieces of text this file puts into requests (a prompt file's whole text)."""
 
 
 @dataclass
@@ -182,7 +184,10 @@ class _Resolver:
         return text, real, relative
 
     def text(self, value: Any, directory: FsPath, chain: list[str]) -> str:
-        text, _, _ = self.read(value, directory, chain)
+        text, _, relative = self.read(value, directory, chain)
+        known = self.references[relative]
+        if text.strip():
+            self.references[relative] = Reference(known.path, known.digest, (text.strip(),))
         return text
 
     def messages(self, value: Any, directory: FsPath, chain: list[str]) -> list[dict[str, str]]:
@@ -226,6 +231,14 @@ class _Resolver:
                 isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise ReferenceProblem(f"{relative}: expected a mapping of names to strings")
         return data
+
+
+def read_text_reference(value: Any, directory: FsPath,
+                        root: FsPath | None = None) -> tuple[str, Reference]:
+    """The text a `{file: …}` value names, for loaders without YAML positions (TOML)."""
+    resolver = _Resolver("", Positions(), directory, root or find_root(directory))
+    text = resolver.text(value, resolver.directory, [])
+    return text, next(iter(resolver.references.values()))
 
 
 def read_bounded_text(real: FsPath, shown: str) -> str:

@@ -41,6 +41,12 @@ from turncheck.formats.grader import (
     instruction_problems,
 )
 from turncheck.formats.grader import VALUE_SHAPES as GRADER_SHAPES
+from turncheck.formats.references import (
+    Reference,
+    ReferenceProblem,
+    is_reference,
+    read_text_reference,
+)
 
 MIN_SCORE = -3
 MAX_SCORE = 3
@@ -85,6 +91,8 @@ class SampleFile(BaseModel):
     """The validated `[grader]`; None when the file has none or it is invalid."""
     grader_declared: bool = False
     """The file has a `[grader]` table (valid or not)."""
+    references: list[Reference] = Field(default_factory=list, exclude=True)
+    """Files the grader's text comes from (`criteria = {file = "…"}`), root-relative."""
     skipped: int = 0
     """Invalid samples, reported in `diagnostics` and left out of `samples`."""
     location: Path | None = Field(default=None, exclude=True)
@@ -129,6 +137,7 @@ class _KeyedEntry(_Strict):
 
 
 TOP_LEVEL_KEYS = ("samples", "grader")
+GRADER_FILE_KEYS = ("criteria", "prompt")
 _ENTRY_MODELS: dict[Layout, type[_ListEntry] | type[_KeyedEntry]] = {
     "list": _ListEntry,
     "keyed": _KeyedEntry,
@@ -149,7 +158,8 @@ _VALUE_SHAPES = {
 _SCORE_RULE = f"an integer from {MIN_SCORE} to {MAX_SCORE}"
 
 
-def load_samples(path: Path, display: str | None = None) -> SampleFile:
+def load_samples(path: Path, display: str | None = None,
+                 root: Path | None = None) -> SampleFile:
     """Read and validate a sample file; `display` is the name used in diagnostics."""
     file = str(path) if display is None else display
     try:
@@ -160,12 +170,13 @@ def load_samples(path: Path, display: str | None = None) -> SampleFile:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return _failed(file, _encoding_diagnostic(file, raw, exc))
-    loaded = parse_samples(text, file)
+    loaded = parse_samples(text, file, path.parent, root)
     loaded.location = path
     return loaded
 
 
-def parse_samples(text: str, file: str) -> SampleFile:
+def parse_samples(text: str, file: str, directory: Path | None = None,
+                  root: Path | None = None) -> SampleFile:
     """Validate sample-file text; problems are returned as diagnostics, never raised."""
     text = text.removeprefix("\ufeff")
     try:
@@ -176,7 +187,7 @@ def parse_samples(text: str, file: str) -> SampleFile:
         return _failed(file, error(file, 1, 1, "toml-syntax", f"invalid TOML: {_clip(str(exc))}"))
     except RecursionError:
         return _failed(file, error(file, 1, 1, "toml-syntax", "invalid TOML: nested too deeply"))
-    return _Checker(file, data, _Locator(text)).check()
+    return _Checker(file, data, _Locator(text), directory or Path(file).parent, root).check()
 
 
 def _failed(file: str, diagnostic: Diagnostic) -> SampleFile:
@@ -237,11 +248,15 @@ def _layout_switch_column(text: str, line: int) -> int | None:
 
 
 class _Checker:
-    def __init__(self, file: str, data: dict[str, object], where: _Locator) -> None:
+    def __init__(self, file: str, data: dict[str, object], where: _Locator,
+                 directory: Path, root: Path | None) -> None:
         self.file = file
         self.data = data
         self.where = where
+        self.directory = directory
+        self.root = root
         self.diagnostics: list[Diagnostic] = []
+        self.references: list[Reference] = []
 
     def check(self) -> SampleFile:
         grader = self._grader()
@@ -260,7 +275,7 @@ class _Checker:
         return SampleFile(
             path=self.file, layout=layout, samples=samples,
             diagnostics=self.diagnostics, grader=grader, skipped=len(entries) - len(samples),
-            grader_declared="grader" in self.data,
+            grader_declared="grader" in self.data, references=self.references,
         )
 
     def _report(self, path: TomlPath, code: str, message: str) -> None:
@@ -275,6 +290,9 @@ class _Checker:
             message = f'"grader" must be a table, got {_show(raw)}'
             self._report(("grader",), "invalid-grader", message)
             return None
+        raw = self._resolve_grader_files(raw)
+        if raw is None:
+            return None
         try:
             table = GraderTable.model_validate(raw)
         except ValidationError as exc:
@@ -288,6 +306,21 @@ class _Checker:
             self._report(path, code, message)
         line = self.where.locate(("grader",))[0]
         return None if problems else Grader(**table.model_dump(), line=line)
+
+    def _resolve_grader_files(self, raw: dict[str, object]) -> dict[str, object] | None:
+        """`criteria`/`prompt` given as `{file = "…"}` replaced by the file's text."""
+        resolved = dict(raw)
+        for key in GRADER_FILE_KEYS:
+            if not is_reference(raw.get(key)):
+                continue
+            try:
+                resolved[key], reference = read_text_reference(raw[key], self.directory,
+                                                                 self.root)
+            except ReferenceProblem as problem:
+                self._report(("grader", key), "invalid-reference", str(problem))
+                return None
+            self.references.append(reference)
+        return resolved
 
     def _report_grader_problem(self, problem: ErrorDetails) -> None:
         key = str(problem["loc"][0]) if problem["loc"] else ""

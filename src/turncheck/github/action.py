@@ -166,13 +166,14 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
         except git.GitError as exc:
             log(f"::warning title=turncheck::cannot read the base commit: {exc}")
             return None
-        exported = [root / prefix / s for s, repo in zip(suites, repo_paths, strict=True)
-                    if repo not in missing]
-        export_base_references(job, base_sha, root, exported)
-        loaded = [load_suite(root / prefix / s, s, job.inputs.max_depth, root=root)
-                  for s, repo in zip(suites, repo_paths, strict=True) if repo not in missing]
-        graded = [load_samples(root / prefix / s, s)
-                  for s, repo in zip(samples, sample_paths, strict=True) if repo not in missing]
+        present = [(s, root / prefix / s) for s, repo in zip(suites, repo_paths, strict=True)
+                   if repo not in missing]
+        present_samples = [(s, root / prefix / s) for s, repo in
+                           zip(samples, sample_paths, strict=True) if repo not in missing]
+        export_base_references(job, base_sha, root, [p for _, p in present],
+                               [p for _, p in present_samples])
+        loaded = [load_suite(path, s, job.inputs.max_depth, root=root) for s, path in present]
+        graded = [load_samples(path, s, root=root) for s, path in present_samples]
         mode = "live" if job.inputs.mode == "live" else "replay"
         log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {len(graded)} sample file(s), "
             f"{mode} mode")
@@ -180,12 +181,14 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
                          samples=graded)
 
 
-def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Path]) -> None:
-    """Write every file the base `suites` reference (prompts, messages, cases files, and the
-    files those reference) under `root` as it is at `base_sha`, one chain link a round."""
+def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Path],
+                           samples: list[Path]) -> None:
+    """Write every file the base `suites` and sample files reference (prompts, messages,
+    cases files, and the files those reference) under `root` as it is at `base_sha`, one
+    chain link a round."""
     exported: set[str] = set()
     for _ in range(MAX_EXPORT_ROUNDS):
-        wanted = base_references(root, suites, exported)
+        wanted = base_references(root, suites, exported, samples)
         if not wanted:
             return
         exported |= wanted
@@ -214,8 +217,9 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
                             existing)
     # A suite's referenced files (prompts, messages, cases) and watched globs are part of it.
     suites = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SUITE)
+    samples = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SAMPLES)
     add_dependency_changes(changes, files,
-                           dependencies_of(job.workdir, job.context.workspace, suites),
+                           dependencies_of(job.workdir, job.context.workspace, suites, samples),
                            suites, job.inputs.watch)
     return changes
 

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from turncheck.formats.discovery import glob_matches
 from turncheck.formats.references import referenced_paths, watch_globs
+from turncheck.formats.samples import load_samples
 from turncheck.github.changes import SuiteChanges
 from turncheck.github.client import ChangedFile
 
@@ -31,15 +32,22 @@ class Dependencies:
     """Root-relative referenced file → the suites referencing it."""
     watches: dict[str, list[str]] = field(default_factory=dict)
     """Root-relative glob → the suites watching it."""
+    samples: dict[str, list[str]] = field(default_factory=dict)
+    """Root-relative referenced file → the sample files whose grader reads it."""
 
 
-def dependencies_of(workdir: Path, root: Path, suites: Iterable[str]) -> Dependencies:
+def dependencies_of(workdir: Path, root: Path, suites: Iterable[str],
+                    samples: Iterable[str] = ()) -> Dependencies:
+    """What `suites` and sample files (`samples`, through their grader) depend on."""
     found = Dependencies()
     for suite in suites:
         for reference in referenced_paths(workdir / suite, root):
             found.files.setdefault(reference.path, []).append(suite)
         for glob in watch_globs(workdir / suite):
             found.watches.setdefault(glob, []).append(suite)
+    for sample_file in samples:
+        for reference in load_samples(workdir / sample_file, sample_file).references:
+            found.samples.setdefault(reference.path, []).append(sample_file)
     return found
 
 
@@ -52,6 +60,8 @@ def add_dependency_changes(changes: SuiteChanges, files: Sequence[ChangedFile],
         for path in paths:
             for suite in dependencies.files.get(path, ()):
                 _run_both(changes, suite, f"{path} changed")
+            for sample_file in dependencies.samples.get(path, ()):
+                _grade(changes, sample_file, f"{path} changed")
             for glob, suites in dependencies.watches.items():
                 if glob_matches(glob, path):
                     for suite in suites:
@@ -72,11 +82,23 @@ def _run_both(changes: SuiteChanges, suite: str, reason: str) -> None:
         reasons.append(reason)
 
 
-def base_references(root: Path, suites: Iterable[Path], exported: set[str]) -> set[str]:
-    """Root-relative files the exported base `suites` reference that are not exported yet."""
+def _grade(changes: SuiteChanges, sample_file: str, reason: str) -> None:
+    if sample_file not in changes.samples:
+        changes.samples.append(sample_file)
+    reasons = changes.reasons.setdefault(sample_file, [])
+    if reason not in reasons:
+        reasons.append(reason)
+
+
+def base_references(root: Path, suites: Iterable[Path], exported: set[str],
+                    samples: Iterable[Path] = ()) -> set[str]:
+    """Root-relative files the exported base `suites` and sample files reference that are
+    not exported yet."""
     wanted: set[str] = set()
     for suite in suites:
         wanted.update(reference.path for reference in referenced_paths(suite, root))
+    for sample_file in samples:
+        wanted.update(r.path for r in load_samples(sample_file, root=root).references)
     return {path for path in wanted if path not in exported and _plain(path)}
 
 

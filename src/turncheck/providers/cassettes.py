@@ -269,6 +269,10 @@ class CassetteTransport(httpx.AsyncBaseTransport):
     def __len__(self) -> int:
         return len(self._interactions)
 
+    def request_bodies(self) -> Iterator[bytes]:
+        """The stored request bodies, as recorded (secrets scrubbed)."""
+        return (interaction.request_body for interaction in self._interactions)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)

@@ -1,0 +1,61 @@
+"""Which referenced file made a replayed request miss its recording.
+
+A suite whose prompt comes from `prompts/support.md` sends that file's text in its
+requests; when the file changes, replay finds no recording for exactly the turns
+that carry the text. The missing-recording error then names the file: a file whose
+text the request carries but no recorded request does has changed since recording.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from turncheck.formats.references import Reference
+from turncheck.providers.base import ChatMessage
+
+
+class RecordedTexts:
+    """The message contents of a cassette's recorded requests, read once on the first miss."""
+
+    def __init__(self, bodies: Iterable[bytes]) -> None:
+        self._bodies = bodies
+        self._texts: list[str] | None = None
+        self._changed: dict[str, bool] = {}
+
+    def texts(self) -> list[str]:
+        if self._texts is None:
+            self._texts = [text for body in self._bodies for text in _message_texts(body)]
+        return self._texts
+
+    def lacks(self, reference: Reference) -> bool:
+        """True when no recorded request carries any text of `reference`."""
+        if reference.path not in self._changed:
+            self._changed[reference.path] = not any(
+                piece in text for piece in reference.texts for text in self.texts())
+        return self._changed[reference.path]
+
+
+def _message_texts(body: bytes) -> list[str]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return []
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [m["content"] for m in messages if isinstance(m, dict)
+            and isinstance(m.get("content"), str)]
+
+
+def stale_reference_hint(references: Sequence[Reference], sent: Sequence[ChatMessage],
+                         recorded: RecordedTexts) -> str | None:
+    """A note naming the referenced files behind a missing recording, or None."""
+    involved = [r for r in references if r.texts and any(
+        piece in message.content for piece in r.texts for message in sent)]
+    if not involved:
+        return None
+    changed = [r.path for r in involved if recorded.lacks(r)]
+    if changed:
+        return f"{', '.join(changed)} changed since the cassette was recorded"
+    return f"the request carries text from {', '.join(r.path for r in involved)}"
