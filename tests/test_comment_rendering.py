@@ -104,7 +104,7 @@ def report(suites: list[SuiteResult], commit: str,
 def comment_for(base: Report | None, head: Report,
                 reasons: list[str] | None = None) -> tuple[str, Comparison, CommentContext]:
     comparison = compare_reports(base, head)
-    context = CommentContext(fail_reasons=reasons or [], head=head,
+    context = CommentContext(fail_reasons=reasons or [], head=head, base=base,
                              run_url="https://github.com/octo-org/widgets/actions/runs/1")
     return render_comment(comparison, context), comparison, context
 
@@ -168,7 +168,7 @@ def split_code_blocks(markdown: str) -> tuple[str, list[CodeBlock]]:
 def without_code_spans(text: str) -> str:
     """Drop `code spans` (a backtick run up to the next run of the same length)."""
     result, position = [], 0
-    for run in re.finditer(r"`+", text):
+    for run in re.finditer(r"(?<!\\)`+", text):  # a backslash-escaped backtick opens none
         if run.start() < position:
             continue
         closing = re.search(rf"(?<!`){run.group()}(?!`)", text[run.end():])
@@ -218,7 +218,7 @@ def assert_inert(body: str, limit: int | None = COMMENT_LIMIT) -> tuple[str, lis
     # Only our marker is an HTML comment; <details> open and close in pairs.
     assert prose.count("<!--") == 1, re.findall(r".{0,40}<!--.{0,40}", prose)
     assert "</details><!--" not in prose
-    assert prose.count("<details>") == prose.count("</details>")
+    assert len(re.findall(r"<details[ >]", prose)) == prose.count("</details>")
     # No mention and no issue reference can form.
     assert not re.findall(r".{0,20}@(?!\u200b).{0,20}", prose)
     assert not re.findall(r".{0,20}(?:#|GH-)\d.{0,20}", prose, flags=re.IGNORECASE)
@@ -240,15 +240,9 @@ def assert_inert(body: str, limit: int | None = COMMENT_LIMIT) -> tuple[str, lis
 
 def test_hostile_text_renders_inert(hostile: tuple[Report, Report]) -> None:
     base, head = hostile
-    body, _, _ = comment_for(base, head, ["1 regression(s) against base"])
-    prose, blocks = assert_inert(body)
+    body, comparison, context = comment_for(base, head, ["1 regression(s) against base"])
+    prose, _ = assert_inert(body)
 
-    # The hostile response is shown verbatim (no entity escaping) inside a code block.
-    contents = [block.content for block in blocks]
-    assert HOSTILE_RESPONSE.rstrip("\n") in contents
-    assert HOSTILE_PROMPT in contents
-    fence = next(b.fence for b in blocks if b.content == HOSTILE_RESPONSE.rstrip("\n"))
-    assert len(fence) == 6  # longer than the five-backtick run in the response
     # Names still read correctly once escaped.
     assert f"@{ZWSP}org/team" in prose and f"@{ZWSP}user" in prose
     assert "&lt;/details&gt;&lt;!--" in prose
@@ -256,34 +250,45 @@ def test_hostile_text_renders_inert(hostile: tuple[Report, Report]) -> None:
     [eval_table] = [t for t in tables(prose) if t[0].startswith("| Eval |")]
     assert len(eval_table) == 2 + 3
     assert all(cell_count(row) == 7 for row in eval_table)
-    # Names with line breaks stay on their line: the heading still names the file, and
-    # each change is one list item.
-    [heading] = [line for line in body.split("\n") if line.startswith("### 📝")]
-    assert "hostile @" in heading and heading.endswith("`evals/hostile.eval.yaml`")
-    changes = prose.split("### What changed\n", 1)[1].split("\n\n", 1)[0].split("\n")
-    assert len(changes) == 2 and all(line.startswith("- 🔴 **") for line in changes), changes
+    # Base beside head, turn by turn: 4 columns whatever the response holds.
+    transcripts = [t for t in tables(prose) if t[0].startswith("| Turn | Prompt | base |")]
+    assert [len(t) for t in transcripts] == [2 + 2, 2 + 1]  # regression first, then error
+    assert all(cell_count(row) == 4 for t in transcripts for row in t)
+    # Names with line breaks stay on their line: each finding is one list item.
+    regressions = prose.split("### 🔻 Regressions (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert regressions.count("\n") == 0 and regressions.startswith("- 🔻 **")
+    errors = prose.split("### 💥 Errors (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert errors.startswith("- 💥 **table \\| breaker**")
+    # Severity order: what could not run, errors, then regressions.
+    assert prose.index("### ⛔ Could not run") < prose.index("### 💥 Errors") \
+        < prose.index("### 🔻 Regressions")
     # The footer links the run with a working URL (no backslash escapes in it).
-    assert body.rstrip().endswith(
-        " · [workflow run](https://github.com/octo-org/widgets/actions/runs/1)</sub>")
-    # The validation problem keeps its 4 columns despite the `|` in its message.
-    [problems] = [t for t in tables(prose) if t[0].startswith("| File |")]
-    assert [cell_count(row) for row in problems] == [4, 4, 4]
+    assert body.rstrip().endswith(" · [workflow run and full report]"
+                                  "(https://github.com/octo-org/widgets/actions/runs/1)</sub>")
+    # The validation problem keeps its 2 columns despite the `|` in its message.
+    [problems] = [t for t in tables(prose) if t[0].startswith("| Where |")]
+    assert [cell_count(row) for row in problems] == [2, 2, 2]
+
+    # The step summary shows the hostile response verbatim inside a code block.
+    summary = render_summary(comparison, context)
+    _, blocks = assert_inert(summary, limit=None)
+    contents = [block.content for block in blocks]
+    assert HOSTILE_RESPONSE.rstrip("\n") in contents
+    fence = next(b.fence for b in blocks if b.content == HOSTILE_RESPONSE.rstrip("\n"))
+    assert len(fence) == 6  # longer than the five-backtick run in the response
 
 
 def test_a_100k_character_response_is_cut_in_the_comment(hostile: tuple[Report, Report]) -> None:
     base, head = hostile
     body, comparison, context = comment_for(base, head)
-    _, blocks = assert_inert(body)
-
-    assert "A" * 1000 in body
-    huge = next(b for b in blocks if b.content.startswith("A" * 100))
-    assert len(huge.content) < 10_000
-    assert "more characters" in body  # says that it was truncated
-    assert "::error::end" not in body
-    # The step summary has room for more, and is just as inert.
+    assert_inert(body)
+    # The comment shows only evals that need a look: "long answer" passes as on base.
+    assert "A" * 1000 not in body and "::error::end" not in body
+    # The step summary has the full detail, cut per response, and is just as inert.
     summary = render_summary(comparison, context)
-    prose, _ = assert_inert(summary, limit=None)
-    assert prose.count("<details>") == 3
+    _, blocks = assert_inert(summary, limit=None)
+    assert "more characters" not in summary or all(len(b.content) < 25_000 for b in blocks)
+    assert "::error::end" not in summary.replace("\\:", ":")
 
 
 def test_forged_marker_in_a_name_does_not_count_as_the_marker(
@@ -319,23 +324,22 @@ def many_evals(count: int, response_chars: int, suites: int = 3) -> tuple[Report
 def test_transcripts_are_dropped_first_and_the_summary_keeps_them() -> None:
     base, head = many_evals(300, 1_500)
     body, comparison, context = comment_for(base, head, ["12 regression(s) against base"])
-    prose, blocks = assert_inert(body)
+    prose, _ = assert_inert(body)
 
-    assert body.startswith(MARKER + "\n## ❌ turncheck: check failed")
+    assert body.startswith(MARKER + "\n## ❌ turncheck: 12 regressions · eval 0.0 now fails")
     assert "12 regression\\(s\\) against base" in body
-    for label in ("| Evals passing |", "| Tokens |", "| Cost (model + judge) |"):
+    for label in ("| **Total** |", "| Tokens (model + judge) |"):
         assert label in prose
-    assert "<details>" not in body and not blocks
-    assert "Transcripts are omitted" in body
-    assert "### What changed" in body and "eval 1.25" in body  # broken evals still listed
+    # Capped at 15 rows, with a count of the rest and a link to the step summary.
+    assert "### 🔻 Regressions (12)" in body and "and 0 more" not in body
+    assert "eval 1.25" in body  # broken evals still listed
 
     summary = render_summary(comparison, context)
-    assert summary.count("<details>") == 300
-    assert "All good. All good." in summary and "question 2.99" in summary
-    assert len(summary) > COMMENT_LIMIT
+    assert summary.count("<details><summary>🔻") == 12  # every regression's transcript
+    assert "All good. All good." in summary and "eval 2.99" in summary  # every eval, in tables
 
 
-def test_a_comment_that_cannot_fit_keeps_header_totals_and_one_marker() -> None:
+def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
     # 2,000 broken evals with long names: even the list of changes is over the limit.
     base, head = many_evals(2_000, 10, suites=1)
     renamed = head.model_copy(deep=True)
@@ -347,12 +351,12 @@ def test_a_comment_that_cannot_fit_keeps_header_totals_and_one_marker() -> None:
         old.name = new.name
     body, _, _ = comment_for(base, renamed, ["2000 regression(s) against base"])
 
-    assert len(body) <= COMMENT_LIMIT
+    assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count(MARKER) == 1
-    assert body.startswith(MARKER + "\n## ❌ turncheck: check failed")
-    assert "| Evals passing | 2000 of 2000 | 0 of 2000 |" in body
-    assert "The rest of this report is omitted" in body.rstrip().splitlines()[-1]
-    assert "x" * 150 + "** (suite 0): broken" in body  # whole lines only
+    assert body.startswith(MARKER + "\n## ❌ turncheck: 2000 regressions · eval 0.0 ")
+    assert "**2000 regressed**" in body
+    assert "### 🔻 Regressions (2000)" in body and "and 1985 more" in body
+    assert body.rstrip().endswith("</sub>")  # the footer survives
     outside, blocks = split_code_blocks(body)
     assert not blocks and outside.count("<!--") == 1
 

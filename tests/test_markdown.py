@@ -299,10 +299,12 @@ def test_sandboxed_environment_blocks_unsafe_access() -> None:
         (0.0, "$0"),
         (0.000123, "$0.000123"),
         (0.0512, "$0.0512"),
-        (0.5, "$0.50"),
+        (0.5, "$0.500"),
         (1.234, "$1.23"),
         (1234.5, "$1,234.50"),
-        (-0.25, "−$0.25"),
+        (-0.25, "−$0.250"),
+        (0.00326, "$0.00326"),
+        (0.0031, "$0.00310"),
     ],
 )
 def test_usd(value: float | None, expected: str) -> None:
@@ -311,7 +313,8 @@ def test_usd(value: float | None, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, "n/a"), (0.0012, "+$0.0012"), (-0.0012, "−$0.0012"), (0.0, "±$0"), (2.5, "+$2.50")],
+    [(None, "n/a"), (0.0012, "+$0.00120"), (-0.0012, "−$0.00120"), (0.0, "±$0"),
+     (2.5, "+$2.50")],
 )
 def test_signed_usd(value: float | None, expected: str) -> None:
     assert signed_usd(value) == expected

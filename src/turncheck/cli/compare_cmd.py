@@ -25,7 +25,7 @@ from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.report import SCHEMA_VERSION, Report, Status
 from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
-from turncheck.render.console import usd
+from turncheck.render.money import usd
 from turncheck.render.protocol_console import protocol_comparison_lines
 
 MAX_CELL_CHARS = 40

@@ -340,29 +340,43 @@ def token_notes(bundle: ReportBundle) -> list[str]:
     return notes
 
 
+CHECK_SUMMARY_LIMIT = 16_000
+"""The check run's summary is the brief form; its text carries the full detail."""
+
+
+def comment_context(job: Job, bundle: ReportBundle, reasons: list[str]) -> CommentContext:
+    workdir = "" if bundle.working_directory in ("", ".") else \
+        bundle.working_directory.rstrip("/") + "/"
+    blob = f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/{workdir}"
+    return CommentContext(fail_reasons=reasons, head=bundle.head, base=bundle.base,
+                          run_url=job.context.run_url, notes=token_notes(bundle),
+                          reasons=bundle.reasons, blob_url=blob)
+
+
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
-    context = CommentContext(fail_reasons=reasons, head=bundle.head,
-                             run_url=job.context.run_url, notes=token_notes(bundle),
-                             reasons=bundle.reasons)
-    items = collect_annotations(comparison, bundle.working_directory)
+    context = comment_context(job, bundle, reasons)
+    items = collect_annotations(comparison, bundle.working_directory, bundle.head)
     print_annotations(items)
     published = Published()
+    summary = render_summary(comparison, context)
     if bundle.pull_number is not None:
         api = job.api()
-        if not nothing_changed:
-            body = render_comment(comparison, context)
-            post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
-                         published)
+        body = render_comment(comparison, context)
+        # With nothing changed any more, only an earlier comment is updated (its old
+        # verdict must go); no new comment is created.
+        post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
+                     published, create=not nothing_changed)
         title = check_title(comparison, reasons)
-        post_check(api, bundle.head_sha, title, render_comment(comparison, context), bool(reasons),
-                   items, job.context.run_url, published)
+        post_check(api, bundle.head_sha, title, render_comment(comparison, context,
+                                                               limit=CHECK_SUMMARY_LIMIT),
+                   bool(reasons), items, job.context.run_url, published, text=summary)
     explain_read_only(published, job.inputs.report_path)
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, published.comment_url),
-                       render_summary(comparison, context))
+                       summary)
     for reason in reasons:
         log(f"::error title=turncheck::{escape_data(reason)}")
     return 1 if reasons else 0
@@ -411,8 +425,8 @@ def branch_flow(job: Job) -> int:
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
-    context = CommentContext(fail_reasons=reasons, head=head, run_url=job.context.run_url)
-    print_annotations(collect_annotations(comparison, bundle.working_directory))
+    context = comment_context(job, bundle, reasons)
+    print_annotations(collect_annotations(comparison, bundle.working_directory, head))
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, ""),
                        render_summary(comparison, context))

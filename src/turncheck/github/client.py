@@ -42,7 +42,7 @@ TRUNCATION_SUFFIX = "\n…(truncated)"
 
 FileStatus = Literal["added", "modified", "removed", "renamed"]
 CommentMode = Literal["always", "on-change"]
-CommentAction = Literal["created", "updated", "unchanged"]
+CommentAction = Literal["created", "updated", "unchanged", "skipped"]
 AnnotationLevel = Literal["notice", "warning", "failure"]
 CheckConclusion = Literal[
     "action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"
@@ -117,7 +117,8 @@ class GitHubApi(Protocol):
     def pr_files(self, number: int) -> list[ChangedFile]: ...
 
     def upsert_comment(
-        self, number: int, body: str, marker: str, mode: CommentMode = "always"
+        self, number: int, body: str, marker: str, mode: CommentMode = "always",
+        create: bool = True,
     ) -> CommentResult: ...
 
     def create_check_run(
@@ -202,14 +203,18 @@ class PyGithubApi:
             ]
 
     def upsert_comment(
-        self, number: int, body: str, marker: str, mode: CommentMode = "always"
+        self, number: int, body: str, marker: str, mode: CommentMode = "always",
+        create: bool = True,
     ) -> CommentResult:
+        """Edit our comment in place, or create it (unless `create` is False)."""
         if marker not in body:
             raise ValueError(
                 "the comment body must contain the marker, or it cannot be found again"
             )
         issue = self._repo.get_issue(number)
         existing = self._find_comment(issue, marker)
+        if existing is None and not create:
+            return CommentResult("", 0, "skipped")
         if existing is None:
             with _translate_errors("create comment", write=True):
                 created = issue.create_comment(body)

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TextIO
 
-from turncheck.compare.comparison import Comparison, Transition
+from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.report import EvalResult, Report, Status
 from turncheck.github.client import (
     Annotation,
     CheckConclusion,
@@ -23,12 +24,14 @@ from turncheck.github.client import (
 )
 from turncheck.github.inputs import CommentMode
 from turncheck.github.workflow import annotation_command, append_step_summary, write_outputs
-from turncheck.render.console import usd
+from turncheck.render.comment import comment_headline
+from turncheck.render.severity import TITLE, Group, eval_change, eval_group
 
 CHECK_NAME = "turncheck"
 AnnotationLevel = Literal["notice", "warning", "failure"]
 CommandLevel = Literal["error", "warning", "notice"]
 STATUS_CONTEXT = "turncheck"
+ANNOTATED_GROUPS = (Group.REGRESSION, Group.LIKELY_REGRESSION, Group.ERROR)
 
 
 @dataclass
@@ -42,22 +45,47 @@ def log(message: str, stream: TextIO | None = None) -> None:
     print(message, file=stream or sys.stdout, flush=True)
 
 
-def collect_annotations(comparison: Comparison, working_directory: str) -> list[Annotation]:
-    """Validation problems and failing evals at file:line, repo-relative."""
+def collect_annotations(comparison: Comparison, working_directory: str,
+                        head: Report | None = None) -> list[Annotation]:
+    """Validation problems, regressions (turn-of-pass shifts included, naming the check
+    that failed and its turn) and failing evals at file:line, repo-relative."""
     prefix = "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
     found = [_diagnostic_annotation(d, prefix) for d in comparison.diagnostics]
+    results = {(s.path, e.name): e for s in head.suites for e in s.evals} if head else {}
     for suite in comparison.suites:
         for item in suite.evals:
-            head = item.head
-            if head is None or head.status.value == "pass" or item.line is None:
-                continue
-            message = item.label if item.transition is not Transition.NEW else head.status.value
-            if item.error:
-                message += f": {item.error}"
-            found.append(Annotation(prefix + suite.path, item.line, item.line, "failure",
-                                    f"eval {item.name!r} {message}", f"turncheck: {item.name}"))
+            annotation = _eval_annotation(item, prefix + suite.path,
+                                          results.get((suite.path, item.name)))
+            if annotation is not None:
+                found.append(annotation)
     found += _calibration_annotations(comparison, prefix)
     return found
+
+
+def _eval_annotation(item: EvalComparison, path: str,
+                     result: EvalResult | None) -> Annotation | None:
+    group = eval_group(item)
+    failing = item.head is not None and item.head.status is not Status.PASS
+    if item.line is None or not (failing or group in ANNOTATED_GROUPS):
+        return None
+    message = f"eval {item.name!r} {eval_change(item)}"
+    first_failure = _first_failed_check(result)
+    if first_failure:
+        message += f"; {first_failure}"
+    level: AnnotationLevel = "failure" if group in ANNOTATED_GROUPS or failing else "warning"
+    return Annotation(path, item.line, item.line, level, message,
+                      f"turncheck: {TITLE[group].lower()}: {item.name}")
+
+
+def _first_failed_check(result: EvalResult | None) -> str | None:
+    if result is None:
+        return None
+    for turn in result.turns:
+        for check in turn.checks:
+            if not check.passed:
+                why = f" ({check.error})" if check.error else ""
+                return f"turn {turn.turn}: check {check.detail} failed{why}"
+    return None
 
 
 def _calibration_annotations(comparison: Comparison, prefix: str) -> list[Annotation]:
@@ -89,27 +117,35 @@ def print_annotations(items: Iterable[Annotation]) -> None:
 
 
 def post_comment(api: GitHubApi, number: int, body: str, marker: str, mode: CommentMode,
-                 published: Published) -> None:
+                 published: Published, create: bool = True) -> None:
+    """Create or update the sticky comment; with `create` False only update one that exists
+    (a run where nothing changed any more must replace the old verdict, not add noise)."""
     if mode is CommentMode.NEVER:
         return
     try:
         result = api.upsert_comment(number, body, marker,
-                                    "on-change" if mode is CommentMode.ON_CHANGE else "always")
+                                    "on-change" if mode is CommentMode.ON_CHANGE else "always",
+                                    create=create)
     except GitHubPermissionError as exc:
         published.permission_denied.append(f"comment ({exc})")
         return
     except GitHubApiError as exc:
         log(f"::warning title=turncheck::could not post the PR comment: {exc}")
         return
+    if result.action == "skipped":
+        return
     published.comment_url = result.url
     log(f"PR comment {result.action}: {result.url}")
 
 
 def post_check(api: GitHubApi, sha: str, title: str, summary: str, failed: bool,
-               items: list[Annotation], run_url: str | None, published: Published) -> None:
+               items: list[Annotation], run_url: str | None, published: Published,
+               text: str = "") -> None:
+    """`summary` is the comment's brief form; `text` the full, severity-ordered detail."""
     conclusion: CheckConclusion = "failure" if failed else "success"
     try:
-        published.check_url = api.create_check_run(sha, CHECK_NAME, title, summary, "",
+        published.check_url = api.create_check_run(sha, CHECK_NAME, title,
+                                                    _fit(summary), _fit(text),
                                                     conclusion, items)
         log(f"check run: {published.check_url}")
         return
@@ -124,6 +160,19 @@ def post_check(api: GitHubApi, sha: str, title: str, summary: str, failed: bool,
         published.permission_denied.append(f"check run and commit status ({exc})")
     except GitHubApiError as exc:
         log(f"::warning title=turncheck::could not set the commit status: {exc}")
+
+
+CHECK_TEXT_LIMIT = 65_535
+"""GitHub's limit for a check run's summary and text (characters; checked in UTF-8 bytes)."""
+
+
+def _fit(markdown: str) -> str:
+    if len(markdown.encode("utf-8")) <= CHECK_TEXT_LIMIT:
+        return markdown
+    note = "\n\n_Cut to GitHub's size limit; the step summary has everything._\n"
+    kept = markdown.encode("utf-8")[:CHECK_TEXT_LIMIT - len(note.encode())]
+    text = kept.decode("utf-8", "ignore")
+    return text[: text.rfind("\n") + 1] + note
 
 
 def explain_read_only(published: Published, report_path: Path) -> None:
@@ -163,10 +212,5 @@ def write_runner_files(output_path: Path | None, summary_path: Path | None,
 
 
 def check_title(comparison: Comparison, reasons: list[str]) -> str:
-    counts = comparison.totals.counts
-    head = comparison.totals.head
-    cost = usd(None if head is None else head.total_cost_usd)
-    verdict = "failed: " + "; ".join(reasons) if reasons else "passed"
-    if not (comparison.suites or comparison.calibration or comparison.protocols):
-        return f"no eval suite or sample file changed — {verdict}"
-    return f"{counts.passed}/{counts.evals} evals pass, {cost} — {verdict}"
+    """The comment's heading, so the check and the comment say the same thing."""
+    return comment_headline(comparison, reasons).title

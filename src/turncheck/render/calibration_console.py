@@ -13,7 +13,8 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.render.console import table, terminal_safe, usd
+from turncheck.render.console import table, terminal_safe
+from turncheck.render.money import usd
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",

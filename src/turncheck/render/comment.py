@@ -1,50 +1,56 @@
-"""The PR comment and step summary, rendered from a comparison with Jinja.
+"""The PR comment, the step summary and the check run's text, rendered from a comparison.
 
-GitHub rejects comment bodies over 65,536 characters, so the comment is rendered
-at decreasing detail until it fits: transcripts go first, then unchanged eval
-rows, then the per-suite tables. The header, verdict, totals and the hidden
-marker are always kept. The step summary gets the full detail (≤ 1 MiB).
+A reviewer reads the heading (the verdict: what regressed, on which turn, what it costs),
+the counts under it, then the findings in order of severity: files that could not run,
+errors, regressions, likely regressions, improvements, the rest; still-failing evals
+stay folded. Transcripts are shown only where they matter (regressed, errored, failing
+or new evals), base beside head, turn by turn. When nothing changed that matters the
+comment is short and says so.
+
+GitHub rejects comment bodies over 65,536 characters; the comment is rendered at
+decreasing detail until its UTF-8 size fits (so it fits whatever unit GitHub counts).
+The frame — heading, counts, files that could not run, regressions and the footer with
+its links — survives every cut. The step summary and the check run's text get the full,
+severity-ordered detail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.comparison import (
-    Comparison,
-    EvalComparison,
-    EvalSide,
-    Spend,
-    SuiteComparison,
-    SuiteState,
-    Transition,
-)
+from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
 from turncheck.render.calibration_comment import calibration_view
-from turncheck.render.environment import make_environment, render_template, signed_int, signed_usd
-from turncheck.render.environment import usd as format_usd
+from turncheck.render.environment import make_environment, render_template
+from turncheck.render.headline import Headline, headline
+from turncheck.render.money import MoneyRow, signed_int
 from turncheck.render.protocol_comment import protocol_view
+from turncheck.render.severity import (
+    ICON,
+    NEWS,
+    TITLE,
+    Finding,
+    Group,
+    eval_group,
+    findings,
+)
 
 COMMENT_LIMIT = 65_536
+SUMMARY_LIMIT = 1024 * 1024
 MARKER = "<!-- turncheck:comment -->"
-MAX_DIAGNOSTICS = 50
-MAX_ROWS_WHEN_COMPACT = 30
-CUT_NOTE = (
-    "\n_The rest of this report is omitted to fit GitHub's comment size limit; the workflow "
-    "run's step summary and the JSON report have everything._\n"
-)
-FULL, NO_TRANSCRIPTS, SUMMARY_ONLY = 3, 2, 1
-
+GROUP_CAP = 15
+"""Rows per group in the comment; the step summary lists them all."""
+TRANSCRIPT_CAP = 6
+DIAGNOSTIC_CAP = 20
+COST_SOURCES = 5
+FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
+TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.LIKELY_REGRESSION, Group.NEW,
+                     Group.STILL_FAILING)
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥"}
-TRANSITION_ICON = {
-    Transition.FIXED: "🟢", Transition.BROKEN: "🔴", Transition.STILL_FAILING: "🟠",
-    Transition.TURN_CHANGED: "🔁", Transition.NEW: "🆕", Transition.REMOVED: "🗑️",
-    Transition.UNCHANGED: "⚪",
-}
 SUITE_STATE = {
     SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
     SuiteState.CHANGED: ("📝", "changed suite"), SuiteState.RENAMED: ("📝", "renamed suite"),
@@ -62,170 +68,228 @@ class CommentContext:
     notes: list[str] = field(default_factory=list)
     reasons: dict[str, list[str]] = field(default_factory=dict)
     """Suite path → why it ran although its own file did not change."""
+    base: Report | None = None
+    blob_url: str | None = None
+    """`https://github.com/OWNER/REPO/blob/HEAD_SHA/WORKDIR/`: file:line links at head."""
 
 
-def _cost(value: float | None) -> str:
-    return str(format_usd(value))
+@dataclass(frozen=True)
+class _Caps:
+    rows: int
+    transcripts: int
+    diagnostics: int
 
 
-def _tokens(spend: Spend | None) -> str:
-    return "—" if spend is None else f"{spend.tokens:,}"
+_COMMENT_CAPS = _Caps(GROUP_CAP, TRANSCRIPT_CAP, DIAGNOSTIC_CAP)
+_FRAME_CAPS = _Caps(5, 0, 5)
+_SUMMARY_CAPS = _Caps(100_000, 200, 100_000)
 
 
-def _totals_rows(comparison: Comparison) -> list[dict[str, str]]:
+# -- findings --------------------------------------------------------------------------
+
+
+def _finding_view(finding: Finding) -> dict[str, Any]:
+    cost = MoneyRow.of(finding.base_cost, finding.head_cost, finding.has_base)
+    details = [finding.change]
+    if finding.evidence:
+        details.append(finding.evidence)
+    if finding.has_base and finding.head_cost is not None and finding.base_cost is not None \
+            and cost.delta not in ("±$0", "n/a"):
+        details.append(f"cost {cost.change}")
+    return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
+            "detail": " · ".join(details), "flaky": finding.flaky,
+            "case": finding.kind == "case"}
+
+
+def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
+    groups = []
+    for group in NEWS:
+        members = [f for f in found if f.group is group]
+        if members:
+            groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
+                           "rows": [_finding_view(f) for f in members[:cap]],
+                           "hidden": max(0, len(members) - cap)})
+    return groups
+
+
+# -- files that could not run ----------------------------------------------------------
+
+
+def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None,
+                     cap: int) -> tuple[list[dict[str, str | None]], int]:
+    """Errors first; identical problems collapsed into one row with a count."""
+    ordered = sorted(diagnostics, key=lambda d: (not d.is_error, d.file, d.line))
+    collapsed: dict[tuple[str, str], list[Diagnostic]] = {}
+    for item in ordered:
+        collapsed.setdefault((item.severity, item.message), []).append(item)
+    rows = []
+    for (severity, message), items in collapsed.items():
+        first = items[0]
+        rows.append({"where": f"{first.file}:{first.line}", "link": _blob(blob_url, first),
+                     "severity": severity, "message": message,
+                     "more": "" if len(items) == 1 else f" (×{len(items)})"})
+    return rows[:cap], max(0, len(rows) - cap)
+
+
+def _blob(blob_url: str | None, diagnostic: Diagnostic) -> str | None:
+    if not blob_url:
+        return None
+    return blob_url + quote(diagnostic.file, safe="/") + f"#L{diagnostic.line}"
+
+
+# -- cost ------------------------------------------------------------------------------
+
+
+def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
     totals = comparison.totals
-    if not comparison.suites:
-        return []  # only sample files changed: the calibration section says it all
-    base, head, delta = totals.base, totals.head, totals.delta
-    base_cost = None if base is None else base.total_cost_usd
-    head_cost = None if head is None else head.total_cost_usd
-    base_sides = [e.base for suite in comparison.suites for e in suite.evals if e.base]
-    base_passed = sum(side.status is Status.PASS for side in base_sides)
-    rows = [
-        {"label": "Evals passing",
-         "base": "—" if base is None else f"{base_passed} of {len(base_sides)}",
-         "head": f"{totals.counts.passed} of {totals.counts.evals}",
-         "delta": "" if base is None else str(signed_int(totals.counts.passed - base_passed))},
-        {"label": "Tokens", "base": _tokens(base), "head": _tokens(head),
-         "delta": str(signed_int(delta.tokens)) if base is not None else "—"},
-        {"label": "Cost (model + judge)", "base": "—" if base is None else _cost(base_cost),
-         "head": "—" if head is None else _cost(head_cost),
-         "delta": str(signed_usd(delta.total_cost_usd)) if base is not None else "—"},
-    ]
+    if not comparison.suites and comparison.protocols is None:
+        return []
+    base, head, has_base = totals.base, totals.head, comparison.has_base
+
+    def row(label: str, pick: Any) -> dict[str, str]:
+        money = MoneyRow.of(pick(base) if base else None, pick(head) if head else None,
+                            has_base)
+        return {"label": label, "base": money.base, "head": money.head, "delta": money.delta,
+                "percent": money.percent}
+
+    rows = [row("Model", lambda s: s.cost_usd), row("Judge", lambda s: s.judge_cost_usd),
+            row("**Total**", lambda s: s.total_cost_usd)]
+    rows.append(_tokens_row(base, head, has_base))
     return rows
 
 
-def _verdict(comparison: Comparison, context: CommentContext) -> dict[str, Any]:
-    counts = comparison.totals.counts
-    if context.fail_reasons:
-        return {"icon": "❌", "headline": "check failed", "reasons": context.fail_reasons}
-    protocols = comparison.protocols
-    if not comparison.suites and not comparison.diagnostics and not comparison.calibration \
-            and protocols is None:
-        return {"icon": "✅", "headline": "no eval changes", "reasons": []}
-    headline = f"{counts.passed} of {counts.evals} evals pass"
-    if not comparison.suites and comparison.calibration:
-        files = len(comparison.calibration)
-        headline = f"{files} sample file{'' if files == 1 else 's'} graded"
-    if protocols is not None:
-        cases = f"{protocols.counts.passed} of {protocols.counts.cases} protocol cases pass"
-        headline = f"{headline}, {cases}" if comparison.suites else cases
-    return {"icon": "✅", "headline": headline, "reasons": []}
+def _tokens_row(base: Spend | None, head: Spend | None, has_base: bool) -> dict[str, str]:
+    def tokens(side: Spend | None) -> int | None:
+        return None if side is None else side.tokens + side.judge_tokens
+
+    before, after = tokens(base), tokens(head)
+    delta = None if before is None or after is None else after - before
+    return {"label": "Tokens (model + judge)",
+            "base": "—" if before is None or not has_base else f"{before:,}",
+            "head": "—" if after is None else f"{after:,}",
+            "delta": signed_int(delta) if has_base else "—", "percent": ""}
+
+
+def _cost_sources(comparison: Comparison) -> list[dict[str, str]]:
+    """The evals behind most of the cost change, and the turns that explain it."""
+    if not comparison.has_base:
+        return []
+    items = [(suite.name, item) for suite in comparison.suites for item in suite.evals
+             if item.delta.total_cost_usd]
+    items.sort(key=lambda pair: -abs(pair[1].delta.total_cost_usd or 0))
+    sources = []
+    for suite, item in items[:COST_SOURCES]:
+        money = MoneyRow.of(item.base.total_cost_usd if item.base else 0.0,
+                            item.head.total_cost_usd if item.head else 0.0)
+        sources.append({"name": item.name, "suite": suite, "change": money.change,
+                        "why": _cost_reason(item)})
+    return sources
+
+
+def _cost_reason(item: EvalComparison) -> str:
+    base, head = item.base, item.head
+    if base is None:
+        return "new eval"
+    if head is None:
+        return "removed eval"
+    parts = []
+    if head.turns != base.turns:
+        more = "more" if head.turns > base.turns else "fewer"
+        parts.append(f"{head.turns} turns instead of {base.turns} ({more} follow-ups fire)")
+    if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
+        parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
+    return "; ".join(parts) or "longer or shorter answers"
 
 
 def _alert(comparison: Comparison) -> str | None:
-    if comparison.alert is None:
-        return None
     alert = comparison.alert
-    return (f"{format_usd(alert.base_cost)} → {format_usd(alert.head_cost)} "
-            f"({signed_usd(alert.delta_usd)}): " + "; ".join(alert.reasons))
+    if alert is None:
+        return None
+    money = MoneyRow.of(alert.base_cost, alert.head_cost)
+    return f"{money.base} → {money.head} ({money.change}): " + "; ".join(alert.reasons)
 
 
-def _turn(side: EvalSide | None) -> str:
-    if side is None:
+# -- transcripts -----------------------------------------------------------------------
+
+
+def _results(report: Report | None) -> dict[tuple[str, str], EvalResult]:
+    if report is None:
+        return {}
+    return {(suite.path, e.name): e for suite in report.suites for e in suite.evals}
+
+
+def _turn_cell(turn: TurnResult | None) -> str:
+    if turn is None:
         return "—"
-    return str(side.passed_on_turn) if side.passed_on_turn is not None else "—"
+    checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
+    return f"{checks} {turn.response}"
+
+
+def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
+                 cap: int) -> list[dict[str, Any]]:
+    heads, bases = _results(context.head), _results(context.base)
+    previous = {s.path: s.previous_path or s.path for s in comparison.suites}
+    shown = [f for f in found if f.kind == "eval" and f.group in TRANSCRIPT_GROUPS]
+    shown.sort(key=lambda f: TRANSCRIPT_GROUPS.index(f.group))
+    views = []
+    for finding in shown[:cap]:
+        head = heads.get((finding.path, finding.name))
+        base = bases.get((previous.get(finding.path, finding.path), finding.name))
+        if head is None:
+            continue
+        views.append(_transcript(finding, base, head))
+    return views
+
+
+def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> dict[str, Any]:
+    count = max(len(head.turns), len(base.turns) if base else 0)
+    rows = []
+    for index in range(count):
+        head_turn = head.turns[index] if index < len(head.turns) else None
+        base_turn = base.turns[index] if base and index < len(base.turns) else None
+        either = head_turn or base_turn
+        prompt = either.prompt if either is not None else ""
+        rows.append({"number": index + 1, "prompt": prompt, "base": _turn_cell(base_turn),
+                     "head": _turn_cell(head_turn)})
+    failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
+              for t in head.turns for c in t.checks if not c.passed]
+    turns = [{"number": index + 1,
+              "base": base.turns[index].response if base and index < len(base.turns) else None,
+              "head": head.turns[index].response if index < len(head.turns) else None}
+             for index in range(count)]
+    return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
+            "change": finding.change, "rows": rows, "has_base": base is not None,
+            "failed_checks": failed[:6], "error": head.error, "turns": turns}
+
+
+# -- per-suite tables (folded) ---------------------------------------------------------
 
 
 def _row(item: EvalComparison) -> dict[str, str]:
     head, base = item.head, item.base
+    group = eval_group(item)
     side = head or base
     assert side is not None
-    status = f"{STATUS_ICON[side.status]} {side.status.value}"
-    if head is None:
-        status = "🗑️ removed"
-    turn = _turn(head)
+    status = "removed" if head is None else head.status.value
+    turn = "—" if head is None or head.passed_on_turn is None else str(head.passed_on_turn)
     if base is not None and head is not None and base.passed_on_turn != head.passed_on_turn:
-        turn += f" (base {_turn(base)})"
-    return {
-        "name": item.name,
-        "status": status,
-        "turn": turn,
-        "turns": "—" if head is None else str(head.turns),
-        "tokens": _tokens(head),
-        "cost": "—" if head is None else _cost(head.total_cost_usd),
-        "delta": str(signed_usd(item.delta.total_cost_usd)),
-    }
+        turn += f" (was {base.passed_on_turn or '—'})"
+    money = MoneyRow.of(base.total_cost_usd if base else None,
+                        head.total_cost_usd if head else None, base is not None)
+    return {"name": item.name, "status": f"{ICON[group]} {status}", "turn": turn,
+            "turns": "—" if head is None else str(head.turns),
+            "tokens": "—" if head is None else f"{head.tokens + head.judge_tokens:,}",
+            "cost": money.head, "delta": money.change if base is not None else "—"}
 
 
-def _check_view(turn: TurnResult) -> list[dict[str, str]]:
-    return [
-        {"indent": "  " * check.depth,
-         "icon": "💥" if check.error else ("✅" if check.passed else "❌"),
-         "detail": check.detail + (f" — {check.error}" if check.error else "")}
-        for check in turn.checks
-    ]
+def _suite_tables(comparison: Comparison) -> list[dict[str, Any]]:
+    return [{"icon": SUITE_STATE[s.state][0], "label": SUITE_STATE[s.state][1],
+             "name": s.name, "path": s.path, "previous_path": s.previous_path,
+             "model": s.model, "rows": [_row(e) for e in s.evals]}
+            for s in comparison.suites]
 
 
-def _transcript(result: EvalResult) -> dict[str, Any]:
-    outcome = {
-        Status.PASS: f"passed on turn {result.passed_on_turn}",
-        Status.FAIL: f"failed after {len(result.turns)} turn(s)",
-        Status.ERROR: "error",
-    }[result.status]
-    turns = [
-        {"number": t.turn, "prompt": t.prompt, "response": t.response,
-         "tokens": f"{t.usage.total:,}", "cost": _cost(t.cost_usd),
-         "latency": f"{t.latency_ms:,.0f} ms", "checks": _check_view(t)}
-        for t in result.turns
-    ]
-    return {"name": result.name, "icon": STATUS_ICON[result.status], "outcome": outcome,
-            "turns": turns, "error": result.error}
-
-
-def _head_evals(head: Report, path: str) -> dict[str, EvalResult]:
-    for suite in head.suites:
-        if suite.path == path:
-            return {e.name: e for e in suite.evals}
-    return {}
-
-
-def _suite_view(suite: SuiteComparison, head: Report, compact: bool) -> dict[str, Any]:
-    icon, label = SUITE_STATE[suite.state]
-    evals = suite.evals
-    hidden = 0
-    if compact:
-        changed = [e for e in evals if e.transition is not Transition.UNCHANGED]
-        shown = changed[:MAX_ROWS_WHEN_COMPACT]
-        hidden, evals = len(evals) - len(shown), shown
-    results = _head_evals(head, suite.path)
-    transcripts = [_transcript(results[e.name]) for e in evals if e.name in results]
-    cassette = next((s.cassette for s in head.suites if s.path == suite.path), None)
-    return {
-        "name": suite.name, "path": suite.path, "previous_path": suite.previous_path,
-        "state_icon": icon, "state_label": label, "model": suite.model, "cassette": cassette,
-        "rows": [_row(e) for e in evals], "hidden_rows": hidden, "transcripts": transcripts,
-    }
-
-
-def _transitions(comparison: Comparison) -> list[dict[str, str]]:
-    return [
-        {"icon": TRANSITION_ICON[item.transition], "eval": item.name, "suite": suite.name,
-         "label": _transition_label(item)}
-        for suite in comparison.suites
-        for item in suite.evals
-        if item.transition not in (Transition.UNCHANGED,)
-    ]
-
-
-def _transition_label(item: EvalComparison) -> str:
-    if item.transition is Transition.TURN_CHANGED and item.base and item.head:
-        before, after = item.base.passed_on_turn, item.head.passed_on_turn
-        direction = "now needs" if item.regression else "now passes on"
-        return f"{direction} turn {after}, base passed on turn {before}"
-    if item.transition is Transition.BROKEN and item.head is not None:
-        return f"broken: now {item.head.status.value}" + (
-            f" ({item.error})" if item.error else "")
-    return item.label
-
-
-def _reasons(reasons: dict[str, list[str]]) -> list[dict[str, str]]:
-    return [{"suite": suite, "why": "; ".join(why)} for suite, why in sorted(reasons.items())]
-
-
-def _diagnostics(items: Iterable[Diagnostic]) -> tuple[list[Diagnostic], int]:
-    listed = list(items)
-    return listed[:MAX_DIAGNOSTICS], max(0, len(listed) - MAX_DIAGNOSTICS)
+# -- footer ----------------------------------------------------------------------------
 
 
 def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -> str:
@@ -251,46 +315,81 @@ def _link_target(url: str | None) -> str | None:
     return None if not url else quote(url, safe=":/?#@!$&'*+,;=%~-._")
 
 
+# -- rendering -------------------------------------------------------------------------
+
+
+def comment_headline(comparison: Comparison, fail_reasons: Sequence[str]) -> Headline:
+    return headline(comparison, findings(comparison), fail_reasons)
+
+
 def render(comparison: Comparison, context: CommentContext, detail: int,
-           exact_time: bool = False) -> str:
-    diagnostics, hidden = _diagnostics(comparison.diagnostics)
-    suites = [_suite_view(s, context.head, compact=detail < FULL) for s in comparison.suites]
+           exact_time: bool = False, caps: _Caps = _COMMENT_CAPS) -> str:
+    found = findings(comparison)
+    top = headline(comparison, found, context.fail_reasons)
+    diagnostics, hidden = _diagnostic_rows(comparison.diagnostics, context.blob_url,
+                                           caps.diagnostics)
+    groups = _groups(found, caps.rows)
+    if detail <= FRAME:  # the frame: only regressions survive among the findings
+        groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
+                                                      TITLE[Group.ERROR])]
+    still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",
-        marker=context.marker, verdict=_verdict(comparison, context),
-        totals=_totals_rows(comparison), alert=_alert(comparison),
-        cost_note=comparison.cost_note, transitions=_transitions(comparison), suites=suites,
-        reasons=_reasons(context.reasons),
-        detail=detail, has_transcripts=any(s["transcripts"] for s in suites),
-        diagnostics=diagnostics, hidden_diagnostics=hidden,
-        footer=_footer(comparison, context, exact_time), run_url=_link_target(context.run_url),
+        marker=context.marker, headline=top, fail_reasons=context.fail_reasons,
+        diagnostics=diagnostics, hidden_diagnostics=hidden, groups=groups,
+        still_failing=still[:caps.rows], hidden_still_failing=max(0, len(still) - caps.rows),
+        alert=_alert(comparison), cost_note=comparison.cost_note,
+        cost=_cost_rows(comparison) if detail > FRAME else [],
+        cost_sources=_cost_sources(comparison) if detail > BRIEF else [],
+        reasons=[{"suite": s, "why": "; ".join(w)} for s, w in sorted(context.reasons.items())],
+        transcripts=_transcripts(comparison, context, found, caps.transcripts)
+        if detail >= NO_TABLES else [],
+        tables=_suite_tables(comparison) if detail >= FULL else [],
+        detail=detail, full_responses=caps is _SUMMARY_CAPS,
+        footer=_footer(comparison, context, exact_time),
+        run_url=_link_target(context.run_url),
         calibration=calibration_view(comparison.calibration, context.head),
-        protocol=protocol_view(comparison.protocols, context.head, comparison.has_base, detail),
+        protocol=protocol_view(comparison.protocols, context.head, comparison.has_base,
+                               min(detail - 1, 3)) if detail > BRIEF else
+        protocol_view(None, context.head, comparison.has_base, 1),
     )
+
+
+def _size(body: str) -> int:
+    return len(body.encode("utf-8"))
 
 
 def render_comment(comparison: Comparison, context: CommentContext,
                    limit: int = COMMENT_LIMIT) -> str:
-    """The richest rendering that fits in `limit` characters."""
+    """The richest rendering whose UTF-8 size fits in `limit` bytes."""
     body = ""
-    for detail in (FULL, NO_TRANSCRIPTS, SUMMARY_ONLY):
+    for detail in (FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF):
         body = render(comparison, context, detail)
-        if len(body) <= limit:
+        if _size(body) <= limit:
             return body
+    body = render(comparison, context, FRAME, caps=_FRAME_CAPS)
+    if _size(body) <= limit:
+        return body
     return _cut(body, context.marker, limit)
+
+
+CUT_NOTE = (
+    "\n_The rest of this report is omitted to fit GitHub's comment size limit; the workflow "
+    "run's step summary and the JSON report have everything._\n"
+)
 
 
 def _cut(body: str, marker: str, limit: int) -> str:
     """The first whole lines of `body` that fit with a note, keeping the marker once."""
-    kept = body[: max(limit - len(CUT_NOTE) - len(marker) - 1, 0)]
-    # Whole lines only, so no escape sequence or table row is left half written.
+    room = max(limit - _size(CUT_NOTE) - _size(marker) - 1, 0)
+    kept = body.encode("utf-8")[:room].decode("utf-8", "ignore")
     kept = kept[: kept.rfind("\n") + 1]
     return kept + (CUT_NOTE if marker in kept else CUT_NOTE + marker + "\n")
 
 
 def render_summary(comparison: Comparison, context: CommentContext) -> str:
-    """The full report for `$GITHUB_STEP_SUMMARY` (the writer caps it at 1 MiB)."""
-    return render(comparison, context, FULL, exact_time=True)
+    """The full, severity-ordered report for `$GITHUB_STEP_SUMMARY` and the check run."""
+    return render(comparison, context, FULL, exact_time=True, caps=_SUMMARY_CAPS)
 
 
 _ENVIRONMENT = make_environment()

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
+from turncheck.render.money import usd
 
 MAX_SHOWN_CHARS = 1000
 STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR"}
@@ -27,12 +28,6 @@ def _escaped(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """`text` with control characters shown as `\\xNN` escapes (line breaks kept)."""
     return _NOT_PRINTABLE.sub(_escaped, text.replace("\r\n", "\n"))
-
-
-def usd(cost: float | None) -> str:
-    if cost is None:
-        return "unpriced"
-    return f"${cost:.6f}" if cost < 0.01 else f"${cost:.4f}"
 
 
 def _shown(text: str, indent: str) -> str:

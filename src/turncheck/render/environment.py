@@ -16,9 +16,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turncheck.render.markdown import code_block, html_text, inline_code, md_cell, md_text
-
-MINUS = "\u2212"
-PLUS_MINUS = "\u00b1"
+from turncheck.render.money import MINUS, PLUS_MINUS, signed_int, signed_usd, usd
 
 
 def make_environment(
@@ -60,32 +58,6 @@ def render_template(env: jinja2.Environment, name: str, /, **context: Any) -> st
     return env.get_template(name).render(**context)
 
 
-def usd(value: float | None) -> str:
-    """`$1.23`, `$0.000123` (three significant digits below $1), `$0`, or `unpriced`."""
-    if value is None:
-        return "unpriced"
-    if not math.isfinite(value):
-        return "n/a"
-    sign = MINUS if value < 0 else ""
-    return sign + _usd_magnitude(abs(value))
-
-
-def signed_usd(value: float | None) -> str:
-    """A cost delta: `+$0.0012`, `−$0.0012`, `±$0`, or `n/a`."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    return _sign(value) + _usd_magnitude(abs(value))
-
-
-def signed_int(value: int | None) -> str:
-    """`+12`, `−3`, `0`, or `n/a`."""
-    if value is None:
-        return "n/a"
-    if value == 0:
-        return "0"
-    return _sign(value) + f"{abs(value):,}"
-
-
 def pct(value: float | None) -> str:
     """A relative change given as a fraction: 0.125 → `+12.5%`; None or non-finite → `n/a`."""
     if value is None or not math.isfinite(value):
@@ -94,18 +66,6 @@ def pct(value: float | None) -> str:
     if percent == 0:
         return "0%"
     return _sign(percent) + f"{abs(percent):,.1f}%"
-
-
-def _usd_magnitude(amount: float) -> str:
-    if amount == 0:
-        return "$0"
-    if amount >= 1:
-        return f"${amount:,.2f}"
-    # Three significant digits, but at least cents: $0.50, $0.0512, $0.000123.
-    decimals = max(2, 2 - math.floor(math.log10(amount)))
-    digits = f"{amount:.{decimals}f}".rstrip("0")
-    whole, _, fraction = digits.partition(".")
-    return f"${whole}.{fraction.ljust(2, '0')}"
 
 
 def _sign(value: float) -> str:

@@ -18,8 +18,8 @@ from turncheck.compare.protocol import (
 )
 from turncheck.engine.protocol_report import CaseResult, ScorerResult
 from turncheck.engine.report import Report, Status
-from turncheck.render.environment import signed_int, signed_usd
-from turncheck.render.environment import usd as format_usd
+from turncheck.render.money import score_change, signed_int, signed_usd
+from turncheck.render.money import usd as format_usd
 
 MAX_SUITES = 20
 MAX_CASES = 50
@@ -44,17 +44,10 @@ def score(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}".replace("-", "\u2212")
 
 
-def signed_score(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if round(value, 2) == 0:
-        return "±0.00"
-    return f"{value:+.2f}".replace("-", "\u2212")
-
-
 def _change_row(label: str, item: ScoreChange, has_base: bool) -> dict[str, str]:
     return {"label": label, "base": score(item.base) if has_base else "—",
-            "head": score(item.head), "delta": signed_score(item.delta) if has_base else "—"}
+            "head": score(item.head),
+            "delta": score_change(item.base, item.head) if has_base else "—"}
 
 
 def _aggregates(suite: ProtocolSuiteComparison, has_base: bool) -> list[dict[str, str]]:
@@ -91,13 +84,13 @@ def _case_view(case: CaseComparison, has_base: bool) -> dict[str, Any]:
         "id": case.id,
         "icon": "🗑️" if case.head_status is None else STATUS_ICON[status or Status.ERROR],
         "label": _case_label(case),
-        "irs": score(irs.head) + (f" ({signed_score(irs.delta)})" if has_base and
+        "irs": score(irs.head) + (f" ({score_change(irs.base, irs.head)})" if has_base and
                                   irs.delta is not None else ""),
         "error": case.error,
         "turns": [
             {"id": t.id, "variant": _variant(t.head_variant, t.base_variant, has_base),
              "score": score(t.head), "base": score(t.base) if has_base else "—",
-             "delta": signed_score(t.delta) if has_base else "—",
+             "delta": score_change(t.base, t.head) if has_base else "—",
              "tokens": "—" if t.tokens is None else f"{t.tokens:,}",
              "cost": "—" if t.tokens is None else str(format_usd(t.cost_usd))}
             for t in case.turns
@@ -160,9 +153,10 @@ def protocol_view(protocols: ProtocolComparison | None, head: Report, has_base: 
                   detail: int) -> dict[str, Any]:
     """What `protocol.md.j2` renders; empty `suites` when there are no protocol suites."""
     if protocols is None:
-        return {"suites": [], "hidden_suites": 0}
+        return {"suites": [], "hidden_suites": 0, "detail": detail}
     suites = protocols.suites[:MAX_SUITES]
     return {
         "suites": [_suite_view(s, head, has_base, detail) for s in suites],
         "hidden_suites": len(protocols.suites) - len(suites),
+        "detail": detail,
     }

@@ -12,7 +12,8 @@ from turncheck.engine.protocol_report import (
     ScorerResult,
 )
 from turncheck.engine.report import Report, Status, Usage
-from turncheck.render.console import STATUS_LABEL, terminal_safe, usd
+from turncheck.render.console import STATUS_LABEL, terminal_safe
+from turncheck.render.money import usd
 
 MAX_SHOWN_CHARS = 1000
 

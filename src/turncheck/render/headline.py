@@ -1,0 +1,117 @@
+"""The verdict in one line, and the counts under it: the comment's heading, the check
+run's title and the step summary's first line are this same text."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from turncheck.compare.comparison import Comparison
+from turncheck.render.money import MoneyRow
+from turncheck.render.severity import Finding, Group
+
+_LEADS = (
+    (Group.REGRESSION, "regression", "regressions"),
+    (Group.ERROR, "error", "errors"),
+    (Group.LIKELY_REGRESSION, "likely regression", "likely regressions"),
+    (Group.IMPROVEMENT, "improvement", "improvements"),
+    (Group.NEW, "new", "new"),
+    (Group.REMOVED, "removed", "removed"),
+)
+
+
+@dataclass(frozen=True)
+class Headline:
+    icon: str
+    text: str
+    """The verdict without the icon."""
+    counts: str
+    quiet: bool
+    """Nothing changed that a reviewer must look at."""
+
+    @property
+    def title(self) -> str:
+        return f"{self.icon} {self.text}"
+
+
+def invalid_files(comparison: Comparison) -> list[str]:
+    return sorted({d.file for d in comparison.diagnostics if d.is_error})
+
+
+def cost_change(comparison: Comparison) -> str | None:
+    """`+$0.0081 (+39.6 %)` for the whole run, None without a priced base."""
+    base, head = comparison.totals.base, comparison.totals.head
+    if not comparison.has_base or base is None or head is None \
+            or base.total_cost_usd is None or head.total_cost_usd is None:
+        return None
+    return MoneyRow.of(base.total_cost_usd, head.total_cost_usd).change
+
+
+def headline(comparison: Comparison, found: Sequence[Finding],
+             fail_reasons: Sequence[str]) -> Headline:
+    groups = Counter(f.group for f in found)
+    invalid = invalid_files(comparison)
+    parts = _lead(groups, invalid, found, fail_reasons)
+    cost = cost_change(comparison)
+    if cost is not None and found:
+        parts.append(f"cost {cost}")
+    quiet = not invalid and not fail_reasons and all(
+        f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found)
+    icon = "❌" if fail_reasons else "⚠️" if (
+        invalid or groups[Group.ERROR] or groups[Group.REGRESSION]
+        or groups[Group.LIKELY_REGRESSION]) else "✅"
+    return Headline(icon, " · ".join(parts), counts_line(comparison, found, invalid), quiet)
+
+
+def _lead(groups: Counter[Group], invalid: list[str], found: Sequence[Finding],
+          fail_reasons: Sequence[str]) -> list[str]:
+    if invalid:
+        count = len(invalid)
+        lead = [f"{count} file{'' if count == 1 else 's'} could not run"]
+    else:
+        lead = []
+    for group, one, many in _LEADS:
+        if groups[group]:
+            top = next(f for f in found if f.group is group)
+            lead += [f"{groups[group]} {one if groups[group] == 1 else many}", _described(top)]
+            return lead
+    if lead:
+        return lead
+    if not found:
+        return ["no eval suite or sample file changed"]
+    failing = groups[Group.STILL_FAILING]
+    if fail_reasons:
+        return [f"check failed: {fail_reasons[0]}"]
+    return ["no change" if not failing else f"no change ({failing} still failing)"]
+
+
+def _described(finding: Finding) -> str:
+    change = finding.change
+    joined = f"{finding.name} {change}" if change.startswith("now ") else \
+        f"{finding.name}: {change}"
+    return joined
+
+
+def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[str]) -> str:
+    groups = Counter(f.group for f in found)
+    new_failing = sum(1 for f in found if f.group is Group.NEW and "passes" not in f.change)
+    flaky = sum(1 for f in found if f.flaky)
+    new = f"{groups[Group.NEW]} new" + (f" ({new_failing} failing)" if new_failing else "")
+    parts = [
+        f"**{groups[Group.REGRESSION]} regressed**",
+        f"{groups[Group.LIKELY_REGRESSION]} likely",
+        f"{groups[Group.IMPROVEMENT]} improved",
+        new,
+        f"{groups[Group.REMOVED]} removed",
+        f"{groups[Group.ERROR]} error{'' if groups[Group.ERROR] == 1 else 's'}",
+        f"{flaky} flaky",
+        f"{len(invalid)} invalid file{'' if len(invalid) == 1 else 's'}",
+    ]
+    counts = comparison.totals.counts
+    if counts.evals:
+        parts.append(f"{counts.passed} of {counts.evals} evals pass")
+    if comparison.protocols is not None and comparison.protocols.counts.cases:
+        cases = comparison.protocols.counts
+        parts.append(f"{cases.passed} of {cases.cases} protocol cases pass")
+    return " · ".join(parts)

@@ -1,0 +1,204 @@
+"""What a reviewer must see first: every eval and protocol case sorted into one group.
+
+The group comes from the comparison's statistical verdict when it has one (`verdict`:
+regression, likely-regression, improvement, unchanged, inconclusive,
+unreliable-baseline, new, removed) and otherwise from the base → head transition. The
+comment, the step summary, the check run and the annotations all read these groups, in
+this order of severity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from turncheck.compare.comparison import Comparison, EvalComparison, Transition
+from turncheck.compare.protocol import CaseComparison
+from turncheck.engine.report import Status
+
+
+class Group(StrEnum):
+    ERROR = "error"
+    REGRESSION = "regression"
+    LIKELY_REGRESSION = "likely-regression"
+    IMPROVEMENT = "improvement"
+    INCONCLUSIVE = "inconclusive"
+    UNRELIABLE_BASELINE = "unreliable-baseline"
+    NEW = "new"
+    REMOVED = "removed"
+    STILL_FAILING = "still-failing"
+    UNCHANGED = "unchanged"
+
+
+ORDER = list(Group)
+ICON = {
+    Group.ERROR: "💥", Group.REGRESSION: "🔻", Group.LIKELY_REGRESSION: "🔸",
+    Group.IMPROVEMENT: "🔺", Group.INCONCLUSIVE: "❔", Group.UNRELIABLE_BASELINE: "⚠️",
+    Group.NEW: "🆕", Group.REMOVED: "🗑️", Group.STILL_FAILING: "❌", Group.UNCHANGED: "⚪",
+}
+TITLE = {
+    Group.ERROR: "Errors", Group.REGRESSION: "Regressions",
+    Group.LIKELY_REGRESSION: "Likely regressions", Group.IMPROVEMENT: "Improvements",
+    Group.INCONCLUSIVE: "Inconclusive", Group.UNRELIABLE_BASELINE: "Unreliable baseline",
+    Group.NEW: "New", Group.REMOVED: "Removed", Group.STILL_FAILING: "Still failing",
+    Group.UNCHANGED: "Unchanged",
+}
+NEWS = (Group.ERROR, Group.REGRESSION, Group.LIKELY_REGRESSION, Group.IMPROVEMENT,
+        Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
+"""Groups that are news; still-failing and unchanged evals are not."""
+
+_BY_VERDICT = {
+    "regression": Group.REGRESSION, "likely-regression": Group.LIKELY_REGRESSION,
+    "improvement": Group.IMPROVEMENT, "inconclusive": Group.INCONCLUSIVE,
+    "unreliable-baseline": Group.UNRELIABLE_BASELINE, "new": Group.NEW,
+    "removed": Group.REMOVED,
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One eval or protocol case, as the reviewer reads it."""
+
+    group: Group
+    kind: str
+    """"eval" or "case"."""
+    suite: str
+    path: str
+    name: str
+    line: int | None
+    change: str
+    """What happened, e.g. "now passes on turn 3 (was 1)"."""
+    base_cost: float | None
+    head_cost: float | None
+    has_base: bool
+    flaky: bool = False
+    evidence: str | None = None
+    """The statistics behind the verdict, e.g. "9/10 → 2/10 passes, p = 0.003"."""
+    error: str | None = None
+    base_turn: int | None = None
+    head_turn: int | None = None
+
+    @property
+    def icon(self) -> str:
+        return ICON[self.group]
+
+
+def eval_group(item: EvalComparison) -> Group:
+    if item.head is not None and item.head.status is Status.ERROR:
+        return Group.ERROR
+    verdict = getattr(item, "verdict", None)
+    if isinstance(verdict, str) and verdict in _BY_VERDICT:
+        return _BY_VERDICT[verdict]
+    if isinstance(verdict, str) and verdict == "unchanged":
+        return _quiet(item.head.status if item.head else None)
+    return _by_transition(item.transition, item.regression,
+                          item.head.status if item.head else None)
+
+
+def _by_transition(transition: Transition, regression: bool, head: Status | None) -> Group:
+    if transition is Transition.BROKEN or (transition is Transition.TURN_CHANGED and regression):
+        return Group.REGRESSION
+    if transition in (Transition.FIXED, Transition.TURN_CHANGED):
+        return Group.IMPROVEMENT
+    if transition is Transition.NEW:
+        return Group.NEW
+    if transition is Transition.REMOVED:
+        return Group.REMOVED
+    return _quiet(head)
+
+
+def _quiet(head: Status | None) -> Group:
+    return Group.STILL_FAILING if head is Status.FAIL else Group.UNCHANGED
+
+
+def eval_change(item: EvalComparison) -> str:
+    base, head = item.base, item.head
+    if head is None:
+        return "removed"
+    if head.status is Status.ERROR:
+        return f"errors: {item.error or head.error or 'unknown error'}"
+    now = _outcome(head.status, head.passed_on_turn, head.turns)
+    if base is None:
+        return f"new: {now}"
+    if base.status is head.status and base.passed_on_turn == head.passed_on_turn:
+        return now
+    if base.status is Status.PASS and head.status is Status.PASS:
+        return f"now passes on turn {head.passed_on_turn} (was {base.passed_on_turn})"
+    was = _outcome(base.status, base.passed_on_turn, base.turns)
+    return f"now {now} (was: {was})"
+
+
+def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
+    if status is Status.PASS:
+        return f"passes on turn {passed_on}"
+    if status is Status.FAIL:
+        return f"fails after {turns} turn{'' if turns == 1 else 's'}"
+    return "errors"
+
+
+def _evidence(item: EvalComparison) -> str | None:
+    p_value = getattr(item, "p_value", None)
+    sides = [getattr(item.base, "passes", None), getattr(item.base, "samples", None),
+             getattr(item.head, "passes", None), getattr(item.head, "samples", None)]
+    if None in sides:
+        return None
+    text = f"{sides[0]}/{sides[1]} → {sides[2]}/{sides[3]} samples pass"
+    return text if p_value is None else f"{text}, p = {p_value:.3g}"
+
+
+def findings(comparison: Comparison) -> list[Finding]:
+    """Every eval and protocol case, most severe group first (document order within)."""
+    found = [*_eval_findings(comparison), *_case_findings(comparison)]
+    return sorted(found, key=lambda f: ORDER.index(f.group))
+
+
+def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
+    for suite in comparison.suites:
+        for item in suite.evals:
+            yield Finding(
+                group=eval_group(item), kind="eval", suite=suite.name, path=suite.path,
+                name=item.name, line=item.line, change=eval_change(item),
+                base_cost=item.base.total_cost_usd if item.base else None,
+                head_cost=item.head.total_cost_usd if item.head else None,
+                has_base=item.base is not None, flaky=bool(getattr(item, "flaky", False)),
+                evidence=_evidence(item), error=item.error,
+                base_turn=item.base.passed_on_turn if item.base else None,
+                head_turn=item.head.passed_on_turn if item.head else None,
+            )
+
+
+def _case_findings(comparison: Comparison) -> Iterator[Finding]:
+    if comparison.protocols is None:
+        return
+    for suite in comparison.protocols.suites:
+        for case in suite.cases:
+            yield Finding(
+                group=case_group(case), kind="case", suite=suite.name, path=suite.path,
+                name=case.id, line=case.line, change=_case_change(case),
+                base_cost=case.base.total_cost_usd if case.base else None,
+                head_cost=case.head.total_cost_usd if case.head else None,
+                has_base=case.base is not None, error=case.error,
+            )
+
+
+def case_group(case: CaseComparison) -> Group:
+    if case.head_status is Status.ERROR:
+        return Group.ERROR
+    verdict = getattr(case, "verdict", None)
+    if isinstance(verdict, str) and verdict in _BY_VERDICT:
+        return _BY_VERDICT[verdict]
+    return _by_transition(case.transition, case.regression, case.head_status)
+
+
+def _case_change(case: CaseComparison) -> str:
+    if case.head_status is None:
+        return "removed"
+    if case.head_status is Status.ERROR:
+        return f"errors: {case.error or 'unknown error'}"
+    now = "passes" if case.head_status is Status.PASS else "fails"
+    if case.base_status is None:
+        return f"new: {now}"
+    if case.base_status is case.head_status:
+        return now
+    return f"now {now} (was: {'passes' if case.base_status is Status.PASS else 'fails'})"
