@@ -37,7 +37,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     body = comment.body
-    assert "now needs turn 2, base passed on turn 1" in body
+    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in body
     assert "+$" in body  # the cost delta of the extra turn
     assert "Cost alert" in body
     assert "<!-- turncheck:comment -->" in body
@@ -126,7 +126,7 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
-    assert "now needs turn 2, base passed on turn 1" in comment.body
+    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     [check] = github_fake.check_runs.values()
     assert check.head_sha == head and check.conclusion == "failure"
 
@@ -210,4 +210,4 @@ def test_a_pr_without_eval_changes_posts_no_comment_and_says_so(
     assert github_fake.comments == []
     [check] = github_fake.check_runs.values()
     assert check.conclusion == "success"
-    assert check.output["title"].startswith("no eval suite or sample file changed")
+    assert check.output["title"] == "✅ no eval suite or sample file changed"

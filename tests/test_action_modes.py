@@ -156,7 +156,9 @@ def test_comment_never_still_creates_the_check_run(
     assert not github_fake.requests_matching("POST", r"/issues/\d+/comments")
     [check] = github_fake.check_runs.values()
     assert (check.head_sha, check.conclusion) == (head, "failure")
-    assert "now needs turn 2" in check.output["summary"]
+    assert "multiply now passes on turn 2 \\(was 1\\)" in check.output["summary"]
+    assert check.output["title"].endswith("1 regression · multiply now passes on turn 2 (was 1) · "
+                                          "cost +$0.0000075 (+83.3 %)")
     assert run.outputs["comment-url"] == ""
 
 
@@ -204,7 +206,7 @@ def test_commit_status_replaces_the_check_run_without_checks_permission(
     assert not github_fake.check_runs
     [status] = github_fake.statuses
     assert (status["sha"], status["state"], status["context"]) == (head, state, "turncheck")
-    assert status["description"].startswith("2/2 evals pass")
+    assert "1 regression · multiply now passes on turn 2 (was 1)" in status["description"]
     assert status["target_url"] == "https://github.com/octo-org/widgets/actions/runs/4242"
     assert "setting a commit status instead" in run.stdout
     assert len(github_fake.comments_on(PR)) == 1
@@ -285,9 +287,12 @@ def test_annotations_under_a_working_directory_are_repo_relative(
     assert ("sub/evals/geo.eval.yaml", 9, "failure") in found
     assert ("sub/evals/broken.eval.yaml", 9, "failure") in found
     assert all(path.startswith("sub/evals/") for path, _, _ in found), found
+    # The turn regression is annotated too, at its eval's line.
+    assert ("sub/evals/math.eval.yaml", 9, "failure") in found
     printed = {m.group(1) for m in re.finditer(r"^::error file=([^,]+),", run.stdout, re.M)}
-    assert printed == {"sub/evals/geo.eval.yaml", "sub/evals/broken.eval.yaml"}
+    assert printed == {"sub/evals/geo.eval.yaml", "sub/evals/broken.eval.yaml",
+                       "sub/evals/math.eval.yaml"}
     # The changed suite was compared against its base version, also read from sub/.
     [comment] = github_fake.comments_on(PR)
-    assert "now needs turn 2, base passed on turn 1" in comment.body
+    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "outside" not in comment.body  # suites outside working-directory are ignored

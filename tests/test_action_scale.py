@@ -59,7 +59,7 @@ def test_artifact_baseline_is_used_without_calling_the_provider(
     assert report is not None and report["baseline"]["source"] == "artifact"
     assert report["saved_tokens"] > 0 and report["live_tokens"] > 0
     [comment] = github_fake.comments_on(PR)
-    assert "now needs turn 2, base passed on turn 1" in comment.body
+    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "tokens saved" in comment.body and "live tokens spent" in comment.body
 
 

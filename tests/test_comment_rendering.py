@@ -326,7 +326,7 @@ def test_transcripts_are_dropped_first_and_the_summary_keeps_them() -> None:
     body, comparison, context = comment_for(base, head, ["12 regression(s) against base"])
     prose, _ = assert_inert(body)
 
-    assert body.startswith(MARKER + "\n## ❌ turncheck: 12 regressions · eval 0.0 now fails")
+    assert body.startswith(MARKER + "\n## ❌ 12 regressions · eval 0.0 now fails")
     assert "12 regression\\(s\\) against base" in body
     for label in ("| **Total** |", "| Tokens (model + judge) |"):
         assert label in prose
@@ -353,7 +353,7 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
 
     assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count(MARKER) == 1
-    assert body.startswith(MARKER + "\n## ❌ turncheck: 2000 regressions · eval 0.0 ")
+    assert body.startswith(MARKER + "\n## ❌ 2000 regressions · eval 0.0 ")
     assert "**2000 regressed**" in body
     assert "### 🔻 Regressions (2000)" in body and "and 1985 more" in body
     assert body.rstrip().endswith("</sub>")  # the footer survives

@@ -52,11 +52,11 @@ def headline(comparison: Comparison, found: Sequence[Finding],
              fail_reasons: Sequence[str]) -> Headline:
     groups = Counter(f.group for f in found)
     invalid = invalid_files(comparison)
-    parts = _lead(groups, invalid, found, fail_reasons)
+    parts = _lead(groups, invalid, found, fail_reasons, _calibration(comparison))
     cost = cost_change(comparison)
     if cost is not None and found:
         parts.append(f"cost {cost}")
-    quiet = not invalid and not fail_reasons and all(
+    quiet = not invalid and not fail_reasons and not comparison.calibration and all(
         f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found)
     icon = "❌" if fail_reasons else "⚠️" if (
         invalid or groups[Group.ERROR] or groups[Group.REGRESSION]
@@ -65,7 +65,7 @@ def headline(comparison: Comparison, found: Sequence[Finding],
 
 
 def _lead(groups: Counter[Group], invalid: list[str], found: Sequence[Finding],
-          fail_reasons: Sequence[str]) -> list[str]:
+          fail_reasons: Sequence[str], calibration: list[str]) -> list[str]:
     if invalid:
         count = len(invalid)
         lead = [f"{count} file{'' if count == 1 else 's'} could not run"]
@@ -78,12 +78,30 @@ def _lead(groups: Counter[Group], invalid: list[str], found: Sequence[Finding],
             return lead
     if lead:
         return lead
+    if not found and calibration:
+        return calibration
     if not found:
         return ["no eval suite or sample file changed"]
     failing = groups[Group.STILL_FAILING]
     if fail_reasons:
         return [f"check failed: {fail_reasons[0]}"]
     return ["no change" if not failing else f"no change ({failing} still failing)"]
+
+
+def _calibration(comparison: Comparison) -> list[str]:
+    """`2 sample files graded`, then the largest agreement change."""
+    files = comparison.calibration
+    if not files:
+        return []
+    lead = [f"{len(files)} sample file{'' if len(files) == 1 else 's'} graded"]
+    moved = [f for f in files if f.agreement_delta]
+    if moved:
+        top = max(moved, key=lambda f: abs(f.agreement_delta or 0))
+        before = top.base.agreement_percent if top.base else None
+        after = top.head.agreement_percent if top.head else None
+        if before is not None and after is not None:
+            lead.append(f"{top.path} agreement {before:.0f} % → {after:.0f} %")
+    return lead
 
 
 def _described(finding: Finding) -> str:
@@ -99,7 +117,7 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
     flaky = sum(1 for f in found if f.flaky)
     new = f"{groups[Group.NEW]} new" + (f" ({new_failing} failing)" if new_failing else "")
     parts = [
-        f"**{groups[Group.REGRESSION]} regressed**",
+        f"turncheck: **{groups[Group.REGRESSION]} regressed**",
         f"{groups[Group.LIKELY_REGRESSION]} likely",
         f"{groups[Group.IMPROVEMENT]} improved",
         new,
