@@ -211,3 +211,26 @@ def test_a_pr_without_eval_changes_posts_no_comment_and_says_so(
     [check] = github_fake.check_runs.values()
     assert check.conclusion == "success"
     assert check.output["title"] == "✅ no eval suite or sample file changed"
+
+
+def test_a_push_that_reverts_every_eval_change_clears_the_old_verdict(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                             {"fail-on": "regression"})
+    assert first.returncode == 1
+    [comment] = github_fake.comments_on(PR)
+    assert "1 regression" in comment.body
+
+    # The next push puts the suite and its cassette back as they are on base.
+    repo.git("checkout", base, "--", "evals")
+    reverted = repo.commit("revert the eval change")
+    second = run_pull_request(repo, tmp_path / "runner2", github_fake, base, reverted,
+                              {"fail-on": "regression"})
+    assert second.returncode == 0, second.stdout + second.stderr
+    [comment] = github_fake.comments_on(PR)  # the same comment, edited in place
+    assert "regression" not in comment.body
+    assert comment.body.split("\n")[1] == "## ✅ no eval suite or sample file changed"
+    checks = [c for c in github_fake.check_runs.values() if c.head_sha == reverted]
+    assert [c.conclusion for c in checks] == ["success"]

@@ -287,8 +287,11 @@ def test_annotations_under_a_working_directory_are_repo_relative(
     assert ("sub/evals/geo.eval.yaml", 9, "failure") in found
     assert ("sub/evals/broken.eval.yaml", 9, "failure") in found
     assert all(path.startswith("sub/evals/") for path, _, _ in found), found
-    # The turn regression is annotated too, at its eval's line.
+    # The turn regression is annotated too, at its eval's line, naming the failed check.
     assert ("sub/evals/math.eval.yaml", 9, "failure") in found
+    [shift] = [a for a in check.annotations if a["path"] == "sub/evals/math.eval.yaml"]
+    assert shift["message"] == ("eval 'multiply' now passes on turn 2 (was 1); "
+                                'turn 1: check match "*105*" failed')
     printed = {m.group(1) for m in re.finditer(r"^::error file=([^,]+),", run.stdout, re.M)}
     assert printed == {"sub/evals/geo.eval.yaml", "sub/evals/broken.eval.yaml",
                        "sub/evals/math.eval.yaml"}

@@ -111,6 +111,10 @@ def comment_for(base: Report | None, head: Report,
 
 @pytest.fixture
 def hostile() -> tuple[Report, Report]:
+    return hostile_reports()
+
+
+def hostile_reports() -> tuple[Report, Report]:
     """Base and head of a suite whose names, prompts and responses attack the comment."""
     path = "evals/hostile.eval.yaml"
     base_evals = [

@@ -50,6 +50,7 @@ COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.LIKELY_REGRESSION, Group.NEW,
                      Group.STILL_FAILING)
+"""Whose transcripts are shown, in this order; still-failing ones only in the summary."""
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥"}
 SUITE_STATE = {
     SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
@@ -205,8 +206,7 @@ def _alert(comparison: Comparison) -> str | None:
     alert = comparison.alert
     if alert is None:
         return None
-    money = MoneyRow.of(alert.base_cost, alert.head_cost)
-    return f"{money.base} → {money.head} ({money.change}): " + "; ".join(alert.reasons)
+    return "; ".join(alert.reasons)
 
 
 # -- transcripts -----------------------------------------------------------------------
@@ -226,13 +226,16 @@ def _turn_cell(turn: TurnResult | None) -> str:
 
 
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
-                 cap: int) -> list[dict[str, Any]]:
+                 caps: _Caps) -> list[dict[str, Any]]:
+    """Regressed, errored, likely regressed and new evals (and, in the step summary, still
+    failing ones): base beside head."""
     heads, bases = _results(context.head), _results(context.base)
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
-    shown = [f for f in found if f.kind == "eval" and f.group in TRANSCRIPT_GROUPS]
+    groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
+    shown = [f for f in found if f.kind == "eval" and f.group in groups]
     shown.sort(key=lambda f: TRANSCRIPT_GROUPS.index(f.group))
     views = []
-    for finding in shown[:cap]:
+    for finding in shown[:caps.transcripts]:
         head = heads.get((finding.path, finding.name))
         base = bases.get((previous.get(finding.path, finding.path), finding.name))
         if head is None:
@@ -342,7 +345,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         cost=_cost_rows(comparison) if detail > FRAME else [],
         cost_sources=_cost_sources(comparison) if detail > BRIEF else [],
         reasons=[{"suite": s, "why": "; ".join(w)} for s, w in sorted(context.reasons.items())],
-        transcripts=_transcripts(comparison, context, found, caps.transcripts)
+        transcripts=_transcripts(comparison, context, found, caps)
         if detail >= NO_TABLES else [],
         tables=_suite_tables(comparison) if detail >= FULL else [],
         detail=detail, full_responses=caps is _SUMMARY_CAPS,

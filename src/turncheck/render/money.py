@@ -3,7 +3,7 @@
 Dollars keep three significant digits of the largest amount shown together, and
 amounts shown together (base, head, Δ of one row) share their number of decimals, so
 the Δ reads as the difference of the two figures beside it: `$0.00310 → $0.00326
-(+$0.00016, +5.2 %)`. Amounts of a dollar or more get cents. Every cost change carries
+(+$0.00016, +5.2%)`. Amounts of a dollar or more get cents. Every cost change carries
 its percentage of the base, decreases included.
 """
 
@@ -54,15 +54,15 @@ def signed_usd(value: float | None, decimals: int | None = None) -> str:
 
 
 def percent_change(base: float | None, head: float | None) -> str:
-    """`+39.6 %`, `−5.0 %`, `0 %`; `new` from nothing, `n/a` when unknown."""
+    """`+39.6%`, `−5.0%`, `0%`; `new` from nothing, `n/a` when unknown."""
     if base is None or head is None or not math.isfinite(base) or not math.isfinite(head):
         return "n/a"
     if base == 0:
-        return "0 %" if head == 0 else "new"
+        return "0%" if head == 0 else "new"
     change = round((head - base) / abs(base) * 100, 1)
     if change == 0:
-        return "0 %"
-    return f"{_sign(change)}{abs(change):,.1f} %"
+        return "0%"
+    return f"{_sign(change)}{abs(change):,.1f}%"
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class MoneyRow:
 
     @property
     def change(self) -> str:
-        """`+$0.0081 (+39.6 %)`."""
+        """`+$0.0081 (+39.6%)`."""
         return f"{self.delta} ({self.percent})"
 
 

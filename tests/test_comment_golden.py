@@ -1,0 +1,254 @@
+"""Visual regression test of the PR comment: fixed scenarios rendered and compared with
+committed golden Markdown files (`tests/golden/comment/*.md`), so every change to the
+comment is reviewed as a diff. Each golden is also rendered with cmark-gfm (GitHub's
+CommonMark + GFM renderer) and checked for what a reader would notice: no autolinks
+from untrusted text, every `<details>` closed, the heading first.
+
+Regenerate after an intended change with `TURNCHECK_UPDATE_GOLDEN=1 pytest
+tests/test_comment_golden.py` and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import cmarkgfm
+import pytest
+
+from tests.scripted_server import ScriptedServer
+from tests.test_calibration_action import CRITERIA_A, CRITERIA_B, samples_text, scripted_grader
+from tests.test_comment_rendering import (
+    PRICES,
+    eval_result,
+    hostile_reports,
+    many_evals,
+    report,
+    suite,
+    turn,
+)
+from tests.test_protocol_compare import ANSWERS, JUDGE_RATINGS, run_side
+from turncheck.compare.calibration import CalibrationThresholds
+from turncheck.compare.comparison import CostThresholds, compare_reports
+from turncheck.compare.policy import FailOn, fail_reasons
+from turncheck.diagnostics import error
+from turncheck.engine.report import Report, TurnResult, Usage
+from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.formats.samples import load_samples
+from turncheck.github.publish import check_title
+from turncheck.render.comment import MARKER, CommentContext, render_comment
+
+GOLDEN = Path(__file__).parent / "golden" / "comment"
+RUN_URL = "https://github.com/octo-org/widgets/actions/runs/42"
+BLOB_URL = "https://github.com/octo-org/widgets/blob/" + "c" * 40 + "/"
+FAIL_ON = {FailOn.REGRESSION, FailOn.INVALID, FailOn.CALIBRATION}
+SUPPORT = "evals/support.eval.yaml"
+
+Scenario = tuple[Report | None, Report]
+
+
+def priced_turn(number: int, prompt: str, response: str, passed: bool, cost: float,
+                detail: str = 'match "*30 days*"') -> TurnResult:
+    built = turn(number, prompt, response, passed, detail)
+    return built.model_copy(update={"cost_usd": cost,
+                                    "usage": Usage(input_tokens=400 * number,
+                                                   output_tokens=60)})
+
+
+def support_eval(name: str, answers: list[tuple[str, bool]], cost: float, line: int) -> object:
+    prompts = ["How long is the refund window?", "That is not our policy. Check again.",
+               "Hint: it is in the first line of your instructions."]
+    turns = [priced_turn(i + 1, prompts[i], text, ok, cost)
+             for i, (text, ok) in enumerate(answers)]
+    built = eval_result(name, turns, line=line)
+    return built.model_copy(update={"cost_usd": cost * len(turns),
+                                    "usage": Usage(input_tokens=sum(t.usage.input_tokens
+                                                                    for t in turns),
+                                                   output_tokens=60 * len(turns))})
+
+
+def turn_regression() -> Scenario:
+    wrong, right = ("Refunds are possible within 14 days.", False), ("Within 30 days.", True)
+    greeting = eval_result("greeting", [turn(1, "Hi", "Hello! How can I help?", True)], line=18)
+    tone = eval_result("tone", [turn(1, "Be rude", "No.", False)], line=24)
+    base = [support_eval("refund-window", [right], 0.0041, 7), greeting, tone]
+    head = [support_eval("refund-window", [wrong, wrong, right], 0.00382, 7), greeting, tone]
+    return (report([suite(SUPPORT, "support", base)], "b" * 40),  # type: ignore[list-item]
+            report([suite(SUPPORT, "support", head)], "c" * 40))  # type: ignore[list-item]
+
+
+def improvement() -> Scenario:
+    head, base = turn_regression()
+    assert head is not None
+    return (head.model_copy(update={"commit": "b" * 40}),
+            base.model_copy(update={"commit": "c" * 40}))
+
+
+def new_and_removed() -> Scenario:
+    old = [eval_result(f"legacy {i}", [turn(1, f"q{i}", "a", True)], line=3 + 4 * i)
+           for i in range(2)]
+    new = [eval_result("billing address", [turn(1, "Change my address", "Done.", True)]),
+           eval_result("invoice copy", [turn(1, "Send my invoice", "I can't.", False)], line=11)]
+    return (report([suite("evals/legacy.eval.yaml", "legacy", old)], "b" * 40),
+            report([suite("evals/billing.eval.yaml", "billing", new)], "c" * 40))
+
+
+def invalid_files() -> Scenario:
+    passing = [eval_result("greeting", [turn(1, "Hi", "Hello!", True)])]
+    problems = [
+        error("evals/broken.eval.yaml", 4, 5, "unknown-key",
+              'unknown key "mtch" (did you mean "match"?)'),
+        *[error(f"evals/deep{i}.eval.yaml", 31, 11, "max-depth",
+                "follow-up nested 6 levels deep; at most 5 nested levels are allowed")
+          for i in range(3)],
+    ]
+    return (report([suite("evals/ok.eval.yaml", "ok", passing)], "b" * 40),
+            report([suite("evals/ok.eval.yaml", "ok", passing)], "c" * 40, problems))
+
+
+def three_hundred_evals() -> Scenario:
+    return many_evals(300, 60, suites=20)
+
+
+def hostile() -> Scenario:
+    return hostile_reports()
+
+
+def calibration_drop(tmp_path: Path, server: ScriptedServer) -> Scenario:
+    server.add_rule(scripted_grader)
+    sides = []
+    for commit, criteria in (("b" * 40, CRITERIA_A), ("c" * 40, CRITERIA_B)):
+        path = tmp_path / commit[:1] / "graders" / "support.samples.toml"
+        path.parent.mkdir(parents=True)
+        path.write_text(samples_text(server.base_url, criteria), encoding="utf-8")
+        loaded = load_samples(path, "graders/support.samples.toml")
+        sides.append(_run_samples(loaded, commit))
+    return sides[0], sides[1]
+
+
+def _run_samples(loaded: object, commit: str) -> Report:
+    import asyncio
+    settings = RunSettings(mode="live", price_timestamp=PRICES.timestamp, commit=commit)
+    return asyncio.run(run_suites([], settings, samples=[loaded]))  # type: ignore[list-item]
+
+
+def protocol_change(tmp_path: Path, server: ScriptedServer) -> Scenario:
+    import copy
+    base = run_side(tmp_path, server, ANSWERS, JUDGE_RATINGS, "base")
+    head_answers = copy.deepcopy(ANSWERS)
+    head_answers["CASE-B"][2] = "- CD3+ T cells\n- B cells\n- NK cells"
+    head = run_side(tmp_path, server, head_answers, {**JUDGE_RATINGS, "CASE-C": "no JSON"},
+                    "head")
+    return base, head
+
+
+PLAIN: dict[str, Callable[[], Scenario]] = {
+    "turn-regression-cost-growth": turn_regression,
+    "improvement-cost-fall": improvement,
+    "new-and-removed-suites": new_and_removed,
+    "invalid-files": invalid_files,
+    "300-evals-in-20-suites": three_hundred_evals,
+    "hostile-output": hostile,
+}
+SERVED: dict[str, Callable[[Path, ScriptedServer], Scenario]] = {
+    "calibration-drop": calibration_drop,
+    "protocol-change": protocol_change,
+}
+
+
+def stable(side: Report | None) -> Report | None:
+    """The report with everything that differs between runs fixed (time, latency, URLs)."""
+    if side is None:
+        return None
+    fixed = side.model_copy(deep=True, update={"price_source": PRICES,
+                                               "started_at": "2026-01-02T03:04:05Z",
+                                               "duration_s": 1.0})
+    for result in fixed.calibrations:
+        for sample in result.samples:
+            sample.latency_ms = 0.0
+    return fixed
+
+
+def rendered(scenario: Scenario) -> tuple[str, str]:
+    base, head = (stable(side) for side in scenario)
+    assert head is not None
+    comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
+    reasons = fail_reasons(comparison, FAIL_ON, calibration=CalibrationThresholds(
+        min_agreement=None, max_agreement_drop=10))
+    context = CommentContext(fail_reasons=reasons, head=head, base=base, run_url=RUN_URL,
+                             blob_url=BLOB_URL)
+    return render_comment(comparison, context), check_title(comparison, reasons)
+
+
+def check_golden(name: str, body: str) -> None:
+    path = GOLDEN / f"{name}.md"
+    if os.environ.get("TURNCHECK_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}: run with TURNCHECK_UPDATE_GOLDEN=1"
+    assert body == path.read_text(encoding="utf-8"), (
+        f"the comment of scenario {name!r} changed; review it and regenerate the golden "
+        "file with TURNCHECK_UPDATE_GOLDEN=1")
+    check_rendered_html(body)
+
+
+def check_rendered_html(body: str) -> None:
+    html = cmarkgfm.github_flavored_markdown_to_html(body, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
+    assert html.startswith("<!-- turncheck:comment -->\n<h2>")
+    assert html.count("<details") == html.count("</details>")
+    links = re.findall(r'<a href="([^"]+)"', html)
+    assert all(link.startswith((RUN_URL, BLOB_URL)) for link in links), links
+    assert "<script" not in html and "<!-- turncheck:comment -->" in html
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_comment_matches_its_golden_file(name: str) -> None:
+    body, _ = rendered(PLAIN[name]())
+    check_golden(name, body)
+
+
+@pytest.mark.parametrize("name", sorted(SERVED))
+def test_comment_with_served_results_matches_its_golden_file(
+        name: str, tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    body, _ = rendered(SERVED[name](tmp_path, scripted_server))
+    check_golden(name, body)
+
+
+def test_golden_files_are_exactly_the_scenarios() -> None:
+    assert {p.stem for p in GOLDEN.glob("*.md")} == {*PLAIN, *SERVED}
+
+
+def test_the_heading_names_the_eval_both_turns_and_the_cost_change_and_is_the_title() -> None:
+    body, title = rendered(turn_regression())
+    heading = body.split("\n")[1]
+    assert heading == ("## ❌ 1 regression · refund\\-window now passes on turn 3 \\(was 1\\) · "
+                       "cost \\+\\$0.0074 \\(\\+171.2%\\)")
+    assert title == "❌ 1 regression · refund-window now passes on turn 3 (was 1) · " \
+        "cost +$0.0074 (+171.2%)"
+
+
+def test_300_evals_lead_with_regressions_capped_and_keep_the_footer() -> None:
+    body, _ = rendered(three_hundred_evals())
+    assert body.index("### 🔻 Regressions (20)") < body.index("**0 regressed**") \
+        if "**0 regressed**" in body else True
+    regressions = body.split("### 🔻 Regressions (20)\n", 1)[1].split("\n\n###", 1)[0]
+    assert regressions.count("- 🔻 **") == 15
+    assert "- _and 5 more_ — see the [step summary](" + RUN_URL + ")" in regressions
+    assert body.rstrip().endswith("</sub>") and len(body.encode()) <= 65_536
+
+
+def test_invalid_files_come_first_and_the_title_does_not_claim_all_pass() -> None:
+    body, title = rendered(invalid_files())
+    assert body.index("### ⛔ Could not run") < body.index("<details")
+    assert "[evals/broken.eval.yaml:4](" + BLOB_URL + "evals/broken.eval.yaml#L4)" in body
+    assert "(×3)" in body  # identical problems collapsed with a count
+    assert title.startswith("❌ 4 files could not run")
+    assert "pass" not in title
+
+
+def test_the_marker_is_there_once() -> None:
+    for make in PLAIN.values():
+        body, _ = rendered(make())
+        assert body.count(MARKER) == 1
