@@ -8,7 +8,6 @@ text should still go through `md_text`, `md_cell`, `code_block`, `inline_code` o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turncheck.render.markdown import code_block, html_text, inline_code, md_cell, md_text
-from turncheck.render.money import MINUS, PLUS_MINUS, signed_int, signed_usd, usd
+from turncheck.render.money import pct, signed_int, signed_usd, usd
 
 
 def make_environment(
@@ -56,24 +55,6 @@ def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.
 def render_template(env: jinja2.Environment, name: str, /, **context: Any) -> str:
     # Positional-only, so `name` and `env` stay usable as template variables.
     return env.get_template(name).render(**context)
-
-
-def pct(value: float | None) -> str:
-    """A relative change given as a fraction: 0.125 → `+12.5%`; None or non-finite → `n/a`."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    percent = round(value * 100, 1)
-    if percent == 0:
-        return "0%"
-    return _sign(percent) + f"{abs(percent):,.1f}%"
-
-
-def _sign(value: float) -> str:
-    if value > 0:
-        return "+"
-    if value < 0:
-        return MINUS
-    return PLUS_MINUS
 
 
 FILTERS: dict[str, Callable[..., Any]] = {

@@ -89,6 +89,16 @@ class MoneyRow:
         return f"{self.delta} ({self.percent})"
 
 
+def pct(value: float | None) -> str:
+    """A relative change given as a fraction: 0.125 → `+12.5%`; None or non-finite → `n/a`."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    percent = round(value * 100, 1)
+    if percent == 0:
+        return "0%"
+    return _sign(percent) + f"{abs(percent):,.1f}%"
+
+
 def signed_int(value: int | None) -> str:
     """`+12`, `−3`, `0`, or `n/a`."""
     if value is None:
