@@ -158,7 +158,7 @@ def test_comment_never_still_creates_the_check_run(
     assert (check.head_sha, check.conclusion) == (head, "failure")
     assert "multiply now passes on turn 2 \\(was 1\\)" in check.output["summary"]
     assert check.output["title"].endswith("1 regression · multiply now passes on turn 2 (was 1) · "
-                                          "cost +$0.0000075 (+83.3 %)")
+                                          "cost +$0.0000075 (+83.3%)")
     assert run.outputs["comment-url"] == ""
 
 
