@@ -42,7 +42,7 @@ jobs:
           fetch-depth: 0     # so turncheck can read the base versions of your suites
       - uses: @ACTION@
       # A fork's token is read-only: keep the report; turncheck-fork-comment.yml posts it.
-      - uses: actions/upload-artifact@v5
+      - uses: actions/upload-artifact@v6
         if: >-
           always() && github.event_name == 'pull_request' &&
           github.event.pull_request.head.repo.full_name != github.repository
@@ -60,7 +60,7 @@ jobs:
       - uses: @ACTION@
         with:
           fail-on: invalid
-      - uses: actions/upload-artifact@v5
+      - uses: actions/upload-artifact@v6
         if: always()
         with:
           name: turncheck-report-${{ github.sha }}
