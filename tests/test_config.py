@@ -170,3 +170,12 @@ def test_this_repository_keeps_its_invalid_fixtures_out_of_a_run_at_its_root() -
     assert result["errors"] == 0, result["diagnostics"][:3]
     assert not any("tests/fixtures" in d["file"] for d in result["diagnostics"])
     assert result["files"] >= 5  # the examples are still found
+
+
+def test_paths_in_the_configuration_are_relative_to_its_directory(project: GitRepo) -> None:
+    project.write("turncheck.toml", 'paths = ["evals"]\n')
+    (project.path / "checks" / "deeper").mkdir()
+    for cwd in (project.path, project.path / "checks" / "deeper"):
+        done = turncheck(cwd, "validate", "--format", "json")
+        assert json.loads(done.stdout)["files"] == 1, (cwd, done.stdout, done.stderr)
+        assert "other.eval.yaml" not in done.stderr

@@ -96,6 +96,8 @@ def test_init_finds_vibecheck_style_suites_and_sets_the_globs(tmp_path: Path) ->
     (repo / "mixed" / "settings.yaml").write_text("retries: 3\n")  # not a suite
     before = turncheck(repo, "validate")
     assert "nothing to do" in before.stderr  # the default globs miss them all
+    assert "3 vibecheck-style suite(s) such as examples/geo.yaml are not matched: run " \
+        "`turncheck init`" in before.stderr
 
     done = turncheck(repo, "init")
     assert "Found 3 vibecheck-style suite(s)" in done.stdout

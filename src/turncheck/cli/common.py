@@ -27,6 +27,7 @@ from turncheck.formats.discovery import (
     discover,
 )
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -204,9 +205,20 @@ def discover_from(args: argparse.Namespace) -> Discovery:
     if not found.files:
         globs = globs_from(args)
         nothing_to_do(f"no suite or sample file in {', '.join(args.paths)} "
-                      f"(globs: {', '.join(globs.suites + globs.samples)})")
+                      f"(globs: {', '.join(globs.suites + globs.samples)})"
+                      + vibecheck_hint(args.paths, globs))
     warn_unused_vars(variables, (f.path for f in found.files))
     return found
+
+
+def vibecheck_hint(paths: Iterable[str], globs: Globs) -> str:
+    """Where vibecheck-style suites the globs miss are, if any (a user coming from vibecheck)."""
+    missed = [(Path(p) / found).as_posix() for p in paths if Path(p).is_dir()
+              for found in missed_suites(Path(p), globs)]
+    if not missed:
+        return ""
+    return (f"; {len(missed)} vibecheck-style suite(s) such as {missed[0]} are not matched: "
+            "run `turncheck init` or set suite-globs in turncheck.toml")
 
 
 def nothing_to_do(reason: str) -> None:
