@@ -135,13 +135,16 @@ def print_next_steps(root: Path, files: list[Planned], detected: list[str]) -> N
     if detected:
         print(f"\nFound {len(detected)} vibecheck-style suite(s); turncheck.toml's "
               "suite-globs find them.")
-    suites = "evals/" if any(f.path == init_files.STARTER_PATH for f in files) else "."
+    starter = any(f.path == init_files.STARTER_PATH for f in files)
+    suites, key = ("evals/", "OPENAI_API_KEY") if starter else (".", "<PROVIDER>_API_KEY")
     print(f"""
 Next:
   1. Record the suites' answers once (calls the provider; cassettes are written beside them):
-       OPENAI_API_KEY=... turncheck record {suites}
+       {key}=... turncheck record {suites}
   2. Check that they replay offline, with no key:  turncheck run
   3. Commit the suites, their *.cassette.yaml files, turncheck.toml and .github/workflows/.
   4. After the first pull request, make the `evals` job of the `turncheck` workflow a
      required status check (branch protection or a ruleset). With a merge queue it also
      runs on merge_group, so the requirement holds there too.""")
+    if not starter:
+        print("     (<PROVIDER> is OPENROUTER for vendor/model ids, OPENAI or ANTHROPIC.)")
