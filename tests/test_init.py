@@ -50,7 +50,8 @@ def test_init_in_an_empty_repository_writes_valid_lint_clean_files(tmp_path: Pat
     assert sorted(files) == [".github/workflows/turncheck-fork-comment.yml",
                              ".github/workflows/turncheck.yml", "evals/starter.eval.yaml",
                              "turncheck.toml"]
-    assert "turncheck record evals/" in done.stdout and "required status check" in done.stdout
+    assert "turncheck record evals/   with OPENAI_API_KEY set" in done.stdout
+    assert "required status check" in done.stdout
 
     workflow = yaml.safe_load(files[".github/workflows/turncheck.yml"])
     triggers = workflow[True]  # PyYAML reads the key `on` as True

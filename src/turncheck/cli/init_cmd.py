@@ -136,15 +136,14 @@ def print_next_steps(root: Path, files: list[Planned], detected: list[str]) -> N
         print(f"\nFound {len(detected)} vibecheck-style suite(s); turncheck.toml's "
               "suite-globs find them.")
     starter = any(f.path == init_files.STARTER_PATH for f in files)
-    suites, key = ("evals/", "OPENAI_API_KEY") if starter else (".", "<PROVIDER>_API_KEY")
+    suites, key = ("evals/", "OPENAI_API_KEY") if starter else (
+        ".", "OPENROUTER_API_KEY (or OPENAI_API_KEY, ANTHROPIC_API_KEY)")
     print(f"""
 Next:
   1. Record the suites' answers once (calls the provider; cassettes are written beside them):
-       {key}=... turncheck record {suites}
+       turncheck record {suites}   with {key} set
   2. Check that they replay offline, with no key:  turncheck run
   3. Commit the suites, their *.cassette.yaml files, turncheck.toml and .github/workflows/.
   4. After the first pull request, make the `evals` job of the `turncheck` workflow a
      required status check (branch protection or a ruleset). With a merge queue it also
      runs on merge_group, so the requirement holds there too.""")
-    if not starter:
-        print("     (<PROVIDER> is OPENROUTER for vendor/model ids, OPENAI or ANTHROPIC.)")
