@@ -179,3 +179,12 @@ def test_paths_in_the_configuration_are_relative_to_its_directory(project: GitRe
         done = turncheck(cwd, "validate", "--format", "json")
         assert json.loads(done.stdout)["files"] == 1, (cwd, done.stdout, done.stderr)
         assert "other.eval.yaml" not in done.stderr
+
+
+def test_keys_the_file_sets_become_action_input_defaults_by_their_input_name() -> None:
+    from turncheck.config import LoadedConfig, as_input_defaults
+
+    config = parse_config('watch = ["prompts/**", "app/*.py"]\nmax-depth = 3\n'
+                          'paths = ["evals"]\ncost-threshold-percent = 12.5\n', "t")
+    assert as_input_defaults(LoadedConfig(config, Path("turncheck.toml"))) == {
+        "watch": "prompts/**\napp/*.py", "max-depth": "3", "cost-threshold-percent": "12.5"}

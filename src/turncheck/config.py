@@ -72,6 +72,7 @@ class ProjectConfig(BaseModel):
     cost_threshold_usd: Number | None = None
     min_agreement: Percent | None = None
     max_agreement_drop: Percent | None = None
+    watch: list[StrictStr] = Field(default_factory=list)
     # Keys added by other features go here, one line each, for example:
     # repeat: Annotated[StrictInt, Field(ge=1)] = 1
 
