@@ -403,9 +403,10 @@ def test_calibrate_exits_1_on_error_rows_and_2_on_usage_errors(
     assert "could not score 5 sample(s)" in capsys.readouterr().err
     assert main(["calibrate", str(path), "--min-agreement", "150"]) == 2
     assert main(["calibrate", str(tmp_path / "nothing-here")]) == 2
+    # Nothing to grade is not a usage error: the same exit code as run and validate.
     (tmp_path / "only").mkdir()
-    assert main(["calibrate", str(tmp_path / "only")]) == 2
-    assert "no sample file" in capsys.readouterr().err
+    assert main(["calibrate", str(tmp_path / "only")]) == 0
+    assert "nothing to do: no suite or sample file" in capsys.readouterr().err
 
 
 def test_calibrate_says_when_a_file_has_no_grader(

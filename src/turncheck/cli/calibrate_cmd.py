@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 from turncheck.cli.common import (
+    NOTHING_TO_DO,
     UsageError,
     add_discovery_options,
     add_provider_options,
     add_request_options,
     discover_from,
+    globs_from,
+    nothing_to_do,
     print_diagnostics,
     print_problems,
     settings_from,
@@ -55,11 +58,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=handle_calibrate, var=[])
 
 
-def _sample_files(args: argparse.Namespace) -> ValidationResult:
+def _sample_files(args: argparse.Namespace) -> ValidationResult | None:
     found = discover_from(args)
     samples = [f for f in found.files if f.kind is FileKind.SAMPLES]
     if not samples:
-        raise UsageError(f"no sample file (*.samples.toml) found in {', '.join(args.paths)}")
+        if found.files:
+            nothing_to_do(f"no sample file in {', '.join(args.paths)} "
+                          f"(globs: {', '.join(globs_from(args).samples)})")
+        return None
     return validate_files(samples, args.max_depth)
 
 
@@ -79,6 +85,8 @@ def _grade(args: argparse.Namespace, validation: ValidationResult) -> Report:
 def handle_calibrate(args: argparse.Namespace) -> int:
     try:
         validation = _sample_files(args)
+        if validation is None:
+            return NOTHING_TO_DO
         print_diagnostics(validation.diagnostics)
         report = _grade(args, validation)
     except UsageError as exc:

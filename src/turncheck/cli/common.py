@@ -15,6 +15,7 @@ from typing import TextIO
 
 from pydantic import BaseModel
 
+from turncheck.cli.config import add_config_option
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.runner import RunSettings
 from turncheck.engine.session import SessionSettings
@@ -26,9 +27,16 @@ from turncheck.formats.discovery import (
     discover,
 )
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+# Exit code of `run`, `calibrate` and `validate` when they find nothing to do.
+NOTHING_TO_DO = 0
+# A `{{var('name')}}` name (as `formats.templates` reads it).
+VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 class UsageError(Exception):
@@ -36,12 +44,14 @@ class UsageError(Exception):
 
 
 def add_discovery_options(parser: argparse.ArgumentParser) -> None:
+    """PATHs, globs, excludes, `--max-depth` and `--config` (the configuration file's
+    values fill what is not given here, see `cli.config`)."""
     parser.add_argument(
         "paths",
         nargs="*",
-        default=["."],
+        default=None,
         metavar="PATH",
-        help="files or directories to look in (default: .)",
+        help="files or directories to look in (default: the config's paths, else .)",
     )
     parser.add_argument(
         "--suite-glob",
@@ -56,12 +66,19 @@ def add_discovery_options(parser: argparse.ArgumentParser) -> None:
         help=f"glob for sample files; repeatable (default: {', '.join(DEFAULT_SAMPLE_GLOBS)})",
     )
     parser.add_argument(
+        "--exclude-glob",
+        action="append",
+        metavar="GLOB",
+        help="skip files, or directories, that match; repeatable (default: none)",
+    )
+    parser.add_argument(
         "--max-depth",
         type=int,
-        default=MAX_DEPTH,
+        default=None,
         metavar="N",
         help=f"most nested follow-up levels allowed, 0..{MAX_DEPTH} (default: {MAX_DEPTH})",
     )
+    add_config_option(parser)
 
 
 def add_provider_options(
@@ -76,7 +93,7 @@ def add_provider_options(
             help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
         )
     parser.add_argument(
-        "--concurrency", type=int, default=8, metavar="N", help=concurrency_help
+        "--concurrency", type=int, default=None, metavar="N", help=concurrency_help
     )
     parser.add_argument(
         "--provider", choices=("openrouter", "openai", "anthropic"), help=provider_help
@@ -115,8 +132,26 @@ def parse_vars(pairs: list[str]) -> dict[str, str]:
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise UsageError(f"--var expects NAME=VALUE, got {pair!r}")
+        if not VAR_NAME.fullmatch(name):
+            raise UsageError(f"--var {name!r}: a name is a letter or _ followed by letters, "
+                             "digits, _, . or - (as in {{var('name')}})")
         variables[name] = value
     return variables
+
+
+def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
+    """A warning for each `--var` that no file found refers to (a typo, or the wrong files)."""
+    texts = []
+    for path in files:
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    for name in variables:
+        used = re.compile(r"\bvar\(\s*(['\"])" + re.escape(name) + r"\1\s*\)")
+        if not any(used.search(text) for text in texts):
+            print(one_line(f"turncheck: warning: --var {name} is not used: no file found "
+                           f"refers to var('{name}')"), file=sys.stderr)
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
@@ -149,6 +184,7 @@ def globs_from(args: argparse.Namespace) -> Globs:
     return Globs(
         suites=tuple(args.suite_glob or DEFAULT_SUITE_GLOBS),
         samples=tuple(args.sample_glob or DEFAULT_SAMPLE_GLOBS),
+        excludes=tuple(args.exclude_glob or ()),
     )
 
 
@@ -158,15 +194,37 @@ def discover_from(args: argparse.Namespace) -> Discovery:
     found = discover(args.paths, globs_from(args))
     if found.missing:
         raise UsageError(f"no such file or directory: {', '.join(found.missing)}")
+    if found.special:
+        raise UsageError(f"not a regular file (a device, pipe or socket): "
+                         f"{', '.join(found.special)}; name a suite or sample file or a directory")
     if found.unsupported:
         raise UsageError(
             f"not a suite (.yaml/.yml) or sample (.toml) file: {', '.join(found.unsupported)}"
         )
+    variables = parse_vars(getattr(args, "var", None) or [])
     if not found.files:
         globs = globs_from(args)
-        print(f"turncheck: warning: no suite or sample file in {', '.join(args.paths)} "
-              f"(globs: {', '.join(globs.suites + globs.samples)})", file=sys.stderr)
+        nothing_to_do(f"no suite or sample file in {', '.join(args.paths)} "
+                      f"(globs: {', '.join(globs.suites + globs.samples)})"
+                      + vibecheck_hint(args.paths, globs))
+    warn_unused_vars(variables, (f.path for f in found.files))
     return found
+
+
+def vibecheck_hint(paths: Iterable[str], globs: Globs) -> str:
+    """Where vibecheck-style suites the globs miss are, if any (a user coming from vibecheck)."""
+    missed = [(Path(p) / found).as_posix() for p in paths if Path(p).is_dir()
+              for found in missed_suites(Path(p), globs)]
+    if not missed:
+        return ""
+    return (f"; {len(missed)} vibecheck-style suite(s) such as {missed[0]} are not matched: "
+            "run `turncheck init` or set suite-globs in turncheck.toml")
+
+
+def nothing_to_do(reason: str) -> None:
+    """The one message for a command with nothing to check, run or grade (exit code
+    `NOTHING_TO_DO` in `run`, `calibrate` and `validate`)."""
+    print(one_line(f"turncheck: warning: nothing to do: {reason}"), file=sys.stderr)
 
 
 def write_json(path: Path, model: BaseModel) -> None:

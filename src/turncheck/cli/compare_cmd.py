@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from turncheck.cli.common import UsageError, usage_error
+from turncheck.cli.config import add_config_option
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import (
     Comparison,
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--rename", action="append", default=[], metavar="HEAD=BASE",
                         help="compare the head suite at path HEAD with the base suite at "
                         "path BASE; repeatable")
-    parser.add_argument("--fail-on", default="", metavar="CONDITIONS",
+    parser.add_argument("--fail-on", default=None, metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
                         "regression (an eval broke or needs a later turn), cost (cost alert), "
                         "failure (a head eval failed or errored), calibration (grader "
@@ -58,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--max-agreement-drop", type=float, metavar="POINTS",
                         help="with --fail-on calibration: a sample file's agreement may drop "
                         "by at most this many percentage points")
+    add_config_option(parser)  # fail-on and the thresholds default to the config's
     parser.set_defaults(handler=run)
 
 
@@ -83,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
 # --- arguments and files ------------------------------------------------------------
 
 
-def conditions_from(value: str) -> set[FailOn]:
+def conditions_from(value: str | None) -> set[FailOn]:
     try:
-        return set(parse_fail_on(value, default=()))
+        return set(parse_fail_on(value or "", default=()))
     except ValueError as exc:
         raise UsageError(f"--fail-on: {exc}") from None
 

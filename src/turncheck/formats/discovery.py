@@ -1,8 +1,10 @@
 """Find suite and sample files under the paths a user names.
 
 Globs are matched against paths relative to each directory argument; `**/`
-matches zero or more directories. A file named explicitly is always taken,
-classified by its extension.
+matches zero or more directories. An exclude glob drops the files it matches and
+everything under the directories it matches. A cassette (`*.cassette.yaml`) is
+never a suite. A file named explicitly is always taken, classified by its
+extension.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 DEFAULT_SUITE_GLOBS = ("**/*.eval.yaml", "**/*.eval.yml", "**/evals.yaml", "**/evals.yml")
 DEFAULT_SAMPLE_GLOBS = ("**/*.samples.toml",)
+CASSETTE_SUFFIX = ".cassette.yaml"
 SKIPPED_DIRECTORIES = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox"})
 
 
@@ -29,8 +32,17 @@ class FileKind(StrEnum):
 class Globs:
     suites: tuple[str, ...] = DEFAULT_SUITE_GLOBS
     samples: tuple[str, ...] = DEFAULT_SAMPLE_GLOBS
+    excludes: tuple[str, ...] = ()
+
+    def excluded(self, relative: str) -> bool:
+        """Whether an exclude glob matches `relative` or one of its parent directories."""
+        parts = relative.replace(os.sep, "/").split("/")
+        prefixes = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+        return any(glob_matches(p, prefix) for p in self.excludes for prefix in prefixes)
 
     def kind_of(self, relative: str) -> FileKind | None:
+        if relative.endswith(CASSETTE_SUFFIX) or self.excluded(relative):
+            return None
         if any(glob_matches(pattern, relative) for pattern in self.suites):
             return FileKind.SUITE
         if any(glob_matches(pattern, relative) for pattern in self.samples):
@@ -49,6 +61,7 @@ class Discovery:
     files: list[FoundFile] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)  # devices, pipes, sockets
 
 
 @lru_cache(maxsize=256)
@@ -111,6 +124,9 @@ def discover(paths: Sequence[str], globs: Globs = Globs()) -> Discovery:
                 result.unsupported.append(name)
                 continue
             found = [FoundFile(path, kind)]
+        elif path.exists():
+            result.special.append(name)
+            continue
         else:
             result.missing.append(name)
             continue

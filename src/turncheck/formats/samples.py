@@ -732,3 +732,8 @@ class _Locator:
         while (token := self._peek()) is not None and token.kind == "nl":
             self._next += 1
         return token
+
+
+# Public names for other TOML readers (the project configuration).
+TomlLocator = _Locator
+toml_syntax_position = _TOML_POSITION

@@ -21,6 +21,7 @@ from pathlib import Path
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
 from turncheck.compare.policy import fail_reasons
+from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.report import Report
@@ -49,6 +50,7 @@ from turncheck.github.dependencies import (
     dependencies_of,
 )
 from turncheck.github.inputs import ActionInputs, InputError, read_inputs
+from turncheck.github.project_config import with_project_config
 from turncheck.github.publish import (
     Published,
     check_title,
@@ -448,7 +450,7 @@ def run_action(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
     try:
         context = read_context(env)
-        inputs = read_inputs(env)
+        inputs = read_inputs(with_project_config(env, context.workspace))
         mask_secrets(env)
         job = Job(context, inputs, env)
         if context.event_name in PULL_REQUEST_EVENTS:
@@ -459,6 +461,8 @@ def run_action(env: Mapping[str, str] | None = None) -> int:
             return branch_flow(job)
         raise ActionError(f"unsupported event {context.event_name!r}; use pull_request, "
                           "workflow_run or push")
+    except ConfigError:
+        return 1  # its problems are printed as annotations
     except (ContextError, InputError, ActionError, GitHubApiError, git.GitError) as exc:
         log(f"::error title=turncheck::{escape_data(str(exc))}")
         return 1

@@ -157,6 +157,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         globs=Globs(
             suites=tuple(_list(_raw(env, "suite-globs"))) or DEFAULT_SUITE_GLOBS,
             samples=tuple(_list(_raw(env, "sample-globs"))) or DEFAULT_SAMPLE_GLOBS,
+            excludes=tuple(_list(_raw(env, "exclude-globs"))),
         ),
         mode=reader.choice("mode", MODES, "replay"),
         concurrency=reader.integer("concurrency", 8, 1, 256),
