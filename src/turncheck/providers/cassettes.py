@@ -54,6 +54,7 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
+from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
@@ -345,7 +346,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
         if self._inner is None:
-            self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64))
+            self._inner = AiohttpTransport(max_connections=64)
         started = time.perf_counter()
         response = await self._inner.handle_async_request(request)
         try:

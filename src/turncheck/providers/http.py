@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
@@ -38,12 +39,15 @@ Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
 
 EXCERPT_CHARS = 200
+# What `httpx.AsyncClient` sent by default, and the JSON content type.
+DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "accept-encoding": "gzip, deflate",
+    "connection": "keep-alive",
+    "user-agent": f"python-httpx/{httpx.__version__}",
+    "content-type": "application/json",
+}
 _NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
-# httpcore's connection pool scans all of its connections, and for each idle one
-# counts them all again, on every request: at 32 requests in flight that work was
-# most of a run's CPU. Live requests therefore go through several small pools of
-# at most this many connections; together they allow `max_in_flight`, as before.
-POOL_SHARD_SIZE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +147,7 @@ def _recorded_latency_ms(response: httpx.Response) -> float | None:
 
 
 class JsonHttpClient:
-    """One `httpx.AsyncClient` plus the retry loop; `post_json` is safe to call concurrently.
+    """One httpx transport plus the retry loop; `post_json` is safe to call concurrently.
 
     `redact` values (API keys, secret template values) are removed from error messages.
     """
@@ -168,29 +172,21 @@ class JsonHttpClient:
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
-        # burst of requests from timing out in httpx's connection-pool queue.
+        # burst of requests from timing out in the connection pool's queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        # A given transport (a cassette) has no pool here to shard: one client will do.
-        # The shards share one TLS context; httpx would otherwise build one per client.
-        shard_size = POOL_SHARD_SIZE if transport is None else max_in_flight
-        verify = httpx.create_ssl_context(trust_env=True) if transport is None else True
-        sizes = [min(shard_size, max_in_flight - n) for n in range(0, max_in_flight, shard_size)]
-        self._clients = [
-            httpx.AsyncClient(
-                transport=transport,
-                verify=verify,
-                timeout=httpx.Timeout(policy.timeout),
-                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            )
-            for size in sizes
-        ]
-        # One entry per in-flight slot, naming its shard. Slots are taken from and
-        # returned to the end, so a lightly loaded client keeps reusing shard 0.
-        self._free_slots = [i for i in reversed(range(len(sizes))) for _ in range(sizes[i])]
+        # Live calls go through aiohttp (see aiohttp_transport.py), with a pool as
+        # large as the requests allowed in flight; a given transport is a cassette.
+        # Requests go straight to the transport: an `httpx.AsyncClient` on top cost
+        # a quarter of a turn's CPU (URL merging, cookie jar, auth and redirect flows)
+        # for nothing these JSON POSTs use.
+        self._transport = (
+            AiohttpTransport(max_connections=max_in_flight) if transport is None else transport
+        )
+        self._timeouts = httpx.Timeout(policy.timeout).as_dict()
+        self._urls: dict[str, httpx.URL] = {}
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
+        await self._transport.aclose()
 
     async def post_json(
         self,
@@ -201,20 +197,15 @@ class JsonHttpClient:
         extensions: dict[str, Any] | None = None,
     ) -> JsonResult:
         content = json.dumps(body).encode()
-        extensions = extensions or {}
-        all_headers = {"content-type": "application/json", **headers}
+        extensions = {**(extensions or {}), "timeout": self._timeouts}
+        all_headers = httpx.Headers({**DEFAULT_HEADERS, **headers})
         failure: _Failure | None = None
         malformed_count = 0
         attempt = 0
         while attempt < self._policy.max_attempts:
             attempt += 1
             async with self._in_flight:
-                shard = self._free_slots.pop()
-                try:
-                    client = self._clients[shard]
-                    outcome = await self._attempt(client, url, content, all_headers, extensions)
-                finally:
-                    self._free_slots.append(shard)
+                outcome = await self._attempt(url, content, all_headers, extensions)
             if isinstance(outcome, JsonResult):
                 return outcome
             failure = outcome
@@ -236,19 +227,16 @@ class JsonHttpClient:
 
     async def _attempt(
         self,
-        client: httpx.AsyncClient,
         url: str,
         content: bytes,
-        headers: dict[str, str],
+        headers: httpx.Headers,
         extensions: dict[str, Any],
     ) -> JsonResult | _Failure:
         started = time.perf_counter()
         try:
             # httpx's timeout bounds each read; this also bounds a slow trickle.
             async with asyncio.timeout(self._policy.timeout):
-                response = await client.post(
-                    url, content=content, headers=headers, extensions=extensions
-                )
+                response = await self._send(url, content, headers, extensions)
         except (httpx.TimeoutException, TimeoutError):
             limit = f"{self._policy.timeout:g}s per attempt"
             return _Failure("timed out", f"no response within {limit}", retryable=True)
@@ -261,6 +249,23 @@ class JsonHttpClient:
         recorded = _recorded_latency_ms(response)
         measured = (time.perf_counter() - started) * 1000
         return _interpret(response, measured if recorded is None else recorded)
+
+    async def _send(
+        self, url: str, content: bytes, headers: httpx.Headers, extensions: dict[str, Any]
+    ) -> httpx.Response:
+        """POST through the transport; the response is read and closed."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = self._urls[url] = httpx.URL(url)
+        request = httpx.Request(
+            "POST", parsed, headers=headers, content=content, extensions=extensions
+        )
+        response = await self._transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
 
     def _error(self, url: str, headline: str, failure: _Failure) -> ProviderError:
         # Redact before shortening, so no secret is cut into a partial leak.
