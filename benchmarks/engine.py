@@ -28,7 +28,6 @@ comparison (the two then share one GIL, which lowers the measured throughput).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import statistics
@@ -47,6 +46,7 @@ if str(ROOT) not in sys.path:
 
 from tests.scripted_server import ScriptedServer  # noqa: E402
 
+from turncheck.engine.loop import run_coroutine  # noqa: E402
 from turncheck.engine.report import Report, Status  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import Mode  # noqa: E402
@@ -182,7 +182,7 @@ def run_engine(suite: SuiteFile, mode: Mode, concurrency: int, server: Server | 
     server_cpu = server.cpu_seconds() if server is not None else None
     cpu = time.process_time()
     started = time.perf_counter()
-    report = asyncio.run(run_suites([suite], settings))
+    report = run_coroutine(run_suites([suite], settings))
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     if server_cpu is not None and server is not None:
