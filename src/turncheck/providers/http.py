@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from turncheck.providers.aiohttp_transport import AiohttpTransport
+from turncheck.providers.aiohttp_transport import AiohttpSession, Reply, client_timeout
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
@@ -125,7 +125,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def error_message_of(response: httpx.Response) -> str:
+def error_message_of(response: Reply) -> str:
     """The provider's error message (`{"error": {"message": ...}}`), else the body."""
     text = response.content.decode("utf-8", errors="replace")
     try:
@@ -138,7 +138,7 @@ def error_message_of(response: httpx.Response) -> str:
     return error if isinstance(error, str) else text
 
 
-def _recorded_latency_ms(response: httpx.Response) -> float | None:
+def _recorded_latency_ms(response: Reply) -> float | None:
     try:
         value = float(response.headers.get(RECORDED_LATENCY_HEADER, ""))
     except ValueError:
@@ -174,19 +174,21 @@ class JsonHttpClient:
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
         # burst of requests from timing out in the connection pool's queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        # Live calls go through aiohttp (see aiohttp_transport.py), with a pool as
-        # large as the requests allowed in flight; a given transport is a cassette.
-        # Requests go straight to the transport: an `httpx.AsyncClient` on top cost
-        # a quarter of a turn's CPU (URL merging, cookie jar, auth and redirect flows)
-        # for nothing these JSON POSTs use.
-        self._transport = (
-            AiohttpTransport(max_connections=max_in_flight) if transport is None else transport
-        )
+        # Live calls go straight to aiohttp (see aiohttp_transport.py), with a pool as
+        # large as the requests allowed in flight. A given transport is a cassette:
+        # its requests go straight to it, without an `httpx.AsyncClient` (URL merging,
+        # cookie jar, auth and redirect flows cost a quarter of a turn's CPU).
+        self._transport = transport
+        self._network = AiohttpSession(max_in_flight) if transport is None else None
         self._timeouts = httpx.Timeout(policy.timeout).as_dict()
+        self._network_timeout = client_timeout(policy.timeout)
         self._urls: dict[str, httpx.URL] = {}
 
     async def aclose(self) -> None:
-        await self._transport.aclose()
+        if self._network is not None:
+            await self._network.aclose()
+        if self._transport is not None:
+            await self._transport.aclose()
 
     async def post_json(
         self,
@@ -198,7 +200,7 @@ class JsonHttpClient:
     ) -> JsonResult:
         content = json.dumps(body).encode()
         extensions = {**(extensions or {}), "timeout": self._timeouts}
-        all_headers = httpx.Headers({**DEFAULT_HEADERS, **headers})
+        all_headers = {**DEFAULT_HEADERS, **headers}
         failure: _Failure | None = None
         malformed_count = 0
         attempt = 0
@@ -229,7 +231,7 @@ class JsonHttpClient:
         self,
         url: str,
         content: bytes,
-        headers: httpx.Headers,
+        headers: dict[str, str],
         extensions: dict[str, Any],
     ) -> JsonResult | _Failure:
         started = time.perf_counter()
@@ -251,9 +253,14 @@ class JsonHttpClient:
         return _interpret(response, measured if recorded is None else recorded)
 
     async def _send(
-        self, url: str, content: bytes, headers: httpx.Headers, extensions: dict[str, Any]
-    ) -> httpx.Response:
-        """POST through the transport; the response is read and closed."""
+        self, url: str, content: bytes, headers: dict[str, str], extensions: dict[str, Any]
+    ) -> Reply:
+        """POST to the network, or through the cassette transport; the reply is read."""
+        if self._network is not None:
+            return await self._network.request(
+                "POST", url, headers, content, self._network_timeout
+            )
+        assert self._transport is not None
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = httpx.URL(url)
@@ -265,7 +272,7 @@ class JsonHttpClient:
             await response.aread()
         finally:
             await response.aclose()
-        return response
+        return Reply.of(response)
 
     def _error(self, url: str, headline: str, failure: _Failure) -> ProviderError:
         # Redact before shortening, so no secret is cut into a partial leak.
@@ -289,7 +296,7 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
-def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+def _interpret(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     status = response.status_code
     if 200 <= status < 300:
         return _parse_success(response, latency_ms)
@@ -301,7 +308,7 @@ def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Fai
     return _Failure(summary, detail, retryable=False, status_code=status)
 
 
-def _retry_after_of(response: httpx.Response) -> float | None:
+def _retry_after_of(response: Reply) -> float | None:
     # OpenAI sends `retry-after-ms` alongside `retry-after`; it is more precise.
     milliseconds = parse_retry_after(response.headers.get("retry-after-ms"))
     if milliseconds is not None:
@@ -309,7 +316,7 @@ def _retry_after_of(response: httpx.Response) -> float | None:
     return parse_retry_after(response.headers.get("retry-after"))
 
 
-def _parse_success(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+def _parse_success(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     status = response.status_code
     try:
         payload = json.loads(response.content)
