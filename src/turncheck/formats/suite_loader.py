@@ -27,6 +27,7 @@ from turncheck.formats.suite import (
     Suite,
 )
 from turncheck.formats.yamlsource import LoadedYaml, Path, Positions, load_yaml
+from turncheck.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     # Loaded only for protocol suites (Jinja and their models: a third of `validate`'s
@@ -365,6 +366,7 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
         return SuiteFile(
             file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
         )
-    loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
+    with gc_paused():  # thousands of long-lived nodes: collections would find nothing
+        loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
     loaded.location = path
     return loaded

@@ -74,7 +74,7 @@ class AiohttpSession:
         self._max_connections = max_connections
         self._ssl_context = ssl_context
         self._session: aiohttp.ClientSession | None = None
-        self._proxies: dict[tuple[str, str], str | None] = {}
+        self._proxies: dict[str, str | None] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -117,15 +117,15 @@ class AiohttpSession:
                 return Reply(response.status, response.reason or "", response.headers, content)
 
     def _proxy_for(self, url: str) -> str | None:
-        """The proxy `HTTP(S)_PROXY` names for this origin unless `NO_PROXY` exempts it."""
-        parts = urllib.parse.urlsplit(url)
-        origin = (parts.scheme, parts.hostname or "")
-        if origin not in self._proxies:
+        """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
+        (looked up once per URL: a provider posts to one or two)."""
+        if url not in self._proxies:
+            parts = urllib.parse.urlsplit(url)
             proxy = urllib.request.getproxies().get(parts.scheme)
-            if proxy and urllib.request.proxy_bypass(origin[1]):
+            if proxy and urllib.request.proxy_bypass(parts.hostname or ""):
                 proxy = None
-            self._proxies[origin] = proxy or None
-        return self._proxies[origin]
+            self._proxies[url] = proxy or None
+        return self._proxies[url]
 
     async def aclose(self) -> None:
         if self._session is not None:
