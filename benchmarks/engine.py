@@ -28,9 +28,10 @@ comparison (the two then share one GIL, which lowers the measured throughput).
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,7 @@ if str(ROOT) not in sys.path:
 
 from tests.scripted_server import ScriptedServer  # noqa: E402
 
+from turncheck.engine.loop import run_coroutine  # noqa: E402
 from turncheck.engine.report import Report, Status  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import Mode  # noqa: E402
@@ -57,10 +59,16 @@ from turncheck.providers.cassettes import CassetteTransport, cassette_path_for  
 FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
 PASSING_REPLY = "done"
 FAILING_REPLY = "nope"
-LATENCY_RATIO_TARGET = 1.15
+LATENCY_RATIO_TARGET = 1.10
+SCALE_RATIO_TARGET = 1.15
+CPU_PER_TURN_TARGET_MS = 0.4
+STARTUP_TARGET_S = 0.35
+PEAK_MEMORY_BUDGET_MB = 400.0
 OVERHEAD_TARGET_TURNS_PER_S = 400.0
 REPLAY_TARGET_S = 5.0
 REPLAY_TARGET_TURNS = 5_000
+MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay")
+DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay")
 
 
 # --------------------------------------------------------------------------- server
@@ -182,7 +190,7 @@ def run_engine(suite: SuiteFile, mode: Mode, concurrency: int, server: Server | 
     server_cpu = server.cpu_seconds() if server is not None else None
     cpu = time.process_time()
     started = time.perf_counter()
-    report = asyncio.run(run_suites([suite], settings))
+    report = run_coroutine(run_suites([suite], settings))
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     if server_cpu is not None and server is not None:
@@ -232,15 +240,21 @@ class Row:
     passed: bool
 
 
-def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
-    e, t, c, latency = args.evals, args.turns, args.concurrency, args.latency
+def bound_run(
+    what: str, evals: int, turns: int, concurrency: int, latency: float, target: float,
+    args: argparse.Namespace, tmp: Path,
+) -> Row:
+    """E x T at concurrency C against a server answering after `latency`: wall / bound."""
+    e, t, c = evals, turns, concurrency
     ms = latency * 1000
-    print(f"\n== 1. live run: {e} evals x {t} turns, concurrency {c}, latency {ms:g} ms")
+    print(f"\n== {what}: {e} evals x {t} turns, concurrency {c}, latency {ms:g} ms")
+    print_load()
+    run_args = argparse.Namespace(**{**vars(args), "concurrency": c})
     with scripted(t, latency, args.in_process_server) as server:
         suite = write_suite(tmp, e, t, server.base_url)
-        warm_up(tmp, t, server, args)
-        run = measure(suite, "live", args, server)
-    verify(run, e, t, "live run")
+        warm_up(tmp, t, server, run_args)
+        run = measure(suite, "live", run_args, server)
+    verify(run, e, t, what)
     generic = max(t, math.ceil(e * t / c)) * latency
     waves = math.ceil(e / c)
     critical = waves * t * latency
@@ -250,26 +264,156 @@ def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
     print(f"generic bound max(T, ceil(E*T/C)) * latency = {generic:.3f} s")
     print(
         f"critical path ceil(E/C) * T * latency = {waves} waves x {t} turns x "
-        f"{latency * 1000:g} ms = {critical:.3f} s"
+        f"{ms:g} ms = {critical:.3f} s"
     )
     print(
         "bound used: the larger (tighter) one; C limits evals in flight and an eval keeps its "
         f"slot for all of its sequential turns, so no schedule beats {critical:.3f} s"
     )
-    print(f"ratio wall/bound = {ratio:.3f} (target <= {LATENCY_RATIO_TARGET})")
+    print(f"ratio wall/bound = {ratio:.3f} (target <= {target})")
     return Row(
-        f"live {e}x{t} @C={c}, {latency * 1000:g} ms: wall",
+        f"live {e}x{t} @C={c}, {ms:g} ms: wall",
         f"{run.wall_s:.3f} s",
-        f"bound {bound:.3f} s, ratio <= {LATENCY_RATIO_TARGET}",
+        f"bound {bound:.3f} s, ratio <= {target}",
         ratio,
-        ratio <= LATENCY_RATIO_TARGET,
+        ratio <= target,
     )
+
+
+def latency_bound_run(args: argparse.Namespace, tmp: Path) -> Row:
+    return bound_run(
+        "1. live run", args.evals, args.turns, args.concurrency, args.latency,
+        LATENCY_RATIO_TARGET, args, tmp,
+    )
+
+
+def scale_run(args: argparse.Namespace, tmp: Path) -> Row:
+    return bound_run(
+        "2. live run at scale", args.scale_evals, args.turns, args.scale_concurrency,
+        args.scale_latency, SCALE_RATIO_TARGET, args, tmp,
+    )
+
+
+def cpu_child(evals: int, turns: int, concurrency: int, base_url: str) -> None:
+    """`--cpu-child`: one zero-latency run in a fresh process; prints its figures as JSON.
+
+    A process of its own, so its peak memory (`ru_maxrss`) is this run's alone and the
+    CPU time is the engine's alone (the server runs in another subprocess).
+    """
+    with tempfile.TemporaryDirectory(prefix="turncheck-bench-") as tmp:
+        warm = write_suite(Path(tmp), 8, turns, base_url)
+        run_engine(warm, "live", concurrency, None)
+        cpu = time.process_time()
+        suite = write_suite(Path(tmp), evals, turns, base_url)
+        load_cpu = time.process_time() - cpu
+        run = run_engine(suite, "live", concurrency, None)
+        verify(run, evals, turns, "zero-latency run")
+        size = Path(suite.path).stat().st_size
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    figures = {
+        "cpu_s": run.cpu_s, "wall_s": run.wall_s, "turns": run.turns, "load_cpu_s": load_cpu,
+        "suite_bytes": size, "peak_mb": peak_kb / 1024,
+    }
+    print(json.dumps(figures))
+
+
+def cpu_runs(args: argparse.Namespace) -> list[dict[str, float]]:
+    e, t, c = args.scale_evals, args.turns, args.scale_concurrency
+    runs = []
+    with scripted(t, 0.0, False) as server:
+        for number in range(1, args.repeat + 1):
+            command = [sys.executable, __file__, "--cpu-child", str(e), str(t), str(c),
+                       server.base_url]
+            server_cpu = server.cpu_seconds() or 0.0
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"zero-latency run failed:\n{done.stderr[-2000:]}")
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            figures["server_cpu_s"] = (server.cpu_seconds() or 0.0) - server_cpu
+            per_turn = figures["cpu_s"] / figures["turns"] * 1000
+            print(
+                f"  run {number}: engine CPU {figures['cpu_s']:.2f} s = {per_turn:.3f} ms/turn "
+                f"(wall {figures['wall_s']:.2f} s; server CPU {figures['server_cpu_s']:.2f} s); "
+                f"loading the {figures['suite_bytes'] / 1e6:.1f} MB suite: "
+                f"{figures['load_cpu_s']:.2f} s CPU; peak memory {figures['peak_mb']:.0f} MB"
+            )
+            runs.append(figures)
+    return runs
+
+
+def cpu_and_memory_run(args: argparse.Namespace) -> list[Row]:
+    e, t, c = args.scale_evals, args.turns, args.scale_concurrency
+    print(f"\n== 3. CPU per turn and peak memory: {e} evals x {t} turns at zero latency, "
+          f"concurrency {c}")
+    print("each run in a fresh process (engine CPU only: the server has its own process)")
+    print_load()
+    runs = cpu_runs(args)
+    best = min(runs, key=lambda r: r["cpu_s"] / r["turns"])
+    per_turn = best["cpu_s"] / best["turns"] * 1000
+    with_load = (best["cpu_s"] + best["load_cpu_s"]) / best["turns"] * 1000
+    peak = max(r["peak_mb"] for r in runs)
+    print(f"CPU per turn (least disturbed run): {per_turn:.3f} ms "
+          f"(target <= {CPU_PER_TURN_TARGET_MS} ms); with the suite load: {with_load:.3f} ms")
+    print(f"peak memory (largest of the runs, whole process): {peak:.0f} MB "
+          f"(budget {PEAK_MEMORY_BUDGET_MB:g} MB)")
+    return [
+        Row(
+            f"CPU per turn, {e}x{t} @C={c}, 0 ms",
+            f"{per_turn:.3f} ms ({with_load:.3f} with suite load)",
+            f"<= {CPU_PER_TURN_TARGET_MS} ms",
+            per_turn / CPU_PER_TURN_TARGET_MS,
+            per_turn <= CPU_PER_TURN_TARGET_MS,
+        ),
+        Row(
+            f"peak memory, {e}x{t}",
+            f"{peak:.0f} MB",
+            f"<= {PEAK_MEMORY_BUDGET_MB:g} MB",
+            peak / PEAK_MEMORY_BUDGET_MB,
+            peak <= PEAK_MEMORY_BUDGET_MB,
+        ),
+    ]
+
+
+def startup_seconds(argv: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall and CPU seconds of `turncheck <argv>` in a fresh interpreter."""
+    command = [sys.executable, "-m", "turncheck", *argv]
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=False, cwd=ROOT)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def startup_run(args: argparse.Namespace) -> list[Row]:
+    one_file = "examples/math/arithmetic.eval.yaml"
+    print(f"\n== 4. start-up: turncheck --help, turncheck validate {one_file}")
+    print_load()
+    rows = []
+    for argv in (["--help"], ["validate", one_file]):
+        wall, cpu = startup_seconds(argv, max(5, args.repeat))
+        name = " ".join(argv)
+        print(f"turncheck {name}: best wall {wall:.3f} s, best CPU {cpu:.3f} s "
+              f"(target <= {STARTUP_TARGET_S} s wall)")
+        rows.append(Row(
+            f"start-up: turncheck {name}", f"{wall:.3f} s (CPU {cpu:.3f} s)",
+            f"<= {STARTUP_TARGET_S} s", wall / STARTUP_TARGET_S, wall <= STARTUP_TARGET_S,
+        ))
+    return rows
+
+
+def print_load() -> None:
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"load average now: {load} on {os.cpu_count()} CPUs")
 
 
 def overhead_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c = args.overhead_evals, args.turns, args.concurrency
     where = "on a thread of this process" if args.in_process_server else "in a subprocess"
-    print(f"\n== 2. zero-latency live run: {e} evals x {t} turns, concurrency {c}")
+    print(f"\n== 5. zero-latency live run: {e} evals x {t} turns, concurrency {c}")
     print(f"scripted server runs {where}")
     with scripted(t, 0.0, args.in_process_server) as server:
         suite = write_suite(tmp, e, t, server.base_url)
@@ -296,7 +440,7 @@ def overhead_run(args: argparse.Namespace, tmp: Path) -> Row:
 
 def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     e, t, c = args.replay_evals, args.replay_turns, args.concurrency
-    print(f"\n== 3. replay: record {e} evals x {t} turns = {e * t} turns, then replay offline")
+    print(f"\n== 6. replay: record {e} evals x {t} turns = {e * t} turns, then replay offline")
     with scripted(t, 0.0, args.in_process_server) as server:
         suite = write_suite(tmp, e, t, server.base_url)
         recorded = run_engine(suite, "record", c, server)
@@ -348,14 +492,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-T", "--turns", type=int, default=3, help="turns per eval (runs 1-2)")
     parser.add_argument("-C", "--concurrency", type=int, default=32, help="evals in flight")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per request (run 1)")
-    parser.add_argument("--overhead-evals", type=int, default=1000, help="evals (run 2)")
-    parser.add_argument("--replay-evals", type=int, default=1000, help="evals (run 3)")
-    parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 3)")
+    parser.add_argument("--scale-evals", type=int, default=5000, help="evals (runs 2-3)")
+    parser.add_argument("--scale-concurrency", type=int, default=64, help="C (runs 2-3)")
+    parser.add_argument("--scale-latency", type=float, default=0.05, help="seconds (run 2)")
+    parser.add_argument("--overhead-evals", type=int, default=1000, help="evals (run 5)")
+    parser.add_argument("--replay-evals", type=int, default=1000, help="evals (run 6)")
+    parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 6)")
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs per measurement; the best is kept"
     )
     parser.add_argument(
-        "--only", choices=("latency", "overhead", "replay"), action="append", help="run only these"
+        "--only", choices=MEASUREMENTS, action="append",
+        help=f"run only these (default: {', '.join(DEFAULT_MEASUREMENTS)})",
     )
     parser.add_argument(
         "--in-process-server", action="store_true", help="serve from a thread of this process"
@@ -364,7 +512,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for turns in (args.turns, args.replay_turns):
         if not 1 <= turns <= MAX_DEPTH + 1:
             parser.error(f"turns must be between 1 and {MAX_DEPTH + 1} (follow-up depth limit)")
-    if min(args.evals, args.concurrency, args.overhead_evals, args.replay_evals, args.repeat) < 1:
+    counts = (args.evals, args.concurrency, args.overhead_evals, args.replay_evals, args.repeat,
+              args.scale_evals, args.scale_concurrency)
+    if min(counts) < 1:
         parser.error("counts must be positive")
     return args
 
@@ -373,19 +523,29 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--serve"]:
         serve_forever(int(argv[1]), float(argv[2]))
         return
+    if argv[:1] == ["--cpu-child"]:
+        cpu_child(int(argv[1]), int(argv[2]), int(argv[3]), argv[4])
+        return
     args = parse_args(argv)
-    only = set(args.only or ("latency", "overhead", "replay"))
+    only = set(args.only or DEFAULT_MEASUREMENTS)
     rows: list[Row] = []
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"{os.cpu_count()} CPUs; load average {load} (other work skews wall times)")
     with tempfile.TemporaryDirectory(prefix="turncheck-bench-") as tmp:
         if "latency" in only:
             rows.append(latency_bound_run(args, Path(tmp)))
+        if "scale" in only:
+            rows.append(scale_run(args, Path(tmp)))
+        if "cpu" in only:
+            rows += cpu_and_memory_run(args)
+        if "startup" in only:
+            rows += startup_run(args)
         if "overhead" in only:
             rows.append(overhead_run(args, Path(tmp)))
         if "replay" in only:
             rows.append(replay_run(args, Path(tmp)))
     print_table(rows)
+    print_load()
 
 
 if __name__ == "__main__":

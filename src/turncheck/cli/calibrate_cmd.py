@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from turncheck.cli.common import (
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.loop import run_coroutine
 from turncheck.engine.report import Report
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
@@ -77,7 +77,7 @@ def _grade(args: argparse.Namespace, validation: ValidationResult) -> Report:
     total = sum(len(f.samples) for f in validation.samples if f.grader is not None)
     progress = SampleProgress(total, sys.stderr)
     on_sample = None if args.quiet else progress.advance
-    return asyncio.run(run_suites(
+    return run_coroutine(run_suites(
         [], settings, validation.diagnostics, samples=validation.samples, on_sample=on_sample
     ))
 

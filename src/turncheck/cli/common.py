@@ -11,14 +11,10 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, TextIO
 
 from turncheck.cli.config import add_config_option
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.runner import RunSettings
-from turncheck.engine.session import SessionSettings
 from turncheck.formats.discovery import (
     DEFAULT_SAMPLE_GLOBS,
     DEFAULT_SUITE_GLOBS,
@@ -29,6 +25,12 @@ from turncheck.formats.discovery import (
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
+    from turncheck.engine.runner import RunSettings
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -156,6 +158,9 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
     """Run settings from the provider, request and `--var` options."""
+    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.session import SessionSettings
+
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     if args.attempts < 1 or not (0 < args.timeout < math.inf):

@@ -9,34 +9,54 @@ Options a user leaves unset are filled from the project configuration file
 (`cli.config`) before the handler runs. A reader that closes the pipe early
 (`turncheck run | head -1`) ends the command quietly, as Python's documentation
 recommends: stdout is pointed at os.devnull and the exit code is 1.
+
+Start-up: only the module of the command being run is imported (`COMMANDS`
+names each command's module and its one-line help), so `validate` never loads
+the engine, PyGithub, vcrpy or genai-prices, and `--help` loads no command at
+all. To add a command, add its module and a `Command` line here.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from turncheck import __version__
-from turncheck.cli import (
-    action_cmd,
-    calibrate_cmd,
-    compare_cmd,
-    init_cmd,
-    merge_cmd,
-    run_cmd,
-    schema_cmd,
-    validate_cmd,
-)
-from turncheck.cli.common import print_diagnostics
-from turncheck.cli.config import apply_project_config
-from turncheck.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    module: str
+    """`turncheck.cli.<module>`; its `register` adds this command's parser."""
+    help: str
+    """The one line shown by `turncheck --help` (the module's own help, repeated)."""
+
 
 COMMANDS = (
-    validate_cmd, run_cmd, calibrate_cmd, compare_cmd, merge_cmd, action_cmd, schema_cmd,
-    init_cmd,
+    Command("validate", "validate_cmd", "check suite (YAML) and sample (TOML) files"),
+    Command("run", "run_cmd", "run eval suites (replayed from cassettes by default)"),
+    Command("record", "run_cmd", "record missing provider calls into the suites' cassettes"),
+    Command(
+        "calibrate",
+        "calibrate_cmd",
+        "grade sample files with their [grader] and report agreement with the labels",
+    ),
+    Command("compare", "compare_cmd", "compare a head run report with its base"),
+    Command("merge", "merge_cmd", "merge the JSON reports of `run --shard I/N` jobs into one"),
+    Command(
+        "action",
+        "action_cmd",
+        "run as the GitHub Action (pull_request, workflow_run or push events)",
+    ),
+    Command("schema", "schema_cmd", "print the JSON Schema of suite files"),
+    Command("init", "init_cmd",
+            "write the GitHub workflows, a starter suite and turncheck.toml"),
 )
 
 
@@ -47,15 +67,43 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turncheck: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> Command | None:
+    """The command named by the first argument that is not an option, if it is one."""
+    for argument in argv:
+        if argument == "--":
+            return None
+        if not argument.startswith("-"):
+            return next((c for c in COMMANDS if c.name == argument), None)
+    return None
+
+
+def register_command(
+    subparsers: argparse._SubParsersAction[Any], command: Command
+) -> None:
+    """Import the command's module and let it add its parser(s)."""
+    module = importlib.import_module(f"turncheck.cli.{command.module}")
+    module.register(subparsers)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the chosen command's full parser, the others as help lines.
+
+    With `argv` None every command is registered in full (slow; for tests and docs).
+    """
     parser = _Parser(
         prog="turncheck",
         description="Multi-turn LLM evals for pull requests.",
     )
     parser.add_argument("--version", action="version", version=f"turncheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = None if argv is None else chosen_command(argv)
     for command in COMMANDS:
-        command.register(subparsers)
+        if command.name in subparsers.choices:
+            continue  # registered with another command of its module
+        if argv is None or (chosen is not None and command.module == chosen.module):
+            register_command(subparsers, command)
+        else:
+            subparsers.add_parser(command.name, help=command.help)
     return parser
 
 
@@ -70,19 +118,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments)
+    args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    if hasattr(args, "config_file"):
-        try:
-            apply_project_config(args)
-        except ConfigError as exc:
-            print_diagnostics(exc.diagnostics)
-            return 2
+    if hasattr(args, "config_file") and not _configured(args):
+        return 2
     code: int = args.handler(args)
     return code
+
+
+def _configured(args: argparse.Namespace) -> bool:
+    """Fill unset options from the project configuration; False (reported) when invalid."""
+    from turncheck.cli.common import print_diagnostics
+    from turncheck.cli.config import apply_project_config
+    from turncheck.config import ConfigError
+
+    try:
+        apply_project_config(args)
+    except ConfigError as exc:
+        print_diagnostics(exc.diagnostics)
+        return False
+    return True
 
 
 def _to_devnull() -> None:

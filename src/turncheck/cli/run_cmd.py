@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from turncheck.cli.common import (
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.loop import run_coroutine
 from turncheck.engine.report import Report, ShardInfo
 from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
@@ -109,7 +109,7 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     # Every shard finds the same sample files; the first one grades them.
     samples = validation.samples if shard is None or shard.index == 1 else []
     try:
-        report = asyncio.run(
+        report = run_coroutine(
             run_suites(validation.suites, settings, validation.diagnostics, progress.advance,
                        samples=samples, on_case=progress.advance_case)
         )

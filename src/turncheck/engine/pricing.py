@@ -24,6 +24,9 @@ class Pricer:
     timestamp: datetime
     unpriced: set[str] = field(default_factory=set)
     _cache: dict[tuple[str, str | None], bool] = field(default_factory=dict)
+    # The price of each (model, provider, input tokens, output tokens) seen: a look-up
+    # in genai-prices matches the model id against every provider's patterns.
+    _costs: dict[tuple[str, str | None, int, int], float] = field(default_factory=dict)
 
     @classmethod
     def at(cls, timestamp: str | datetime | None = None) -> Pricer:
@@ -45,6 +48,15 @@ class Pricer:
         """USD for `usage` of `model`, or None when the model has no known price."""
         if self._cache.get((model, provider_id)) is False:
             return None
+        key = (model, provider_id, usage.input_tokens, usage.output_tokens)
+        cost = self._costs.get(key)
+        if cost is None:
+            cost = self._calculate(usage, model, provider_id)
+            if cost is not None:
+                self._costs[key] = cost
+        return cost
+
+    def _calculate(self, usage: Usage, model: str, provider_id: str | None) -> float | None:
         try:
             price = calc_price(
                 PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),

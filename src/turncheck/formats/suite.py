@@ -19,7 +19,9 @@ TokenCount = Annotated[StrictInt, Field(ge=0)]
 
 
 class _Node(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, populate_by_name=False, defer_build=True
+    )
 
     # Slots rather than private attributes: positions are set on thousands of
     # nodes per file, and pydantic's private-attribute setup doubled load time.
@@ -51,7 +53,7 @@ class Message(BaseModel):
 class Metadata(BaseModel):
     """Suite metadata. Unknown keys are kept but reported as warnings."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
     name: NonEmptyStr = Field(description="Suite name, shown in reports.")
     model: NonEmptyStr = Field(description='Model id; "vendor/model" ids are OpenRouter ids.')
@@ -101,7 +103,9 @@ class _FollowUpFields(_Node):
     def follow_up(self) -> FollowUp | None:
         if self.prompt is None or self.checks is None:
             return None
-        follow_up = FollowUp(prompt=self.prompt, checks=self.checks)
+        # Its parts are validated already: validating the subtree again cost a few
+        # percent of every turn's CPU.
+        follow_up = FollowUp.model_construct(prompt=self.prompt, checks=self.checks)
         follow_up.at(self.line, self.column)
         return follow_up
 
@@ -201,6 +205,7 @@ class Suite(BaseModel):
         extra="forbid",
         strict=True,
         json_schema_extra={"title": "turncheck eval suite"},
+        defer_build=True,
     )
 
     metadata: Metadata
@@ -215,8 +220,9 @@ _RECURSIVE_MODELS: tuple[type[BaseModel], ...] = (
     Eval,
     Suite,
 )
-for _model in _RECURSIVE_MODELS:
-    _model.model_rebuild()
+# Validators and serializers are built on first use (`defer_build`): `validate` on a
+# plain suite never needs most check types, and building them all took a third of
+# its start-up.
 
 
 def level_items(checks: CheckList) -> tuple[list[Item], bool]:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turncheck.diagnostics import Diagnostic, error
-from turncheck.formats.protocol import ProtocolSuite
-from turncheck.formats.protocol_loader import parse_protocol
 from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
@@ -29,6 +27,12 @@ from turncheck.formats.suite import (
     Suite,
 )
 from turncheck.formats.yamlsource import LoadedYaml, Path, Positions, load_yaml
+from turncheck.gc_pause import gc_paused
+
+if TYPE_CHECKING:
+    # Loaded only for protocol suites (Jinja and their models: a third of `validate`'s
+    # start-up for a plain suite).
+    from turncheck.formats.protocol import ProtocolSuite
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
 EVAL_KEYS = ("name", "prompt", "checks")
@@ -341,6 +345,8 @@ def _parse_loaded(loaded: LoadedYaml, text: str, file: str, max_depth: int,
             both = error(file, pos.line, pos.column, "evals-and-turns",
                          'a suite has either "evals" or "turns" (a protocol suite), not both')
             return SuiteFile(file, None, [*loaded.diagnostics, both])
+        from turncheck.formats.protocol_loader import parse_protocol
+
         protocol, found = parse_protocol(loaded.data, loaded.positions, text, file, directory)
         return SuiteFile(file, None, loaded.diagnostics + found, protocol=protocol)
     validator = _SuiteValidator(file, loaded.positions, max_depth)
@@ -360,6 +366,7 @@ def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DE
         return SuiteFile(
             file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
         )
-    loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
+    with gc_paused():  # thousands of long-lived nodes: collections would find nothing
+        loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
     loaded.location = path
     return loaded

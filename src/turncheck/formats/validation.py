@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from turncheck.diagnostics import Diagnostic, Severity, sort_key
 from turncheck.formats.discovery import FileKind, FoundFile
-from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.suite_loader import SuiteFile, load_suite
+
+if TYPE_CHECKING:
+    # Sample files (TOML, graders, Jinja) load their code only when there are some.
+    from turncheck.formats.samples import SampleFile
 
 
 @dataclass
@@ -49,5 +53,7 @@ def validate_files(
         if found.kind is FileKind.SUITE:
             result.suites.append(load_suite(found.path, shown, max_depth))
         else:
+            from turncheck.formats.samples import load_samples
+
             result.samples.append(load_samples(found.path, shown))
     return result

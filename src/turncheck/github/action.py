@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from turncheck.compare.comparison import Comparison, CostThresholds, compare_rep
 from turncheck.compare.policy import fail_reasons
 from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
@@ -138,7 +138,7 @@ def run_files(job: Job, files: list[SuiteFile], settings: RunSettings,
     if job.inputs.shard is not None:
         files, shard = select_shard(files, job.inputs.shard)
         samples = samples if job.inputs.shard.index == 1 else ()
-    report = asyncio.run(run_suites(files, settings, diagnostics, samples=samples))
+    report = run_coroutine(run_suites(files, settings, diagnostics, samples=samples))
     return report.model_copy(update={"shard": shard})
 
 

@@ -1,23 +1,58 @@
 """LLM providers (OpenRouter, OpenAI-compatible, Anthropic), retries and cassettes."""
 
-from turncheck.providers.base import (
-    SECRET_PLACEHOLDER,
-    ChatMessage,
-    ChatRequest,
-    ChatResponse,
-    EmbeddingResponse,
-    Provider,
-    ProviderError,
-    RecordingMissing,
-)
-from turncheck.providers.cassettes import (
-    CassetteFormatError,
-    CassetteMode,
-    CassetteTransport,
-    cassette_path_for,
-)
-from turncheck.providers.factory import Mode, make_provider, open_cassette, select_provider
-from turncheck.providers.http import RetryPolicy
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Re-exports load on first use (PEP 562), so `turncheck.providers.base` can be imported
+# without httpx and vcrpy (the cassette and HTTP modules) by commands that never call out.
+_HOMES = {
+    "SECRET_PLACEHOLDER": "base",
+    "ChatMessage": "base",
+    "ChatRequest": "base",
+    "ChatResponse": "base",
+    "EmbeddingResponse": "base",
+    "Provider": "base",
+    "ProviderError": "base",
+    "RecordingMissing": "base",
+    "CassetteFormatError": "cassettes",
+    "CassetteMode": "cassettes",
+    "CassetteTransport": "cassettes",
+    "cassette_path_for": "cassettes",
+    "Mode": "factory",
+    "make_provider": "factory",
+    "open_cassette": "factory",
+    "select_provider": "factory",
+    "RetryPolicy": "http",
+}
+
+if TYPE_CHECKING:
+    from turncheck.providers.base import (
+        SECRET_PLACEHOLDER,
+        ChatMessage,
+        ChatRequest,
+        ChatResponse,
+        EmbeddingResponse,
+        Provider,
+        ProviderError,
+        RecordingMissing,
+    )
+    from turncheck.providers.cassettes import (
+        CassetteFormatError,
+        CassetteMode,
+        CassetteTransport,
+        cassette_path_for,
+    )
+    from turncheck.providers.factory import Mode, make_provider, open_cassette, select_provider
+    from turncheck.providers.http import RetryPolicy
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{home}")
+    return getattr(module, name)
+
 
 __all__ = [
     "SECRET_PLACEHOLDER",

@@ -35,14 +35,12 @@ request then fails with that message (a `CassetteFormatError`).
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import json
 import os
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -54,6 +52,8 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
+from turncheck.gc_pause import gc_paused
+from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
@@ -345,7 +345,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
         if self._inner is None:
-            self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64))
+            self._inner = AiohttpTransport(max_connections=64)
         started = time.perf_counter()
         response = await self._inner.handle_async_request(request)
         try:
@@ -399,7 +399,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _load(self, max_bytes: int) -> None:
         try:
-            with _gc_paused():
+            with gc_paused():
                 for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
                     self._add(interaction)
         except CassetteFormatError as exc:
@@ -451,25 +451,6 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a cassette is parsed.
-
-    Parsing allocates hundreds of thousands of small, long-lived objects (YAML
-    events, nodes, strings) that are freed by reference counting, so the
-    collections they trigger find next to nothing to free while re-scanning
-    everything alive: for 5,000 interactions, about two thirds of the load time.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from turncheck.providers.aiohttp_transport import AiohttpSession, Reply, client_timeout
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
@@ -38,12 +39,15 @@ Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
 
 EXCERPT_CHARS = 200
+# What `httpx.AsyncClient` sent by default, and the JSON content type.
+DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "accept-encoding": "gzip, deflate",
+    "connection": "keep-alive",
+    "user-agent": f"python-httpx/{httpx.__version__}",
+    "content-type": "application/json",
+}
 _NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
-# httpcore's connection pool scans all of its connections, and for each idle one
-# counts them all again, on every request: at 32 requests in flight that work was
-# most of a run's CPU. Live requests therefore go through several small pools of
-# at most this many connections; together they allow `max_in_flight`, as before.
-POOL_SHARD_SIZE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +125,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def error_message_of(response: httpx.Response) -> str:
+def error_message_of(response: Reply) -> str:
     """The provider's error message (`{"error": {"message": ...}}`), else the body."""
     text = response.content.decode("utf-8", errors="replace")
     try:
@@ -134,7 +138,7 @@ def error_message_of(response: httpx.Response) -> str:
     return error if isinstance(error, str) else text
 
 
-def _recorded_latency_ms(response: httpx.Response) -> float | None:
+def _recorded_latency_ms(response: Reply) -> float | None:
     try:
         value = float(response.headers.get(RECORDED_LATENCY_HEADER, ""))
     except ValueError:
@@ -143,7 +147,7 @@ def _recorded_latency_ms(response: httpx.Response) -> float | None:
 
 
 class JsonHttpClient:
-    """One `httpx.AsyncClient` plus the retry loop; `post_json` is safe to call concurrently.
+    """One httpx transport plus the retry loop; `post_json` is safe to call concurrently.
 
     `redact` values (API keys, secret template values) are removed from error messages.
     """
@@ -168,29 +172,23 @@ class JsonHttpClient:
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
-        # burst of requests from timing out in httpx's connection-pool queue.
+        # burst of requests from timing out in the connection pool's queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        # A given transport (a cassette) has no pool here to shard: one client will do.
-        # The shards share one TLS context; httpx would otherwise build one per client.
-        shard_size = POOL_SHARD_SIZE if transport is None else max_in_flight
-        verify = httpx.create_ssl_context(trust_env=True) if transport is None else True
-        sizes = [min(shard_size, max_in_flight - n) for n in range(0, max_in_flight, shard_size)]
-        self._clients = [
-            httpx.AsyncClient(
-                transport=transport,
-                verify=verify,
-                timeout=httpx.Timeout(policy.timeout),
-                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            )
-            for size in sizes
-        ]
-        # One entry per in-flight slot, naming its shard. Slots are taken from and
-        # returned to the end, so a lightly loaded client keeps reusing shard 0.
-        self._free_slots = [i for i in reversed(range(len(sizes))) for _ in range(sizes[i])]
+        # Live calls go straight to aiohttp (see aiohttp_transport.py), with a pool as
+        # large as the requests allowed in flight. A given transport is a cassette:
+        # its requests go straight to it, without an `httpx.AsyncClient` (URL merging,
+        # cookie jar, auth and redirect flows cost a quarter of a turn's CPU).
+        self._transport = transport
+        self._network = AiohttpSession(max_in_flight) if transport is None else None
+        self._timeouts = httpx.Timeout(policy.timeout).as_dict()
+        self._network_timeout = client_timeout(policy.timeout)
+        self._urls: dict[str, httpx.URL] = {}
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
+        if self._network is not None:
+            await self._network.aclose()
+        if self._transport is not None:
+            await self._transport.aclose()
 
     async def post_json(
         self,
@@ -201,20 +199,15 @@ class JsonHttpClient:
         extensions: dict[str, Any] | None = None,
     ) -> JsonResult:
         content = json.dumps(body).encode()
-        extensions = extensions or {}
-        all_headers = {"content-type": "application/json", **headers}
+        extensions = {**(extensions or {}), "timeout": self._timeouts}
+        all_headers = {**DEFAULT_HEADERS, **headers}
         failure: _Failure | None = None
         malformed_count = 0
         attempt = 0
         while attempt < self._policy.max_attempts:
             attempt += 1
             async with self._in_flight:
-                shard = self._free_slots.pop()
-                try:
-                    client = self._clients[shard]
-                    outcome = await self._attempt(client, url, content, all_headers, extensions)
-                finally:
-                    self._free_slots.append(shard)
+                outcome = await self._attempt(url, content, all_headers, extensions)
             if isinstance(outcome, JsonResult):
                 return outcome
             failure = outcome
@@ -236,7 +229,6 @@ class JsonHttpClient:
 
     async def _attempt(
         self,
-        client: httpx.AsyncClient,
         url: str,
         content: bytes,
         headers: dict[str, str],
@@ -246,9 +238,7 @@ class JsonHttpClient:
         try:
             # httpx's timeout bounds each read; this also bounds a slow trickle.
             async with asyncio.timeout(self._policy.timeout):
-                response = await client.post(
-                    url, content=content, headers=headers, extensions=extensions
-                )
+                response = await self._send(url, content, headers, extensions)
         except (httpx.TimeoutException, TimeoutError):
             limit = f"{self._policy.timeout:g}s per attempt"
             return _Failure("timed out", f"no response within {limit}", retryable=True)
@@ -261,6 +251,28 @@ class JsonHttpClient:
         recorded = _recorded_latency_ms(response)
         measured = (time.perf_counter() - started) * 1000
         return _interpret(response, measured if recorded is None else recorded)
+
+    async def _send(
+        self, url: str, content: bytes, headers: dict[str, str], extensions: dict[str, Any]
+    ) -> Reply:
+        """POST to the network, or through the cassette transport; the reply is read."""
+        if self._network is not None:
+            return await self._network.request(
+                "POST", url, headers, content, self._network_timeout
+            )
+        assert self._transport is not None
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = self._urls[url] = httpx.URL(url)
+        request = httpx.Request(
+            "POST", parsed, headers=headers, content=content, extensions=extensions
+        )
+        response = await self._transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return Reply.of(response)
 
     def _error(self, url: str, headline: str, failure: _Failure) -> ProviderError:
         # Redact before shortening, so no secret is cut into a partial leak.
@@ -284,7 +296,7 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
-def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+def _interpret(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     status = response.status_code
     if 200 <= status < 300:
         return _parse_success(response, latency_ms)
@@ -296,7 +308,7 @@ def _interpret(response: httpx.Response, latency_ms: float) -> JsonResult | _Fai
     return _Failure(summary, detail, retryable=False, status_code=status)
 
 
-def _retry_after_of(response: httpx.Response) -> float | None:
+def _retry_after_of(response: Reply) -> float | None:
     # OpenAI sends `retry-after-ms` alongside `retry-after`; it is more precise.
     milliseconds = parse_retry_after(response.headers.get("retry-after-ms"))
     if milliseconds is not None:
@@ -304,7 +316,7 @@ def _retry_after_of(response: httpx.Response) -> float | None:
     return parse_retry_after(response.headers.get("retry-after"))
 
 
-def _parse_success(response: httpx.Response, latency_ms: float) -> JsonResult | _Failure:
+def _parse_success(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     status = response.status_code
     try:
         payload = json.loads(response.content)

@@ -177,11 +177,13 @@ def error_lines(report: Report) -> list[str]:
 class Progress:
     """A live counter on a terminal; one plain line per finished eval otherwise."""
 
-    def __init__(self, total: int, out: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, out: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
-        self.out = out
-        self.live = out.isatty()
+        # Looked up per instance: the CLI imports this module lazily, whatever
+        # `sys.stderr` was at that moment (a test's capture) may be closed since.
+        self.out = sys.stderr if out is None else out
+        self.live = self.out.isatty()
 
     def advance(self, suite: SuiteResult, result: EvalResult) -> None:
         self.tick(f"{result.status.value:<5} {suite.name} › {result.name}")

@@ -1,0 +1,204 @@
+"""The network client of every provider: aiohttp, with httpx's exceptions.
+
+Why not httpx's own transport: at zero latency about two thirds of the engine's CPU
+went to its stack (httpcore → anyio → h11: a cancel scope per I/O timeout, sniffio
+task look-ups, pure-Python header parsing, a liveness check per pooled connection).
+aiohttp does the same HTTP/1.1 keep-alive work with C parsers and plain asyncio (see
+benchmarks/README.md). Failures raise httpx's exceptions and cassettes stay httpx
+transports, so retries, timeouts, `Retry-After` and tests keep working.
+
+`JsonHttpClient` sends live calls with `AiohttpSession.request` and gets a `Reply`
+(building httpx's request and response objects cost a fifth of a turn); a cassette
+reaches the network through `AiohttpTransport`, the same session as an httpx transport.
+
+Behaviour kept from httpx's own transport: one pool of `max_connections` kept-alive
+connections; proxies from `HTTP(S)_PROXY`/`NO_PROXY`; gzip and deflate bodies are
+decompressed; aiohttp errors become the httpx exceptions the retry loop classifies
+(timeouts and connection failures are retried, a bad URL is not).
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import aiohttp
+import httpx
+
+KEEPALIVE_SECONDS = 30.0
+_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+@cache
+def default_ssl_context() -> ssl.SSLContext:
+    """httpx's default verification context (certifi, `SSL_CERT_FILE`), built once."""
+    return httpx.create_ssl_context(trust_env=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A response, read in full: all that the retry loop and the providers look at.
+
+    `headers` look-ups ignore case, as `httpx.Headers` does.
+    """
+
+    status_code: int
+    reason_phrase: str
+    headers: Mapping[str, str]
+    content: bytes
+    extensions: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> Reply:
+        """An httpx response (from a cassette), already read."""
+        return cls(
+            response.status_code,
+            response.reason_phrase,
+            response.headers,
+            response.content,
+            response.extensions,
+        )
+
+
+class AiohttpSession:
+    """One `aiohttp.ClientSession` (created on first use: it needs a running event loop),
+    with a keep-alive pool of `max_connections`. Use from one event loop."""
+
+    def __init__(self, max_connections: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._max_connections = max_connections
+        self._ssl_context = ssl_context
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[str, str | None] = {}
+
+    def _open(self) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            limit=self._max_connections,
+            keepalive_timeout=KEEPALIVE_SECONDS,
+            ssl=self._ssl_context or default_ssl_context(),
+        )
+        # No cookies kept (httpx's client used to keep them; no provider needs them),
+        # bodies decompressed (gzip, deflate: what the callers accept), and no headers
+        # of aiohttp's own.
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=True,
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+        )
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> Reply:
+        """Send one request and read the whole response; errors are httpx's exceptions."""
+        if self._session is None:
+            self._session = self._open()
+        with as_httpx_errors():
+            async with self._session.request(
+                method,
+                url,
+                headers=headers,
+                data=content or None,
+                allow_redirects=False,
+                timeout=timeout,
+                proxy=self._proxy_for(url),
+            ) as response:
+                content = await response.read()
+                return Reply(response.status, response.reason or "", response.headers, content)
+
+    def _proxy_for(self, url: str) -> str | None:
+        """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
+        (looked up once per URL: a provider posts to one or two)."""
+        if url not in self._proxies:
+            parts = urllib.parse.urlsplit(url)
+            proxy = urllib.request.getproxies().get(parts.scheme)
+            if proxy and urllib.request.proxy_bypass(parts.hostname or ""):
+                proxy = None
+            self._proxies[url] = proxy or None
+        return self._proxies[url]
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+
+def client_timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """Each phase (pool wait, connect, every read) bounded, as `httpx.Timeout(seconds)`."""
+    return aiohttp.ClientTimeout(
+        total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+    )
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    """`AiohttpSession` as an httpx transport (a cassette's way to the network)."""
+
+    def __init__(self, max_connections: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._session = AiohttpSession(max_connections, ssl_context)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            reply = await self._session.request(
+                request.method,
+                str(request.url),
+                request.headers.multi_items(),
+                await request.aread(),
+                _timeout_of(request),
+            )
+        except httpx.RequestError as exc:
+            exc.request = request
+            raise
+        # The body is decompressed already: httpx must not decode it again.
+        headers = [(k, v) for k, v in reply.headers.items() if k.lower() not in _ENCODING_HEADERS]
+        return httpx.Response(
+            reply.status_code,
+            headers=headers,
+            content=reply.content,
+            extensions={"reason_phrase": reply.reason_phrase.encode("ascii", errors="replace")},
+        )
+
+    async def aclose(self) -> None:
+        await self._session.aclose()
+
+
+def _timeout_of(request: httpx.Request) -> aiohttp.ClientTimeout:
+    """httpx's per-request timeouts (`extensions["timeout"]`) in aiohttp's terms."""
+    timeout = request.extensions.get("timeout", {})
+    return aiohttp.ClientTimeout(
+        total=None,
+        connect=timeout.get("pool"),
+        sock_connect=timeout.get("connect"),
+        sock_read=timeout.get("read"),
+    )
+
+
+@contextmanager
+def as_httpx_errors() -> Iterator[None]:
+    """aiohttp's exceptions as the httpx ones `JsonHttpClient` classifies."""
+    try:
+        yield
+    except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:
+        raise httpx.UnsupportedProtocol(str(exc) or type(exc).__name__) from exc
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise httpx.ConnectTimeout(str(exc) or "connect timed out") from exc
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        raise httpx.ReadTimeout(str(exc) or "read timed out") from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    except aiohttp.ServerDisconnectedError as exc:
+        message = "server disconnected without sending a complete response"
+        raise httpx.RemoteProtocolError(message) from exc
+    except (aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
+        raise httpx.RemoteProtocolError(str(exc)) from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        raise httpx.ReadError(str(exc) or type(exc).__name__) from exc

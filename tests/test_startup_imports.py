@@ -1,0 +1,86 @@
+"""Start-up: each command imports only what it uses (issue 17). Asserts on imports, not
+time (timing lives in benchmarks/engine.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from turncheck.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "examples" / "math" / "arithmetic.eval.yaml"
+HEAVY = ("github", "vcr", "genai_prices", "httpx", "httpcore", "requests", "turncheck.engine")
+
+
+def modules_after(argv: list[str]) -> tuple[int, set[str]]:
+    """Run the CLI with `argv` in a fresh interpreter: (exit code, heavy modules loaded)."""
+    code = (
+        "import json, sys\n"
+        "from turncheck.cli.main import main\n"
+        f"code = main({argv!r})\n"
+        f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}"
+        " or m.startswith('turncheck.engine.')]\n"
+        "print(json.dumps([code, heavy]), file=sys.__stdout__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    exit_code, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    return exit_code, set(heavy)
+
+
+def test_validate_one_file_loads_no_engine_github_cassette_or_price_code() -> None:
+    code, heavy = modules_after(["validate", str(SUITE)])
+    assert code == 0
+    assert heavy == set()
+
+
+def test_help_loads_no_command_module() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys\nfrom turncheck.cli.main import main\n"
+         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+         "print(sorted(m for m in sys.modules if m.endswith('_cmd') or m == 'pydantic'))"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    listing = " ".join(done.stdout.split())  # argparse wraps long help lines
+    for command in cli_main.COMMANDS:
+        assert f"{command.name} {command.help}" in listing
+
+
+def test_the_engine_loads_when_a_command_runs_evals() -> None:
+    """The import test above can fail: the same probe sees the engine when it is used."""
+    _, heavy = modules_after(["schema"])
+    assert "httpx" not in heavy
+    _, heavy = modules_after(["merge", "/nonexistent/report.json"])
+    assert "turncheck.engine.merge" in heavy
+
+
+def registered_helps() -> dict[str, str | None]:
+    """Each subcommand's help as its module registers it (everything imported)."""
+    parser = cli_main.build_parser(None)
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {choice.dest: choice.help for choice in actions[0]._choices_actions}
+
+
+def test_registry_lists_every_command_module_with_its_own_help() -> None:
+    modules = {p.stem for p in (ROOT / "src" / "turncheck" / "cli").glob("*_cmd.py")}
+    assert modules == {command.module for command in cli_main.COMMANDS}
+    assert registered_helps() == {command.name: command.help for command in cli_main.COMMANDS}
+
+
+@pytest.mark.parametrize("command", [c.name for c in cli_main.COMMANDS])
+def test_each_command_parses_with_only_its_module(command: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "turncheck", command, "--help"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"usage: turncheck {command}" in done.stdout
