@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from turncheck.cli.common import (
+    BUDGET_STOPPED_EXIT_CODE,
     NOTHING_TO_DO,
     UsageError,
     add_discovery_options,
@@ -100,4 +101,6 @@ def handle_calibrate(args: argparse.Namespace) -> int:
     problems = calibration_problems(report.calibrations, args.min_agreement)
     print_problems(problems)
     invalid = any(d.is_error for d in validation.diagnostics)
-    return 1 if invalid or problems else 0
+    if invalid or problems:
+        return 1
+    return BUDGET_STOPPED_EXIT_CODE if report.budget_stopped else 0

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
     from turncheck.engine.runner import RunSettings
+    from turncheck.formats.budget import BudgetLimits
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -126,6 +127,35 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="attempts per request, retries included (default: 4)",
     )
+    add_budget_options(parser)
+
+
+BUDGET_STOPPED_EXIT_CODE = 3
+"""Exit code of a run a budget stopped (some eval skipped) where nothing failed."""
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """`--max-cost-usd` and `--max-live-tokens` (docs/budgets.md)."""
+    parser.add_argument(
+        "--max-cost-usd", type=float, metavar="USD",
+        help="hard cap on the cost of live calls (model, judge, embeddings, graders); "
+        "calls that could cross it are not sent and their evals end skipped (exit code 3)",
+    )
+    parser.add_argument(
+        "--max-live-tokens", type=int, metavar="N",
+        help="hard cap on the tokens (input + output) of live calls, likewise",
+    )
+
+
+def budget_from(args: argparse.Namespace) -> BudgetLimits:
+    from turncheck.formats.budget import BudgetLimits
+
+    cost, tokens = getattr(args, "max_cost_usd", None), getattr(args, "max_live_tokens", None)
+    if cost is not None and not 0 <= cost < math.inf:
+        raise UsageError(f"--max-cost-usd must be a non-negative number, got {cost:g}")
+    if tokens is not None and tokens < 0:
+        raise UsageError(f"--max-live-tokens must not be negative, got {tokens}")
+    return BudgetLimits(max_cost_usd=cost, max_live_tokens=tokens)
 
 
 def parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -182,6 +212,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         env=dict(os.environ),
         price_timestamp=args.price_timestamp,
         session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+        budget=budget_from(args),
     )
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from turncheck.cli.common import (
+    BUDGET_STOPPED_EXIT_CODE,
     UsageError,
     add_discovery_options,
     add_provider_options,
@@ -136,4 +137,6 @@ def handle_run(args: argparse.Namespace) -> int:
     problems = calibration_problems(report.calibrations)
     print_problems(problems)
     failed = report.totals.failed or report.totals.errors or protocol_console.failed(report)
-    return 1 if invalid or problems or failed else 0
+    if invalid or problems or failed:
+        return 1
+    return BUDGET_STOPPED_EXIT_CODE if report.budget_stopped else 0

@@ -43,6 +43,8 @@ class Transition(StrEnum):
     UNCHANGED = "unchanged"
     NEW = "new"
     REMOVED = "removed"
+    SKIPPED = "skipped"
+    """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
 
 
 class SuiteState(StrEnum):
@@ -120,6 +122,8 @@ class Counts(ReportModel):
     new: int = 0
     removed: int = 0
     regressions: int = 0
+    skipped: int = 0
+    """Head evals skipped (by a budget); also counted in `evals`, never as passed or failed."""
 
 
 class Summary(ReportModel):
@@ -276,6 +280,8 @@ def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transitio
         return Transition.NEW
     if head is None:
         return Transition.REMOVED
+    if head.status is Status.SKIPPED:
+        return Transition.SKIPPED
     base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
     if base_passed and head_passed:
         same_turn = base.passed_on_turn == head.passed_on_turn

@@ -11,6 +11,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from turncheck.engine.budget import BudgetExceeded
 from turncheck.engine.globs import glob_match
 from turncheck.engine.judge import JudgeAnswerError, judge_messages, parse_verdict
 from turncheck.engine.report import CheckResult
@@ -103,6 +104,8 @@ async def _semantic(check: SemanticCheck, ctx: TurnContext) -> CheckResult:
     try:
         response_vector, expected_vector = await ctx.embed([ctx.response, expected])
         similarity = cosine(response_vector, expected_vector)
+    except BudgetExceeded:
+        raise  # the eval ends skipped, not with a failed check
     except (ProviderError, ValueError) as exc:
         message = getattr(exc, "message", str(exc))
         return CheckResult(
@@ -123,6 +126,8 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
     try:
         answer = await ctx.judge(judge_messages(ctx.conversation, criteria))
         verdict = parse_verdict(answer)
+    except BudgetExceeded:
+        raise  # the eval ends skipped, not with a failed check
     except ProviderError as exc:
         return CheckResult(
             type="llm_judge",

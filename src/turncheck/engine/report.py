@@ -26,6 +26,8 @@ class Status(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
+    SKIPPED = "skipped"
+    """Not finished, never a pass or a fail; `EvalResult.reason` says why (`budget`)."""
 
 
 class Usage(ReportModel):
@@ -65,6 +67,9 @@ class TurnResult(ReportModel):
     output_tokens_estimated: bool = False
     line: int | None = None
     """Line of this turn's `prompt` in the suite file."""
+    judge_usage: Usage = Field(default_factory=Usage)
+    """Judge and embedding calls made to check this turn (also summed on the eval)."""
+    judge_cost_usd: float | None = 0.0
 
 
 class EvalResult(ReportModel):
@@ -80,6 +85,8 @@ class EvalResult(ReportModel):
     turns: list[TurnResult] = Field(default_factory=list)
     line: int = 1
     """Line of the eval's first `prompt` in the suite file, for annotations."""
+    reason: str | None = None
+    """Why a `skipped` eval did not finish: `budget` (a live call was not sent)."""
 
 
 class SuiteResult(ReportModel):
@@ -100,6 +107,7 @@ class Totals(ReportModel):
     passed: int = 0
     failed: int = 0
     errors: int = 0
+    skipped: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
     judge_usage: Usage = Field(default_factory=Usage)
@@ -112,6 +120,23 @@ class PriceSource(ReportModel):
     version: str
     timestamp: str
     """ISO-8601 UTC instant all prices of this run (and its comparison) were taken at."""
+
+
+class BudgetOutcome(ReportModel):
+    """One hard budget of a run (docs/budgets.md) and what was spent against it."""
+
+    scope: str
+    """`run` (command line / action inputs) or the suite path (its `budget:` block)."""
+    max_cost_usd: float | None = None
+    max_live_tokens: int | None = None
+    spent_usd: float = 0.0
+    spent_tokens: int = 0
+    refused_calls: int = 0
+    """Live calls not sent because they could have crossed the budget."""
+
+    @property
+    def stopped(self) -> bool:
+        return self.refused_calls > 0
 
 
 class ShardInfo(ReportModel):
@@ -140,6 +165,13 @@ class Report(ReportModel):
     """Sample files: how well each file's grader agrees with its labels."""
     protocols: list[ProtocolSuiteResult] = Field(default_factory=list)
     """Protocol suites (SPEC §9): per case, per turn scores and aggregates."""
+    budgets: list[BudgetOutcome] = Field(default_factory=list)
+    """Hard budgets of this run; empty when none was set."""
+
+    @property
+    def budget_stopped(self) -> bool:
+        """Some live call was not sent because of a budget."""
+        return any(budget.stopped for budget in self.budgets)
 
 
 # Protocol results build on the models above; that module completes `Report` when it loads.

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
@@ -40,6 +41,7 @@ from turncheck.engine.session import (
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
+from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
@@ -60,6 +62,8 @@ class RunSettings:
     price_timestamp: str | None = None
     commit: str | None = None
     session: SessionSettings = field(default_factory=SessionSettings)
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
+    """Hard limits on the whole run's live calls (docs/budgets.md)."""
 
 
 class EvalError(Exception):
@@ -107,17 +111,21 @@ class _SuiteRun:
 
     async def run_eval(self, evaluation: Eval) -> EvalResult:
         state = _EvalState(messages=[])
+        reason = None
         try:
             state.messages = self.first_messages(evaluation.prompt)
             status, passed_on = await self._conversation(evaluation, state)
             error = None
+        except BudgetExceeded:
+            status, passed_on, error, reason = Status.SKIPPED, None, None, SKIP_REASON
         except EvalError as exc:
             status, passed_on, error = Status.ERROR, None, str(exc)
         except ProviderError as exc:
             status, passed_on, error = Status.ERROR, None, self._provider_error(exc, state)
         except Exception as exc:  # an eval must always end with a status
             status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
-        return self.redactor.model(self._result(evaluation, state, status, passed_on, error))
+        result = self._result(evaluation, state, status, passed_on, error)
+        return self.redactor.model(result.model_copy(update={"reason": reason}))
 
     def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
         """The error, naming the referenced file behind a missing recording."""
@@ -161,20 +169,33 @@ class _SuiteRun:
             judge=lambda messages: self._judge(messages, state),
             embed=lambda inputs: self._embed(inputs, state),
         )
-        outcome = await evaluate_level(level, ctx)
-        turn = TurnResult(
-            turn=number,
-            prompt=state.messages[-1].content,
-            response=response.text,
-            usage=usage,
-            cost_usd=self.pricer.cost(usage, self.session.model, self.session.price_provider_id),
-            latency_ms=round(response.latency_ms, 1),
-            checks=outcome.results,
-            passed=outcome.passed,
-            output_tokens_estimated=response.output_tokens is None,
-            line=line,
-        )
-        return turn, outcome
+        judged_before = (state.judge_usage, len(state.judge_costs))
+
+        def turn_result(outcome: LevelOutcome) -> TurnResult:
+            return TurnResult(
+                turn=number,
+                prompt=state.messages[-1].content,
+                response=response.text,
+                usage=usage,
+                cost_usd=self.pricer.cost(
+                    usage, self.session.model, self.session.price_provider_id
+                ),
+                latency_ms=round(response.latency_ms, 1),
+                checks=outcome.results,
+                passed=outcome.passed,
+                output_tokens_estimated=response.output_tokens is None,
+                line=line,
+                judge_usage=_minus(state.judge_usage, judged_before[0]),
+                judge_cost_usd=add_costs(state.judge_costs[judged_before[1]:]),
+            )
+
+        try:
+            outcome = await evaluate_level(level, ctx)
+        except BudgetExceeded:
+            # The model's answer was paid for: keep the turn (unchecked) in the report.
+            state.turns.append(turn_result(LevelOutcome(False, [], None)))
+            raise
+        return turn_result(outcome), outcome
 
     async def _judge(self, messages: list[ChatMessage], state: _EvalState) -> str:
         return await metered_judge(self.session, self.pricer, messages, state)
@@ -204,6 +225,11 @@ class _SuiteRun:
             turns=state.turns,
             line=evaluation.line,
         )
+
+
+def _minus(after: Usage, before: Usage) -> Usage:
+    return Usage(input_tokens=after.input_tokens - before.input_tokens,
+                 output_tokens=after.output_tokens - before.output_tokens)
 
 
 def _suite_result(
@@ -261,6 +287,8 @@ async def run_suites(
     started = datetime.now(UTC)
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
+    ledger = Ledger(pricer, settings.budget)
+    settings = replace(settings, session=replace(settings.session, ledger=ledger))
     limit = asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
     protocols = [(f, f.protocol) for f in suite_files if f.protocol is not None]
@@ -285,4 +313,5 @@ async def run_suites(
         + sum(tokens for _, tokens in scripted),
         calibrations=grading.results,
         protocols=[result for result, _ in scripted],
+        budgets=ledger.outcomes(),
     )

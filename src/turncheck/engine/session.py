@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
+from turncheck.engine.report import Usage
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
 from turncheck.formats.protocol import ProtocolSuite
@@ -42,6 +44,17 @@ class SessionSettings:
     attempts: int = 4
     backoff_base_s: float = 0.5
     sleep: Sleep | None = None
+    ledger: Ledger | None = None
+    """The run's hard budgets (set by `run_suites`); None: no budget."""
+
+    def guard(
+        self, mode: Mode, label: str, suite: Suite | ProtocolSuite | None
+    ) -> CallGuard | None:
+        """The budget guard of one session; None without a ledger (calls go straight out)."""
+        if self.ledger is None:
+            return None
+        limits = getattr(suite.metadata, "budget", None) if suite is not None else None
+        return self.ledger.guard(mode, label, limits)
 
     def policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -85,6 +98,8 @@ class SuiteSession:
     secrets: dict[str, str] = field(default_factory=dict)
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
+    guard: CallGuard | None = None
+    """Hard budgets every call of this session reserves on (engine/budget.py)."""
 
     @property
     def price_provider_id(self) -> str | None:
@@ -104,34 +119,48 @@ class SuiteSession:
             self.live_tokens += (response.input_tokens or 0) + (output or 0)
 
     async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
-        response = await self.chat_provider.chat(
-            ChatRequest(
-                model=self.model,
-                messages=messages,
-                temperature=self.metadata.temperature,
-                max_output_tokens=self.metadata.max_output_tokens,
-                seed=self.metadata.seed,
-            )
+        request = ChatRequest(
+            model=self.model,
+            messages=messages,
+            temperature=self.metadata.temperature,
+            max_output_tokens=self.metadata.max_output_tokens,
+            seed=self.metadata.seed,
+        )
+        response = await guarded_chat(
+            self.guard, self.chat_provider, request, self.price_provider_id
         )
         self._count(response)
         return response
 
     async def judge(self, messages: list[ChatMessage]) -> ChatResponse:
-        response = await self.judge_provider.chat(
-            ChatRequest(
-                model=self.judge_model,
-                messages=messages,
-                temperature=0,
-                max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
-                seed=self.metadata.seed,
-                json_object=True,
-            )
+        request = ChatRequest(
+            model=self.judge_model,
+            messages=messages,
+            temperature=0,
+            max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
+            seed=self.metadata.seed,
+            json_object=True,
+        )
+        response = await guarded_chat(
+            self.guard, self.judge_provider, request, self.judge_price_provider_id
         )
         self._count(response)
         return response
 
     async def embed(self, inputs: list[str]) -> EmbeddingResponse:
-        response = await self.embedding_provider.embed(self.embedding_model, inputs)
+        model, provider = self.embedding_model, self.embedding_provider
+
+        async def send() -> EmbeddingResponse:
+            return await provider.embed(model, inputs)
+
+        if self.guard is None:
+            response = await send()
+        else:
+            response = await self.guard.call(
+                lambda: embedding_plan(model, provider.price_provider_id, inputs),
+                send,
+                _embedding_used,
+            )
         self._count(response)
         return response
 
@@ -139,6 +168,31 @@ class SuiteSession:
         await _close(
             [self.chat_provider, self.judge_provider, self.embedding_provider], self.transport
         )
+
+
+def _chat_used(response: ChatResponse) -> tuple[Usage, bool, bool]:
+    usage = Usage(input_tokens=response.input_tokens or 0,
+                  output_tokens=response.output_tokens or 0)
+    reported = response.input_tokens is not None and response.output_tokens is not None
+    return usage, reported, response.replayed
+
+
+def _embedding_used(response: EmbeddingResponse) -> tuple[Usage, bool, bool]:
+    usage = Usage(input_tokens=response.input_tokens or 0)
+    return usage, response.input_tokens is not None, response.replayed
+
+
+async def guarded_chat(
+    guard: CallGuard | None, provider: Provider, request: ChatRequest, price_id: str | None
+) -> ChatResponse:
+    """`provider.chat(request)`, reserving its worst case on `guard`'s budgets first."""
+    if guard is None:
+        return await provider.chat(request)
+    return await guard.call(
+        lambda: chat_plan(request.model, price_id, request.messages, request.max_output_tokens),
+        lambda: provider.chat(request),
+        _chat_used,
+    )
 
 
 async def _close(providers: list[Provider], transport: CassetteTransport | None) -> None:
@@ -202,6 +256,7 @@ def open_session(
         embedding_provider=provider_for(embedding_name),
         transport=transport,
         secrets=secrets,
+        guard=settings.guard(mode, suite_path.as_posix(), suite),
     )
 
 
@@ -216,22 +271,22 @@ class GraderSession:
     transport: CassetteTransport | None
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
+    guard: CallGuard | None = None
 
     @property
     def price_provider_id(self) -> str | None:
         return self.provider.price_provider_id
 
     async def grade(self, messages: list[ChatMessage]) -> ChatResponse:
-        response = await self.provider.chat(
-            ChatRequest(
-                model=self.model,
-                messages=messages,
-                temperature=self.grader.temperature,
-                max_output_tokens=self.grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS,
-                seed=self.grader.seed,
-                json_object=True,
-            )
+        request = ChatRequest(
+            model=self.model,
+            messages=messages,
+            temperature=self.grader.temperature,
+            max_output_tokens=self.grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS,
+            seed=self.grader.seed,
+            json_object=True,
         )
+        response = await guarded_chat(self.guard, self.provider, request, self.price_provider_id)
         if not response.replayed:
             self.live_tokens += (response.input_tokens or 0) + (response.output_tokens or 0)
         return response
@@ -262,7 +317,8 @@ def open_grader_session(
         base_url=base_url if name == "openai" else None,
         sleep=settings.sleep,
     )
-    return GraderSession(grader, name, model, chat_provider, transport)
+    guard = settings.guard(mode, sample_path.as_posix(), None)
+    return GraderSession(grader, name, model, chat_provider, transport, guard=guard)
 
 
 async def run_then_close(

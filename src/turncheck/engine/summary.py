@@ -26,6 +26,7 @@ def run_totals(suites: list[SuiteResult], unpriced: set[str]) -> Totals:
         passed=sum(e.status is Status.PASS for e in evals),
         failed=sum(e.status is Status.FAIL for e in evals),
         errors=sum(e.status is Status.ERROR for e in evals),
+        skipped=sum(e.status is Status.SKIPPED for e in evals),
         usage=sum((s.usage for s in suites), Usage()),
         cost_usd=add_costs([s.cost_usd for s in suites]),
         judge_usage=sum((s.judge_usage for s in suites), Usage()),

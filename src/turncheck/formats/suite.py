@@ -11,6 +11,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from turncheck.formats.budget import BudgetLimits
+
 MAX_DEPTH = 5
 """Most nested follow-up levels a path may have (so at most 6 turns)."""
 
@@ -90,6 +92,11 @@ class Metadata(BaseModel):
         default=None,
         description="Globs (relative to the repository root) of files this suite depends on "
         "that no reference names; a pull request changing one runs the suite.",
+    )
+    budget: BudgetLimits | None = Field(
+        default=None,
+        description="Hard limits on this suite's live calls (cost in USD, tokens); "
+        "calls that could cross them are not sent and their evals end skipped.",
     )
 
 

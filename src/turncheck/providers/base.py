@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -23,6 +25,15 @@ MISSING_KEY_EXTENSION = "turncheck.missing_key"
 # Response extension the cassette transport sets on answers it replays, so the
 # engine can count the tokens a run really spent.
 REPLAYED_EXTENSION = "turncheck.replayed"
+
+# Set by the engine's budget guard (engine/budget.py) around one provider call: the
+# cassette transport calls it just before a request goes to the network (a miss in
+# record mode), so only calls that really cost money reserve budget. It raises to
+# stop the request. Context variables follow the awaiting task, so concurrent
+# calls each see their own gate.
+NETWORK_GATE: ContextVar[Callable[[], None] | None] = ContextVar(
+    "turncheck_network_gate", default=None
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
+    NETWORK_GATE,
     RECORDED_LATENCY_HEADER,
     REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
@@ -287,6 +288,9 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
             if isinstance(missing_key, str):
                 raise ProviderError(missing_key)
+            gate = NETWORK_GATE.get()
+            if gate is not None:
+                gate()  # may refuse the request (a budget): raises before anything is sent
             return await self._record(request, key, stored_body)
 
     def save(self) -> bool:

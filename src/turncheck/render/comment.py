@@ -24,6 +24,7 @@ from urllib.parse import quote
 from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
+from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.environment import make_environment, render_template
 from turncheck.render.headline import Headline, headline
@@ -51,7 +52,7 @@ FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.LIKELY_REGRESSION, Group.NEW,
                      Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
-STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥"}
+STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
 SUITE_STATE = {
     SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
     SuiteState.CHANGED: ("📝", "changed suite"), SuiteState.RENAMED: ("📝", "renamed suite"),
@@ -342,6 +343,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         diagnostics=diagnostics, hidden_diagnostics=hidden, groups=groups,
         still_failing=still[:caps.rows], hidden_still_failing=max(0, len(still) - caps.rows),
         alert=_alert(comparison), cost_note=comparison.cost_note,
+        budget=budget_lines(context.head), budget_stopped=context.head.budget_stopped,
         cost=_cost_rows(comparison) if detail > FRAME else [],
         cost_sources=_cost_sources(comparison) if detail > BRIEF else [],
         reasons=[{"suite": s, "why": "; ".join(w)} for s, w in sorted(context.reasons.items())],

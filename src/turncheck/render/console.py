@@ -9,10 +9,12 @@ from typing import TextIO
 
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
+from turncheck.render.budget_text import budget_lines
 from turncheck.render.money import usd
 
 MAX_SHOWN_CHARS = 1000
-STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR"}
+STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR",
+                Status.SKIPPED: "⏭️ SKIPPED"}
 
 
 # Control characters (newline and tab excepted) and lone surrogates: model output and
@@ -52,6 +54,8 @@ def overall(result: EvalResult) -> str:
         return f"✅ PASS (succeeded on turn {result.passed_on_turn})"
     if result.status is Status.FAIL:
         return f"❌ FAIL (after {len(result.turns)} turn{'s' if len(result.turns) != 1 else ''})"
+    if result.status is Status.SKIPPED:
+        return f"⏭️ SKIPPED ({result.reason}: a live call could have crossed the budget)"
     return f"💥 ERROR: {result.error}"
 
 
@@ -157,6 +161,8 @@ def summary(report: Report, out: TextIO) -> None:
         unpriced = terminal_safe(", ".join(report.totals.unpriced_models))
         print(f"Unpriced (no known price): {unpriced}", file=out)
     for line in error_lines(report):
+        print(line, file=out)
+    for line in budget_lines(report):
         print(line, file=out)
     print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
 

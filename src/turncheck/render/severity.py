@@ -134,6 +134,8 @@ def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
         return f"passes on turn {passed_on}"
     if status is Status.FAIL:
         return f"fails after {turns} turn{'' if turns == 1 else 's'}"
+    if status is Status.SKIPPED:
+        return "skipped (budget): a live call could have crossed the budget"
     return "errors"
 
 
