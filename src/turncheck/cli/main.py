@@ -57,6 +57,8 @@ COMMANDS = (
     Command("schema", "schema_cmd", "print the JSON Schema of suite files"),
     Command("init", "init_cmd",
             "write the GitHub workflows, a starter suite and turncheck.toml"),
+    Command("estimate", "estimate_cmd",
+            "estimate the tokens and cost of a live run (expected and worst case)"),
 )
 
 

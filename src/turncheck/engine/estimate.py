@@ -1,0 +1,336 @@
+"""What a live run of some suites will cost, before it starts (`turncheck estimate`).
+
+Two figures per suite and in total (docs/budgets.md):
+
+- *worst case*: every follow-up fires (the costliest path through each eval's
+  follow-up tree), every answer reaches `max_output_tokens` (or
+  `DEFAULT_MAX_OUTPUT_TOKENS`), every repeat runs (`planned_samples`), and every
+  `llm_judge` and `semantic` check calls its model on every turn. Input tokens are
+  the same upper bound a budget reserves (`tokens.input_token_bound`): exact with
+  the model's tokenizer where one is available offline, else one token per UTF-8
+  byte, flagged as estimated. A live run never uses more, so a budget set to the
+  worst case never stops it.
+- *expected*: what the same evals used in a previous run report (`--history`),
+  repriced at this estimate's price timestamp; evals the history does not know are
+  guessed as passing on their first turn with a typical answer length.
+
+Prices come from genai-prices at one timestamp, the same rule as runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field
+
+from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
+from turncheck.engine.judge import judge_messages
+from turncheck.engine.model import ReportModel
+from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.report import EvalResult, PriceSource, Report, Usage
+from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
+from turncheck.engine.tokens import counted_exactly, input_token_bound, input_token_guess
+from turncheck.formats import templates
+from turncheck.formats.suite import (
+    CheckList,
+    Eval,
+    FollowUp,
+    LlmJudgeCheck,
+    OrGroup,
+    SemanticCheck,
+    Suite,
+    level_items,
+)
+from turncheck.formats.suite_loader import SuiteFile
+from turncheck.providers.base import ChatMessage
+from turncheck.providers.factory import select_provider
+
+ExpectedSource = Literal["history", "guess"]
+
+
+def planned_samples(suite: Suite, override: int | None = None) -> int:
+    """How many times each eval of `suite` runs in one live run (its repeats).
+
+    The single place estimates (and so budgets' worst cases) learn the repeat count:
+    `override` is the command line's `--repeat`, else the suite's `repeat: N`. Returns 1
+    until repeats exist; the repeats work wires both here."""
+    if override is not None:
+        return max(1, override)
+    repeat = getattr(suite.metadata, "repeat", None)
+    return repeat if isinstance(repeat, int) and repeat >= 1 else 1
+
+
+class Figures(ReportModel):
+    """Tokens and cost of one side of an estimate (model, and judge plus embeddings)."""
+
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total + self.judge_usage.total
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        return add_costs([self.cost_usd, self.judge_cost_usd])
+
+    def __add__(self, other: Figures) -> Figures:
+        return Figures(
+            usage=self.usage + other.usage,
+            cost_usd=add_costs([self.cost_usd, other.cost_usd]),
+            judge_usage=self.judge_usage + other.judge_usage,
+            judge_cost_usd=add_costs([self.judge_cost_usd, other.judge_cost_usd]),
+        )
+
+    def times(self, count: int) -> Figures:
+        def scaled(usage: Usage) -> Usage:
+            return Usage(input_tokens=usage.input_tokens * count,
+                         output_tokens=usage.output_tokens * count)
+
+        return Figures(
+            usage=scaled(self.usage),
+            cost_usd=None if self.cost_usd is None else self.cost_usd * count,
+            judge_usage=scaled(self.judge_usage),
+            judge_cost_usd=None if self.judge_cost_usd is None else self.judge_cost_usd * count,
+        )
+
+
+class SuiteEstimate(ReportModel):
+    path: str
+    name: str
+    model: str
+    evals: int
+    samples: int
+    """Runs of each eval (`planned_samples`)."""
+    worst: Figures
+    expected: Figures
+    expected_source: ExpectedSource
+    evals_from_history: int = 0
+    tokens_exact: bool
+    """Input tokens counted with the model's own tokenizer; false: an estimate (bound)."""
+    max_output_tokens: int
+    max_output_tokens_default: bool
+    """`max_output_tokens` is not set: the documented default was assumed."""
+
+
+class Estimate(ReportModel):
+    price_source: PriceSource
+    suites: list[SuiteEstimate] = Field(default_factory=list)
+    worst: Figures = Field(default_factory=Figures)
+    expected: Figures = Field(default_factory=Figures)
+    history: str | None = None
+    not_estimated: list[str] = Field(default_factory=list)
+    """Files whose calls this estimate does not cover (protocol suites, sample files)."""
+    unpriced_models: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Models:
+    model: str
+    model_price: str | None
+    judge: str
+    judge_price: str | None
+    embedding: str
+    embedding_price: str | None
+
+
+def _price_id(name: str, base_url: str | None) -> str | None:
+    if name == "openai":
+        return "openai" if base_url is None or "api.openai.com" in base_url else None
+    return name
+
+
+def _models(suite: Suite, provider: str | None, base_url: str | None) -> _Models:
+    meta = suite.metadata
+    base_url = base_url or meta.base_url
+    provider = provider or meta.provider
+    name, model = select_provider(meta.model, provider, base_url)
+    judge_name, judge = select_provider(meta.judge_model or meta.model, provider, base_url)
+    embedding_name = "openai" if name == "anthropic" else name
+    default = f"openai/{DEFAULT_EMBEDDING_MODEL}" if embedding_name == "openrouter" \
+        else DEFAULT_EMBEDDING_MODEL
+    return _Models(model, _price_id(name, base_url), judge, _price_id(judge_name, base_url),
+                   meta.embedding_model or default, _price_id(embedding_name, base_url))
+
+
+@dataclass
+class _Path:
+    """Cost of one path through an eval's follow-up tree."""
+
+    model: Usage = field(default_factory=Usage)
+    judge: list[tuple[str, str | None, Usage]] = field(default_factory=list)
+
+
+class _SuiteWalk:
+    def __init__(self, suite: Suite, models: _Models, pricer: Pricer,
+                 variables: dict[str, str]) -> None:
+        self.suite = suite
+        self.models = models
+        self.pricer = pricer
+        self.variables = {**(suite.metadata.vars or {}), **variables}
+        self.max_out = suite.metadata.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+
+    def render(self, text: str) -> str:
+        try:
+            return templates.render(text, self.variables, {})
+        except (KeyError, ValueError):
+            return text  # unknown variable or secret: the raw template is close enough
+
+    def worst_eval(self, evaluation: Eval) -> Figures:
+        system = self.suite.metadata.system_prompt
+        texts = [self.render(system)] if system else []
+        paths = self._paths(evaluation.checks, [*texts, self.render(evaluation.prompt)], 0)
+        return max((self._figures(p) for p in paths), key=_weight)
+
+    def _paths(self, level: CheckList, texts: list[str], replies: int) -> list[_Path]:
+        """Every path from this level on (one per chain of follow-ups that can fire)."""
+        here = _Path()
+        m = self.models
+        inputs = input_token_bound(m.model, texts) + replies * self.max_out
+        here.model = Usage(input_tokens=inputs, output_tokens=self.max_out)
+        checks, follow_ups = _level_contents(level)
+        for check in checks:
+            if isinstance(check, LlmJudgeCheck):
+                conversation = [ChatMessage("user", t) for t in texts]
+                framed = judge_messages(conversation, self.render(check.llm_judge.criteria))
+                tokens = input_token_bound(m.judge, [x.content for x in framed]) \
+                    + (replies + 1) * self.max_out
+                here.judge.append((m.judge, m.judge_price,
+                                   Usage(input_tokens=tokens,
+                                         output_tokens=JUDGE_MAX_OUTPUT_TOKENS)))
+            elif isinstance(check, SemanticCheck):
+                expected = self.render(check.semantic.expected)
+                tokens = input_token_bound(m.embedding, [expected], chat=False) + self.max_out
+                here.judge.append((m.embedding, m.embedding_price, Usage(input_tokens=tokens)))
+        if not follow_ups:
+            return [here]
+        paths = []
+        for follow_up in follow_ups:
+            reply = ""  # the assistant's reply: counted as max_out tokens via `replies`
+            for rest in self._paths(follow_up.checks,
+                                    [*texts, reply, self.render(follow_up.prompt)], replies + 1):
+                paths.append(_Path(here.model + rest.model, here.judge + rest.judge))
+        return paths
+
+    def _figures(self, path: _Path) -> Figures:
+        m = self.models
+        return Figures(
+            usage=path.model,
+            cost_usd=self.pricer.cost(path.model, m.model, m.model_price),
+            judge_usage=sum((usage for _, _, usage in path.judge), Usage()),
+            judge_cost_usd=add_costs([self.pricer.cost(u, model, price)
+                                      for model, price, u in path.judge]),
+        )
+
+    def guessed_eval(self, evaluation: Eval, typical_output: int) -> Figures:
+        """Passes on its first turn, answering `typical_output` tokens; no judge calls."""
+        system = self.suite.metadata.system_prompt
+        texts = [self.render(system)] if system else []
+        usage = Usage(
+            input_tokens=input_token_guess(self.models.model,
+                                           [*texts, self.render(evaluation.prompt)]),
+            output_tokens=typical_output,
+        )
+        return Figures(usage=usage,
+                       cost_usd=self.pricer.cost(usage, self.models.model, self.models.model_price))
+
+    def from_history(self, result: EvalResult) -> Figures:
+        m = self.models
+        return Figures(
+            usage=result.usage,
+            cost_usd=self.pricer.cost(result.usage, m.model, m.model_price),
+            judge_usage=result.judge_usage,
+            judge_cost_usd=result.judge_cost_usd,
+        )
+
+
+def _weight(figures: Figures) -> tuple[float, int]:
+    return (figures.total_cost_usd or 0.0, figures.tokens)
+
+
+def _level_contents(level: CheckList) -> tuple[list[object], list[FollowUp]]:
+    """The checks evaluated at a level and the follow-ups that can fire from it."""
+    items, _ = level_items(level)
+    checks: list[object] = []
+    follow_ups: list[FollowUp] = []
+    for item in items:
+        if isinstance(item, FollowUp):
+            follow_ups.append(item)
+        elif isinstance(item, OrGroup):
+            inner_checks, inner_follow_ups = _level_contents(item)
+            checks += inner_checks
+            follow_ups += inner_follow_ups
+        else:
+            checks.append(item)
+            attached = item.follow_up
+            if attached is not None:
+                follow_ups.append(attached)
+    return checks, follow_ups
+
+
+def _history_index(history: Report | None) -> dict[tuple[str, str], EvalResult]:
+    if history is None:
+        return {}
+    return {(s.path, e.name): e for s in history.suites for e in s.evals}
+
+
+def _typical_output(history: Report | None, path: str, max_out: int) -> int:
+    """Mean output tokens per turn of the suite in the history, else half the maximum."""
+    if history is not None:
+        turns = [t for s in history.suites if s.path == path for e in s.evals for t in e.turns]
+        if turns:
+            return round(sum(t.usage.output_tokens for t in turns) / len(turns))
+    return max(1, max_out // 2)
+
+
+def estimate_suite(
+    suite_file: SuiteFile, suite: Suite, pricer: Pricer, history: Report | None, *,
+    provider: str | None = None, base_url: str | None = None,
+    variables: dict[str, str] | None = None, repeat: int | None = None,
+) -> SuiteEstimate:
+    models = _models(suite, provider, base_url)
+    walk = _SuiteWalk(suite, models, pricer, variables or {})
+    known = _history_index(history)
+    samples = planned_samples(suite, repeat)
+    typical = _typical_output(history, suite_file.path, walk.max_out)
+    worst, expected, found = Figures(), Figures(), 0
+    for evaluation in suite.evals:
+        worst += walk.worst_eval(evaluation)
+        past = known.get((suite_file.path, evaluation.display_name))
+        found += past is not None
+        expected += walk.from_history(past) if past is not None \
+            else walk.guessed_eval(evaluation, typical)
+    return SuiteEstimate(
+        path=suite_file.path, name=suite.metadata.name, model=suite.metadata.model,
+        evals=len(suite.evals), samples=samples,
+        worst=worst.times(samples), expected=expected.times(samples),
+        expected_source="history" if found else "guess", evals_from_history=found,
+        tokens_exact=counted_exactly(models.model),
+        max_output_tokens=walk.max_out,
+        max_output_tokens_default=suite.metadata.max_output_tokens is None,
+    )
+
+
+def estimate(
+    suite_files: Sequence[SuiteFile], pricer: Pricer, history: Report | None = None, *,
+    history_name: str | None = None, provider: str | None = None, base_url: str | None = None,
+    variables: dict[str, str] | None = None, repeat: int | None = None,
+    other_files: Sequence[str] = (),
+) -> Estimate:
+    suites = [
+        estimate_suite(f, f.suite, pricer, history, provider=provider, base_url=base_url,
+                       variables=variables, repeat=repeat)
+        for f in suite_files if f.suite is not None
+    ]
+    not_estimated = [f.path for f in suite_files if f.protocol is not None] + list(other_files)
+    return Estimate(
+        price_source=pricer.source, suites=suites,
+        worst=sum((s.worst for s in suites), Figures()),
+        expected=sum((s.expected for s in suites), Figures()),
+        history=history_name, not_estimated=not_estimated,
+        unpriced_models=sorted(pricer.unpriced),
+    )
