@@ -22,11 +22,14 @@ from turncheck.compare.comparison import Comparison, CostThresholds, compare_rep
 from turncheck.compare.policy import fail_reasons
 from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.estimate import estimate
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import select_shard
+from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.discovery import FileKind, FoundFile, discover
 from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite_loader import SuiteFile, load_suite
@@ -65,7 +68,9 @@ from turncheck.github.publish import (
 )
 from turncheck.github.workflow import add_mask, escape_data
 from turncheck.providers.factory import API_KEY_ENV_VARS
-from turncheck.render.comment import CommentContext, render_comment, render_summary
+from turncheck.render.budget_text import budget_title_note
+from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
+from turncheck.render.estimate_view import estimate_markdown
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 BRANCH_EVENTS = ("push", "workflow_dispatch", "schedule")
@@ -103,7 +108,9 @@ class Job:
     def settings(self, mode: str, price_timestamp: str | None, commit: str | None) -> RunSettings:
         return RunSettings(mode=mode,  # type: ignore[arg-type]
                            concurrency=self.inputs.concurrency, env=dict(self.env),
-                           price_timestamp=price_timestamp, commit=commit)
+                           price_timestamp=price_timestamp, commit=commit,
+                           budget=BudgetLimits(max_cost_usd=self.inputs.max_cost_usd,
+                                               max_live_tokens=self.inputs.max_live_tokens))
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,
@@ -240,6 +247,8 @@ def pull_request_flow(job: Job) -> int:
     base = job.inputs.base_ref and git.resolve(job.context.workspace, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
+    if job.inputs.mode == "estimate":
+        return estimate_flow(job, pr.number, changes.head_suites, pr.head_sha, base_sha)
     log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
         f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
     head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
@@ -371,7 +380,7 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
         # verdict must go); no new comment is created.
         post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
                      published, create=not nothing_changed)
-        title = check_title(comparison, reasons)
+        title = check_title(comparison, reasons) + budget_title_note(bundle.head)
         post_check(api, bundle.head_sha, title, render_comment(comparison, context,
                                                                limit=CHECK_SUMMARY_LIMIT),
                    bool(reasons), items, job.context.run_url, published, text=summary)
@@ -382,6 +391,37 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
     for reason in reasons:
         log(f"::error title=turncheck::{escape_data(reason)}")
     return 1 if reasons else 0
+
+
+# -- mode: estimate --------------------------------------------------------------
+
+
+def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_sha: str) -> int:
+    """Run nothing: post what a live run of the changed suites would cost (docs/budgets.md).
+
+    Expected figures come from the main-branch baseline artifact when there is one."""
+    files = _found(job.workdir, suites, FileKind.SUITE)
+    validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
+    history = None
+    try:
+        base_time = git.commit_time(job.context.workspace, base_sha)
+    except git.GitError:
+        base_time = None
+    found = load_artifact_baseline(job.api(), base_sha, base_time, job.context.default_branch,
+                                   set(suites))
+    if isinstance(found, str):
+        log(f"{found}; the expected figures are guessed")
+    else:
+        history = found[0]
+    pricer = Pricer.at(commit_timestamp(job, head_sha))
+    result = estimate(validation.suites, pricer, history,
+                      history_name=None if history is None else "the baseline artifact")
+    body = estimate_markdown(result, MARKER)
+    published = Published()
+    post_comment(job.api(), number, body, MARKER, job.inputs.comment, published)
+    explain_read_only(published, job.inputs.report_path)
+    write_runner_files(job.context.output_path, job.context.summary_path, {}, body)
+    return 0
 
 
 # -- trusted poster for fork pull requests -----------------------------------------

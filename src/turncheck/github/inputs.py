@@ -25,7 +25,7 @@ class CommentMode(StrEnum):
     NEVER = "never"
 
 
-MODES = ("replay", "record", "live")
+MODES = ("replay", "record", "live", "estimate")
 BASELINE_MODES = ("auto", "artifact", "rerun")
 
 
@@ -54,6 +54,8 @@ class ActionInputs:
     baseline: BaselineMode = "auto"
     watch: tuple[str, ...] = ()
     """Repository-root-relative globs whose change runs every suite."""
+    max_cost_usd: float | None = None
+    max_live_tokens: int | None = None
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -105,6 +107,16 @@ class _Reader:
             self.problems.append(f"input {name}: expected a number ≥ 0, got {value!r}")
             return None
         return number
+
+    def whole(self, name: str) -> int | None:
+        """An optional whole number ≥ 0."""
+        value = _raw(self.env, name)
+        if not value:
+            return None
+        if not value.isdigit():
+            self.problems.append(f"input {name}: expected a whole number ≥ 0, got {value!r}")
+            return None
+        return int(value)
 
     def percent(self, name: str, what: str) -> float | None:
         value = _raw(self.env, name)
@@ -177,6 +189,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         merge_reports=_raw(env, "merge-reports") or None,
         baseline=_baseline_mode(reader.choice("baseline", BASELINE_MODES, "auto")),
         watch=tuple(_list(_raw(env, "watch"))),
+        max_cost_usd=reader.amount("max-cost-usd"),
+        max_live_tokens=reader.whole("max-live-tokens"),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))

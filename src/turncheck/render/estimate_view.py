@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from turncheck.engine.estimate import Estimate, Figures, SuiteEstimate
 from turncheck.render.console import table, terminal_safe, usd
+from turncheck.render.markdown import md_cell, md_text
 
 
 def _tokens(figures: Figures) -> str:
@@ -59,3 +60,23 @@ def footer_lines(estimate: Estimate) -> list[str]:
 
 def console_lines(estimate: Estimate) -> list[str]:
     return [terminal_safe(line) for line in [*table(rows(estimate)), *footer_lines(estimate)]]
+
+
+def _cell(text: str) -> str:
+    return md_cell(text, 200)
+
+
+def estimate_markdown(estimate: Estimate, marker: str) -> str:
+    """The PR comment of `mode: estimate`: the same table, in Markdown."""
+    lines = [marker, "## 💰 turncheck: estimate of a live run", ""]
+    if not estimate.suites:
+        lines += ["No eval suite changed in this pull request.", ""]
+    else:
+        header, *body = rows(estimate)
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|---|---:|---:|---:|---:|---:|---|")
+        for row in body:
+            lines.append("| " + " | ".join(_cell(cell) for cell in row) + " |")
+        lines.append("")
+    lines += [f"- {md_text(line, 1000)}" for line in footer_lines(estimate)]
+    return "\n".join(lines) + "\n"
