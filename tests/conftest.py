@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.scripted_server import ScriptedServer
+
+# Never let an installed tiktoken fetch its encodings: token counts in tests are bounds.
+os.environ.setdefault("TURNCHECK_TOKENIZER", "estimate")
 
 pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama", "tests.pr_fixtures"]
 

@@ -222,3 +222,32 @@ def test_unbudgeted_json_report_gives_each_turns_cost(
     assert len(turns) == 6
     assert all(t["cost_usd"] > 0 and t["usage"]["output_tokens"] > 0 for t in turns)
     assert all("judge_cost_usd" in t and "judge_usage" in t for t in turns)
+
+
+def test_calibrate_counts_grader_calls_against_the_budget(
+    tmp_path: Path, scripted_server: ScriptedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_calibration import graded_text, script
+    from turncheck.engine.estimate import estimate_sample_file
+    from turncheck.engine.pricing import Pricer
+    from turncheck.formats.samples import load_samples
+
+    script(scripted_server)
+    path = tmp_path / "grader.samples.toml"
+    path.write_text(graded_text(scripted_server.base_url), encoding="utf-8")
+    worst = estimate_sample_file(load_samples(path), Pricer.at(None), None)
+    assert worst is not None
+    per_call = worst.worst.tokens / worst.evals
+    budget = int(2.5 * per_call)  # room for two graders' worst cases, not three
+    out = tmp_path / "r.json"
+    code = main(["calibrate", str(path), "--mode", "live", "--concurrency", "8",
+                 "--max-live-tokens", str(budget), "--json", str(out)])
+    report = Report.model_validate_json(out.read_text())
+    [result] = report.calibrations
+    sent = [r for r in scripted_server.requests if r.path.endswith("/chat/completions")]
+    assert len(sent) == 2 and code == 1  # refused samples are error rows
+    spent = result.input_tokens + result.output_tokens
+    assert spent <= budget and report.budgets[0].spent_tokens == spent
+    refused = [s for s in result.samples if s.error and "budget" in s.error]
+    assert len(refused) == 3
+    assert "Budget stopped the run" in capsys.readouterr().out

@@ -21,7 +21,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _actual_tokens(report: Report) -> dict[str, int]:
-    return {s.path: s.usage.total + s.judge_usage.total for s in report.suites}
+    """Tokens per suite (model, judge, embeddings) and per sample file (its grader)."""
+    suites = {s.path: s.usage.total + s.judge_usage.total for s in report.suites}
+    graders = {c.path: c.input_tokens + c.output_tokens for c in report.calibrations if c.graded}
+    return suites | graders
 
 
 @pytest.fixture
@@ -169,3 +172,40 @@ def test_estimate_json_and_bad_history_is_a_usage_error(
     assert main(["estimate", str(examples), "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert {"suites", "worst", "expected", "price_source"} <= set(data)
+
+
+def test_exact_tokenizer_is_used_only_when_its_encodings_are_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tiktoken (optional) counts OpenAI models exactly, but only from a local cache:
+    a stand-in module records whether turncheck ever asked it for an encoding."""
+    import sys
+    import types
+
+    from turncheck.engine import tokens
+
+    asked: list[str] = []
+
+    class Encoding:
+        def encode(self, text: str, disallowed_special: object = ()) -> list[int]:
+            return [0] * len(text.split())
+
+    def encoding_for_model(model: str) -> Encoding:
+        asked.append(model)
+        return Encoding()
+
+    fake = types.ModuleType("tiktoken")
+    fake.encoding_for_model = encoding_for_model  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", fake)
+    monkeypatch.setattr(tokens, "_encoders", {})
+    monkeypatch.delenv(tokens.TOKENIZER_ENV, raising=False)
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    text = "one two three four"
+    bound = tokens.input_token_bound("gpt-4o-mini", [text])
+    assert asked == [] and bound == len(text.encode()) + 20  # bytes + overhead, no fetch
+    assert not tokens.counted_exactly("gpt-4o-mini")
+
+    monkeypatch.setattr(tokens, "_encoders", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tokens.input_token_bound("openai/gpt-4o-mini", [text]) == 4 + 20
+    assert asked == ["gpt-4o-mini"] and tokens.counted_exactly("gpt-4o-mini")

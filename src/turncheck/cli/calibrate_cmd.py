@@ -29,6 +29,7 @@ from turncheck.engine.report import Report
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files
+from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_console import SampleProgress, print_calibrations
 
 
@@ -96,6 +97,8 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         print_calibrations(report.calibrations, report.mode, sys.stdout, args.quiet)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}")
+    for line in budget_lines(report):
+        print(line)
     if args.json:
         write_json(args.json, report)
     problems = calibration_problems(report.calibrations, args.min_agreement)

@@ -19,7 +19,6 @@ from turncheck.cli.common import (
 from turncheck.cli.compare_cmd import load_report
 from turncheck.engine.estimate import estimate
 from turncheck.engine.pricing import Pricer
-from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import validate_files
 from turncheck.render.estimate_view import console_lines
 
@@ -56,12 +55,12 @@ def handle_estimate(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--price-timestamp expects an ISO 8601 instant, "
                              f"got {args.price_timestamp!r}") from None
-        samples = [f.path.as_posix() for f in found.files if f.kind is FileKind.SAMPLES]
         result = estimate(
             validation.suites, pricer, history,
             history_name=None if args.history is None else str(args.history),
             provider="openai" if args.base_url and not args.provider else args.provider,
-            base_url=args.base_url, variables=parse_vars(args.var), other_files=samples,
+            base_url=args.base_url, variables=parse_vars(args.var),
+            sample_files=validation.samples,
         )
     except UsageError as exc:
         return usage_error(str(exc))

@@ -64,6 +64,11 @@ class _PromptError(Exception):
     """The grader prompt could not be built for a sample."""
 
 
+def grader_template(source: str) -> jinja2.Template | str:
+    """The compiled `prompt` template of a grader, or why it cannot be used."""
+    return _template(source)
+
+
 def _template(source: str) -> jinja2.Template | str:
     """The compiled prompt template, or why it cannot be used."""
     try:

@@ -10,6 +10,8 @@ Two figures per suite and in total (docs/budgets.md):
   the model's tokenizer where one is available offline, else one token per UTF-8
   byte, flagged as estimated. A live run never uses more, so a budget set to the
   worst case never stops it.
+- sample files: their grader's calls, one per sample, each up to the grader's
+  `max_output_tokens` (256 by default), priced at the grader's model.
 - *expected*: what the same evals used in a previous run report (`--history`),
   repriced at this estimate's price timestamp; evals the history does not know are
   guessed as passing on their first turn with a typical answer length.
@@ -26,13 +28,16 @@ from typing import Literal
 from pydantic import Field
 
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
-from turncheck.engine.judge import judge_messages
+from turncheck.engine.calibration import grader_prompt, grader_template
+from turncheck.engine.judge import grader_messages, judge_messages
 from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.report import EvalResult, PriceSource, Report, Usage
 from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
 from turncheck.engine.tokens import counted_exactly, input_token_bound, input_token_guess
 from turncheck.formats import templates
+from turncheck.formats.grader import Grader
+from turncheck.formats.samples import Sample, SampleFile
 from turncheck.formats.suite import (
     CheckList,
     Eval,
@@ -100,6 +105,8 @@ class Figures(ReportModel):
 
 
 class SuiteEstimate(ReportModel):
+    kind: Literal["suite", "samples"] = "suite"
+    """An eval suite, or a sample file whose grader scores each sample once."""
     path: str
     name: str
     model: str
@@ -124,7 +131,7 @@ class Estimate(ReportModel):
     expected: Figures = Field(default_factory=Figures)
     history: str | None = None
     not_estimated: list[str] = Field(default_factory=list)
-    """Files whose calls this estimate does not cover (protocol suites, sample files)."""
+    """Files whose calls this estimate does not cover (protocol suites)."""
     unpriced_models: list[str] = Field(default_factory=list)
 
 
@@ -315,18 +322,73 @@ def estimate_suite(
     )
 
 
+def _grader_texts(grader: Grader, sample: Sample) -> list[str] | None:
+    """The grader's messages for `sample`, or None when no call would be made."""
+    if grader.criteria is not None:
+        return [m.content for m in grader_messages(sample.messages, grader.criteria)]
+    if grader.prompt is None:
+        return None
+    template = grader_template(grader.prompt)
+    if isinstance(template, str):
+        return None
+    try:
+        return [grader_prompt(template, sample)]
+    except Exception:  # the sample is an error row at run time: no call is made
+        return None
+
+
+def estimate_sample_file(
+    file: SampleFile, pricer: Pricer, history: Report | None, *,
+    provider: str | None = None, base_url: str | None = None,
+) -> SuiteEstimate | None:
+    """The grader's calls: one per sample, answering up to its `max_output_tokens`."""
+    grader = file.grader
+    if grader is None or not file.samples:
+        return None
+    url = base_url or grader.base_url
+    name, model = select_provider(grader.model, provider or grader.provider, url)
+    price = _price_id(name, url)
+    max_out = grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS
+    worst, guess = Figures(), Figures()
+    for sample in file.samples:
+        texts = _grader_texts(grader, sample)
+        if texts is None:
+            continue
+        usage = Usage(input_tokens=input_token_bound(model, texts), output_tokens=max_out)
+        worst += Figures(usage=usage, cost_usd=pricer.cost(usage, model, price))
+        likely = Usage(input_tokens=input_token_guess(model, texts), output_tokens=max_out // 2)
+        guess += Figures(usage=likely, cost_usd=pricer.cost(likely, model, price))
+    past = next((c for c in (history.calibrations if history else []) if c.path == file.path),
+                None)
+    expected = guess
+    if past is not None:
+        used = Usage(input_tokens=past.input_tokens, output_tokens=past.output_tokens)
+        expected = Figures(usage=used, cost_usd=pricer.cost(used, model, price))
+    return SuiteEstimate(
+        kind="samples", path=file.path, name=file.path, model=grader.model,
+        evals=len(file.samples), samples=1, worst=worst, expected=expected,
+        expected_source="history" if past is not None else "guess",
+        evals_from_history=len(file.samples) if past is not None else 0,
+        tokens_exact=counted_exactly(model), max_output_tokens=max_out,
+        max_output_tokens_default=False,  # the grader always sends its cap (256 by default)
+    )
+
+
 def estimate(
     suite_files: Sequence[SuiteFile], pricer: Pricer, history: Report | None = None, *,
     history_name: str | None = None, provider: str | None = None, base_url: str | None = None,
     variables: dict[str, str] | None = None, repeat: int | None = None,
-    other_files: Sequence[str] = (),
+    sample_files: Sequence[SampleFile] = (),
 ) -> Estimate:
     suites = [
         estimate_suite(f, f.suite, pricer, history, provider=provider, base_url=base_url,
                        variables=variables, repeat=repeat)
         for f in suite_files if f.suite is not None
     ]
-    not_estimated = [f.path for f in suite_files if f.protocol is not None] + list(other_files)
+    graded = (estimate_sample_file(f, pricer, history, provider=provider, base_url=base_url)
+              for f in sample_files)
+    suites += [entry for entry in graded if entry is not None]
+    not_estimated = [f.path for f in suite_files if f.protocol is not None]
     return Estimate(
         price_source=pricer.source, suites=suites,
         worst=sum((s.worst for s in suites), Figures()),

@@ -27,10 +27,11 @@ def budget_lines(report: Report) -> list[str]:
     lines = []
     for budget in report.budgets:
         if budget.stopped:
+            skipped = skipped_count(report)
+            evals = f", {skipped} eval(s) skipped (budget)" if skipped else ""
             lines.append(
                 f"Budget stopped the run: {_scope(budget)} — spent {_limit(budget)}; "
-                f"{budget.refused_calls} live call(s) not sent, "
-                f"{skipped_count(report)} eval(s) skipped (budget)."
+                f"{budget.refused_calls} live call(s) not sent{evals}."
             )
         else:
             lines.append(f"Budget: {_scope(budget)} — spent {_limit(budget)}.")

@@ -27,7 +27,7 @@ def _notes(suite: SuiteEstimate) -> str:
     return "; ".join(notes)
 
 
-HEADER = ["Suite", "Evals", "Expected tokens in/out", "Expected cost",
+HEADER = ["Suite / sample file", "Evals / samples", "Expected tokens in/out", "Expected cost",
           "Worst-case tokens in/out", "Worst-case cost", "Notes"]
 
 

@@ -29,6 +29,7 @@ def junit_xml(report: Report) -> str:
     for suite in report.suites:
         failures = sum(e.status is Status.FAIL for e in suite.evals)
         errors = sum(e.status is Status.ERROR for e in suite.evals)
+        skipped = sum(e.status is Status.SKIPPED for e in suite.evals)
         element = ET.SubElement(
             root,
             "testsuite",
@@ -37,6 +38,7 @@ def junit_xml(report: Report) -> str:
             tests=str(len(suite.evals)),
             failures=str(failures),
             errors=str(errors),
+            skipped=str(skipped),
         )
         for index, result in enumerate(suite.evals, 1):
             seconds = sum(t.latency_ms for t in result.turns) / 1000
@@ -53,6 +55,8 @@ def junit_xml(report: Report) -> str:
                 ET.SubElement(case, "failure", message=xml_safe(overall(result)))
             elif result.status is Status.ERROR:
                 ET.SubElement(case, "error", message=xml_safe(result.error or "error"))
+            elif result.status is Status.SKIPPED:
+                ET.SubElement(case, "skipped", message=xml_safe(result.reason or "skipped"))
             ET.SubElement(case, "system-out").text = xml_safe("\n".join(eval_lines(index, result)))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
