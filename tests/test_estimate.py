@@ -21,10 +21,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _actual_tokens(report: Report) -> dict[str, int]:
-    """Tokens per suite (model, judge, embeddings) and per sample file (its grader)."""
+    """Tokens per suite and protocol suite (model, judge, embeddings) and per sample file
+    (its grader)."""
     suites = {s.path: s.usage.total + s.judge_usage.total for s in report.suites}
+    protocols = {p.path: p.usage.total + p.judge_usage.total for p in report.protocols}
     graders = {c.path: c.input_tokens + c.output_tokens for c in report.calibrations if c.graded}
-    return suites | graders
+    return suites | protocols | graders
 
 
 @pytest.fixture

@@ -10,6 +10,10 @@ Two figures per suite and in total (docs/budgets.md):
   the model's tokenizer where one is available offline, else one token per UTF-8
   byte, flagged as estimated. A live run never uses more, so a budget set to the
   worst case never stops it.
+- protocol suites: every case runs every turn with its longest variant; a rendered
+  prompt is taken as its template plus the case's data plus every earlier answer
+  (prompts are rendered from earlier answers, so this is an approximation), and each
+  judge or semantic scorer calls its model.
 - sample files: their grader's calls, one per sample, each up to the grader's
   `max_output_tokens` (256 by default), priced at the grader's model.
 - *expected*: what the same evals used in a previous run report (`--history`),
@@ -21,6 +25,7 @@ Prices come from genai-prices at one timestamp, the same rule as runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,20 +34,29 @@ from pydantic import Field
 
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
-from turncheck.engine.judge import grader_messages, judge_messages
+from turncheck.engine.judge import JUDGE_SYSTEM_PROMPT, grader_messages, judge_messages
 from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.report import EvalResult, PriceSource, Report, Usage
+from turncheck.engine.scorers.judge_scale import JUDGE_SCALE_SYSTEM_PROMPT
 from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
-from turncheck.engine.tokens import counted_exactly, input_token_bound, input_token_guess
+from turncheck.engine.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REQUEST_OVERHEAD_TOKENS,
+    counted_exactly,
+    input_token_bound,
+    input_token_guess,
+)
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
+from turncheck.formats.protocol import Case, ProtocolSuite
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.formats.suite import (
     CheckList,
     Eval,
     FollowUp,
     LlmJudgeCheck,
+    Metadata,
     OrGroup,
     SemanticCheck,
     Suite,
@@ -105,8 +119,9 @@ class Figures(ReportModel):
 
 
 class SuiteEstimate(ReportModel):
-    kind: Literal["suite", "samples"] = "suite"
-    """An eval suite, or a sample file whose grader scores each sample once."""
+    kind: Literal["suite", "samples", "protocol"] = "suite"
+    """An eval suite, a sample file whose grader scores each sample once, or a protocol
+    suite (whose prompt sizes are approximated: they are rendered from earlier answers)."""
     path: str
     name: str
     model: str
@@ -131,7 +146,7 @@ class Estimate(ReportModel):
     expected: Figures = Field(default_factory=Figures)
     history: str | None = None
     not_estimated: list[str] = Field(default_factory=list)
-    """Files whose calls this estimate does not cover (protocol suites)."""
+    """Files whose calls this estimate does not cover."""
     unpriced_models: list[str] = Field(default_factory=list)
 
 
@@ -151,8 +166,7 @@ def _price_id(name: str, base_url: str | None) -> str | None:
     return name
 
 
-def _models(suite: Suite, provider: str | None, base_url: str | None) -> _Models:
-    meta = suite.metadata
+def _models(meta: Metadata, provider: str | None, base_url: str | None) -> _Models:
     base_url = base_url or meta.base_url
     provider = provider or meta.provider
     name, model = select_provider(meta.model, provider, base_url)
@@ -299,7 +313,7 @@ def estimate_suite(
     provider: str | None = None, base_url: str | None = None,
     variables: dict[str, str] | None = None, repeat: int | None = None,
 ) -> SuiteEstimate:
-    models = _models(suite, provider, base_url)
+    models = _models(suite.metadata, provider, base_url)
     walk = _SuiteWalk(suite, models, pricer, variables or {})
     known = _history_index(history)
     samples = planned_samples(suite, repeat)
@@ -374,6 +388,86 @@ def estimate_sample_file(
     )
 
 
+def _protocol_case(protocol: ProtocolSuite, case: Case, models: _Models,
+                   max_out: int) -> tuple[Usage, list[tuple[str, str | None, Usage]]]:
+    """Worst case of one case: every turn, its longest variant, every answer `max_out`.
+
+    A prompt is a template over the case and earlier answers, so its rendered size is
+    taken as the template, plus the case's data, plus every earlier answer quoted."""
+    case_data = json.dumps({"vars": case.vars, "ground_truth": case.ground_truth}, default=str)
+    system = protocol.metadata.system_prompt
+    context = input_token_bound(models.model, [system]) if system else REQUEST_OVERHEAD_TOKENS
+    model = Usage()
+    calls: list[tuple[str, str | None, Usage]] = []
+    for answered, turn in enumerate(protocol.turns):
+        prompts = [turn.prompt or "", *(v.prompt for v in turn.variants)]
+        longest = max(prompts, key=lambda text: len(text.encode()))
+        context += input_token_bound(models.model, [longest, case_data], chat=False) \
+            + MESSAGE_OVERHEAD_TOKENS + answered * max_out
+        model += Usage(input_tokens=context, output_tokens=max_out)
+        context += max_out + MESSAGE_OVERHEAD_TOKENS
+        for scorer in turn.scorers:
+            calls += _scorer_calls(scorer.kind, scorer.spec, context, models, max_out)
+    return model, calls
+
+
+def _scorer_calls(kind: str, spec: object, context: int, models: _Models,
+                  max_out: int) -> list[tuple[str, str | None, Usage]]:
+    if kind in ("llm_judge", "judge_scale"):
+        wording = getattr(getattr(spec, "llm_judge", None), "criteria", None) \
+            or getattr(spec, "rubric", "")
+        framed = input_token_bound(models.judge, [JUDGE_SYSTEM_PROMPT, JUDGE_SCALE_SYSTEM_PROMPT,
+                                                  str(wording)])
+        usage = Usage(input_tokens=context + framed, output_tokens=JUDGE_MAX_OUTPUT_TOKENS)
+        return [(models.judge, models.judge_price, usage)]
+    if kind == "semantic":
+        expected = getattr(getattr(spec, "semantic", None), "expected", "")
+        tokens = input_token_bound(models.embedding, [str(expected)], chat=False) + max_out
+        return [(models.embedding, models.embedding_price, Usage(input_tokens=tokens))]
+    return []
+
+
+def estimate_protocol(
+    suite_file: SuiteFile, protocol: ProtocolSuite, pricer: Pricer, history: Report | None, *,
+    provider: str | None = None, base_url: str | None = None,
+) -> SuiteEstimate:
+    models = _models(protocol.metadata, provider, base_url)
+    max_out = protocol.metadata.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+    worst = Figures()
+    for case in protocol.cases:
+        model, calls = _protocol_case(protocol, case, models, max_out)
+        worst += Figures(
+            usage=model, cost_usd=pricer.cost(model, models.model, models.model_price),
+            judge_usage=sum((u for _, _, u in calls), Usage()),
+            judge_cost_usd=add_costs([pricer.cost(u, m, p) for m, p, u in calls]),
+        )
+    past = next((p for p in (history.protocols if history else []) if p.path == suite_file.path),
+                None)
+    known = {} if past is None else {c.id: c for c in past.cases}
+    expected = Figures()
+    for case in protocol.cases:
+        seen = known.get(case.id)
+        if seen is not None:
+            expected += Figures(
+                usage=seen.usage, cost_usd=pricer.cost(seen.usage, models.model,
+                                                       models.model_price),
+                judge_usage=seen.judge_usage, judge_cost_usd=seen.judge_cost_usd)
+        else:
+            model, _ = _protocol_case(protocol, case, models, max_out // 2)
+            guess = Usage(input_tokens=model.input_tokens // 4, output_tokens=model.output_tokens)
+            expected += Figures(usage=guess,
+                                cost_usd=pricer.cost(guess, models.model, models.model_price))
+    found = sum(case.id in known for case in protocol.cases)
+    return SuiteEstimate(
+        kind="protocol", path=suite_file.path, name=protocol.metadata.name,
+        model=protocol.metadata.model, evals=len(protocol.cases), samples=1,
+        worst=worst, expected=expected, expected_source="history" if found else "guess",
+        evals_from_history=found, tokens_exact=counted_exactly(models.model),
+        max_output_tokens=max_out,
+        max_output_tokens_default=protocol.metadata.max_output_tokens is None,
+    )
+
+
 def estimate(
     suite_files: Sequence[SuiteFile], pricer: Pricer, history: Report | None = None, *,
     history_name: str | None = None, provider: str | None = None, base_url: str | None = None,
@@ -388,7 +482,10 @@ def estimate(
     graded = (estimate_sample_file(f, pricer, history, provider=provider, base_url=base_url)
               for f in sample_files)
     suites += [entry for entry in graded if entry is not None]
-    not_estimated = [f.path for f in suite_files if f.protocol is not None]
+    suites += [estimate_protocol(f, f.protocol, pricer, history, provider=provider,
+                                 base_url=base_url)
+               for f in suite_files if f.protocol is not None]
+    not_estimated: list[str] = []
     return Estimate(
         price_source=pricer.source, suites=suites,
         worst=sum((s.worst for s in suites), Figures()),

@@ -14,6 +14,8 @@ def _tokens(figures: Figures) -> str:
 
 def _notes(suite: SuiteEstimate) -> str:
     notes = []
+    if suite.kind == "protocol":
+        notes.append("protocol: rendered prompt sizes approximated")
     if suite.expected_source == "guess":
         notes.append("expected: guessed (no history)")
     elif suite.evals_from_history < suite.evals:
