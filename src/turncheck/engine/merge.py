@@ -112,6 +112,8 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
             "live_tokens": sum(r.live_tokens for r in reports),
             # A protocol suite runs whole in one shard (see sharding.select_shard).
             "protocols": [p for report in reports for p in report.protocols],
+            # Each shard is a run of its own with the whole budget: all are listed.
+            "budgets": [b for report in reports for b in report.budgets],
             "shard": None,
         }
     )

@@ -248,7 +248,8 @@ def pull_request_flow(job: Job) -> int:
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
     if job.inputs.mode == "estimate":
-        return estimate_flow(job, pr.number, changes.head_suites, pr.head_sha, base_sha)
+        return estimate_flow(job, pr.number, changes.head_suites, pr.head_sha, base_sha,
+                             changes.samples)
     log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
         f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
     head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
@@ -396,11 +397,13 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
 # -- mode: estimate --------------------------------------------------------------
 
 
-def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_sha: str) -> int:
+def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_sha: str,
+                  samples: Sequence[str] = ()) -> int:
     """Run nothing: post what a live run of the changed suites would cost (docs/budgets.md).
 
     Expected figures come from the main-branch baseline artifact when there is one."""
-    files = _found(job.workdir, suites, FileKind.SUITE)
+    files = _found(job.workdir, suites, FileKind.SUITE) + _found(job.workdir, list(samples),
+                                                                 FileKind.SAMPLES)
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     history = None
     try:
@@ -408,14 +411,15 @@ def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_
     except git.GitError:
         base_time = None
     found = load_artifact_baseline(job.api(), base_sha, base_time, job.context.default_branch,
-                                   set(suites))
+                                   {*suites, *samples})
     if isinstance(found, str):
         log(f"{found}; the expected figures are guessed")
     else:
         history = found[0]
     pricer = Pricer.at(commit_timestamp(job, head_sha))
     result = estimate(validation.suites, pricer, history,
-                      history_name=None if history is None else "the baseline artifact")
+                      history_name=None if history is None else "the baseline artifact",
+                      sample_files=validation.samples)
     body = estimate_markdown(result, MARKER)
     published = Published()
     post_comment(job.api(), number, body, MARKER, job.inputs.comment, published)
