@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -89,15 +90,20 @@ def _growing_suite() -> str:
     return suite_yaml(body, metadata="  max_output_tokens: 30\n")
 
 
-def _scripted(server: ScriptedServer) -> None:
+def _scripted(server: ScriptedServer, seed: int) -> None:
+    """Answer lengths vary by up to ±10 % from run to run (seeded)."""
+    rng = random.Random(seed)
+
     def reply(body: dict[str, object]) -> str:
         messages = body["messages"]
         assert isinstance(messages, list)
         users = [m["content"] for m in messages if m["role"] == "user"]
         number = int(users[0].split()[1])
         done = number % 2 == 0 or len(users) > 1
-        return ("DONE " if done else "no ") + "word " * (5 + number)
+        words = round((10 + number) * rng.uniform(0.9, 1.1))
+        return ("DONE " if done else "no ") + "word " * words
 
+    server.reset()
     server.add_rule(reply, when=lambda body: "messages" in body)
 
 
@@ -105,10 +111,12 @@ def test_estimate_brackets_a_live_run_and_its_worst_case_as_budget_never_stops_i
     tmp_path: Path, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    _scripted(scripted_server)
     path = write_suite(tmp_path, _growing_suite())
+    _scripted(scripted_server, seed=1)
     first = run_paths([path], scripted_server)
+    _scripted(scripted_server, seed=2)
     second = run_paths([path], scripted_server)
+    assert second.totals.usage != first.totals.usage  # the history is not the run itself
     pricer = Pricer.at(first.price_source.timestamp)
     result = estimate([load_suite(path)], pricer, first, base_url=scripted_server.base_url)
     actual_cost = second.totals.cost_usd
@@ -120,6 +128,7 @@ def test_estimate_brackets_a_live_run_and_its_worst_case_as_budget_never_stops_i
     # A budget of exactly the worst case never stops the run.
     limits = BudgetLimits(max_cost_usd=result.worst.total_cost_usd,
                           max_live_tokens=result.worst.tokens)
+    _scripted(scripted_server, seed=3)
     capped = run_paths([path], scripted_server, budget=limits)
     assert not capped.budget_stopped and capped.totals.passed == second.totals.passed
 
