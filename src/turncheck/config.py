@@ -72,6 +72,8 @@ class ProjectConfig(BaseModel):
     min_agreement: Percent | None = None
     max_agreement_drop: Percent | None = None
     watch: list[StrictStr] = Field(default_factory=list)
+    max_cost_usd: Number | None = None
+    max_live_tokens: Annotated[StrictInt, Field(ge=0)] | None = None
     # Keys added by other features go here, one line each, for example:
     # repeat: Annotated[StrictInt, Field(ge=1)] = 1
 

@@ -85,6 +85,8 @@ def _lead(groups: Counter[Group], invalid: list[str], found: Sequence[Finding],
     failing = groups[Group.STILL_FAILING]
     if fail_reasons:
         return [f"check failed: {fail_reasons[0]}"]
+    if groups[Group.INCONCLUSIVE]:  # e.g. evals a budget stopped (skipped)
+        return [f"{groups[Group.INCONCLUSIVE]} inconclusive"]
     return ["no change" if not failing else f"no change ({failing} still failing)"]
 
 

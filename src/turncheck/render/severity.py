@@ -105,6 +105,8 @@ def _by_transition(transition: Transition, regression: bool, head: Status | None
         return Group.NEW
     if transition is Transition.REMOVED:
         return Group.REMOVED
+    if transition is Transition.SKIPPED:
+        return Group.INCONCLUSIVE  # a budget stopped it: neither a pass nor a fail
     return _quiet(head)
 
 
