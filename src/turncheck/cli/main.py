@@ -3,7 +3,8 @@
 Each subcommand module exposes `register(subparsers)`, which adds its parser and
 sets `handler` (a function taking the parsed namespace and returning the exit
 code). Exit codes: 0 success (also when there is nothing to do), 1 a problem
-was found (invalid files, failing evals), 2 usage or configuration errors.
+was found (invalid files, failing evals), 2 usage or configuration errors, 3 a
+budget stopped the run and nothing else failed (docs/budgets.md).
 
 Options a user leaves unset are filled from the project configuration file
 (`cli.config`) before the handler runs. A reader that closes the pipe early
