@@ -3,6 +3,8 @@
 It runs a stdlib HTTP server on 127.0.0.1 (random port), keeps comments, check runs
 and statuses in memory, logs every request, and enforces the documented limits
 (≤ 50 annotations per request, comment body ≤ 65,536 characters, …) with 422s.
+GitHub does not say which unit its "characters" are; the fake counts UTF-8 bytes, the
+strictest reading, so whatever passes here passes whichever unit GitHub counts.
 
 Use the `github_fake` fixture; point a client at `github_fake.base_url`.
 """
@@ -284,7 +286,7 @@ class FakeGitHub:
         _required_str(output, "title")
         _required_str(output, "summary")
         for key in ("summary", "text"):
-            if len(output.get(key) or "") > MAX_CHECK_OUTPUT_CHARS:
+            if _size(output.get(key) or "") > MAX_CHECK_OUTPUT_CHARS:
                 raise ApiError(422, f"output.{key} is too long")
         annotations = output.get("annotations") or []
         if len(annotations) > MAX_ANNOTATIONS:
@@ -451,8 +453,13 @@ def _required_str(body: Json, key: str) -> str:
     return value
 
 
+def _size(text: str) -> int:
+    """The largest of GitHub's possible counts: UTF-8 bytes (≥ UTF-16 units ≥ code points)."""
+    return len(text.encode("utf-8"))
+
+
 def _check_comment_length(text: str) -> None:
-    if len(text) > MAX_COMMENT_CHARS:
+    if _size(text) > MAX_COMMENT_CHARS:
         raise ApiError(422, "Body is too long (maximum is 65536 characters)")
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import cmarkgfm
+import cmarkgfm.cmark
 import pytest
 
 from tests.action_harness import TURNCHECK, record, run_action, suite_text
@@ -36,8 +38,10 @@ from turncheck.engine.report import (
 )
 from turncheck.render.comment import (
     COMMENT_LIMIT,
+    FULL,
     MARKER,
     CommentContext,
+    render,
     render_comment,
     render_summary,
 )
@@ -436,3 +440,58 @@ def test_action_log_runs_no_command_from_model_output_or_names(
     [annotation] = [c for c in commands if c.startswith("::error file=evals/hostile.eval.yaml")]
     assert "%0A::error::pwned-by-name" in annotation or "%0A%3A%3Aerror" in annotation
     assert "pwned-by-model" in run.summary  # the step summary shows the transcript
+
+
+# ---- inert links and the byte budget ---------------------------------------------------------
+
+LINKY_ANSWER = "Click https://evil.example/x or www.evil.example, or mail user@evil.example."
+
+
+def gfm_html(markdown: str) -> str:
+    """GitHub's own renderer (cmark-gfm with its extensions, autolink included)."""
+    return cmarkgfm.github_flavored_markdown_to_html(
+        markdown, options=cmarkgfm.cmark.Options.CMARK_OPT_UNSAFE)
+
+
+def test_urls_and_addresses_from_a_model_answer_render_as_plain_text() -> None:
+    answer_turn = turn(1, "Where?", LINKY_ANSWER, False, check_detail=f"judge: {LINKY_ANSWER}")
+    base = report([suite("evals/a.eval.yaml", "links", [
+        eval_result("where", [turn(1, "Where?", "here", True)])])], "b" * 40)
+    head = report([suite("evals/a.eval.yaml", "links", [
+        eval_result("where", [answer_turn], error_text=LINKY_ANSWER)])], "c" * 40)
+    body, comparison, context = comment_for(base, head, [f"failed: {LINKY_ANSWER}"])
+    for markdown in (body, render_summary(comparison, context)):
+        html = gfm_html(markdown)
+        assert LINKY_ANSWER.split()[1] in gfm_html(LINKY_ANSWER)  # the renderer does autolink
+        links = re.findall(r'<a href="([^"]*)"', html)
+        assert links == ["https://github.com/octo-org/widgets/actions/runs/1"], links
+        assert "mailto:" not in html and "evil.example" in html
+        # It still reads the same once the invisible characters are gone.
+        assert LINKY_ANSWER in html.replace(ZWSP, "")
+
+
+def test_the_comment_budget_is_counted_in_utf8_bytes() -> None:
+    # 150 evals named in three-byte characters: the full comment is under 65,536 code
+    # points but over 65,536 bytes, so the transcripts must go.
+    base, head = many_evals(150, 10, suites=1)
+    for side in (base, head):
+        for item in side.suites[0].evals:
+            item.name = item.name + " " + "評価" * 20
+    body, comparison, context = comment_for(base, head)
+    full = render(comparison, context, FULL)
+    assert len(full) < COMMENT_LIMIT < len(full.encode("utf-8"))  # the case code points miss
+    assert len(body.encode("utf-8")) <= COMMENT_LIMIT
+    assert body.count(MARKER) == 1 and body.startswith(MARKER)
+    assert "<details>" not in body and "Transcripts are omitted" in body
+
+
+def test_a_cut_comment_ends_on_a_whole_character_within_the_byte_limit() -> None:
+    base, head = many_evals(900, 10, suites=1)
+    for side in (base, head):
+        for item in side.suites[0].evals:
+            item.name = item.name + " " + "😀" * 100
+            item.status, item.passed_on_turn = Status.FAIL, None
+    body, _, _ = comment_for(base, head, ["900 regression(s) against base"])
+    assert 60_000 < len(body.encode("utf-8")) <= COMMENT_LIMIT
+    assert body.count(MARKER) == 1
+    assert "The rest of this report is omitted" in body

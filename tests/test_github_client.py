@@ -186,10 +186,12 @@ def test_check_run_output_and_annotations_are_capped(
 ) -> None:
     huge = Annotation("a.yaml", 3, 1, "warning", "é" * 40_000, "t" * 300)
 
-    api.create_check_run(SHA, "turncheck", "t", "s" * 70_000, "x" * 70_000, "neutral", [huge])
+    api.create_check_run(SHA, "turncheck", "t", "s" * 70_000, "ü" * 40_000, "neutral", [huge])
 
     (run,) = github_fake.check_runs.values()
-    assert len(run.output["summary"]) == len(run.output["text"]) == 65_535
+    # Capped in UTF-8 bytes: 40,000 "ü" are 80,000 bytes though fewer than 65,535 characters.
+    assert len(run.output["summary"].encode()) == len(run.output["text"].encode()) == 65_535
+    assert run.output["text"].endswith("…(truncated)")
     (sent,) = run.annotations
     assert len(sent["title"]) == 255
     assert len(sent["message"].encode()) <= 64 * 1024

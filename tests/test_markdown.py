@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import cmarkgfm
+import cmarkgfm.cmark
 import jinja2
 import pytest
 from hypothesis import given
@@ -92,7 +94,7 @@ def test_md_text_escapes_entities_so_encoded_mentions_stay_text() -> None:
         ("1. item", "1\\. item"),
         ("> quote", "&gt; quote"),
         ("text\n===", "text\n\\==="),
-        ("[link](https://x)", "\\[link\\]\\(https://x\\)"),
+        ("[link](https://x)", "\\[link\\]\\(https" + ZWSP + "://x\\)"),
         ("![img](x)", "\\!\\[img\\]\\(x\\)"),
         ("**bold** _it_ ~~s~~", "\\*\\*bold\\*\\* \\_it\\_ \\~\\~s\\~\\~"),
         ("a | b", "a \\| b"),
@@ -129,6 +131,36 @@ def test_md_text_property_no_raw_html_or_live_mentions(text: str) -> None:
     assert "<" not in rendered
     assert re.search(r"@(?!\u200b)", rendered) is None
     assert re.search(r"#(?!\u200b)", rendered) is None
+
+
+LINKY = [
+    "https://evil.example/x", "HTTPS://EVIL.EXAMPLE", "ftp://evil.example/f",
+    "www.evil.example/x", "(www.evil.example)", "*https://evil.example*",
+    "user@evil.example", "mailto:user@evil.example", "xmpp:user@evil.example",
+    "x_https://evil.example", "see <https://evil.example>",
+]
+
+
+def gfm(markdown: str) -> str:
+    """GitHub's renderer: cmark-gfm with the GFM extensions, raw HTML kept."""
+    return cmarkgfm.github_flavored_markdown_to_html(
+        markdown, options=cmarkgfm.cmark.Options.CMARK_OPT_UNSAFE)
+
+
+@pytest.mark.parametrize("text", LINKY)
+def test_bare_urls_www_links_and_addresses_do_not_autolink(text: str) -> None:
+    assert "<a " in gfm(text)  # the renderer links the raw text
+    for escaped in (md_text(text), md_cell(text)):
+        html = gfm(f"Answer: {escaped}")
+        assert "<a " not in html, html
+        assert text.replace("<", "&lt;").replace(">", "&gt;") in html.replace(ZWSP, "")
+    summary = gfm(f"<details><summary>{html_text(text)}</summary>\n\nx\n</details>")
+    assert "<a " not in summary
+
+
+@given(any_text)
+def test_md_text_property_never_autolinks(text: str) -> None:
+    assert "<a " not in gfm(md_text(text, limit=None) + " " + md_cell(text, limit=None))
 
 
 # --- md_cell ---------------------------------------------------------------------------

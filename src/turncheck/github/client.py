@@ -34,7 +34,8 @@ DEFAULT_API_URL = "https://api.github.com"
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
 
 MAX_ANNOTATIONS_PER_REQUEST = 50
-MAX_CHECK_OUTPUT_CHARS = 65_535
+# GitHub says "characters" without saying which unit; UTF-8 bytes are the largest count.
+MAX_CHECK_OUTPUT_BYTES = 65_535
 MAX_ANNOTATION_TITLE_CHARS = 255
 MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024
 MAX_STATUS_DESCRIPTION_CHARS = 140
@@ -237,8 +238,8 @@ class PyGithubApi:
     ) -> str:
         output: dict[str, Any] = {
             "title": title,
-            "summary": _truncate_chars(summary, MAX_CHECK_OUTPUT_CHARS),
-            "text": _truncate_chars(text, MAX_CHECK_OUTPUT_CHARS),
+            "summary": _truncate_utf8(summary, MAX_CHECK_OUTPUT_BYTES),
+            "text": _truncate_utf8(text, MAX_CHECK_OUTPUT_BYTES),
         }
         first, *rest = _batches([_annotation_json(a) for a in annotations]) or [[]]
         with _translate_errors("create check run", write=True):

@@ -5,7 +5,10 @@ does not escape the result a second time.  The threats, for GitHub-flavoured Mar
 
 * closing or opening HTML (`</details>`, `<!--`) and hiding the rest of the comment;
 * injecting Markdown structure (tables, headings, links, images, code fences);
-* notifying people (`@user`, `@org/team`) or back-linking issues (`#1`, `GH-1`).
+* notifying people (`@user`, `@org/team`) or back-linking issues (`#1`, `GH-1`);
+* live links: GFM's autolink extension links bare `https://…`, `www.…` and `a@b.c` even
+  through backslash escapes (it reads the raw text), so a ZERO WIDTH SPACE goes before
+  `://`, after `www` and after `@`: the text reads the same and no link forms.
 
 `\\@` and `&#64;` do not stop a GitHub mention; a ZERO WIDTH SPACE after `@` does.
 
@@ -42,6 +45,9 @@ _SETEXT_UNDERLINE_START = re.compile(r"^=", re.MULTILINE)
 _GH_REFERENCE = re.compile(r"(gh\\-)(?=\d)", re.IGNORECASE)
 _GH_REFERENCE_HTML = re.compile(r"(gh-)(?=\d)", re.IGNORECASE)
 _BACKTICK_RUN = re.compile(r"`+")
+# What GFM's extended autolinks start from: `scheme://` (http, https, ftp) and `www.`.
+_AUTOLINK_SCHEME = re.compile(r"(?=://)")
+_AUTOLINK_WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
 _UNSAFE_INFO_CHARS = re.compile(r"[^\w+.#-]")
 _WHITESPACE_WITH_NEWLINE = re.compile(r"[ \t]*\n\s*")
 
@@ -93,7 +99,7 @@ def html_text(value: object, limit: int | None = DEFAULT_TEXT_LIMIT) -> Markup:
     Newlines are flattened because a blank line would end the HTML block.
     """
     text, dropped = _prepare(value, limit)
-    text = _flatten(text).translate(_HTML_TEXT_TABLE)
+    text = _unlink(_flatten(text)).translate(_HTML_TEXT_TABLE)
     text = _GH_REFERENCE_HTML.sub(_insert_zwsp, text)
     return Markup(text + _truncation_marker(dropped))
 
@@ -140,8 +146,13 @@ def _prepare(value: object, limit: int | None) -> tuple[str, int]:
     return text[: max(limit, 0)], len(text) - max(limit, 0)
 
 
+def _unlink(text: str) -> str:
+    """Break bare URLs and `www.` links (e-mail addresses break at the `@` table entry)."""
+    return _AUTOLINK_WWW.sub(_insert_zwsp, _AUTOLINK_SCHEME.sub(ZWSP, text))
+
+
 def _escape_markdown(text: str) -> str:
-    escaped = text.translate(_MD_TEXT_TABLE)
+    escaped = _unlink(text).translate(_MD_TEXT_TABLE)
     escaped = _ORDERED_LIST_START.sub(r"\1\\.", escaped)
     escaped = _SETEXT_UNDERLINE_START.sub(r"\\=", escaped)
     return _GH_REFERENCE.sub(_insert_zwsp, escaped)
