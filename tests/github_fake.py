@@ -84,8 +84,10 @@ class FakeGitHub:
         self.user_endpoint_forbidden = False  # GITHUB_TOKEN cannot read GET /user
         self.writes_forbidden = False  # fork pull request: read-only token
         self.pull_head_shas: dict[int, str] = {}
+        self.pull_head_repos: dict[int, str] = {}  # PR → head repository (default: this one)
         self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
-        # run id → {"head_sha", "head_branch", "created_at"} for the repository-wide listing
+        # run id → {"head_sha", "head_branch", "created_at", "event", "head_repository"}:
+        # the run behind each artifact (defaults: a push run of main in this repository)
         self.artifact_runs: dict[int, dict[str, str]] = {}
         self.checks_forbidden = False  # token without `checks: write`
         self.requests: list[LoggedRequest] = []
@@ -206,9 +208,25 @@ class FakeGitHub:
         return 200, {"total_count": len(items), "artifacts": items}, {}
 
     def _get_workflow_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
+        """GET /actions/runs/{id}: the fields of GitHub's `workflow-run` schema we read."""
         runs = f"/repos/{self._full_name}/actions/runs/{run_id}"
-        return 200, {"id": int(run_id), "url": self._api(runs),
-                     "artifacts_url": self._api(runs + "/artifacts")}, {}
+        run = self._run(int(run_id))
+        head_repository = self._repo_json(run["head_repository"])
+        return 200, {
+            "id": int(run_id), "node_id": f"WFR_{run_id}", "name": "turncheck",
+            "url": self._api(runs), "html_url": f"https://github.com/{self._full_name}"
+            f"/actions/runs/{run_id}", "artifacts_url": self._api(runs + "/artifacts"),
+            "event": run["event"], "status": "completed", "conclusion": "success",
+            "head_branch": run["head_branch"], "head_sha": run["head_sha"],
+            "repository": self._repo_json(), "head_repository": head_repository,
+            "head_repository_id": head_repository["id"], "repository_id": 1,
+            "pull_requests": [], "created_at": run["created_at"], "updated_at": TIMESTAMP,
+        }, {}
+
+    def _run(self, run_id: int) -> dict[str, str]:
+        given = self.artifact_runs.get(run_id, {})
+        return {"head_sha": "0" * 40, "head_branch": "main", "created_at": TIMESTAMP,
+                "event": "push", "head_repository": self._full_name, **given}
 
     def _list_artifacts(self, query: dict[str, str], body: Json, run_id: str) -> Response:
         items = [self._artifact_json(int(run_id), index, name, len(data))
@@ -221,16 +239,19 @@ class FakeGitHub:
 
     def _artifact_json(self, run_id: int, index: int, name: str, size: int) -> Json:
         artifact_id = run_id * 1000 + index
-        run = self.artifact_runs.get(run_id, {})
+        run = self._run(run_id)
+        # GitHub's `artifact.workflow_run`: id, repository_id, head_repository_id,
+        # head_branch, head_sha (no event: that needs GET /actions/runs/{id}).
         return {
-            "workflow_run": {"id": run_id, "head_sha": run.get("head_sha", "0" * 40),
-                             "head_branch": run.get("head_branch", "main")},
+            "workflow_run": {"id": run_id, "repository_id": 1,
+                             "head_repository_id": self._repo_json(run["head_repository"])["id"],
+                             "head_sha": run["head_sha"], "head_branch": run["head_branch"]},
             "id": artifact_id, "node_id": f"A_{artifact_id}", "name": name,
             "size_in_bytes": size, "expired": False,
             "url": self._api(f"/repos/{self._full_name}/actions/artifacts/{artifact_id}"),
             "archive_download_url": self._api(
                 f"/repos/{self._full_name}/actions/artifacts/{artifact_id}/zip"),
-            "created_at": run.get("created_at", TIMESTAMP), "updated_at": TIMESTAMP,
+            "created_at": run["created_at"], "updated_at": TIMESTAMP,
             "expires_at": "2099-01-01T00:00:00Z",
         }
 
@@ -346,16 +367,19 @@ class FakeGitHub:
             "html_url": f"https://github.com/{login}",
         }
 
-    def _repo_json(self) -> Json:
+    def _repo_json(self, full_name: str | None = None) -> Json:
+        """This repository, or (by `full_name`) a fork of it with another id."""
+        full_name = full_name or self._full_name
+        owner, name = full_name.split("/")
         return {
-            "id": 1,
+            "id": 1 if full_name == self._full_name else zlib.crc32(full_name.encode()),
             "node_id": "R_fake",
-            "name": self.repo,
-            "full_name": self._full_name,
+            "name": name,
+            "full_name": full_name,
             "private": False,
-            "owner": self._user_json(self.owner),
-            "url": self._api(f"/repos/{self._full_name}"),
-            "html_url": f"https://github.com/{self._full_name}",
+            "owner": self._user_json(owner),
+            "url": self._api(f"/repos/{full_name}"),
+            "html_url": f"https://github.com/{full_name}",
             "default_branch": "main",
         }
 
@@ -367,7 +391,7 @@ class FakeGitHub:
             "url": self._api(f"/repos/{self._full_name}/pulls/{number}"),
             "html_url": f"https://github.com/{self._full_name}/pull/{number}",
             "head": {"sha": self.pull_head_shas.get(number, "a" * 40), "ref": "feature",
-                     "repo": self._repo_json()},
+                     "repo": self._repo_json(self.pull_head_repos.get(number))},
             "base": {"sha": "b" * 40, "ref": "main", "repo": self._repo_json()},
             "changed_files": len(self.pr_files.get(number, [])),
         }

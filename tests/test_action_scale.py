@@ -118,3 +118,92 @@ def test_a_missing_shard_fails_the_report_job_by_name(
     assert "missing shard report(s): 2/3" in report.stdout
     assert "Traceback" not in report.stdout + report.stderr
     assert not github_fake.comments
+
+
+# ---- only trusted runs supply baselines ------------------------------------------------------
+
+FORK_RUN = {"event": "pull_request", "head_repository": "someone/widgets", "head_branch": "main"}
+UNTRUSTED_RUNS = {
+    "fork pull request from its main branch": FORK_RUN,
+    "same-repository pull request": {"event": "pull_request", "head_branch": "main"},
+    "push to another branch": {"event": "push", "head_branch": "feature"},
+}
+
+
+def main_branch_report(repo: GitRepo, tmp_path: Path, github: FakeGitHub) -> bytes:
+    """The zipped report a push run of main leaves for the current commit."""
+    main_run = run_action(repo, tmp_path / "main", github.base_url, "push", {
+        "repository": {"full_name": "octo-org/widgets", "default_branch": "main"}},
+        {"mode": "live"})
+    assert main_run.returncode == 0, main_run.stdout
+    return zipped(repo.path / "turncheck-report.json")
+
+
+def forged_report(genuine: Path, tmp_path: Path) -> bytes:
+    """The genuine report edited the way an attacker would: every base eval on turn 2."""
+    data = json.loads(genuine.read_text())
+    for suite in data["head"]["suites"]:
+        for item in suite["evals"]:
+            item["passed_on_turn"] = 2
+    forged = tmp_path / "forged" / "turncheck-report.json"
+    forged.parent.mkdir()
+    forged.write_text(json.dumps(data))
+    return zipped(forged)
+
+
+def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
+    base = repo.commit("base")
+    github_fake.artifacts[500] = [(f"turncheck-report-{base}",
+                                   main_branch_report(repo, tmp_path, github_fake))]
+    github_fake.artifact_runs[500] = {"head_sha": base, "head_branch": "main",
+                                      "created_at": "2026-01-01T00:00:00Z"}
+    # A fork's PR run uploaded a report under the same name, later (listed first).
+    github_fake.artifacts[900] = [(f"turncheck-report-{base}",
+                                   forged_report(repo.path / "turncheck-report.json", tmp_path))]
+    github_fake.artifact_runs[900] = {**FORK_RUN, "head_sha": base,
+                                      "created_at": "2026-01-02T00:00:00Z"}
+    repo.branch("feature", checkout=True)
+    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
+    head = repo.commit("prompt change")
+
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"baseline: artifact turncheck-report-{base} from run 500" in run.stdout
+    assert run.report is not None and run.report["baseline"]["run_id"] == 500
+    [comment] = github_fake.comments_on(PR)
+    # Against the genuine baseline the turn regression shows; the forged one would hide it.
+    assert "now needs turn 2, base passed on turn 1" in comment.body
+    assert "from run 500" in comment.body and "a push run" in comment.body
+    assert "run 900: built from another repository \\(a fork\\)" in comment.body
+
+
+@pytest.mark.parametrize("origin", UNTRUSTED_RUNS.values(), ids=UNTRUSTED_RUNS.keys())
+def test_with_only_an_untrusted_artifact_the_base_is_re_run(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub, origin: dict[str, str]
+) -> None:
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
+    base = repo.commit("base")
+    genuine = main_branch_report(repo, tmp_path, github_fake)
+    github_fake.artifacts[900] = [(f"turncheck-report-{base}", genuine)]
+    github_fake.artifact_runs[900] = {**origin, "head_sha": base}
+    repo.branch("feature", checkout=True)
+    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
+    head = repo.commit("prompt change")
+    base_calls_before = requests_for(model, "What is 15 * 7?")
+
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "re-running the base commit instead" in run.stdout
+    assert requests_for(model, "What is 15 * 7?") > base_calls_before  # base ran again
+    assert run.report is not None and run.report["baseline"]["source"] == "rerun"
+    [rejected] = run.report["baseline"]["rejected"]
+    assert rejected.startswith(f"turncheck-report-{base} from run 900: ")
+    [comment] = github_fake.comments_on(PR)
+    assert "baseline: rerun" in comment.body and "from run 900:" in comment.body

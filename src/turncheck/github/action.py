@@ -35,7 +35,7 @@ from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
-from turncheck.github.baseline import load_artifact_baseline, resolve_mode
+from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
     BaselineInfo,
     BundleError,
@@ -289,14 +289,17 @@ def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
             base_time = git.commit_time(job.context.workspace, base_sha)
         except git.GitError:
             base_time = None
-        found = load_artifact_baseline(job.api(), base_sha, base_time,
-                                       job.context.default_branch, {*suites, *samples})
-        if not isinstance(found, str):
-            log(found[1].describe())
-            return found
-        log(f"{found}; re-running the base commit instead")
+        trust = Trust(job.context.repository, job.context.default_branch)
+        found, info = load_artifact_baseline(job.api(), base_sha, base_time, trust,
+                                             {*suites, *samples})
+        log(info.describe())
+        if found is not None:
+            return found, info
+        log("re-running the base commit instead")
+    else:
+        info = BaselineInfo(source="rerun")
     report = run_base(job, base_sha, suites, head.price_source.timestamp, samples)
-    return report, None if report is None else BaselineInfo(source="rerun")
+    return report, None if report is None else info
 
 
 def merged_flow(job: Job) -> int:
@@ -347,7 +350,8 @@ def compare_bundle(job: Job, bundle: ReportBundle) -> Comparison:
 
 def token_notes(bundle: ReportBundle) -> list[str]:
     notes = [f"live tokens spent: {bundle.live_tokens:,}"]
-    if bundle.baseline is not None and bundle.baseline.source == "artifact":
+    if bundle.baseline is not None and (bundle.baseline.source == "artifact"
+                                        or bundle.baseline.rejected):
         notes.append(bundle.baseline.describe())
     return notes
 

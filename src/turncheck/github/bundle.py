@@ -18,6 +18,7 @@ from turncheck.engine.report import Report
 BUNDLE_SCHEMA_VERSION = 1
 MAX_BUNDLE_BYTES = 20 * 1024 * 1024
 BUNDLE_FILE_NAME = "turncheck-report.json"
+MAX_REJECTIONS_SHOWN = 3
 
 
 class BundleError(ValueError):
@@ -37,15 +38,31 @@ class BaselineInfo(BaseModel):
     """How much older the baseline's commit is than the base commit (0 when it is the base)."""
     saved_tokens: int = 0
     """Tokens a live re-run of the baseline would have spent."""
+    event: str | None = None
+    """The event of the run that uploaded the artifact (push, schedule, workflow_dispatch)."""
+    reason: str | None = None
+    """Why no artifact was used, when `baseline: artifact` fell back to a re-run."""
+    rejected: list[str] = Field(default_factory=list)
+    """Artifacts passed over, each with why (e.g. uploaded by a fork's pull-request run)."""
 
     def describe(self) -> str:
         if self.source != "artifact":
-            return f"baseline: {self.source}"
+            why = f" ({self.reason})" if self.reason else ""
+            return f"baseline: {self.source}{why}" + self._rejections()
         age = "" if not self.age_hours else f", {self.age_hours:.1f} h older than base"
+        event = f", a {self.event} run" if self.event else ""
         return (
             f"baseline: artifact {self.artifact} from run {self.run_id} "
-            f"(commit {(self.commit or '?')[:12]}{age}); {self.saved_tokens:,} tokens saved"
+            f"(commit {(self.commit or '?')[:12]}{event}{age}); "
+            f"{self.saved_tokens:,} tokens saved" + self._rejections()
         )
+
+    def _rejections(self) -> str:
+        if not self.rejected:
+            return ""
+        shown = "; ".join(self.rejected[:MAX_REJECTIONS_SHOWN])
+        more = len(self.rejected) - MAX_REJECTIONS_SHOWN
+        return f"; rejected {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 class ReportBundle(BaseModel):

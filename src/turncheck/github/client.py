@@ -27,6 +27,7 @@ from github.GithubException import (
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.Repository import Repository
+from github.WorkflowRun import WorkflowRun
 from urllib3.util.retry import Retry
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -98,6 +99,21 @@ class ArtifactRef:
     head_branch: str | None
     created_at: datetime | None
     download_url: str
+    repository_id: int | None = None
+    head_repository_id: int | None = None
+    """Differs from `repository_id` when the run was for a fork's pull request."""
+
+
+@dataclass(frozen=True)
+class RunOrigin:
+    """What triggered a workflow run and on which code: decides whether to trust its output."""
+
+    id: int
+    event: str
+    head_branch: str
+    head_sha: str
+    head_repository: str
+    repository: str
 
 
 class GitHubApiError(Exception):
@@ -149,6 +165,8 @@ class GitHubApi(Protocol):
     def find_artifacts(self, prefix: str) -> list[ArtifactRef]: ...
 
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes: ...
+
+    def workflow_run_origin(self, run_id: int) -> RunOrigin: ...
 
 
 def default_retry() -> Retry:
@@ -307,6 +325,16 @@ class PyGithubApi:
                                  f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.download_url, max_bytes)
 
+    def workflow_run_origin(self, run_id: int) -> RunOrigin:
+        with _translate_errors("get workflow run"):
+            run = self._repo.get_workflow_run(run_id)
+            head = run.head_repository
+            return RunOrigin(
+                id=run_id, event=run.event or "", head_branch=run.head_branch or "",
+                head_sha=run.head_sha or "", head_repository=head.full_name if head else "",
+                repository=run.repository.full_name if run.repository else "",
+            )
+
     def _download(self, url: str, max_bytes: int) -> bytes:
         headers = {"Authorization": f"Bearer {self._token}",
                    "Accept": "application/vnd.github+json"}
@@ -361,7 +389,18 @@ def _artifact_ref(artifact: Artifact) -> ArtifactRef:
         head_sha=run.head_sha if run is not None else None,
         head_branch=run.head_branch if run is not None else None,
         created_at=artifact.created_at, download_url=artifact.archive_download_url,
+        repository_id=_run_field(run, "repository_id"),
+        head_repository_id=_run_field(run, "head_repository_id"),
     )
+
+
+def _run_field(run: WorkflowRun | None, name: str) -> int | None:
+    """An id of the artifact's `workflow_run` summary; None when GitHub left it out."""
+    try:
+        value = getattr(run, name, None)
+    except GithubException:  # absent: PyGithub tries to fetch it, without a URL
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _changed_file(path: str, github_status: str, previous: str | None) -> ChangedFile:
