@@ -63,6 +63,8 @@ class CheckRun:
     status: str
     conclusion: str | None
     output: dict[str, Any] = field(default_factory=dict)
+    external_id: str | None = None
+    details_url: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -176,6 +178,7 @@ class FakeGitHub:
             ("PATCH", repo + r"/issues/comments/(\d+)", self._edit_comment),
             ("POST", repo + r"/check-runs", self._create_check_run),
             ("PATCH", repo + r"/check-runs/(\d+)", self._update_check_run),
+            ("GET", repo + r"/commits/([0-9a-fA-F]+)/check-runs", self._list_check_runs),
             ("POST", repo + r"/statuses/([0-9a-fA-F]+)", self._create_status),
             ("GET", repo + r"/actions/artifacts", self._list_repo_artifacts),
             ("GET", repo + r"/actions/runs/(\d+)", self._get_workflow_run),
@@ -284,12 +287,23 @@ class FakeGitHub:
             head_sha=_required_str(body, "head_sha"),
             status=body.get("status", "queued"),
             conclusion=body.get("conclusion"),
+            external_id=body.get("external_id"),
+            details_url=body.get("details_url"),
         )
         if run.status == "completed" and not run.conclusion:
             raise ApiError(422, "conclusion is required when status is completed")
         self._apply_output(run, body.get("output"))
         self.check_runs[run.id] = run
         return 201, self._check_run_json(run), {}
+
+    def _list_check_runs(self, query: dict[str, str], body: Json, sha: str) -> Response:
+        """GET /commits/{ref}/check-runs, with its `check_name` filter."""
+        runs = [self._check_run_json(r) for r in self.check_runs.values()
+                if r.head_sha == sha and query.get("check_name", r.name) == r.name]
+        return 200, {"total_count": len(runs), "check_runs": runs}, {}
+
+    def check_runs_named(self, name: str) -> list[CheckRun]:
+        return [r for r in self.check_runs.values() if r.name == name]
 
     def _update_check_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
         run = self.check_runs.get(int(run_id))
@@ -431,6 +445,7 @@ class FakeGitHub:
             "node_id": f"CR_{run.id}",
             "name": run.name,
             "head_sha": run.head_sha,
+            "external_id": run.external_id or "",
             "status": run.status,
             "conclusion": run.conclusion,
             "url": self._api(f"/repos/{self._full_name}/check-runs/{run.id}"),

@@ -113,10 +113,12 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     github_fake.writes_forbidden = False
     github_fake.artifacts[99] = [("turncheck-report",
                                   zipped(repo.path / "turncheck-report.json"))]
+    github_fake.pull_head_repos[PR] = "someone/widgets"
     event = {
         "workflow_run": {"id": 99, "head_sha": head, "head_branch": "feature", "event":
                          "pull_request", "conclusion": "success", "pull_requests": [],
-                         "head_repository": {"owner": {"login": "someone"}}},
+                         "head_repository": {"full_name": "someone/widgets",
+                                             "owner": {"login": "someone"}}},
         "repository": {"full_name": "octo-org/widgets", "default_branch": "main"},
     }
     trusted = GitRepo(tmp_path / "trusted")  # the poster checks nothing out
@@ -127,8 +129,11 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
     assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
-    [check] = github_fake.check_runs.values()
+    # The fork's figures, under their own check name; the required check waits.
+    [check] = github_fake.check_runs_named("turncheck (unverified fork report)")
     assert check.head_sha == head and check.conclusion == "failure"
+    [required] = github_fake.check_runs_named("turncheck")
+    assert required.conclusion == "action_required"
 
 
 def test_workflow_run_refuses_a_report_for_another_commit(
@@ -141,7 +146,9 @@ def test_workflow_run_refuses_a_report_for_another_commit(
     github_fake.artifacts[5] = [("turncheck-report",
                                  zipped(repo.path / "turncheck-report.json"))]
     github_fake.pull_head_shas[PR] = "f" * 40  # the PR moved on: the report is stale or forged
-    event = {"workflow_run": {"id": 5, "head_sha": head, "pull_requests": []},
+    event = {"workflow_run": {"id": 5, "head_sha": head, "pull_requests": [],
+                              "event": "pull_request",
+                              "head_repository": {"full_name": "octo-org/widgets"}},
              "repository": {"full_name": "octo-org/widgets"}}
     run = run_action(repo, tmp_path / "runner2", github_fake.base_url, "workflow_run", event)
     assert run.returncode == 1

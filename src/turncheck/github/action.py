@@ -3,7 +3,10 @@
 - `pull_request`: run the changed suites at head and at base, compare, post one
   comment and a check run, set outputs, exit by `fail-on`.
 - `workflow_run`: the trusted second half of the fork-safe flow: download the
-  report artifact of the PR run, validate it, render and post.
+  report artifact of the PR run, validate it, bind it to the run's PR, post it as an
+  unverified report (never `success` on the required check; see `trust.py`).
+- `pull_request_target`: the maintainer-approved trusted run: reads the PR's files
+  (checked out at `pr-checkout`) as data, replays cassettes, posts the real verdict.
 - `push` (and `workflow_dispatch`, `schedule`): run every suite and write the
   report (a baseline artifact for later comparisons).
 """
@@ -66,6 +69,17 @@ from turncheck.github.publish import (
     print_annotations,
     write_runner_files,
 )
+from turncheck.github.trust import (
+    TRUSTED_RUN_EVENT,
+    UNVERIFIED_CHECK_NAME,
+    VERIFIED,
+    Provenance,
+    TrustError,
+    approval_problem,
+    bind_to_run,
+    hold_required_check,
+    unverified_banner,
+)
 from turncheck.github.workflow import add_mask, escape_data
 from turncheck.providers.factory import API_KEY_ENV_VARS
 from turncheck.render.budget_text import budget_title_note
@@ -89,8 +103,16 @@ class Job:
     env: Mapping[str, str]
 
     @property
+    def root(self) -> Path:
+        """The repository whose suites run: the PR checkout in a trusted run, else the
+        workspace. Reports and downloads stay in the workspace."""
+        if self.inputs.pr_checkout is not None:
+            return self.context.workspace / self.inputs.pr_checkout
+        return self.context.workspace
+
+    @property
     def workdir(self) -> Path:
-        return self.context.workspace / self.inputs.working_directory
+        return self.root / self.inputs.working_directory
 
     @property
     def report_path(self) -> Path:
@@ -131,7 +153,7 @@ def _found(workdir: Path, relative: list[str], kind: FileKind) -> list[FoundFile
 def commit_timestamp(job: Job, commit: str) -> str | None:
     """Prices are taken at the head commit's time: every shard and re-run prices alike."""
     try:
-        when = git.commit_time(job.context.workspace, commit)
+        when = git.commit_time(job.root, commit)
     except git.GitError:
         return None
     return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -170,7 +192,7 @@ def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
         repo_paths = [(prefix / s).as_posix() for s in suites]
         sample_paths = [(prefix / s).as_posix() for s in samples]
         try:
-            missing = set(git.export_suites(job.context.workspace, base_sha,
+            missing = set(git.export_suites(job.root, base_sha,
                                             repo_paths + sample_paths, root))
         except git.GitError as exc:
             log(f"::warning title=turncheck::cannot read the base commit: {exc}")
@@ -202,7 +224,7 @@ def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Pat
             return
         exported |= wanted
         try:
-            git.export_paths(job.context.workspace, base_sha, sorted(wanted), root)
+            git.export_paths(job.root, base_sha, sorted(wanted), root)
         except git.GitError as exc:
             log(f"::warning title=turncheck::cannot read a referenced file at base: {exc}")
             return
@@ -212,7 +234,7 @@ def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Pat
 
 
 def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
-    workspace = job.context.workspace
+    workspace = job.root
     files = git.changed_files(workspace, base, pr.head_sha)
     if files is None and git.fetch(workspace, "origin", [base, pr.head_sha]):
         files = git.changed_files(workspace, base, pr.head_sha)
@@ -228,7 +250,7 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
     suites = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SUITE)
     samples = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SAMPLES)
     add_dependency_changes(changes, files,
-                           dependencies_of(job.workdir, job.context.workspace, suites, samples),
+                           dependencies_of(job.workdir, job.root, suites, samples),
                            suites, job.inputs.watch)
     return changes
 
@@ -242,9 +264,17 @@ def pull_request_flow(job: Job) -> int:
     pr = job.context.pull_request()
     if pr is None:
         raise ActionError("the event payload has no pull_request")
+    provenance = VERIFIED
+    if job.context.event_name == TRUSTED_RUN_EVENT:
+        problem = trusted_run_problem(job, pr)
+        if problem is not None:
+            log(f"::notice title=turncheck::{escape_data(problem)}")
+            return 0
+    elif pr.from_fork:  # a fork's own run: its figures are its own word
+        provenance = Provenance(False, f"the fork {pr.head_repository}")
     if job.inputs.merge_reports:
         return merged_flow(job)
-    base = job.inputs.base_ref and git.resolve(job.context.workspace, job.inputs.base_ref)
+    base = job.inputs.base_ref and git.resolve(job.root, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
     if job.inputs.mode == "estimate":
@@ -268,7 +298,26 @@ def pull_request_flow(job: Job) -> int:
         shard = job.inputs.shard
         log(f"shard {shard.index}/{shard.count} done; the report job merges the shards and posts")
         return 0
-    return publish(job, bundle, changes.empty)
+    return publish(job, bundle, changes.empty, provenance)
+
+
+def trusted_run_problem(job: Job, pr: PullRequest) -> str | None:
+    """Why this `pull_request_target` run may not evaluate the PR, or None."""
+    problem = approval_problem(pr, job.inputs.trusted_label)
+    if problem is not None:
+        return problem
+    if job.inputs.pr_checkout is None:
+        raise ActionError("under pull_request_target, check the pull request out into its "
+                          "own directory (actions/checkout with `path:` and "
+                          "`persist-credentials: false`) and pass it as `pr-checkout`")
+    if job.inputs.mode != "replay":
+        raise ActionError("under pull_request_target turncheck only replays cassettes: "
+                          f"mode {job.inputs.mode!r} would send the PR's prompts with secrets")
+    at = git.resolve(job.root, "HEAD")
+    if at != pr.head_sha:
+        raise ActionError(f"pr-checkout is at {(at or 'no commit')[:12]}, not the pull "
+                          f"request's head {pr.head_sha[:12]}")
+    return None
 
 
 def with_token_counts(bundle: ReportBundle) -> ReportBundle:
@@ -286,7 +335,7 @@ def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
         if job.inputs.shard is not None:
             return None, None  # the report job fetches the artifact once for all shards
         try:
-            base_time = git.commit_time(job.context.workspace, base_sha)
+            base_time = git.commit_time(job.root, base_sha)
         except git.GitError:
             base_time = None
         trust = Trust(job.context.repository, job.context.default_branch)
@@ -360,20 +409,24 @@ CHECK_SUMMARY_LIMIT = 16_000
 """The check run's summary is the brief form; its text carries the full detail."""
 
 
-def comment_context(job: Job, bundle: ReportBundle, reasons: list[str]) -> CommentContext:
+def comment_context(job: Job, bundle: ReportBundle, reasons: list[str],
+                    banner: str | None = None) -> CommentContext:
     workdir = "" if bundle.working_directory in ("", ".") else \
         bundle.working_directory.rstrip("/") + "/"
     blob = f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/{workdir}"
     return CommentContext(fail_reasons=reasons, head=bundle.head, base=bundle.base,
                           run_url=job.context.run_url, notes=token_notes(bundle),
-                          reasons=bundle.reasons, blob_url=blob)
+                          reasons=bundle.reasons, blob_url=blob, banner=banner)
 
 
-def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
+def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
+            provenance: Provenance = VERIFIED) -> int:
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
-    context = comment_context(job, bundle, reasons)
+    banner = None if provenance.verified else unverified_banner(provenance.source,
+                                                                job.inputs.trusted_label)
+    context = comment_context(job, bundle, reasons, banner)
     items = collect_annotations(comparison, bundle.working_directory, bundle.head)
     print_annotations(items)
     published = Published()
@@ -386,9 +439,16 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool) -> int:
         post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
                      published, create=not nothing_changed)
         title = check_title(comparison, reasons) + budget_title_note(bundle.head)
-        post_check(api, bundle.head_sha, title, render_comment(comparison, context,
-                                                               limit=CHECK_SUMMARY_LIMIT),
-                   bool(reasons), items, job.context.run_url, published, text=summary)
+        brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
+        if provenance.verified:
+            post_check(api, bundle.head_sha, title, brief, bool(reasons), items,
+                       job.context.run_url, published, text=summary)
+        else:
+            post_check(api, bundle.head_sha, f"unverified: {title}", brief, bool(reasons),
+                       items, job.context.run_url, published, text=summary,
+                       name=UNVERIFIED_CHECK_NAME, verified=False)
+            hold_required_check(api, bundle.head_sha, job.inputs.trusted_label,
+                                job.context.run_url)
     explain_read_only(published, job.inputs.report_path)
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, published.comment_url),
@@ -448,14 +508,14 @@ def workflow_run_flow(job: Job) -> int:
         bundle = bundle_from_zip(archive)
     except BundleError as exc:
         raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {exc}") from None
-    if bundle.pull_number is None or bundle.head_sha != run.head_sha:
-        raise ActionError("the report does not belong to the triggering run's commit")
-    if bundle.repository != job.context.repository:
-        raise ActionError("the report names another repository")
-    # The artifact is untrusted: only post to a PR whose head really is this commit.
-    if api.pull_head_sha(bundle.pull_number) != run.head_sha:
-        raise ActionError(f"pull request #{bundle.pull_number} is not at {run.head_sha[:12]}")
-    return publish(job, bundle, nothing_changed=False)
+    # The artifact is untrusted: post it only to the run's own PR, and never as a pass.
+    try:
+        bind_to_run(bundle, run, job.context.repository, api)
+    except TrustError as exc:
+        raise ActionError(f"not posting the {ARTIFACT_NAME} artifact of run {run.id}: "
+                          f"{exc}") from None
+    source = f"run {run.id} of {run.head_repository}"
+    return publish(job, bundle, nothing_changed=False, provenance=Provenance(False, source))
 
 
 # -- branch runs -----------------------------------------------------------------

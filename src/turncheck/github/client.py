@@ -24,6 +24,7 @@ from github.GithubException import (
     GithubException,
     RateLimitExceededException,
 )
+from github.GithubObject import NotSet
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.Repository import Repository
@@ -116,6 +117,14 @@ class RunOrigin:
     repository: str
 
 
+@dataclass(frozen=True)
+class PullHead:
+    """Where a pull request's head is: its commit and the repository it comes from."""
+
+    sha: str
+    repository: str
+
+
 class GitHubApiError(Exception):
     """A GitHub API call failed. `status` is None when no HTTP response arrived."""
 
@@ -147,7 +156,11 @@ class GitHubApi(Protocol):
         text: str,
         conclusion: CheckConclusion,
         annotations: Sequence[Annotation] = (),
+        details_url: str | None = None,
+        external_id: str | None = None,
     ) -> str: ...
+
+    def check_conclusions(self, sha: str, name: str) -> list[tuple[str | None, str | None]]: ...
 
     def create_status(
         self,
@@ -159,6 +172,8 @@ class GitHubApi(Protocol):
     ) -> None: ...
 
     def pull_head_sha(self, number: int) -> str: ...
+
+    def pull_head(self, number: int) -> PullHead: ...
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
 
@@ -253,6 +268,8 @@ class PyGithubApi:
         text: str,
         conclusion: CheckConclusion,
         annotations: Sequence[Annotation] = (),
+        details_url: str | None = None,
+        external_id: str | None = None,
     ) -> str:
         output: dict[str, Any] = {
             "title": title,
@@ -267,6 +284,8 @@ class PyGithubApi:
                 status="completed",
                 conclusion=conclusion,
                 output={**output, "annotations": first},
+                details_url=details_url or NotSet,
+                external_id=external_id or NotSet,
             )
         # GitHub appends the annotations of each update to those already on the run.
         for batch in rest:
@@ -293,6 +312,19 @@ class PyGithubApi:
     def pull_head_sha(self, number: int) -> str:
         with _translate_errors("get pull request"):
             return str(self._repo.get_pull(number).head.sha)
+
+    def pull_head(self, number: int) -> PullHead:
+        with _translate_errors("get pull request"):
+            head = self._repo.get_pull(number).head
+            repository = head.repo.full_name if head.repo is not None else ""
+            return PullHead(str(head.sha), repository)
+
+    def check_conclusions(self, sha: str, name: str) -> list[tuple[str | None, str | None]]:
+        """(conclusion, external_id) of the check runs called `name` on `sha`; the
+        conclusion is None while a run is not completed."""
+        with _translate_errors("list check runs"):
+            return [(run.conclusion, run.external_id) for run in
+                    self._repo.get_commit(sha).get_check_runs(check_name=name)]
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None:
         """The zip of the run's artifact called `name`, or None when there is none.

@@ -24,6 +24,11 @@ class PullRequest:
     head_repository: str
     base_repository: str
 
+    action: str = ""
+    """The event's activity type (`opened`, `synchronize`, `labeled`, …)."""
+    label: str = ""
+    """The label just added, for `labeled`."""
+
     @property
     def from_fork(self) -> bool:
         return self.head_repository != self.base_repository
@@ -38,6 +43,8 @@ class WorkflowRun:
     event: str
     conclusion: str | None
     pull_numbers: tuple[int, ...]
+    head_repository: str = ""
+    """`owner/name` of the repository the run's commit came from (a fork's, for forks)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class GitHubContext:
                 base_ref=str(pr["base"].get("ref", "")),
                 head_repository=str(((pr["head"].get("repo") or {}).get("full_name")) or ""),
                 base_repository=str(((pr["base"].get("repo") or {}).get("full_name")) or ""),
+                action=str(self.payload.get("action") or ""),
+                label=str((self.payload.get("label") or {}).get("name") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ContextError(f"pull_request payload is missing {exc}") from exc
@@ -92,6 +101,7 @@ class GitHubContext:
                 event=str(run.get("event") or ""),
                 conclusion=run.get("conclusion"),
                 pull_numbers=tuple(int(p["number"]) for p in run.get("pull_requests") or []),
+                head_repository=str((run.get("head_repository") or {}).get("full_name") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ContextError(f"workflow_run payload is missing {exc}") from exc

@@ -56,6 +56,9 @@ class ActionInputs:
     """Repository-root-relative globs whose change runs every suite."""
     max_cost_usd: float | None = None
     max_live_tokens: int | None = None
+    trusted_label: str = "turncheck:trusted"
+    pr_checkout: Path | None = None
+    """pull_request_target: where the PR's files are checked out, read as data only."""
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -191,6 +194,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         watch=tuple(_list(_raw(env, "watch"))),
         max_cost_usd=reader.amount("max-cost-usd"),
         max_live_tokens=reader.whole("max-live-tokens"),
+        trusted_label=_raw(env, "trusted-label") or "turncheck:trusted",
+        pr_checkout=reader.path("pr-checkout", ".") if _raw(env, "pr-checkout") else None,
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))

@@ -32,6 +32,9 @@ AnnotationLevel = Literal["notice", "warning", "failure"]
 CommandLevel = Literal["error", "warning", "notice"]
 STATUS_CONTEXT = "turncheck"
 ANNOTATED_GROUPS = (Group.REGRESSION, Group.LIKELY_REGRESSION, Group.ERROR)
+VERDICT_EXTERNAL_ID = "turncheck-verdict"
+"""Marks check runs turncheck created from a trusted run's own results. A fork's job
+may be *named* `turncheck` too, but a fork's read-only token cannot create check runs."""
 
 
 @dataclass
@@ -140,19 +143,26 @@ def post_comment(api: GitHubApi, number: int, body: str, marker: str, mode: Comm
 
 def post_check(api: GitHubApi, sha: str, title: str, summary: str, failed: bool,
                items: list[Annotation], run_url: str | None, published: Published,
-               text: str = "") -> None:
-    """`summary` is the comment's brief form; `text` the full, severity-ordered detail."""
-    conclusion: CheckConclusion = "failure" if failed else "success"
+               text: str = "", name: str = CHECK_NAME, verified: bool = True) -> None:
+    """The check run `name` (or, without `checks: write`, a commit status). `summary` is
+    the comment's brief form; `text` the full, severity-ordered detail.
+
+    An unverified report (a fork's) never concludes `success`: `neutral` at best, and
+    no commit status, whose states have no neutral.
+    """
+    conclusion: CheckConclusion = "failure" if failed else "success" if verified else "neutral"
     try:
-        published.check_url = api.create_check_run(sha, CHECK_NAME, title,
-                                                    _fit(summary), _fit(text),
-                                                    conclusion, items)
+        published.check_url = api.create_check_run(
+            sha, name, title, _fit(summary), _fit(text), conclusion, items,
+            external_id=VERDICT_EXTERNAL_ID if verified else None)
         log(f"check run: {published.check_url}")
         return
     except GitHubPermissionError as exc:
         log(f"no permission to create a check run ({exc}); setting a commit status instead")
     except GitHubApiError as exc:
         log(f"::warning title=turncheck::could not create the check run: {exc}")
+    if not verified:
+        return
     try:
         api.create_status(sha, "failure" if failed else "success", title, STATUS_CONTEXT,
                           run_url)

@@ -73,6 +73,8 @@ class CommentContext:
     base: Report | None = None
     blob_url: str | None = None
     """`https://github.com/OWNER/REPO/blob/HEAD_SHA/WORKDIR/`: file:line links at head."""
+    banner: str | None = None
+    """Trusted Markdown shown above the verdict, e.g. that the report is unverified."""
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,8 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
     still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",
-        marker=context.marker, headline=top, fail_reasons=context.fail_reasons,
+        marker=context.marker, banner=context.banner, headline=top,
+        fail_reasons=context.fail_reasons,
         diagnostics=diagnostics, hidden_diagnostics=hidden, groups=groups,
         still_failing=still[:caps.rows], hidden_still_failing=max(0, len(still) - caps.rows),
         alert=_alert(comparison), cost_note=comparison.cost_note,

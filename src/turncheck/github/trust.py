@@ -1,0 +1,123 @@
+"""Who may set the required `turncheck` check, and from what (see docs/trust-model.md).
+
+* A `pull_request` run of a same-repository PR, a `push` run and a maintainer-approved
+  `pull_request_target` run are trusted: they post the real verdict on `turncheck`.
+* A fork's report (the artifact a fork's `pull_request` run uploaded, posted by the
+  `workflow_run` poster, or a fork's own run with a writable token) is data the fork
+  controls. It is posted, marked unverified, under `turncheck (unverified fork report)`
+  with conclusion `neutral` (or `failure`), never `success`; the required `turncheck`
+  check is held at `action_required` until a trusted run replaces it.
+* The poster binds every report to the run that triggered it: same repository, same
+  head commit, the run's pull request and head repository, checked against the API.
+* A `pull_request_target` run for a fork PR produces a verdict only when a maintainer
+  approved this very commit by adding the trusted label (the `labeled` event), reads
+  the PR's files as data from a separate checkout, and replays cassettes only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from turncheck.github.bundle import ReportBundle
+from turncheck.github.client import GitHubApi, GitHubApiError, GitHubPermissionError
+from turncheck.github.context import PullRequest, WorkflowRun
+from turncheck.github.publish import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID, log
+from turncheck.render.markdown import inline_code, md_text
+
+UNVERIFIED_CHECK_NAME = "turncheck (unverified fork report)"
+DEFAULT_TRUSTED_LABEL = "turncheck:trusted"
+HOLD_TITLE = "waiting for a maintainer: a fork's own report is not trusted"
+TRUSTED_RUN_EVENT = "pull_request_target"
+
+
+class TrustError(Exception):
+    """A report or run that must not be posted or trusted; the message says why."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Whether the report's figures were computed by a run we trust."""
+
+    verified: bool
+    source: str = ""
+
+
+VERIFIED = Provenance(True)
+
+
+def bind_to_run(bundle: ReportBundle, run: WorkflowRun, repository: str,
+                api: GitHubApi) -> int:
+    """The pull request number the report may be posted to, checked against the
+    triggering run's payload and the API; raises TrustError otherwise."""
+    if run.event != "pull_request":
+        raise TrustError(f"run {run.id} is a {run.event or 'unknown'} run; the poster only "
+                         "posts reports of pull_request runs")
+    if bundle.repository != repository:
+        raise TrustError("the report names another repository")
+    if bundle.pull_number is None or bundle.head_sha != run.head_sha:
+        raise TrustError("the report does not belong to the triggering run's commit")
+    number = bundle.pull_number
+    # Filled in for same-repository PRs only; empty for forks (then the API decides).
+    if run.pull_numbers and number not in run.pull_numbers:
+        raise TrustError(f"the report names pull request #{number}, but run {run.id} ran "
+                         f"for {', '.join(f'#{n}' for n in run.pull_numbers)}")
+    if not run.head_repository:
+        raise TrustError(f"the workflow_run payload does not say which repository run "
+                         f"{run.id} built")
+    head = api.pull_head(number)
+    if head.sha != run.head_sha:
+        raise TrustError(f"pull request #{number} is not at {run.head_sha[:12]}")
+    if head.repository != run.head_repository:
+        raise TrustError(f"the report names pull request #{number}, whose head is in "
+                         f"{head.repository or 'a deleted repository'}, but run {run.id} "
+                         f"built {run.head_repository}")
+    return number
+
+
+def approval_problem(pr: PullRequest, label: str) -> str | None:
+    """Why a `pull_request_target` run may not give a verdict on this PR, or None."""
+    if not pr.from_fork:
+        return None
+    if pr.action == "labeled" and pr.label == label:
+        return None
+    return (f"pull request #{pr.number} comes from the fork {pr.head_repository}: a trusted "
+            f"run gives a verdict only when a maintainer adds the {label!r} label to the "
+            f"reviewed commit (this event is {pr.action or 'unknown'!r}); nothing was posted")
+
+
+def unverified_banner(source: str, label: str) -> str:
+    return (
+        "> [!CAUTION]\n"
+        f"> **Unverified report** from {md_text(source, 200)}: these figures were computed "
+        "in the fork's own workflow run, which the fork controls, so turncheck cannot "
+        "vouch for them. "
+        f"The required `{CHECK_NAME}` check waits until a maintainer reviews the changes "
+        f"and adds the {inline_code(label)} label, which runs turncheck on this pull "
+        "request's files in a trusted workflow.\n"
+    )
+
+
+def hold_required_check(api: GitHubApi, sha: str, label: str, run_url: str | None) -> None:
+    """Mark the required check `action_required`, unless a trusted verdict is already there."""
+    try:
+        if any(conclusion is not None and external_id == VERDICT_EXTERNAL_ID
+               for conclusion, external_id in api.check_conclusions(sha, CHECK_NAME)):
+            log(f"a trusted {CHECK_NAME!r} verdict exists for {sha[:12]}; leaving it")
+            return
+        summary = (f"A fork's report cannot pass this check. A maintainer can review the "
+                   f"pull request and add the `{label}` label to run turncheck on its files "
+                   "in a trusted workflow, which sets this check.")
+        api.create_check_run(sha, CHECK_NAME, HOLD_TITLE, summary, "", "action_required",
+                             details_url=run_url)
+        log(f"required check {CHECK_NAME!r}: action_required until a trusted run")
+    except GitHubPermissionError:
+        _hold_with_status(api, sha, run_url)
+    except GitHubApiError as exc:
+        log(f"::warning title=turncheck::could not hold the {CHECK_NAME!r} check: {exc}")
+
+
+def _hold_with_status(api: GitHubApi, sha: str, run_url: str | None) -> None:
+    try:
+        api.create_status(sha, "pending", HOLD_TITLE, STATUS_CONTEXT, run_url)
+    except GitHubApiError as exc:
+        log(f"::warning title=turncheck::could not hold the {STATUS_CONTEXT!r} status: {exc}")
