@@ -28,6 +28,9 @@ from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
 from tests.pr_fixtures import BASE_EVALS, HEAD_EVALS, feature_branch_repo
 from tests.scripted_server import ScriptedServer
+from turncheck.github.action import Job
+from turncheck.github.context import read_context
+from turncheck.github.inputs import read_inputs
 
 FORK = "someone/widgets"
 REQUIRED = "turncheck"
@@ -215,3 +218,14 @@ def test_a_trusted_run_refuses_to_read_the_pr_unsafely(
     run = trusted_run(tmp_path, repo, github_fake, base, head, inputs=inputs)
     assert run.returncode == 1 and message in run.stdout
     assert not github_fake.check_runs and not github_fake.comments
+
+
+def test_a_trusted_run_hands_suites_none_of_the_runners_variables(tmp_path: Path) -> None:
+    env = {"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_REPOSITORY": REPOSITORY,
+           "INPUT_GITHUB-TOKEN": "ghs_write", "GITHUB_TOKEN": "ghs_write",
+           "ACTIONS_RUNTIME_TOKEN": "x", "RUNNER_TEMP": "/tmp", "OPENAI_API_KEY": "sk-1"}
+    job = Job(read_context(env), read_inputs(env), env)
+    assert job.settings("replay", None, None).env == {"OPENAI_API_KEY": "sk-1"}
+    same_repo = Job(read_context({**env, "GITHUB_EVENT_NAME": "pull_request"}),
+                    read_inputs(env), env)
+    assert same_repo.settings("replay", None, None).env == env  # unchanged elsewhere

@@ -90,6 +90,7 @@ PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 BRANCH_EVENTS = ("push", "workflow_dispatch", "schedule")
 ARTIFACT_NAME = "turncheck-report"
 MAX_ARTIFACT_BYTES = 25 * 1024 * 1024
+RUNNER_ENV_PREFIXES = ("INPUT_", "GITHUB_", "ACTIONS_", "RUNNER_")
 
 
 class ActionError(Exception):
@@ -129,10 +130,18 @@ class Job:
 
     def settings(self, mode: str, price_timestamp: str | None, commit: str | None) -> RunSettings:
         return RunSettings(mode=mode,  # type: ignore[arg-type]
-                           concurrency=self.inputs.concurrency, env=dict(self.env),
+                           concurrency=self.inputs.concurrency, env=self.suite_env(),
                            price_timestamp=price_timestamp, commit=commit,
                            budget=BudgetLimits(max_cost_usd=self.inputs.max_cost_usd,
                                                max_live_tokens=self.inputs.max_live_tokens))
+
+    def suite_env(self) -> dict[str, str]:
+        """What suites may read. A trusted run evaluates a fork's files with a write
+        token at hand: none of the runner's own variables reach them."""
+        if self.context.event_name != TRUSTED_RUN_EVENT:
+            return dict(self.env)
+        return {name: value for name, value in self.env.items()
+                if not name.upper().startswith(RUNNER_ENV_PREFIXES)}
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,
@@ -273,7 +282,7 @@ def pull_request_flow(job: Job) -> int:
     elif pr.from_fork:  # a fork's own run: its figures are its own word
         provenance = Provenance(False, f"the fork {pr.head_repository}")
     if job.inputs.merge_reports:
-        return merged_flow(job)
+        return merged_flow(job, provenance)
     base = job.inputs.base_ref and git.resolve(job.root, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
@@ -351,7 +360,7 @@ def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
     return report, None if report is None else info
 
 
-def merged_flow(job: Job) -> int:
+def merged_flow(job: Job, provenance: Provenance = VERIFIED) -> int:
     """The report job of a sharded run: merge the shards' reports, then post once."""
     pattern = job.inputs.merge_reports or ""
     paths = sorted(p for p in job.context.workspace.glob(pattern) if p.is_file())
@@ -376,7 +385,7 @@ def merged_flow(job: Job) -> int:
                                                         "baseline": baseline}))
     write_bundle(job, merged)
     return publish(job, merged, nothing_changed=not head.suites and not first.base_suites
-                   and not head.calibrations)
+                   and not head.calibrations, provenance=provenance)
 
 
 def _read_bundle(path: Path) -> ReportBundle:
