@@ -229,3 +229,18 @@ def test_a_trusted_run_hands_suites_none_of_the_runners_variables(tmp_path: Path
     same_repo = Job(read_context({**env, "GITHUB_EVENT_NAME": "pull_request"}),
                     read_inputs(env), env)
     assert same_repo.settings("replay", None, None).env == env  # unchanged elsewhere
+
+
+def test_a_fork_run_with_a_writable_token_posts_only_an_unverified_report(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    # e.g. a private repository that sends write tokens to fork workflows: the fork's
+    # own run (its workflow file, its cassettes) still cannot pass the required check.
+    repo, base, head = pr_repo
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"}, fork=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [c.conclusion for c in github_fake.check_runs_named(REQUIRED)] == ["action_required"]
+    assert [c.conclusion for c in github_fake.check_runs_named(UNVERIFIED)] == ["neutral"]
+    [comment] = github_fake.comments_on(PR)
+    assert f"Unverified report** from the fork {FORK}" in comment.body

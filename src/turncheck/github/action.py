@@ -456,8 +456,9 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
             post_check(api, bundle.head_sha, f"unverified: {title}", brief, bool(reasons),
                        items, job.context.run_url, published, text=summary,
                        name=UNVERIFIED_CHECK_NAME, verified=False)
-            hold_required_check(api, bundle.head_sha, job.inputs.trusted_label,
-                                job.context.run_url)
+            if not published.permission_denied:  # else a fork's read-only token
+                hold_required_check(api, bundle.head_sha, job.inputs.trusted_label,
+                                    job.context.run_url)
     explain_read_only(published, job.inputs.report_path)
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, published.comment_url),

@@ -158,6 +158,9 @@ def post_check(api: GitHubApi, sha: str, title: str, summary: str, failed: bool,
         log(f"check run: {published.check_url}")
         return
     except GitHubPermissionError as exc:
+        if not verified:
+            published.permission_denied.append(f"check run ({exc})")
+            return
         log(f"no permission to create a check run ({exc}); setting a commit status instead")
     except GitHubApiError as exc:
         log(f"::warning title=turncheck::could not create the check run: {exc}")
