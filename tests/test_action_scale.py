@@ -177,7 +177,7 @@ def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
     assert run.report is not None and run.report["baseline"]["run_id"] == 500
     [comment] = github_fake.comments_on(PR)
     # Against the genuine baseline the turn regression shows; the forged one would hide it.
-    assert "now needs turn 2, base passed on turn 1" in comment.body
+    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "from run 500" in comment.body and "a push run" in comment.body
     assert "run 900: built from another repository \\(a fork\\)" in comment.body
 
