@@ -481,15 +481,14 @@ def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     history = None
     try:
-        base_time = git.commit_time(job.context.workspace, base_sha)
+        base_time = git.commit_time(job.root, base_sha)
     except git.GitError:
         base_time = None
-    found = load_artifact_baseline(job.api(), base_sha, base_time, job.context.default_branch,
-                                   {*suites, *samples})
-    if isinstance(found, str):
-        log(f"{found}; the expected figures are guessed")
-    else:
-        history = found[0]
+    trust = Trust(job.context.repository, job.context.default_branch)
+    history, info = load_artifact_baseline(job.api(), base_sha, base_time, trust,
+                                           {*suites, *samples})
+    if history is None:
+        log(f"{info.describe()}; the expected figures are guessed")
     pricer = Pricer.at(commit_timestamp(job, head_sha))
     result = estimate(validation.suites, pricer, history,
                       history_name=None if history is None else "the baseline artifact",
