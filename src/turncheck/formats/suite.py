@@ -7,10 +7,20 @@ as private attributes so they never leak into the schema or accept user keys.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
+from turncheck.formats import templates
 from turncheck.formats.budget import BudgetLimits
 
 MAX_DEPTH = 5
@@ -98,6 +108,23 @@ class Metadata(BaseModel):
         description="Hard limits on this suite's live calls (cost in USD, tokens); "
         "calls that could cross them are not sent and their evals end skipped.",
     )
+
+    __slots__ = ("field_lines",)
+
+    @field_validator("provider", "base_url", mode="wrap")
+    @classmethod
+    def _templated(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A templated provider or base URL is checked once rendered, at run time."""
+        if isinstance(value, str) and templates.has_template(value):
+            return value
+        return handler(value)
+
+    def remember_lines(self, lines: dict[str, int]) -> None:
+        object.__setattr__(self, "field_lines", lines)
+
+    def line_of(self, field: str) -> int | None:
+        lines: dict[str, int] = getattr(self, "field_lines", {})
+        return lines.get(field)
 
 
 class _FollowUpFields(_Node):
