@@ -93,11 +93,22 @@ RENDERED_BY_SESSION = tuple(f for f in templates.METADATA_FIELDS if f != "system
 
 def render_metadata(metadata: Metadata, variables: Mapping[str, str],
                     secrets: Mapping[str, str]) -> tuple[Metadata, str | None]:
-    """`metadata` with its templated fields rendered, or unchanged and why it cannot be.
+    """`metadata` with its templated fields rendered, or why it cannot be (with a
+    templated provider and base URL left out, so the session can still be built).
 
     The reason names the field and its line; it never holds a rendered value (which
     may contain a secret).
     """
+    rendered, problem = _rendered_fields(metadata, variables, secrets)
+    if problem is None:
+        return metadata.model_copy(update=rendered), None
+    unusable = {name: None for name in ("provider", "base_url")
+                if templates.has_template(getattr(metadata, name) or "")}
+    return metadata.model_copy(update=unusable), problem
+
+
+def _rendered_fields(metadata: Metadata, variables: Mapping[str, str],
+                     secrets: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
     rendered: dict[str, str] = {}
     for field_name in RENDERED_BY_SESSION:
         value = getattr(metadata, field_name)
@@ -106,19 +117,19 @@ def render_metadata(metadata: Metadata, variables: Mapping[str, str],
         try:
             rendered[field_name] = templates.render(value, variables, secrets)
         except (KeyError, templates.TemplateError) as exc:
-            return metadata, _metadata_problem(metadata, field_name, str(exc.args[0]))
+            return {}, _metadata_problem(metadata, field_name, str(exc.args[0]))
         if templates.has_template(rendered[field_name]):
-            return metadata, _metadata_problem(metadata, field_name,
-                                               "the rendered value still holds a template")
+            return {}, _metadata_problem(metadata, field_name,
+                                         "the rendered value still holds a template")
     if not rendered:
-        return metadata, None
+        return rendered, None
     try:  # the rendered values meet the same rules as literal ones
         Metadata.model_validate({"name": metadata.name, "model": metadata.model, **rendered})
     except ValidationError as exc:
         problem = exc.errors()[0]
-        return metadata, _metadata_problem(metadata, str(problem["loc"][0]),
-                                           f"the rendered value is invalid: {problem['msg']}")
-    return metadata.model_copy(update=rendered), None
+        return {}, _metadata_problem(metadata, str(problem["loc"][0]),
+                                     f"the rendered value is invalid: {problem['msg']}")
+    return rendered, None
 
 
 def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:
