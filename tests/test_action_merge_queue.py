@@ -144,3 +144,16 @@ def test_a_pull_request_run_in_a_base_checkout_is_refused(
     assert run.returncode == 1
     assert "the workspace is at the base commit" in run.stdout
     assert run.report is None and github_fake.check_runs == {} and github_fake.comments == []
+
+
+def test_a_merge_group_run_in_a_base_checkout_is_refused(
+    tmp_path: Path, queued: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = queued
+    repo.checkout("main")
+    run = run_action(repo, tmp_path / "runner", github_fake.base_url, "merge_group",
+                     merge_group_event(base, head))
+
+    assert run.returncode == 1
+    assert "the workspace is at the base commit" in run.stdout
+    assert run.report is None and github_fake.check_runs == {}

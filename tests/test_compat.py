@@ -14,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from tests.engine_helpers import FAKE_KEY
 from tests.expectations import assert_diagnostics, expectations
@@ -65,6 +67,15 @@ def test_every_corpus_file_validates_exactly_as_declared(path: Path) -> None:
         assert_diagnostics(path, loaded.diagnostics)
     else:
         assert loaded.diagnostics == [], [d.compiler_style() for d in loaded.diagnostics]
+
+
+@pytest.mark.parametrize("path", [p for p in CORPUS if p.suffix == ".yaml"
+                                  and not any(e.severity == "error" for e in expectations(p))],
+                         ids=lambda p: p.name)
+def test_accepted_suites_also_pass_the_published_json_schema(path: Path) -> None:
+    """Editors validate with schema/suite.schema.json: it accepts what turncheck accepts."""
+    schema = json.loads((Path(__file__).parents[1] / "schema" / "suite.schema.json").read_text())
+    jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")), schema)
 
 
 def test_accepted_sample_files_keep_all_their_samples() -> None:

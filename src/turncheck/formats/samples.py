@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from pydantic_core import ErrorDetails
 
 from turncheck.diagnostics import Diagnostic, error, warning
+from turncheck.formats import templates
 from turncheck.formats.grader import (
     GRADER_KEYS,
     Grader,
@@ -298,6 +299,11 @@ class _Checker:
         raw = self._resolve_grader_files(raw)
         if raw is None:
             return None
+        templated = _untemplated(raw)
+        for path, code, message in templated:
+            self._report(path, code, message)
+        if templated:
+            return None
         try:
             table = GraderTable.model_validate(raw)
         except ValidationError as exc:
@@ -434,6 +440,15 @@ class _Checker:
         message = f"sample {_show(sample.id)}: duplicate id (first used at line {first_line})"
         self._report(("samples", key, "id"), "duplicate-sample-id", message)
         return False
+
+
+def _untemplated(grader: dict[str, object]) -> list[tuple[TomlPath, str, str]]:
+    """vibecheck templates are not rendered in [grader]: they would be sent literally."""
+    return [(("grader", key), "template-not-allowed",
+             f'[grader] "{key}" takes no {{{{var()}}}} or {{{{secret()}}}} templates '
+             "(they are not rendered in sample files)")
+            for key, value in grader.items()
+            if key != "prompt" and isinstance(value, str) and templates.has_template(value)]
 
 
 def _toml_key(key: str) -> str:

@@ -62,6 +62,13 @@ class Message(BaseModel):
     content: NonEmptyStr
 
 
+def _or_template(schema: dict[str, Any]) -> None:
+    """In the JSON Schema too, a templated value is checked once rendered."""
+    schema.setdefault("anyOf", []).append(
+        {"type": "string", "pattern": r"\{\{\s*(var|secret)\s*\(",
+         "description": "a {{var('name')}} or {{secret('NAME')}} template"})
+
+
 class Metadata(BaseModel):
     """Suite metadata. Unknown keys are kept but reported as warnings."""
 
@@ -77,11 +84,13 @@ class Metadata(BaseModel):
     max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: StrictInt | None = None
     provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
-        default=None, description="Overrides the provider chosen from the model id."
+        default=None, description="Overrides the provider chosen from the model id.",
+        json_schema_extra=_or_template,
     )
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible server (implies provider openai).",
+        json_schema_extra=_or_template,
     )
     judge_model: NonEmptyStr | None = Field(
         default=None, description="Model for llm_judge checks (default: model)."

@@ -265,7 +265,7 @@ def pull_request_flow(job: Job) -> int:
         raise ActionError("the event payload has no pull_request")
     if job.inputs.merge_reports:
         return merged_flow(job)
-    refuse_base_checkout(job, pr)
+    refuse_base_checkout(job, pr.base_sha, pr.head_sha)
     base = job.inputs.base_ref and git.resolve(job.context.workspace, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
@@ -277,18 +277,18 @@ def pull_request_flow(job: Job) -> int:
     return compare_flow(job, base_sha, pr.head_sha, changes, pr.number)
 
 
-def refuse_base_checkout(job: Job, pr: PullRequest) -> None:
+def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:
     """Head results must come from head files: a workspace at the base commit is refused."""
-    if pr.head_sha == pr.base_sha:
+    if head_sha == base_sha:
         return
     try:
         at = git.current_sha(job.context.workspace)
     except git.GitError:
         return
-    if at == pr.base_sha:
-        raise ActionError(f"the workspace is at the base commit {at[:12]}, not at the pull "
-                          "request's head: check out the pull request (actions/checkout does "
-                          "on `pull_request`) so head files are not evaluated as base")
+    if at == base_sha:
+        raise ActionError(f"the workspace is at the base commit {at[:12]}, not at the head "
+                          f"{head_sha[:12]}: check out the triggering commit (actions/checkout "
+                          "does by default) so base files are not evaluated as head")
 
 
 def compare_flow(job: Job, base_sha: str, head_sha: str, changes: SuiteChanges,
@@ -482,6 +482,7 @@ def merge_group_flow(job: Job) -> int:
     if job.inputs.merge_reports:
         return merged_flow(job)
     base_sha = merge_group_base(job, group)
+    refuse_base_checkout(job, base_sha, group.head_sha)
     changes = merge_group_changes(job, base_sha, group.head_sha)
     log(f"merge group {group.head_sha[:12]} onto {group.base_branch or base_sha[:12]}: "
         f"{len(changes.head_suites)} changed suite(s) at head, {len(changes.base_suites)} at "
