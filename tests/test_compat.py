@@ -92,7 +92,7 @@ def test_accepted_sample_files_keep_all_their_samples() -> None:
 def test_every_templated_field_is_used_in_the_corpus() -> None:
     """templated.yaml exercises each field the rule renders (keep it complete)."""
     text = (VIBECHECK / "templated.yaml").read_text(encoding="utf-8")
-    for field in (*templates.METADATA_FIELDS, *templates.EVAL_FIELDS):
+    for field in (*templates.METADATA_FIELDS, *templates.MESSAGE_FIELDS, *templates.EVAL_FIELDS):
         assert any(line.strip().removeprefix("- ").startswith(f"{field}:") and "{{" in line
                    for line in text.splitlines()), field
 

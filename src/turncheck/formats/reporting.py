@@ -126,7 +126,10 @@ class SuiteReporter(Reporter):
                     f'unknown metadata key "{key}" is ignored',
                 )
         known = {k: v for k, v in raw.items() if k in model.model_fields}
-        self.templated_fields(path, known, templates.METADATA_FIELDS)
+        self.templated_fields(path, {k: v for k, v in known.items() if k != "messages"},
+                              templates.METADATA_FIELDS)
+        self.templated_fields((*path, "messages"), known.get("messages"),
+                              templates.MESSAGE_FIELDS)
         try:
             metadata = model.model_validate(known)
         except ValidationError as exc:

@@ -25,6 +25,8 @@ METADATA_FIELDS = ("model", "judge_model", "embedding_model", "provider", "base_
                    "system_prompt")
 """Suite metadata rendered before use (the session renders all but `system_prompt`,
 which is rendered into each conversation)."""
+MESSAGE_FIELDS = ("content",)
+"""Keys of `metadata.messages` (the opening conversation) rendered into each conversation."""
 EVAL_FIELDS = ("prompt", "match", "not_match", "expected", "criteria")
 """Keys inside `evals` rendered before use: prompts and follow-up prompts, `match` and
 `not_match` patterns, `semantic.expected` and `llm_judge.criteria`."""
@@ -81,8 +83,8 @@ def has_template(text: str) -> bool:
 
 def not_allowed_message(key: str) -> str:
     return (f'"{key}" takes no {{{{var()}}}} or {{{{secret()}}}} templates (it would be used '
-            f"literally); templates are rendered in metadata {', '.join(METADATA_FIELDS)} and "
-            f"in {', '.join(EVAL_FIELDS)}")
+            f"literally); templates are rendered in metadata {', '.join(METADATA_FIELDS)}, "
+            f"messages' content and in {', '.join(EVAL_FIELDS)}")
 
 
 def secret_names(text: str) -> set[str]:
