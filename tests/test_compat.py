@@ -135,6 +135,22 @@ def test_without_the_var_run_names_the_missing_variable_and_its_line(
     assert chat_bodies(scripted_server) == []  # nothing is sent with a literal template
 
 
+def test_a_missing_var_in_the_system_prompt_is_reported_with_its_line(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    suite = tmp_path / "system.yaml"
+    suite.write_text(
+        "metadata:\n  name: system\n  model: gpt-4o-mini\n"
+        "  system_prompt: \"You work for {{var('company')}}.\"\n"
+        "evals:\n  - prompt: Hi.\n    checks: [{match: '*'}]\n", encoding="utf-8")
+    done = turncheck("run", "--mode", "live", "--provider", "openai", "--base-url",
+                     scripted_server.base_url, suite, cwd=tmp_path,
+                     env={"OPENAI_API_KEY": FAKE_KEY})
+    assert done.returncode == 1
+    assert "metadata.system_prompt (line 4): var 'company' is not set" in done.stdout
+    assert chat_bodies(scripted_server) == []
+
+
 def test_a_rendered_provider_or_url_meets_the_same_rules_as_a_literal_one(
     tmp_path: Path, scripted_server: ScriptedServer
 ) -> None:

@@ -100,6 +100,7 @@ def render_metadata(metadata: Metadata, variables: Mapping[str, str],
     may contain a secret).
     """
     rendered, problem = _rendered_fields(metadata, variables, secrets)
+    problem = problem or _conversation_problem(metadata, variables, secrets)
     if problem is None:
         return metadata.model_copy(update=rendered), None
     unusable = {name: None for name in ("provider", "base_url")
@@ -130,6 +131,20 @@ def _rendered_fields(metadata: Metadata, variables: Mapping[str, str],
         return {}, _metadata_problem(metadata, str(problem["loc"][0]),
                                      f"the rendered value is invalid: {problem['msg']}")
     return rendered, None
+
+
+def _conversation_problem(metadata: Metadata, variables: Mapping[str, str],
+                          secrets: Mapping[str, str]) -> str | None:
+    """A missing var in the system prompt or opening messages, found once with its line
+    (each conversation renders them again)."""
+    texts = [("system_prompt", metadata.system_prompt)]
+    texts += [("messages", message.content) for message in metadata.messages or ()]
+    for field_name, text in texts:
+        try:
+            templates.render(text or "", variables, secrets)
+        except (KeyError, templates.TemplateError) as exc:
+            return _metadata_problem(metadata, field_name, str(exc.args[0]))
+    return None
 
 
 def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:

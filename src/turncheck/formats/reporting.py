@@ -136,5 +136,6 @@ class SuiteReporter(Reporter):
             self.pydantic_errors(path, exc)
             return None
         metadata.remember_lines({key: self.positions.value((*path, key)).line
-                                 for key in templates.METADATA_FIELDS if key in known})
+                                 for key in (*templates.METADATA_FIELDS, "messages")
+                                 if key in known})
         return metadata
