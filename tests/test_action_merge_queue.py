@@ -62,7 +62,7 @@ def test_merge_group_posts_the_check_on_the_group_head_and_no_comment(
     assert run.returncode == 1, run.stdout + run.stderr  # the turn regression fails the group
     [check] = github_fake.check_runs.values()
     assert (check.name, check.head_sha, check.conclusion) == ("turncheck", head, "failure")
-    assert "now needs turn 2, base passed on turn 1" in check.output["summary"]
+    assert "multiply now passes on turn 2" in check.output["summary"]
     assert github_fake.comments == []
     assert not github_fake.requests_matching("POST", r"/issues/\d+/comments")
     assert run.report is not None

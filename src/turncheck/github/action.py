@@ -86,7 +86,7 @@ MERGE_GROUP_EVENT = "merge_group"
 PULL_REQUEST_TARGET_REFUSAL = (
     "pull_request_target is not supported: its workspace holds the base branch, so "
     "turncheck would evaluate base files as the pull request's head. Use `on: pull_request` "
-    "(fork pull requests then post through `on: workflow_run`; see the README, "
+    "(fork pull requests then post through `on: workflow_run`; see docs/action.md, "
     "'Fork pull requests')"
 )
 BRANCH_EVENTS = ("push", "workflow_dispatch", "schedule")
