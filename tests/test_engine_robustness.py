@@ -106,7 +106,8 @@ def test_replay_miss_is_an_error_naming_the_record_command(tmp_path: Path) -> No
     report = run_paths([path], None, mode="replay")
     result = only_eval(report)
     assert result.status is Status.ERROR
-    assert f"turncheck record {path}" in (result.error or "")
+    # The run's --provider shaped the request, so the command keeps it.
+    assert f"turncheck record --provider openai {path}" in (result.error or "")
 
 
 def test_priced_model_cost_equals_genai_prices(

@@ -215,6 +215,8 @@ class _ProtocolRun:
 
     def system_prompt(self) -> list[ChatMessage]:
         """The system prompt and the metadata's opening messages, rendered."""
+        if self.session.template_error is not None:
+            raise CaseError(self.session.template_error)
         metadata = self.protocol.metadata
         opening = [Message(role="system", content=metadata.system_prompt)] \
             if metadata.system_prompt else []
@@ -443,7 +445,7 @@ def protocol_result(
     return ProtocolSuiteResult(
         path=suite_file.path,
         name=protocol.metadata.name,
-        model=protocol.metadata.model,
+        model=session.metadata.model,
         provider=session.provider_name,
         cassette=None if cassette is None else cassette.as_posix(),
         cases_file=protocol.cases_file,
@@ -469,7 +471,7 @@ async def run_protocol(
     """The protocol's result and the tokens it sent over the network."""
     session = open_session(
         suite_file.source, protocol, settings.mode, settings.provider, settings.base_url,
-        settings.env, settings.session,
+        settings.env, settings.session, settings.variables,
     )
     run = _ProtocolRun(suite_file, protocol, session, settings, pricer)
     threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))

@@ -103,6 +103,8 @@ class _SuiteRun:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
     def first_messages(self, prompt: str) -> list[ChatMessage]:
+        if self.session.template_error is not None:
+            raise EvalError(self.session.template_error)
         metadata = self.suite.metadata
         system = metadata.system_prompt
         messages = [ChatMessage("system", self.render(system))] if system else []
@@ -239,7 +241,7 @@ def _suite_result(
     bare = SuiteResult(
         path=suite_file.path,
         name=suite.metadata.name,
-        model=suite.metadata.model,
+        model=session.metadata.model,
         provider=session.provider_name,
         cassette=None if cassette is None else cassette.as_posix(),
     )
@@ -262,6 +264,7 @@ async def _run_suite(
         settings.base_url,
         settings.env,
         settings.session,
+        settings.variables,
     )
     run = _SuiteRun(suite_file, suite, session, settings, pricer)
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))

@@ -8,11 +8,14 @@ likewise calls through the sample file's own cassette (`GraderSession`).
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
 
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.report import Usage
@@ -84,6 +87,86 @@ def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[
     return {name: env[name] for name in sorted(names) if env.get(name)}
 
 
+RENDERED_BY_SESSION = tuple(f for f in templates.METADATA_FIELDS if f != "system_prompt")
+"""Metadata the session renders once; `system_prompt` is rendered into each conversation."""
+
+
+def render_metadata(metadata: Metadata, variables: Mapping[str, str],
+                    secrets: Mapping[str, str]) -> tuple[Metadata, str | None]:
+    """`metadata` with its templated fields rendered, or why it cannot be (with a
+    templated provider and base URL left out, so the session can still be built).
+
+    The reason names the field and its line; it never holds a rendered value (which
+    may contain a secret).
+    """
+    rendered, problem = _rendered_fields(metadata, variables, secrets)
+    problem = problem or _conversation_problem(metadata, variables, secrets)
+    if problem is None:
+        return metadata.model_copy(update=rendered), None
+    unusable = {name: None for name in ("provider", "base_url")
+                if templates.has_template(getattr(metadata, name) or "")}
+    return metadata.model_copy(update=unusable), problem
+
+
+def _rendered_fields(metadata: Metadata, variables: Mapping[str, str],
+                     secrets: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    rendered: dict[str, str] = {}
+    for field_name in RENDERED_BY_SESSION:
+        value = getattr(metadata, field_name)
+        if not isinstance(value, str) or not templates.has_template(value):
+            continue
+        try:
+            rendered[field_name] = templates.render(value, variables, secrets)
+        except (KeyError, templates.TemplateError) as exc:
+            return {}, _metadata_problem(metadata, field_name, str(exc.args[0]))
+        if templates.has_template(rendered[field_name]):
+            return {}, _metadata_problem(metadata, field_name,
+                                         "the rendered value still holds a template")
+    if not rendered:
+        return rendered, None
+    try:  # the rendered values meet the same rules as literal ones
+        Metadata.model_validate({"name": metadata.name, "model": metadata.model, **rendered})
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        return {}, _metadata_problem(metadata, str(problem["loc"][0]),
+                                     f"the rendered value is invalid: {problem['msg']}")
+    return rendered, None
+
+
+def _conversation_problem(metadata: Metadata, variables: Mapping[str, str],
+                          secrets: Mapping[str, str]) -> str | None:
+    """A missing var in the system prompt or opening messages, found once with its line
+    (each conversation renders them again)."""
+    texts = [("system_prompt", metadata.system_prompt)]
+    texts += [("messages", message.content) for message in metadata.messages or ()]
+    for field_name, text in texts:
+        try:
+            templates.render(text or "", variables, secrets)
+        except (KeyError, templates.TemplateError) as exc:
+            return _metadata_problem(metadata, field_name, str(exc.args[0]))
+    return None
+
+
+def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:
+    line = metadata.line_of(field_name)
+    where = f" (line {line})" if line is not None else ""
+    return f"template in metadata.{field_name}{where}: {reason}"
+
+
+def record_command(suite_path: Path, provider: str | None, base_url: str | None,
+                   variables: Mapping[str, str]) -> str:
+    """The `turncheck record` command that repeats this run's requests for `suite_path`:
+    with the options that shaped them (provider, base URL, vars)."""
+    words = ["turncheck", "record"]
+    if provider:
+        words += ["--provider", provider]
+    if base_url:
+        words += ["--base-url", base_url]
+    for name, value in variables.items():
+        words += ["--var", f"{name}={value}"]
+    return shlex.join([*words, str(suite_path)])
+
+
 @dataclass
 class SuiteSession:
     metadata: Metadata
@@ -100,6 +183,10 @@ class SuiteSession:
     """Tokens of calls that reached the provider (not answered from the cassette)."""
     guard: CallGuard | None = None
     """Hard budgets every call of this session reserves on (engine/budget.py)."""
+    variables: dict[str, str] = field(default_factory=dict)
+    """The suite's `vars` overridden by the run's (`--var`)."""
+    template_error: str | None = None
+    """Why the metadata's templates could not be rendered: every eval ends in this error."""
 
     @property
     def price_provider_id(self) -> str | None:
@@ -213,12 +300,17 @@ def open_session(
     base_url: str | None,
     env: Mapping[str, str],
     settings: SessionSettings,
+    variables: Mapping[str, str] | None = None,
 ) -> SuiteSession:
-    metadata = suite.metadata
+    """`variables` are the run's (`--var`); they override the suite's `vars`."""
+    hint = record_command(suite_path, provider, base_url, variables or {})
+    secrets = secret_values(suite, env)
+    merged = {**(suite.metadata.vars or {}), **(variables or {})}
+    metadata, template_error = render_metadata(suite.metadata, merged, secrets)
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
-    secrets = secret_values(suite, env)
-    transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values())
+    transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
+                              record_command=hint)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
@@ -257,6 +349,8 @@ def open_session(
         transport=transport,
         secrets=secrets,
         guard=settings.guard(mode, suite_path.as_posix(), suite),
+        variables=merged,
+        template_error=template_error,
     )
 
 
@@ -305,10 +399,11 @@ def open_grader_session(
     settings: SessionSettings,
 ) -> GraderSession:
     """Like `open_session`: `provider`/`base_url` (the command line's) override the grader's."""
+    hint = record_command(sample_path, provider, base_url, {})
     provider = provider or grader.provider
     base_url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider, base_url)
-    transport = open_cassette(sample_path, mode, env=env)
+    transport = open_cassette(sample_path, mode, env=env, record_command=hint)
     chat_provider = make_provider(
         name,
         env=env,

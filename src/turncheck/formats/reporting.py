@@ -75,9 +75,6 @@ def explain(problem: Any) -> str:
     return str(problem["msg"])
 
 
-TEMPLATED_METADATA = ("system_prompt", "model", "judge_model", "embedding_model")
-
-
 class SuiteReporter(Reporter):
     """A `Reporter` that also knows the metadata block and `{{var()}}` templates."""
 
@@ -85,6 +82,35 @@ class SuiteReporter(Reporter):
         problem = templates.check_syntax(text)
         if problem is not None:
             self.error_at_value(path, "template-syntax", str(problem))
+
+    def no_templates_in(self, path: Path, value: Any) -> None:
+        """A `{{var()}}`/`{{secret()}}` in a field that is never rendered is an error."""
+        if isinstance(value, str):
+            if templates.has_template(value):
+                keys = [str(part) for part in path if isinstance(part, str)]
+                key = ".".join(keys[-2:]) if keys[-2:-1] == ["vars"] else keys[-1]
+                self.error_at_value(path, "template-not-allowed",
+                                    templates.not_allowed_message(key))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self.no_templates_in((*path, key), item)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.no_templates_in((*path, index), item)
+
+    def templated_fields(self, path: Path, value: Any, rendered: tuple[str, ...]) -> None:
+        """Check templates where `rendered` keys hold them; reject them everywhere else."""
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in rendered and isinstance(item, str):
+                    self.templates_in((*path, key), item)
+                else:
+                    self.templated_fields((*path, key), item, rendered)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.templated_fields((*path, index), item, rendered)
+        else:
+            self.no_templates_in(path, value)
 
     def metadata(self, raw: Any, model: type[Metadata] = Metadata) -> Metadata | None:
         path: Path = ("metadata",)
@@ -99,12 +125,17 @@ class SuiteReporter(Reporter):
                     "unknown-metadata-key",
                     f'unknown metadata key "{key}" is ignored',
                 )
-        for key in TEMPLATED_METADATA:
-            if isinstance(raw.get(key), str):
-                self.templates_in((*path, key), raw[key])
         known = {k: v for k, v in raw.items() if k in model.model_fields}
+        self.templated_fields(path, {k: v for k, v in known.items() if k != "messages"},
+                              templates.METADATA_FIELDS)
+        self.templated_fields((*path, "messages"), known.get("messages"),
+                              templates.MESSAGE_FIELDS)
         try:
-            return model.model_validate(known)
+            metadata = model.model_validate(known)
         except ValidationError as exc:
             self.pydantic_errors(path, exc)
             return None
+        metadata.remember_lines({key: self.positions.value((*path, key)).line
+                                 for key in (*templates.METADATA_FIELDS, "messages")
+                                 if key in known})
+        return metadata

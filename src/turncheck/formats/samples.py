@@ -17,6 +17,11 @@ Loading never raises on bad input: every problem becomes a `Diagnostic` pointing
 the offending key (or the sample's header), the invalid sample is skipped and the
 others are kept. An optional `[grader]` table is validated too (see `formats.grader`);
 an invalid grader is reported and not used.
+
+Only `[grader]` and the samples can change grading. Another top-level *table* (aibff
+writes `[meta]` and `[contexts]`) is ignored with a warning, unless its name is close
+to `samples` or `grader` (a typo would silently drop them: an error). Any other
+unknown top-level key is an error.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from pydantic_core import ErrorDetails
 
-from turncheck.diagnostics import Diagnostic, error
+from turncheck.diagnostics import Diagnostic, error, warning
+from turncheck.formats import templates
 from turncheck.formats.grader import (
     GRADER_KEYS,
     Grader,
@@ -293,6 +299,11 @@ class _Checker:
         raw = self._resolve_grader_files(raw)
         if raw is None:
             return None
+        templated = _untemplated(raw)
+        for path, code, message in templated:
+            self._report(path, code, message)
+        if templated:
+            return None
         try:
             table = GraderTable.model_validate(raw)
         except ValidationError as exc:
@@ -335,11 +346,21 @@ class _Checker:
             message = f'[grader] "{key}" must be {shape}, got {_show(problem["input"])}'
             self._report(path, "invalid-grader", message)
 
+    def _warn(self, path: TomlPath, code: str, message: str) -> None:
+        line, column = self.where.locate(path)
+        self.diagnostics.append(warning(self.file, line, column, code, message))
+
     def _check_top_level_keys(self) -> None:
-        for key in self.data:
-            if key not in TOP_LEVEL_KEYS:
-                message = f"unknown top-level key {_show(key)}{_suggestion(key, TOP_LEVEL_KEYS)}"
-                self._report((key,), "unknown-key", message)
+        for key, value in self.data.items():
+            if key in TOP_LEVEL_KEYS:
+                continue
+            if _is_table(value) and not difflib.get_close_matches(key, TOP_LEVEL_KEYS, n=1):
+                message = (f"table [{_toml_key(key)}] is ignored: only [grader] and the "
+                           "samples change grading")
+                self._warn((key,), "ignored-table", message)
+                continue
+            message = f"unknown top-level key {_show(key)}{_suggestion(key, TOP_LEVEL_KEYS)}"
+            self._report((key,), "unknown-key", message)
 
     def _entries(self) -> tuple[Layout, list[tuple[str | int, object]]]:
         samples = self.data.get("samples")
@@ -392,14 +413,24 @@ class _Checker:
             )
             return
         code, message = _describe(layout, loc, problem)
+        if problem["type"] == "extra_forbidden" and path in self.where.table_headers:
+            message += (f" ([samples.{_toml_key(str(loc[-1]))}] after [[samples]] is a "
+                        "sub-table of that sample)")
         self._report(path, code, f"{label}: {message}")
 
     def _is_keyed_table_in_list(
         self, layout: Layout, path: TomlPath, problem: ErrorDetails
     ) -> bool:
-        """TOML puts a `[samples.<id>]` after `[[samples]]` inside the last list sample."""
+        """TOML puts a `[samples.<id>]` after `[[samples]]` inside the last list sample.
+
+        Only a table that looks like a keyed sample (`score` or `messages`) counts: a
+        sub-table such as `[samples.input]` is an unknown key of the list sample.
+        """
         is_sample_key = len(path) == 3 and problem["type"] == "extra_forbidden"
-        return layout == "list" and is_sample_key and path in self.where.table_headers
+        if not (layout == "list" and is_sample_key and path in self.where.table_headers):
+            return False
+        table = problem["input"]
+        return isinstance(table, dict) and ("score" in table or "messages" in table)
 
     def _is_new_id(self, sample: Sample, key: str | int, first_line_of: dict[str, int]) -> bool:
         if sample.id not in first_line_of:
@@ -409,6 +440,26 @@ class _Checker:
         message = f"sample {_show(sample.id)}: duplicate id (first used at line {first_line})"
         self._report(("samples", key, "id"), "duplicate-sample-id", message)
         return False
+
+
+def _untemplated(grader: dict[str, object]) -> list[tuple[TomlPath, str, str]]:
+    """vibecheck templates are not rendered in [grader]: they would be sent literally."""
+    return [(("grader", key), "template-not-allowed",
+             f'[grader] "{key}" takes no {{{{var()}}}} or {{{{secret()}}}} templates '
+             "(they are not rendered in sample files)")
+            for key, value in grader.items()
+            if key != "prompt" and isinstance(value, str) and templates.has_template(value)]
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _show(key)
+
+
+def _is_table(value: object) -> bool:
+    """A TOML table (`[name]`) or array of tables (`[[name]]`)."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(item, dict) for item in value)
+    return isinstance(value, dict)
 
 
 def _default_id(key: str | int) -> str:

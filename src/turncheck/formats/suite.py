@@ -7,10 +7,20 @@ as private attributes so they never leak into the schema or accept user keys.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
+from turncheck.formats import templates
 from turncheck.formats.budget import BudgetLimits
 
 MAX_DEPTH = 5
@@ -52,6 +62,13 @@ class Message(BaseModel):
     content: NonEmptyStr
 
 
+def _or_template(schema: dict[str, Any]) -> None:
+    """In the JSON Schema too, a templated value is checked once rendered."""
+    schema.setdefault("anyOf", []).append(
+        {"type": "string", "pattern": r"\{\{\s*(var|secret)\s*\(",
+         "description": "a {{var('name')}} or {{secret('NAME')}} template"})
+
+
 class Metadata(BaseModel):
     """Suite metadata. Unknown keys are kept but reported as warnings."""
 
@@ -67,11 +84,13 @@ class Metadata(BaseModel):
     max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: StrictInt | None = None
     provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
-        default=None, description="Overrides the provider chosen from the model id."
+        default=None, description="Overrides the provider chosen from the model id.",
+        json_schema_extra=_or_template,
     )
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible server (implies provider openai).",
+        json_schema_extra=_or_template,
     )
     judge_model: NonEmptyStr | None = Field(
         default=None, description="Model for llm_judge checks (default: model)."
@@ -98,6 +117,23 @@ class Metadata(BaseModel):
         description="Hard limits on this suite's live calls (cost in USD, tokens); "
         "calls that could cross them are not sent and their evals end skipped.",
     )
+
+    __slots__ = ("field_lines",)
+
+    @field_validator("provider", "base_url", mode="wrap")
+    @classmethod
+    def _templated(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A templated provider or base URL is checked once rendered, at run time."""
+        if isinstance(value, str) and templates.has_template(value):
+            return value
+        return handler(value)
+
+    def remember_lines(self, lines: dict[str, int]) -> None:
+        object.__setattr__(self, "field_lines", lines)
+
+    def line_of(self, field: str) -> int | None:
+        lines: dict[str, int] = getattr(self, "field_lines", {})
+        return lines.get(field)
 
 
 class _FollowUpFields(_Node):

@@ -13,6 +13,7 @@ from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
 from turncheck.diagnostics import Diagnostic, error
+from turncheck.formats import templates
 from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
@@ -133,8 +134,7 @@ class _SuiteValidator(SuiteReporter):
         for key in raw:
             if key not in EVAL_KEYS:
                 self.unknown_key(path, key, EVAL_KEYS)
-        if "prompt" in raw and isinstance(raw["prompt"], str):
-            self.templates_in((*path, "prompt"), raw["prompt"])
+        self.templated_fields(path, raw, templates.EVAL_FIELDS)
         if "checks" not in raw:
             self.error_at_value(path, "missing-key", 'missing required key "checks"')
             return None
@@ -228,9 +228,6 @@ class _SuiteValidator(SuiteReporter):
             self.error_at_value(path, "invalid-check", "empty check")
 
     def check(self, path: Path, raw: dict[str, Any], kind: str, depth: int) -> Check | None:
-        value = raw[kind]
-        if kind in ("match", "not_match") and isinstance(value, str):
-            self.templates_in((*path, kind), value)
         data = dict(raw)
         has_prompt, has_checks = "prompt" in raw, "checks" in raw
         if has_prompt != has_checks:
@@ -279,8 +276,6 @@ class _SuiteValidator(SuiteReporter):
                 f"{self.max_depth + 1} turns)",
             )
             return None
-        if isinstance(raw["prompt"], str):
-            self.templates_in((*path, "prompt"), raw["prompt"])
         return self.check_list((*path, "checks"), raw["checks"], depth + 1)
 
     def or_group(

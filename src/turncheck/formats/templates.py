@@ -3,6 +3,11 @@
 Vars come from configuration, secrets from the environment. Only these two
 forms exist; anything else between `{{` and `}}` is a validation error, so a
 typo cannot silently reach the model as literal text.
+
+One rule decides where templates live, for `validate` and `run` alike: the fields
+below are rendered before use (and their syntax is checked by `validate`); a
+`{{var()}}` or `{{secret()}}` anywhere else is a validation error, because it would
+otherwise be sent or reported literally.
 """
 
 from __future__ import annotations
@@ -14,6 +19,19 @@ from dataclasses import dataclass
 _EXPRESSION = re.compile(
     r"""\s*(?P<kind>var|secret)\(\s*(?P<q>['"])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)\s*\)\s*"""
 )
+
+
+METADATA_FIELDS = ("model", "judge_model", "embedding_model", "provider", "base_url",
+                   "system_prompt")
+"""Suite metadata rendered before use (the session renders all but `system_prompt`,
+which is rendered into each conversation)."""
+MESSAGE_FIELDS = ("content",)
+"""Keys of `metadata.messages` (the opening conversation) rendered into each conversation."""
+EVAL_FIELDS = ("prompt", "match", "not_match", "expected", "criteria")
+"""Keys inside `evals` rendered before use: prompts and follow-up prompts, `match` and
+`not_match` patterns, `semantic.expected` and `llm_judge.criteria`."""
+
+_TEMPLATE_START = re.compile(r"\{\{\s*(?:var|secret)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,17 @@ def check_syntax(text: str) -> TemplateError | None:
     except TemplateError as exc:
         return exc
     return None
+
+
+def has_template(text: str) -> bool:
+    """Whether `text` holds something meant as a `{{var()}}` or `{{secret()}}` template."""
+    return _TEMPLATE_START.search(text) is not None
+
+
+def not_allowed_message(key: str) -> str:
+    return (f'"{key}" takes no {{{{var()}}}} or {{{{secret()}}}} templates (it would be used '
+            f"literally); templates are rendered in metadata {', '.join(METADATA_FIELDS)}, "
+            f"messages' content and in {', '.join(EVAL_FIELDS)}")
 
 
 def secret_names(text: str) -> set[str]:

@@ -2,6 +2,8 @@
 
 - `pull_request`: run the changed suites at head and at base, compare, post one
   comment and a check run, set outputs, exit by `fail-on`.
+- `merge_group`: the same comparison for a merge queue's group (its base and head
+  commits), published as the same check run on the group's head; no comment.
 - `workflow_run`: the trusted second half of the fork-safe flow: download the
   report artifact of the PR run, validate it, bind it to the run's PR, post it as an
   unverified report (never `success` on the required check; see `trust.py`).
@@ -47,8 +49,14 @@ from turncheck.github.bundle import (
     bundle_from_zip,
 )
 from turncheck.github.changes import SuiteChanges, suite_changes
-from turncheck.github.client import GitHubApi, GitHubApiError, PyGithubApi
-from turncheck.github.context import ContextError, GitHubContext, PullRequest, read_context
+from turncheck.github.client import ChangedFile, GitHubApi, GitHubApiError, PyGithubApi
+from turncheck.github.context import (
+    ContextError,
+    GitHubContext,
+    MergeGroup,
+    PullRequest,
+    read_context,
+)
 from turncheck.github.dependencies import (
     MAX_EXPORT_ROUNDS,
     add_dependency_changes,
@@ -86,7 +94,17 @@ from turncheck.render.budget_text import budget_title_note
 from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
 from turncheck.render.estimate_view import estimate_markdown
 
-PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+PULL_REQUEST_EVENTS = ("pull_request", TRUSTED_RUN_EVENT)
+MERGE_GROUP_EVENT = "merge_group"
+PULL_REQUEST_TARGET_REFUSAL = (
+    "pull_request_target is not supported for the pull-request check: its workspace holds "
+    "the base branch, so turncheck would evaluate base files as the pull request's head. "
+    "Use `on: pull_request` (fork pull requests then post through `on: workflow_run`; see "
+    "docs/action.md, 'Fork pull requests'). Only the maintainer-approved trusted run uses "
+    "pull_request_target: check the pull request out into its own directory "
+    "(actions/checkout with `path:` and `persist-credentials: false`) and pass it as "
+    "`pr-checkout` (docs/trust-model.md)"
+)
 BRANCH_EVENTS = ("push", "workflow_dispatch", "schedule")
 ARTIFACT_NAME = "turncheck-report"
 MAX_ARTIFACT_BYTES = 25 * 1024 * 1024
@@ -252,7 +270,12 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
             "the pull-request files API instead. Set `fetch-depth: 0` on actions/checkout so "
             "turncheck can read the base versions of your suites.")
         files = job.api().pr_files(pr.number)
-    existing = {p for p in _all_relative(job)}
+    return changes_among(job, files)
+
+
+def changes_among(job: Job, files: list[ChangedFile]) -> SuiteChanges:
+    """The suites and sample files among changed `files` (repo-relative paths)."""
+    existing = set(_all_relative(job))
     changes = suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
                             existing)
     # A suite's referenced files (prompts, messages, cases) and watched globs are part of it.
@@ -283,6 +306,8 @@ def pull_request_flow(job: Job) -> int:
         provenance = Provenance(False, f"the fork {pr.head_repository}")
     if job.inputs.merge_reports:
         return merged_flow(job, provenance)
+    if job.context.event_name != TRUSTED_RUN_EVENT:  # a trusted run reads pr-checkout
+        refuse_base_checkout(job, pr.base_sha, pr.head_sha)
     base = job.inputs.base_ref and git.resolve(job.root, job.inputs.base_ref)
     base_sha = base or pr.base_sha
     changes = changed_files_of(job, pr, base_sha)
@@ -291,12 +316,32 @@ def pull_request_flow(job: Job) -> int:
                              changes.samples)
     log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
         f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
-    head = run_head(job, changes.head_suites, changes.samples, pr.head_sha)
+    return compare_flow(job, base_sha, pr.head_sha, changes, pr.number, provenance)
+
+
+def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:
+    """Head results must come from head files: a workspace at the base commit is refused."""
+    if head_sha == base_sha:
+        return
+    try:
+        at = git.current_sha(job.context.workspace)
+    except git.GitError:
+        return
+    if at == base_sha:
+        raise ActionError(f"the workspace is at the base commit {at[:12]}, not at the head "
+                          f"{head_sha[:12]}: check out the triggering commit (actions/checkout "
+                          "does by default) so base files are not evaluated as head")
+
+
+def compare_flow(job: Job, base_sha: str, head_sha: str, changes: SuiteChanges,
+                 number: int | None, provenance: Provenance = VERIFIED) -> int:
+    """Run `changes` at head and base, write the report, publish (unless a shard)."""
+    head = run_head(job, changes.head_suites, changes.samples, head_sha)
     base_report, baseline = baseline_for(job, base_sha, changes.base_suites, head,
                                          changes.base_samples)
     bundle = with_token_counts(ReportBundle(
-        repository=job.context.repository, event=job.context.event_name, pull_number=pr.number,
-        base_sha=base_sha, head_sha=pr.head_sha,
+        repository=job.context.repository, event=job.context.event_name, pull_number=number,
+        base_sha=base_sha, head_sha=head_sha,
         working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
         removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
         head=head, base=base_report,
@@ -440,13 +485,14 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
     print_annotations(items)
     published = Published()
     summary = render_summary(comparison, context)
-    if bundle.pull_number is not None:
+    if bundle.pull_number is not None or bundle.event == "merge_group":
         api = job.api()
-        body = render_comment(comparison, context)
-        # With nothing changed any more, only an earlier comment is updated (its old
-        # verdict must go); no new comment is created.
-        post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
-                     published, create=not nothing_changed)
+        if bundle.pull_number is not None:
+            body = render_comment(comparison, context)
+            # With nothing changed any more, only an earlier comment is updated (its old
+            # verdict must go); no new comment is created.
+            post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
+                         published, create=not nothing_changed)
         title = check_title(comparison, reasons) + budget_title_note(bundle.head)
         brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
         if provenance.verified:
@@ -499,6 +545,56 @@ def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_
     explain_read_only(published, job.inputs.report_path)
     write_runner_files(job.context.output_path, job.context.summary_path, {}, body)
     return 0
+
+
+# -- merge queues ----------------------------------------------------------------
+
+
+def merge_group_flow(job: Job) -> int:
+    """The suites a queued group changes, run at its head and its base; a check, no comment."""
+    group = job.context.merge_group()
+    if group is None:
+        raise ActionError("the event payload has no merge_group")
+    if job.inputs.merge_reports:
+        return merged_flow(job)
+    base_sha = merge_group_base(job, group)
+    refuse_base_checkout(job, base_sha, group.head_sha)
+    changes = merge_group_changes(job, base_sha, group.head_sha)
+    log(f"merge group {group.head_sha[:12]} onto {group.base_branch or base_sha[:12]}: "
+        f"{len(changes.head_suites)} changed suite(s) at head, {len(changes.base_suites)} at "
+        f"base, {len(changes.samples)} sample file(s)")
+    return compare_flow(job, base_sha, group.head_sha, changes, None)
+
+
+def merge_group_base(job: Job, group: MergeGroup) -> str:
+    workspace = job.context.workspace
+    if job.inputs.base_ref:
+        chosen = git.resolve(workspace, job.inputs.base_ref)
+        if chosen is None:
+            raise ActionError(f"base-ref {job.inputs.base_ref!r} names no commit here")
+        return chosen
+    if group.base_sha:
+        return group.base_sha
+    found = None
+    if group.base_branch:
+        found = git.resolve(workspace, f"origin/{group.base_branch}")
+        if found is None and git.fetch(workspace, "origin", [group.base_ref]):
+            found = git.resolve(workspace, "FETCH_HEAD")
+    if found is None:
+        raise ActionError("the merge_group payload has no base_sha and its base_ref "
+                          f"{group.base_ref!r} cannot be resolved in the checkout")
+    return found
+
+
+def merge_group_changes(job: Job, base_sha: str, head_sha: str) -> SuiteChanges:
+    workspace = job.context.workspace
+    files = git.changed_files(workspace, base_sha, head_sha)
+    if files is None and git.fetch(workspace, "origin", [base_sha, head_sha]):
+        files = git.changed_files(workspace, base_sha, head_sha)
+    if files is None:
+        raise ActionError(f"cannot diff the merge group's base {base_sha[:12]} and head "
+                          f"{head_sha[:12]}: set `fetch-depth: 0` on actions/checkout")
+    return changes_among(job, files)
 
 
 # -- trusted poster for fork pull requests -----------------------------------------
@@ -570,14 +666,18 @@ def run_action(env: Mapping[str, str] | None = None) -> int:
         inputs = read_inputs(with_project_config(env, context.workspace))
         mask_secrets(env)
         job = Job(context, inputs, env)
+        if context.event_name == TRUSTED_RUN_EVENT and inputs.pr_checkout is None:
+            raise ActionError(PULL_REQUEST_TARGET_REFUSAL)
         if context.event_name in PULL_REQUEST_EVENTS:
             return pull_request_flow(job)
+        if context.event_name == MERGE_GROUP_EVENT:
+            return merge_group_flow(job)
         if context.event_name == "workflow_run":
             return workflow_run_flow(job)
         if context.event_name in BRANCH_EVENTS:
             return branch_flow(job)
         raise ActionError(f"unsupported event {context.event_name!r}; use pull_request, "
-                          "workflow_run or push")
+                          "merge_group, workflow_run or push")
     except ConfigError:
         return 1  # its problems are printed as annotations
     except (ContextError, InputError, ActionError, GitHubApiError, git.GitError) as exc:

@@ -35,6 +35,21 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue's group: the commit GitHub built (head) on top of the target (base)."""
+
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    base_sha: str | None
+    """Missing from older payloads; then the base is found from `base_ref`."""
+
+    @property
+    def base_branch(self) -> str:
+        return self.base_ref.removeprefix("refs/heads/")
+
+
+@dataclass(frozen=True)
 class WorkflowRun:
     id: int
     head_sha: str
@@ -85,6 +100,21 @@ class GitHubContext:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ContextError(f"pull_request payload is missing {exc}") from exc
+
+    def merge_group(self) -> MergeGroup | None:
+        group = self.payload.get("merge_group")
+        if not isinstance(group, dict):
+            return None
+        try:
+            base_sha = group.get("base_sha")
+            return MergeGroup(
+                head_sha=str(group["head_sha"]),
+                head_ref=str(group.get("head_ref") or ""),
+                base_ref=str(group.get("base_ref") or ""),
+                base_sha=str(base_sha) if base_sha else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ContextError(f"merge_group payload is missing {exc}") from exc
 
     def workflow_run(self) -> WorkflowRun | None:
         run = self.payload.get("workflow_run")

@@ -246,12 +246,15 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         suite_path: Path | str | None = None,
         *,
         max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
+        record_command: str | None = None,
     ) -> None:
         if mode not in ("replay", "record"):
             raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
         self.path = Path(path)
         self.mode: CassetteMode = mode
         self.suite_path = str(suite_path) if suite_path is not None else "<suite path>"
+        self.record_command = record_command or f"turncheck record {self.suite_path}"
+        """What a miss suggests: with the options that shaped the requests."""
         self._inner = inner_transport
         self._scrubber = Scrubber(secrets)
         self._interactions: list[Interaction] = []
@@ -344,7 +347,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         what = f"model {model}, " if model else ""
         return (
             f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
-            f"{self.path}; record it with: turncheck record {self.suite_path}"
+            f"{self.path}; record it with: {self.record_command}"
         )
 
     async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
@@ -407,9 +410,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
                 for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
                     self._add(interaction)
         except CassetteFormatError as exc:
-            self.load_error = f"{exc.message}; delete it and re-record with: " + (
-                f"turncheck record {self.suite_path}"
-            )
+            self.load_error = (f"{exc.message}; delete it and re-record with: "
+                               f"{self.record_command}")
 
 
 def _model_of(body: str | bytes) -> str | None:

@@ -87,16 +87,19 @@ _BUILDERS: dict[str, Callable[[Connection], Provider]] = {
 
 
 def open_cassette(
-    suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = ()
+    suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = (),
+    record_command: str | None = None,
 ) -> CassetteTransport | None:
     """The suite's cassette transport, or None in live mode.
 
     `secrets` are the values of the suite's `{{secret(...)}}` templates; the API
-    keys found in `env` are scrubbed as well.
+    keys found in `env` are scrubbed as well. `record_command` is the command a
+    replay miss suggests (default: `turncheck record <suite_path>`).
     """
     if mode == "live":
         return None
     keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
     return CassetteTransport(
-        cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path
+        cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path,
+        record_command=record_command,
     )
