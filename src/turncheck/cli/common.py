@@ -22,6 +22,7 @@ from turncheck.formats.discovery import (
     Globs,
     discover,
 )
+from turncheck.formats.files import refusal_reason, write_text_confined
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
@@ -265,8 +266,11 @@ def nothing_to_do(reason: str) -> None:
 
 def write_json(path: Path, model: BaseModel) -> None:
     """`model` as indented JSON at `path`, creating its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    try:
+        write_text_confined(path, model.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        print(f"turncheck: error: cannot write {path}: {refusal_reason(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def usage_error(message: str) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from turncheck.diagnostics import Diagnostic, Severity, sort_key
 from turncheck.formats.discovery import FileKind, FoundFile
+from turncheck.formats.references import find_root
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 
@@ -50,10 +51,11 @@ def validate_files(
     result = ValidationResult()
     for found in files:
         shown = display_path(found.path, root)
+        repository = found.root or find_root(found.path.parent)
         if found.kind is FileKind.SUITE:
-            result.suites.append(load_suite(found.path, shown, max_depth))
+            result.suites.append(load_suite(found.path, shown, max_depth, repository))
         else:
             from turncheck.formats.samples import load_samples
 
-            result.samples.append(load_samples(found.path, shown))
+            result.samples.append(load_samples(found.path, shown, repository))
     return result

@@ -37,8 +37,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -52,6 +50,7 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
+from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.gc_pause import gc_paused
 from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
@@ -308,7 +307,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]},
             yamlserializer,
         )
-        _write_atomically(self.path, text)
+        write_text_confined(self.path, text)
         self._new_count = 0
         return True
 
@@ -435,26 +434,6 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
     return not (isinstance(payload, dict) and "error" in payload)
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp creates 0600; a cassette is committed and read by others like any file.
-        os.chmod(tmp_name, 0o666 & ~_current_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:
@@ -510,16 +489,17 @@ def _check_yaml_shape(text: str, path: Path) -> None:
 
 def _read_capped(path: Path, max_bytes: int) -> str | None:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = read_bytes_bounded(path, limit=max_bytes)
     except FileNotFoundError:
         return None
+    except FileRefused as exc:
+        if exc.code == "file-too-large":
+            raise CassetteFormatError(
+                f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
+            ) from None
+        raise CassetteFormatError(f"cannot read cassette {path}: {exc.message}") from None
     except OSError as exc:
         raise CassetteFormatError(f"cannot read cassette {path}: {exc.strerror}") from None
-    if len(data) > max_bytes:
-        raise CassetteFormatError(
-            f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
-        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
