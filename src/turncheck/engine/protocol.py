@@ -41,7 +41,7 @@ from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
-from turncheck.formats.protocol_templates import protocol_environment
+from turncheck.formats.protocol_templates import SecretRef, protocol_environment
 from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
@@ -179,10 +179,9 @@ class _ProtocolRun:
             raise jinja2.TemplateRuntimeError(f"var {name!r} is not set")
         return self.variables[name]
 
-    def _secret(self, name: str) -> str:
-        if name not in self.session.secrets:
-            raise jinja2.TemplateRuntimeError(f"secret {name!r} is not set")
-        return self.session.secrets[name]
+    def _secret(self, name: str) -> SecretRef:
+        # Bound late: the value enters only the outgoing request (providers/secrets.py).
+        return SecretRef(name)
 
     def context(self, case: Case, state: _CaseState) -> dict[str, Any]:
         return {
@@ -220,8 +219,7 @@ class _ProtocolRun:
             if metadata.system_prompt else []
         opening += metadata.messages or []
         try:
-            return [ChatMessage(m.role,
-                                templates.render(m.content, self.variables, self.session.secrets))
+            return [ChatMessage(m.role, templates.render(m.content, self.variables))
                     for m in opening]
         except KeyError as exc:
             raise CaseError(f"system_prompt: {exc.args[0]}") from exc

@@ -98,7 +98,7 @@ class _SuiteRun:
 
     def render(self, text: str) -> str:
         try:
-            return templates.render(text, self.variables, self.session.secrets)
+            return templates.render(text, self.variables)
         except KeyError as exc:
             raise EvalError(f"template: {exc.args[0]}") from exc
 

@@ -30,6 +30,7 @@ from turncheck.providers.base import (
 from turncheck.providers.cassettes import CassetteTransport
 from turncheck.providers.factory import make_provider, open_cassette, select_provider
 from turncheck.providers.http import RetryPolicy, Sleep
+from turncheck.providers.secrets import SecretBinder
 
 Mode = Literal["replay", "record", "live"]
 Item = TypeVar("Item")
@@ -73,15 +74,28 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
-    """Values of every `{{secret('NAME')}}` the suite uses that the environment sets."""
+def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
+    """Every name the suite reads with `secret('NAME')`: its declaration of secrets.
+
+    Reserved names (the runner's, the action's inputs, the API keys) are never among
+    them: validation refuses such a suite, and they are dropped here as well."""
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
     data = suite.metadata.model_dump() if isinstance(suite, ProtocolSuite) else \
         suite.model_dump(by_alias=True)
-    names = {name for text in _strings(data) for name in templates.secret_names(text)}
+    names: set[str] = set()
+    for text in _strings(data):
+        try:
+            names |= templates.secret_names(text)
+        except templates.TemplateError:
+            continue
     if isinstance(suite, ProtocolSuite):
         names |= set(suite.secret_names)
-    return {name: env[name] for name in sorted(names) if env.get(name)}
+    return {name for name in names if templates.reserved_secret(name) is None}
+
+
+def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
+    """Values of the suite's declared secrets that the environment sets."""
+    return {name: env[name] for name in sorted(declared_secrets(suite)) if env.get(name)}
 
 
 @dataclass
@@ -218,7 +232,8 @@ def open_session(
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
     secrets = secret_values(suite, env)
-    transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values())
+    binder = SecretBinder({name: secrets.get(name) for name in declared_secrets(suite)})
+    transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(), binder=binder)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
@@ -232,6 +247,7 @@ def open_session(
                 base_url=url,
                 sleep=settings.sleep,
                 secrets=list(secrets.values()),
+                binder=binder,
             )
         return built[name]
 

@@ -63,6 +63,7 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
+from turncheck.providers.secrets import SecretBinder
 
 CassetteMode = Literal["replay", "record"]
 DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
@@ -245,6 +246,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         suite_path: Path | str | None = None,
         *,
         max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
+        binder: SecretBinder | None = None,
     ) -> None:
         if mode not in ("replay", "record"):
             raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
@@ -252,6 +254,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self.mode: CassetteMode = mode
         self.suite_path = str(suite_path) if suite_path is not None else "<suite path>"
         self._inner = inner_transport
+        self._binder = binder
         self._scrubber = Scrubber(secrets)
         self._interactions: list[Interaction] = []
         self._index: dict[Key, list[Interaction]] = {}
@@ -350,7 +353,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         if self._inner is None:
             self._inner = AiohttpTransport(max_connections=64)
         started = time.perf_counter()
-        response = await self._inner.handle_async_request(request)
+        outgoing = self._binder.request(request) if self._binder else request
+        response = await self._inner.handle_async_request(outgoing)
         try:
             content = await response.aread()  # decompresses gzip/deflate/br
         finally:

@@ -34,6 +34,7 @@ from turncheck.providers.base import (
     SECRET_PLACEHOLDER,
     ProviderError,
 )
+from turncheck.providers.secrets import SecretBinder
 
 Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
@@ -162,6 +163,7 @@ class JsonHttpClient:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         max_in_flight: int = 64,
+        binder: SecretBinder | None = None,
     ) -> None:
         self._provider_name = provider_name
         self._policy = policy
@@ -183,6 +185,7 @@ class JsonHttpClient:
         self._timeouts = httpx.Timeout(policy.timeout).as_dict()
         self._network_timeout = client_timeout(policy.timeout)
         self._urls: dict[str, httpx.URL] = {}
+        self._binder = binder
 
     async def aclose(self) -> None:
         if self._network is not None:
@@ -257,6 +260,8 @@ class JsonHttpClient:
     ) -> Reply:
         """POST to the network, or through the cassette transport; the reply is read."""
         if self._network is not None:
+            if self._binder:  # the one place a secret's value enters a live request
+                headers, content = self._binder.bind(headers, content)
             return await self._network.request(
                 "POST", url, headers, content, self._network_timeout
             )
