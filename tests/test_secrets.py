@@ -51,6 +51,7 @@ def protocol_text(base_url: str, prompt: str, name: str = "secretive") -> str:
     )
 
 
+WHOLE = "      token {{ secret('TC_TOKEN') }}\n"
 TRANSFORMS = (
     "      reversed {{ secret('TC_TOKEN') | reverse }}\n"
     "      upper {{ secret('TC_TOKEN') | upper }}\n"
@@ -74,12 +75,13 @@ def test_every_transformation_of_a_secret_is_an_error(source: str) -> None:
 
 
 def test_outputting_a_secret_whole_is_allowed() -> None:
-    analysis = check_template("a {{ secret('TOK') }} b\n{% if true %}{{ secret('TOK') }}{% endif %}",
-                              Scope(turns=[], current=0, cases=[]))
+    source = "a {{ secret('TOK') }} b\n{% if true %}{{ secret('TOK') }}{% endif %}"
+    analysis = check_template(source, Scope(turns=[], current=0, cases=[]))
     assert analysis.problems == [] and analysis.secrets == {"TOK"}
 
 
-def turncheck(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def turncheck(*args: str, env: dict[str, str],
+              cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
     return subprocess.run([sys.executable, "-m", "turncheck", *args], capture_output=True,
                           text=True, cwd=cwd, env={**full_env, **env}, timeout=180)
@@ -120,7 +122,7 @@ def test_record_sends_the_value_but_stores_and_prints_only_the_token(
 ) -> None:
     scripted_server.add_rule(echo)
     good = tmp_path / "good.eval.yaml"
-    good.write_text(protocol_text(scripted_server.base_url, "      token {{ secret('TC_TOKEN') }}\n"))
+    good.write_text(protocol_text(scripted_server.base_url, WHOLE))
     leaky = tmp_path / "leaky.eval.yaml"
     leaky.write_text(protocol_text(scripted_server.base_url, TRANSFORMS, name="leaky"))
     suite = tmp_path / "plain.eval.yaml"
@@ -161,7 +163,7 @@ def test_live_run_without_the_secret_set_is_an_error_naming_it(
 ) -> None:
     scripted_server.add_rule(echo)
     good = tmp_path / "good.eval.yaml"
-    good.write_text(protocol_text(scripted_server.base_url, "      token {{ secret('TC_TOKEN') }}\n"))
+    good.write_text(protocol_text(scripted_server.base_url, WHOLE))
     report = tmp_path / "report.json"
     done = turncheck("run", str(good), "--mode", "live", "--json", str(report),
                      env={"OPENAI_API_KEY": "sk-test-key-0000"})

@@ -15,8 +15,10 @@ requests get them in recorded order and, once they run out, the last one again.
 Record mode answers from the cassette whenever the key is present, so recording
 never stores a second response for a request it has already seen; concurrent
 identical misses are sent once. Only 2xx responses with a readable body (valid
-JSON without a top-level `error`) are recorded: a 429/5xx would otherwise be
-replayed forever.
+JSON without a top-level `error`, and a usable completion by the provider's own
+check, `USABILITY_EXTENSION`) are recorded: a 429/5xx or an answer without
+`choices` would otherwise be replayed forever. A stored answer that the check
+rejects is re-requested (and replaced) in record mode and refused in replay.
 
 Scrubbing happens before anything is stored or matched: the headers in
 `DROPPED_HEADERS` are removed from requests and responses, and every secret
@@ -60,6 +62,7 @@ from turncheck.providers.base import (
     RECORDED_LATENCY_HEADER,
     REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
+    USABILITY_EXTENSION,
     ProviderError,
     RecordingMissing,
 )
@@ -281,10 +284,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             raise CassetteFormatError(self.load_error)
         raw_body = await request.aread()
         key, stored_body = self._key_of(request.method, str(request.url), raw_body)
+        usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
-            return self._replay(key)
+            return self._replay(key, usable)
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._next(key)
+            if hit is not None and _problem_of(hit.response_body, usable) is not None:
+                self._forget(key)  # an unusable recording heals by being re-requested
+                hit = None
             if hit is not None:
                 return hit.to_httpx(replayed=True)
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
@@ -325,11 +332,24 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         match_body, stored_body = self._scrubber.body(body)
         return (method.upper(), self._scrubber.url(url), match_body), stored_body
 
-    def _replay(self, key: Key) -> httpx.Response:
+    def _replay(self, key: Key, usable: object) -> httpx.Response:
         hit = self._next(key)
         if hit is None:
             raise RecordingMissing(self._missing_message(key))
+        problem = _problem_of(hit.response_body, usable)
+        if problem is not None:
+            raise RecordingMissing(
+                f"the recorded answer in {self.path} is not usable ({problem}); re-record "
+                f"it with: turncheck record {self.suite_path}"
+            )
         return hit.to_httpx(replayed=True)
+
+    def _forget(self, key: Key) -> None:
+        """Drop every recording for `key`; the next save rewrites the file without them."""
+        dropped = self._index.pop(key, [])
+        self._cursor.pop(key, None)
+        self._interactions = [i for i in self._interactions if i not in dropped]
+        self._new_count += bool(dropped)
 
     def _next(self, key: Key) -> Interaction | None:
         entries = self._index.get(key)
@@ -361,7 +381,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             await response.aclose()
         latency_ms = (time.perf_counter() - started) * 1000
         interaction = self._scrubbed(request, key, stored_body, response, content, latency_ms)
-        if _worth_recording(response, content):
+        usable = request.extensions.get(USABILITY_EXTENSION)
+        if _worth_recording(response, content) and _problem_of(content, usable) is None:
             self._add(interaction)
             self._new_count += 1
         return interaction.to_httpx()
@@ -423,6 +444,20 @@ def _model_of(body: str | bytes) -> str | None:
     except (ValueError, AttributeError):
         return None
     return model if isinstance(model, str) else None
+
+
+def _problem_of(body: bytes, usable: object) -> str | None:
+    """What the provider's usability check finds wrong with a JSON answer body, or None."""
+    if not callable(usable):
+        return None
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "not JSON"
+    if not isinstance(payload, dict):
+        return "not a JSON object"
+    problem = usable(payload)
+    return problem if isinstance(problem, str) else None
 
 
 def _worth_recording(response: httpx.Response, content: bytes) -> bool:
