@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from turncheck.cli.config import add_config_option
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.interruption import interruptible, report_interruption
 from turncheck.formats.discovery import (
     DEFAULT_SAMPLE_GLOBS,
     DEFAULT_SUITE_GLOBS,
@@ -262,6 +263,14 @@ def nothing_to_do(reason: str) -> None:
     """The one message for a command with nothing to check, run or grade (exit code
     `NOTHING_TO_DO` in `run`, `calibrate` and `validate`)."""
     print(one_line(f"turncheck: warning: nothing to do: {reason}"), file=sys.stderr)
+
+
+def interruptible_run(command: Callable[[], int]) -> int:
+    """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
+    interrupted command keeps its partial results, prints one line and exits 130/143."""
+    with interruptible() as stop:
+        code = command()
+    return report_interruption() if stop.requested else code
 
 
 def write_json(path: Path, model: BaseModel) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol_report import (
@@ -34,7 +35,7 @@ from turncheck.engine.protocol_report import (
     ScorerResult,
     TurnSummary,
 )
-from turncheck.engine.report import Status, Usage
+from turncheck.engine.report import Status, StatusReason, Usage
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
 from turncheck.engine.session import SuiteSession, open_session, run_then_close
@@ -344,6 +345,10 @@ class _ProtocolRun:
             self_assessment_actual=None if detail is None else detail.actual,
         )
 
+    def interrupted(self, case: Case) -> CaseResult:
+        result = self._case_result(case, _CaseState(), STOP.message())
+        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
+
     def _case_result(self, case: Case, state: _CaseState, error: str | None) -> CaseResult:
         aggregates = self._aggregates(state, error)
         threshold = self.protocol.metadata.pass_threshold
@@ -473,5 +478,6 @@ async def run_protocol(
     threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))
     so_far = protocol_result(suite_file, protocol, session, [])
     notify = None if on_case is None else partial(on_case, so_far)
-    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify)
+    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify,
+                                   run.interrupted)
     return protocol_result(suite_file, protocol, session, results), session.live_tokens

@@ -11,10 +11,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
+from turncheck.engine.interruption import STOP
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
@@ -343,16 +345,23 @@ async def run_then_close(
     work: Callable[[Item], Awaitable[Result]],
     limits: Sequence[asyncio.Semaphore],
     on_done: Callable[[Result], None] | None,
+    interrupted: Callable[[Item], Result] | None = None,
 ) -> list[Result]:
     """`work` on every item at once, each holding all `limits` (taken in order) while it
-    runs; `on_done` with each result as it comes. The session is closed however it ends."""
+    runs; `on_done` with each result as it comes. The session is closed however it ends.
+
+    On SIGINT/SIGTERM (`interruption.STOP`) an item that has not finished in time gets
+    `interrupted(item)` instead; the session still closes and saves its cassette."""
 
     async def one(item: Item) -> Result:
         async with AsyncExitStack() as held:
             for limit in limits:
                 await held.enter_async_context(limit)
-            result = await work(item)
-        if on_done is not None:
+            if interrupted is None:
+                result = await work(item)
+            else:
+                result = await STOP.guard(partial(work, item), partial(interrupted, item))
+        if on_done is not None and not STOP.requested:  # interrupted: no more progress lines
             on_done(result)
         return result
 
