@@ -39,8 +39,8 @@ class ValidationResult:
 def display_path(path: Path, root: Path | None = None) -> str:
     """A path as users should see it: relative to `root` (default cwd) when inside it."""
     base = (root or Path.cwd()).resolve()
-    try:
-        return path.resolve().relative_to(base).as_posix()
+    try:  # the file itself is not resolved: a symlink is shown by its own name
+        return (path.parent.resolve() / path.name).relative_to(base).as_posix()
     except ValueError:
         return path.as_posix()
 

@@ -21,6 +21,7 @@ MAX_NESTING = 200
 MAX_NODES = 1_000_000
 """Caps alias expansion ("billion laughs"): aliases re-walk their anchor's subtree."""
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+NESTED_TOO_DEEPLY = f"YAML nested more than {MAX_NESTING} levels deep"
 SAFE_NESTING_BOUND = 1_000
 """Below this many levels PyYAML's (recursive) composer is safe; it segfaults at ~20,000."""
 _OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
@@ -81,8 +82,11 @@ class _Converter:
         mark = node.start_mark
         self.positions.values[path] = Pos(mark.line + 1, mark.column + 1)
         self._nodes += 1
-        if len(path) > MAX_NESTING or self._nodes > MAX_NODES:
-            self._error(mark, "yaml-structure", "recursive, too large or too deeply nested YAML")
+        if len(path) > MAX_NESTING:
+            self._error(mark, "yaml-structure", NESTED_TOO_DEEPLY)
+            raise _TooBig
+        if self._nodes > MAX_NODES:
+            self._error(mark, "yaml-structure", "recursive or too large YAML (aliases?)")
             raise _TooBig
         return self._convert_node(node, path)
 
@@ -167,7 +171,7 @@ def too_deep(text: str, limit: int = MAX_NESTING) -> Pos | None:
     """
     if nesting_upper_bound(text) <= SAFE_NESTING_BOUND:  # the converter checks `limit`
         return None
-    depth = 0
+    depth = -1  # the document's top collection is level 0, as in `_Converter`
     for event in yaml.parse(text, Loader=_SAFE_LOADER):
         if isinstance(event, _OPENING_EVENTS):
             depth += 1
@@ -187,8 +191,7 @@ def load_yaml(text: str, file: str) -> LoadedYaml:
     try:
         where = too_deep(text)
         if where is not None:
-            nested = error(file, where.line, where.column, "yaml-structure",
-                           f"YAML nested more than {MAX_NESTING} levels deep")
+            nested = error(file, where.line, where.column, "yaml-structure", NESTED_TOO_DEEPLY)
             return LoadedYaml(None, Positions(), [nested])
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
