@@ -104,14 +104,14 @@ def kind_by_extension(path: Path) -> FileKind | None:
 
 
 def _walk(directory: Path, globs: Globs) -> Iterable[FoundFile]:
-    root = _repository_of(directory)
-    for root, dirnames, filenames in os.walk(directory):
+    repository = _repository_of(directory)
+    for parent, dirnames, filenames in os.walk(directory):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRECTORIES)
         for filename in sorted(filenames):
-            full = Path(root, filename)
+            full = Path(parent, filename)
             kind = globs.kind_of(full.relative_to(directory).as_posix())
             if kind is not None:
-                yield FoundFile(full, kind, root=root)
+                yield FoundFile(full, kind, root=repository)
 
 
 def _repository_of(directory: Path) -> Path:
