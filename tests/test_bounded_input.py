@@ -176,3 +176,17 @@ def test_the_action_does_not_write_its_report_through_a_committed_symlink(
     assert victim.read_text() == '{"untouched": true}'
     assert "refusing to write" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_the_vibecheck_scan_and_the_config_file_are_bounded_too(tmp_path: Path) -> None:
+    from turncheck.config import ConfigError, read_config
+    from turncheck.formats.vibecheck import looks_like_vibecheck_suite
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("metadata: " + "[" * 100_000 + "]" * 100_000 + "\nevals: []\n")
+    assert looks_like_vibecheck_suite(deep) is False  # no crash in PyYAML's composer
+    config = tmp_path / "turncheck.toml"
+    config.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError) as refused:
+        read_config(config, "turncheck.toml")
+    assert "cannot read the file" in str(refused.value.diagnostics[0].message)

@@ -23,7 +23,7 @@ from turncheck.formats.discovery import (
     Globs,
     discover,
 )
-from turncheck.formats.files import refusal_reason, write_text_confined
+from turncheck.formats.files import read_bytes_bounded, refusal_reason, write_text_confined
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
@@ -178,7 +178,7 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
     texts = []
     for path in files:
         try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            texts.append(read_bytes_bounded(path).decode("utf-8", errors="replace"))
         except OSError:
             continue
     for name in variables:
