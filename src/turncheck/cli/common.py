@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, TextIO
 
 from turncheck.cli.config import add_config_option
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.interruption import interruptible, report_interruption
 from turncheck.formats.discovery import (
     DEFAULT_SAMPLE_GLOBS,
     DEFAULT_SUITE_GLOBS,
@@ -268,6 +267,8 @@ def nothing_to_do(reason: str) -> None:
 def interruptible_run(command: Callable[[], int]) -> int:
     """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
     interrupted command keeps its partial results, prints one line and exits 130/143."""
+    from turncheck.engine.interruption import interruptible, report_interruption
+
     with interruptible() as stop:
         code = command()
     return report_interruption() if stop.requested else code

@@ -53,6 +53,7 @@ from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
+from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
 from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
@@ -330,7 +331,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
         match_body, stored_body = self._scrubber.body(body)
-        return (method.upper(), self._scrubber.url(url), match_body), stored_body
+        return (method.upper(), self._scrubber.url(url), _token_blind(match_body)), stored_body
 
     def _replay(self, key: Key, usable: object) -> httpx.Response:
         hit = self._next(key)
@@ -434,6 +435,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             self.load_error = f"{exc.message}; delete it and re-record with: " + (
                 f"turncheck record {self.suite_path}"
             )
+
+
+def _token_blind(body: str | bytes) -> str | bytes:
+    """The match form of a body: a `<SECRET:NAME>` token matches a recording made before
+    secrets were bound late, which holds the scrubbed value `<SECRET>` in its place."""
+    if isinstance(body, str) and "<SECRET:" in body:
+        return SECRET_TOKEN.sub(SECRET_PLACEHOLDER, body)
+    return body
 
 
 def _model_of(body: str | bytes) -> str | None:
@@ -548,7 +557,7 @@ def _read_capped(path: Path, max_bytes: int) -> str | None:
 def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
     method, uri = _require_str(request.method, "method"), _require_str(request.uri, "uri")
     body = _as_bytes(request.body_bytes, "request body")
-    key = (method.upper(), scrubber.url(uri), scrubber.body(body)[0])
+    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]))
     status = response["status"]
     code = status["code"]
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
