@@ -1,7 +1,10 @@
 """Validation throughput: generate 1,000 suite files and validate them.
 
 Prints files/second and the time against the 2-second target for 1,000 files
-(the issue's bound on a 2-core machine). Run: python benchmarks/validate.py [N]
+(the issue's bound on a 2-core machine), and the time bare PyYAML takes to read and
+compose the same files with its C loader (`yaml.CSafeLoader`, nodes with marks):
+validation (safe reads, the depth guard, conversion, checks) should stay within 3x
+of that. Run: python benchmarks/validate.py [N]
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from turncheck.formats.discovery import discover
 from turncheck.formats.validation import validate_files
 
 TARGET_SECONDS_PER_1000 = 2.0
+TARGET_RATIO_TO_BARE_PYYAML = 3.0
 
 
 def suite_text(index: int) -> str:
@@ -42,12 +48,23 @@ def suite_text(index: int) -> str:
     )
 
 
+def bare_pyyaml_seconds(root: Path) -> float:
+    """Reading and composing every file with PyYAML's C loader, nothing else."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    start = time.perf_counter()
+    for path in sorted(root.glob("*.eval.yaml")):
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=loader)
+        assert node is not None and node.start_mark is not None
+    return time.perf_counter() - start
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for index in range(count):
             (root / f"suite-{index:04d}.eval.yaml").write_text(suite_text(index))
+        bare = bare_pyyaml_seconds(root)
         start = time.perf_counter()
         found = discover([str(root)])
         result = validate_files(found.files)
@@ -57,6 +74,9 @@ def main() -> None:
     print(f"validated {result.files} files ({errors} errors) in {elapsed:.3f}s")
     print(f"throughput: {result.files / elapsed:,.0f} files/s")
     print(f"target: {bound:.2f}s for {count} files; ratio elapsed/target = {elapsed / bound:.2f}")
+    print(f"bare PyYAML (CSafeLoader compose, with marks): {bare:.3f}s; "
+          f"ratio validation/bare = {elapsed / bare:.2f} (target <= "
+          f"{TARGET_RATIO_TO_BARE_PYYAML:g})")
 
 
 if __name__ == "__main__":

@@ -99,7 +99,9 @@ def pull_request_event(number: int, base: str, head: str, fork: bool = False) ->
 
 def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
                event: dict[str, object], inputs: dict[str, str] | None = None,
-               extra_env: dict[str, str] | None = None) -> ActionRun:
+               extra_env: dict[str, str] | None = None,
+               wrapper: tuple[str, ...] = ()) -> ActionRun:
+    """`wrapper` is a command prefix (e.g. one measuring memory)."""
     runner_dir.mkdir(parents=True, exist_ok=True)
     event_path = runner_dir / "event.json"
     event_path.write_text(json.dumps(event), encoding="utf-8")
@@ -125,7 +127,7 @@ def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
         **{f"INPUT_{name.upper()}": value for name, value in (inputs or {}).items()},
         **(extra_env or {}),
     }
-    done = subprocess.run([str(TURNCHECK), "action"], cwd=repo.path, env=env, text=True,
+    done = subprocess.run([*wrapper, str(TURNCHECK), "action"], cwd=repo.path, env=env, text=True,
                           capture_output=True, timeout=300, check=False)
     report_file = repo.path / (inputs or {}).get("report-path", "turncheck-report.json")
     report = json.loads(report_file.read_text()) if report_file.exists() else None
@@ -135,7 +137,8 @@ def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
 
 def run_pull_request(repo: GitRepo, runner_dir: Path, github: FakeGitHub | str, base: str,
                      head: str, inputs: dict[str, str] | None = None, *, number: int = PR,
-                     fork: bool = False, extra_env: dict[str, str] | None = None) -> ActionRun:
+                     fork: bool = False, extra_env: dict[str, str] | None = None,
+                     wrapper: tuple[str, ...] = ()) -> ActionRun:
     """`run_action` on a `pull_request` event for PR `number` from `base` to `head`.
 
     `github` is the fake (whose PR head is then set to `head`) or another API URL.
@@ -146,4 +149,4 @@ def run_pull_request(repo: GitRepo, runner_dir: Path, github: FakeGitHub | str, 
     else:
         api_url = github
     return run_action(repo, runner_dir, api_url, "pull_request",
-                      pull_request_event(number, base, head, fork), inputs, extra_env)
+                      pull_request_event(number, base, head, fork), inputs, extra_env, wrapper)

@@ -31,7 +31,8 @@ from http import HTTPStatus
 from typing import Any, Literal
 
 Json = dict[str, Any]
-Fault = Literal["rate_limit", "server_error", "bad_request", "hang", "malformed", "drop"]
+Fault = Literal["rate_limit", "server_error", "bad_request", "hang", "malformed", "drop",
+                "no_choices"]
 Reply = str | Callable[[Json], str]
 EMBEDDING_DIMENSIONS = 64
 
@@ -278,6 +279,8 @@ class ScriptedServer:
             await _write(writer, 400, {"error": error})
         elif fault == "malformed":
             await _write_raw(writer, 200, b'{"choices": [{"message": ')
+        elif fault == "no_choices":  # valid JSON, status 200, but no completion in it
+            await _write(writer, 200, {"id": "cmpl-empty", "object": "chat.completion"})
         elif fault == "hang":
             await asyncio.sleep(self.hang_seconds)
             return False

@@ -38,6 +38,7 @@ from pydantic import (
 
 from turncheck.diagnostics import Diagnostic, error, sort_key
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
+from turncheck.formats.files import read_text_bounded, refusal_reason
 from turncheck.formats.samples import TomlLocator, toml_syntax_position
 from turncheck.formats.suite import MAX_DEPTH
 
@@ -143,8 +144,8 @@ def find_config(start: Path, stop: Path | None = None) -> Path | None:
 
 def _has_tool_table(pyproject: Path) -> bool:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_text_bounded(pyproject))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
         return False
     tool = data.get("tool")
     return isinstance(tool, dict) and "turncheck" in tool
@@ -168,9 +169,10 @@ def _display(path: Path, root: Path) -> str:
 
 def read_config(path: Path, display: str) -> ProjectConfig:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)  # a regular file, not a symlink out of its directory
     except (OSError, UnicodeDecodeError) as exc:
-        problem = error(display, 1, 1, "config", f"cannot read the file: {exc}")
+        reason = refusal_reason(exc) if isinstance(exc, OSError) else str(exc)
+        problem = error(display, 1, 1, "config", f"cannot read the file: {reason}")
         raise ConfigError([problem]) from None
     return parse_config(text, display, pyproject=path.name == PYPROJECT_FILE)
 
@@ -178,8 +180,10 @@ def read_config(path: Path, display: str) -> ProjectConfig:
 def parse_config(text: str, display: str, pyproject: bool = False) -> ProjectConfig:
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise ConfigError([_syntax(display, str(exc))]) from None
+    except RecursionError:
+        raise ConfigError([_syntax(display, "nested too deeply")]) from None
     prefix: tuple[str, ...] = ("tool", "turncheck") if pyproject else ()
     table: Any = data
     for key in prefix:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from turncheck.cli.common import interruptible_run
 from turncheck.github.action import run_action
 
 
@@ -14,4 +15,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="The GitHub Action entrypoint: configured by INPUT_* variables and the "
         "GitHub Actions environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, ...).",
     )
-    parser.set_defaults(handler=lambda args: run_action())
+    parser.set_defaults(handler=lambda args: interruptible_run(run_action))

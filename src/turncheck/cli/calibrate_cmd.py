@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from turncheck.cli.common import (
@@ -15,6 +16,7 @@ from turncheck.cli.common import (
     add_request_options,
     discover_from,
     globs_from,
+    interruptible_run,
     nothing_to_do,
     print_diagnostics,
     print_problems,
@@ -57,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary table")
-    parser.set_defaults(handler=handle_calibrate, var=[])
+    parser.set_defaults(handler=lambda args: interruptible_run(partial(handle_calibrate, args)),
+                        var=[])
 
 
 def _sample_files(args: argparse.Namespace) -> ValidationResult | None:

@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from turncheck.formats.discovery import (
     Globs,
     discover,
 )
+from turncheck.formats.files import read_bytes_bounded, refusal_reason, write_text_confined
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
@@ -176,7 +177,7 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
     texts = []
     for path in files:
         try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            texts.append(read_bytes_bounded(path).decode("utf-8", errors="replace"))
         except OSError:
             continue
     for name in variables:
@@ -263,10 +264,23 @@ def nothing_to_do(reason: str) -> None:
     print(one_line(f"turncheck: warning: nothing to do: {reason}"), file=sys.stderr)
 
 
+def interruptible_run(command: Callable[[], int]) -> int:
+    """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
+    interrupted command keeps its partial results, prints one line and exits 130/143."""
+    from turncheck.engine.interruption import interruptible, report_interruption
+
+    with interruptible() as stop:
+        code = command()
+    return report_interruption() if stop.requested else code
+
+
 def write_json(path: Path, model: BaseModel) -> None:
     """`model` as indented JSON at `path`, creating its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    try:
+        write_text_confined(path, model.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        print(f"turncheck: error: cannot write {path}: {refusal_reason(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def usage_error(message: str) -> int:

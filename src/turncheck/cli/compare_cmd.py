@@ -24,6 +24,12 @@ from turncheck.compare.comparison import (
 )
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.report import SCHEMA_VERSION, Report, Status
+from turncheck.formats.files import (
+    MAX_DATA_BYTES,
+    read_text_bounded,
+    refusal_reason,
+    write_text_confined,
+)
 from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.money import usd
@@ -123,11 +129,12 @@ def parse_renames(pairs: list[str]) -> dict[str, str]:
 
 def load_report(path: Path) -> Report:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, limit=MAX_DATA_BYTES)
     except FileNotFoundError:
         raise UsageError(f"no such report: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read report {path}: {exc}") from None
+        reason = refusal_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise UsageError(f"cannot read report {path}: {reason}") from None
     try:
         report = Report.model_validate_json(text)
     except ValidationError as exc:
@@ -150,9 +157,9 @@ def first_problem(exc: ValidationError) -> str:
 
 def write_json(comparison: Comparison, path: Path) -> None:
     try:
-        path.write_text(comparison.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_text_confined(path, comparison.model_dump_json(indent=2) + "\n")
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc}") from None
+        raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
 
 
 # --- text output --------------------------------------------------------------------

@@ -129,7 +129,11 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return 2
     if hasattr(args, "config_file") and not _configured(args):
         return 2
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
+        print("turncheck: interrupted", file=sys.stderr)
+        return 130
     return code
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from turncheck.cli.common import (
@@ -13,6 +14,7 @@ from turncheck.cli.common import (
     add_provider_options,
     add_request_options,
     discover_from,
+    interruptible_run,
     print_diagnostics,
     print_problems,
     settings_from,
@@ -21,6 +23,7 @@ from turncheck.cli.common import (
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.report import Report, ShardInfo
 from turncheck.engine.runner import run_suites
@@ -40,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "is answered from the suite's cassette, with no network and no API key.",
     )
     _add_run_options(run, with_mode=True)
-    run.set_defaults(handler=handle_run)
+    run.set_defaults(handler=handle_interruptible_run)
     record = subparsers.add_parser(
         "record",
         help="record missing provider calls into the suites' cassettes",
@@ -48,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "provider for the rest and append it to the cassette beside each suite.",
     )
     _add_run_options(record, with_mode=False)
-    record.set_defaults(handler=handle_run, mode="record")
+    record.set_defaults(handler=handle_interruptible_run, mode="record")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
@@ -119,6 +122,10 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     return report.model_copy(update={"shard": shard})
 
 
+def handle_interruptible_run(args: argparse.Namespace) -> int:
+    return interruptible_run(partial(handle_run, args))
+
+
 def handle_run(args: argparse.Namespace) -> int:
     try:
         found = discover_from(args)
@@ -128,7 +135,8 @@ def handle_run(args: argparse.Namespace) -> int:
         report = execute(args, validation)
     except UsageError as exc:
         return usage_error(str(exc))
-    print_report(report, args.quiet)
+    if not STOP.requested:  # interrupted: one line (printed by the caller), no transcript
+        print_report(report, args.quiet)
     if args.json:
         write_json(args.json, report)
     if args.junit:

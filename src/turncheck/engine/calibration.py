@@ -27,6 +27,7 @@ from turncheck.engine.calibration_report import (
     is_below,
     percent_text,
 )
+from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import (
     GRADER_PROMPT_VERSION,
     JudgeAnswerError,
@@ -232,7 +233,8 @@ async def _grade_file(
     info = grader_info(grader, session.provider_name)
     so_far = summarize(file, info, [], None)
     notify = None if on_sample is None else partial(on_sample, so_far)
-    rows = await run_then_close(session, file.samples, grading.grade, [limit], notify)
+    rows = await run_then_close(session, file.samples, grading.grade, [limit], notify,
+                                lambda sample: _error_row(sample, STOP.message()))
     cassette = None if session.transport is None else cassette_path_for(Path(file.path))
     shown = None if cassette is None else cassette.as_posix()
     return summarize(file, info, rows, shown), session.live_tokens

@@ -197,7 +197,7 @@ class _SuiteWalk:
 
     def render(self, text: str) -> str:
         try:
-            return templates.render(text, self.variables, {})
+            return templates.render(text, self.variables)
         except (KeyError, ValueError):
             return text  # unknown variable or secret: the raw template is close enough
 

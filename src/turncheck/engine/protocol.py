@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol_report import (
@@ -34,14 +35,14 @@ from turncheck.engine.protocol_report import (
     ScorerResult,
     TurnSummary,
 )
-from turncheck.engine.report import Status, Usage
+from turncheck.engine.report import Status, StatusReason, Usage
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
 from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
-from turncheck.formats.protocol_templates import protocol_environment
+from turncheck.formats.protocol_templates import SecretRef, protocol_environment
 from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
@@ -179,10 +180,9 @@ class _ProtocolRun:
             raise jinja2.TemplateRuntimeError(f"var {name!r} is not set")
         return self.variables[name]
 
-    def _secret(self, name: str) -> str:
-        if name not in self.session.secrets:
-            raise jinja2.TemplateRuntimeError(f"secret {name!r} is not set")
-        return self.session.secrets[name]
+    def _secret(self, name: str) -> SecretRef:
+        # Bound late: the value enters only the outgoing request (providers/secrets.py).
+        return SecretRef(name)
 
     def context(self, case: Case, state: _CaseState) -> dict[str, Any]:
         return {
@@ -222,8 +222,7 @@ class _ProtocolRun:
             if metadata.system_prompt else []
         opening += metadata.messages or []
         try:
-            return [ChatMessage(m.role,
-                                templates.render(m.content, self.variables, self.session.secrets))
+            return [ChatMessage(m.role, templates.render(m.content, self.variables))
                     for m in opening]
         except KeyError as exc:
             raise CaseError(f"system_prompt: {exc.args[0]}") from exc
@@ -347,6 +346,10 @@ class _ProtocolRun:
             self_assessment_estimate=None if detail is None else detail.estimate,
             self_assessment_actual=None if detail is None else detail.actual,
         )
+
+    def interrupted(self, case: Case) -> CaseResult:
+        result = self._case_result(case, _CaseState(), STOP.message())
+        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
 
     def _case_result(self, case: Case, state: _CaseState, error: str | None) -> CaseResult:
         aggregates = self._aggregates(state, error)
@@ -477,5 +480,6 @@ async def run_protocol(
     threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))
     so_far = protocol_result(suite_file, protocol, session, [])
     notify = None if on_case is None else partial(on_case, so_far)
-    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify)
+    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify,
+                                   run.interrupted)
     return protocol_result(suite_file, protocol, session, results), session.live_tokens

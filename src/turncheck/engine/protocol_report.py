@@ -9,7 +9,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from turncheck.engine.model import ReportModel
-from turncheck.engine.report import CheckResult, Report, Status, TurnResult, Usage
+from turncheck.engine.report import (
+    CheckResult,
+    Report,
+    Status,
+    StatusReason,
+    TurnResult,
+    Usage,
+)
 
 
 class NameMatch(ReportModel):
@@ -117,6 +124,7 @@ class CaseResult(ReportModel):
     judge_cost_usd: float | None = 0.0
     line: int = 1
     """Line of the case in the suite file (or in its cases file)."""
+    reason: StatusReason | None = None
 
 
 class TurnSummary(ReportModel):

@@ -30,6 +30,13 @@ class Status(StrEnum):
     """Not finished, never a pass or a fail; `EvalResult.reason` says why (`budget`)."""
 
 
+class StatusReason(StrEnum):
+    """Why an eval (or case) has its status when the reason is not its own outcome."""
+
+    INTERRUPTED = "interrupted"
+    """The run was stopped (SIGINT/SIGTERM) before the eval finished; status `error`."""
+
+
 class Usage(ReportModel):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -86,7 +93,9 @@ class EvalResult(ReportModel):
     line: int = 1
     """Line of the eval's first `prompt` in the suite file, for annotations."""
     reason: str | None = None
-    """Why a `skipped` eval did not finish: `budget` (a live call was not sent)."""
+    """Why the eval has its status when that is not its own outcome: `budget` (a
+    `skipped` eval whose live call was not sent), `interrupted` (an `error`: the run was
+    stopped before it finished); see `StatusReason`."""
 
 
 class SuiteResult(ReportModel):

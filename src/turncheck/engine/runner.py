@@ -20,6 +20,7 @@ from turncheck.diagnostics import Diagnostic
 from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
+from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
@@ -27,6 +28,7 @@ from turncheck.engine.report import (
     EvalResult,
     Report,
     Status,
+    StatusReason,
     SuiteResult,
     TurnResult,
     Usage,
@@ -98,7 +100,7 @@ class _SuiteRun:
 
     def render(self, text: str) -> str:
         try:
-            return templates.render(text, self.variables, self.session.secrets)
+            return templates.render(text, self.variables)
         except KeyError as exc:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
@@ -205,6 +207,10 @@ class _SuiteRun:
     async def _embed(self, inputs: list[str], state: _EvalState) -> list[list[float]]:
         return await metered_embed(self.session, self.pricer, inputs, state)
 
+    def interrupted(self, evaluation: Eval) -> EvalResult:
+        result = self._result(evaluation, _EvalState([]), Status.ERROR, None, STOP.message())
+        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
+
     def _result(
         self,
         evaluation: Eval,
@@ -270,7 +276,8 @@ async def _run_suite(
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
     so_far = _suite_result(suite_file, suite, session, [])
     notify = None if on_eval is None else partial(on_eval, so_far)
-    results = await run_then_close(session, suite.evals, run.run_eval, [threads, limit], notify)
+    results = await run_then_close(session, suite.evals, run.run_eval, [threads, limit], notify,
+                                   run.interrupted)
     return _suite_result(suite_file, suite, session, results), session.live_tokens
 
 

@@ -12,12 +12,14 @@ import shlex
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
+from turncheck.engine.interruption import STOP
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
@@ -33,6 +35,7 @@ from turncheck.providers.base import (
 from turncheck.providers.cassettes import CassetteTransport
 from turncheck.providers.factory import make_provider, open_cassette, select_provider
 from turncheck.providers.http import RetryPolicy, Sleep
+from turncheck.providers.secrets import SecretBinder
 
 Mode = Literal["replay", "record", "live"]
 Item = TypeVar("Item")
@@ -76,15 +79,37 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
-    """Values of every `{{secret('NAME')}}` the suite uses that the environment sets."""
+def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
+    """Every name the suite reads with `secret('NAME')`: its declaration of secrets.
+
+    Reserved names (the runner's, the action's inputs, the API keys) are never among
+    them: validation refuses such a suite, and they are dropped here as well."""
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
     data = suite.metadata.model_dump() if isinstance(suite, ProtocolSuite) else \
         suite.model_dump(by_alias=True)
-    names = {name for text in _strings(data) for name in templates.secret_names(text)}
+    names: set[str] = set()
+    for text in _strings(data):
+        try:
+            names |= templates.secret_names(text)
+        except templates.TemplateError:
+            continue
     if isinstance(suite, ProtocolSuite):
         names |= set(suite.secret_names)
-    return {name: env[name] for name in sorted(names) if env.get(name)}
+    return {name for name in names if templates.reserved_secret(name) is None}
+
+
+def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
+    """Values of the suite's declared secrets that the environment sets."""
+    return {name: env[name] for name in sorted(declared_secrets(suite)) if env.get(name)}
+
+
+CONNECTION_FIELDS = ("provider", "base_url")
+"""Secrets in these are bound when the session opens (the URL is needed to connect); the
+exact-match scrubber keeps the value out of cassettes, reports and logs."""
+
+
+def bind_tokens(text: str, secrets: Mapping[str, str]) -> str:
+    return templates.SECRET_TOKEN.sub(lambda m: secrets.get(m[1], m[0]), text)
 
 
 RENDERED_BY_SESSION = tuple(f for f in templates.METADATA_FIELDS if f != "system_prompt")
@@ -116,7 +141,9 @@ def _rendered_fields(metadata: Metadata, variables: Mapping[str, str],
         if not isinstance(value, str) or not templates.has_template(value):
             continue
         try:
-            rendered[field_name] = templates.render(value, variables, secrets)
+            rendered[field_name] = templates.render(value, variables)
+            if field_name in CONNECTION_FIELDS:  # where to connect: needed before any request
+                rendered[field_name] = bind_tokens(rendered[field_name], secrets)
         except (KeyError, templates.TemplateError) as exc:
             return {}, _metadata_problem(metadata, field_name, str(exc.args[0]))
         if templates.has_template(rendered[field_name]):
@@ -141,7 +168,7 @@ def _conversation_problem(metadata: Metadata, variables: Mapping[str, str],
     texts += [("messages", message.content) for message in metadata.messages or ()]
     for field_name, text in texts:
         try:
-            templates.render(text or "", variables, secrets)
+            templates.render(text or "", variables)
         except (KeyError, templates.TemplateError) as exc:
             return _metadata_problem(metadata, field_name, str(exc.args[0]))
     return None
@@ -309,8 +336,9 @@ def open_session(
     metadata, template_error = render_metadata(suite.metadata, merged, secrets)
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
+    binder = SecretBinder({name: secrets.get(name) for name in declared_secrets(suite)})
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
-                              record_command=hint)
+                              record_command=hint, binder=binder)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
@@ -324,6 +352,7 @@ def open_session(
                 base_url=url,
                 sleep=settings.sleep,
                 secrets=list(secrets.values()),
+                binder=binder,
             )
         return built[name]
 
@@ -422,16 +451,23 @@ async def run_then_close(
     work: Callable[[Item], Awaitable[Result]],
     limits: Sequence[asyncio.Semaphore],
     on_done: Callable[[Result], None] | None,
+    interrupted: Callable[[Item], Result] | None = None,
 ) -> list[Result]:
     """`work` on every item at once, each holding all `limits` (taken in order) while it
-    runs; `on_done` with each result as it comes. The session is closed however it ends."""
+    runs; `on_done` with each result as it comes. The session is closed however it ends.
+
+    On SIGINT/SIGTERM (`interruption.STOP`) an item that has not finished in time gets
+    `interrupted(item)` instead; the session still closes and saves its cassette."""
 
     async def one(item: Item) -> Result:
         async with AsyncExitStack() as held:
             for limit in limits:
                 await held.enter_async_context(limit)
-            result = await work(item)
-        if on_done is not None:
+            if interrupted is None:
+                result = await work(item)
+            else:
+                result = await STOP.guard(partial(work, item), partial(interrupted, item))
+        if on_done is not None and not STOP.requested:  # interrupted: no more progress lines
             on_done(result)
         return result
 

@@ -54,6 +54,9 @@ class Globs:
 class FoundFile:
     path: Path
     kind: FileKind
+    root: Path | None = None
+    """The repository the file was found in; its real path (and every file it references)
+    must stay inside. None: the repository above the file (`find_root`)."""
 
 
 @dataclass
@@ -101,13 +104,20 @@ def kind_by_extension(path: Path) -> FileKind | None:
 
 
 def _walk(directory: Path, globs: Globs) -> Iterable[FoundFile]:
-    for root, dirnames, filenames in os.walk(directory):
+    repository = _repository_of(directory)
+    for parent, dirnames, filenames in os.walk(directory):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRECTORIES)
         for filename in sorted(filenames):
-            full = Path(root, filename)
+            full = Path(parent, filename)
             kind = globs.kind_of(full.relative_to(directory).as_posix())
             if kind is not None:
-                yield FoundFile(full, kind)
+                yield FoundFile(full, kind, root=repository)
+
+
+def _repository_of(directory: Path) -> Path:
+    from turncheck.formats.references import find_root  # imported when first needed
+
+    return find_root(directory)
 
 
 def discover(paths: Sequence[str], globs: Globs = Globs()) -> Discovery:
@@ -118,12 +128,12 @@ def discover(paths: Sequence[str], globs: Globs = Globs()) -> Discovery:
         path = Path(name)
         if path.is_dir():
             found: Iterable[FoundFile] = _walk(path, globs)
-        elif path.is_file():
+        elif path.is_file() or path.is_symlink():  # the loader refuses what is not a file
             kind = globs.kind_of(path.name) or kind_by_extension(path)
             if kind is None:
                 result.unsupported.append(name)
                 continue
-            found = [FoundFile(path, kind)]
+            found = [FoundFile(path, kind, root=_repository_of(path.parent))]
         elif path.exists():
             result.special.append(name)
             continue

@@ -29,6 +29,7 @@ from pathlib import Path as FsPath
 from pathlib import PurePosixPath
 from typing import Any
 
+from turncheck.formats.files import FileRefused, read_text_bounded
 from turncheck.formats.protocol import (
     IDENTIFIER,
     SCORER_SPECS,
@@ -206,16 +207,19 @@ class ProtocolValidator(SuiteReporter):
         directory = self.directory if self.directory is not None else FsPath(self.file).parent
         full = directory / relative
         try:
-            inside = full.resolve().is_relative_to(directory.resolve())
-            text = full.read_bytes().decode("utf-8") if inside else ""
+            text = read_text_bounded(full, root=directory)
+        except FileRefused as exc:
+            if exc.code == "outside-workspace":
+                self.error_at_value(where, "invalid-cases-file",
+                                    f'cases file "{value}" leads outside the suite\'s directory')
+            else:
+                self.error_at_value(where, "invalid-cases-file",
+                                    f'cannot read cases file "{value}": {exc.message}')
+            return []
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.error_at_value(where, "invalid-cases-file",
                                 f'cannot read cases file "{value}": {reason}')
-            return []
-        if not inside:
-            self.error_at_value(where, "invalid-cases-file",
-                                f'cases file "{value}" leads outside the suite\'s directory')
             return []
         self.cases_file = relative.as_posix()
         shown = (PurePosixPath(FsPath(self.file).parent.as_posix()) / relative).as_posix()

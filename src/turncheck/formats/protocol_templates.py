@@ -11,9 +11,11 @@ can report them at their line in the suite file.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import jinja2
 from jinja2 import meta, nodes
@@ -28,9 +30,90 @@ from turncheck.formats.protocol import (
     Case,
     Turn,
 )
+from turncheck.formats.templates import reserved_secret, secret_token
 from turncheck.render.environment import sandboxed_environment
 
+_CAPTURING = (nodes.AssignBlock, nodes.FilterBlock, nodes.Macro, nodes.CallBlock)
+"""Blocks whose output becomes a value (that a filter or method could then transform)."""
+_OPAQUE = (
+    "may only be output whole, as {{{{ secret('{name}') }}}}: a filter, slice, method, "
+    "comparison, concatenation, loop or assignment would expose a transformed form of it"
+)
 _GUARD_TESTS = ("defined", "undefined")
+
+
+class SecretError(TypeError):
+    """A template tried to look inside, transform or compare a secret."""
+
+
+class SecretRef:
+    """What `secret('NAME')` gives a protocol template: an opaque reference, not the value.
+
+    It renders as the token `<SECRET:NAME>`, which the provider layer replaces with
+    the value only inside the outgoing request. The static check (`check_template`)
+    already rejects every use but `{{ secret('NAME') }}`; these methods are the
+    runtime's second line: anything but rendering raises.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __str__(self) -> str:
+        return secret_token(self._name)
+
+    def _refuse(self, *_: object, **__: object) -> None:
+        raise SecretError(f"secret('{self._name}') " + _OPAQUE.format(name=self._name))
+
+    __getitem__ = __iter__ = __len__ = __add__ = __radd__ = __mul__ = __rmul__ = _refuse
+    __mod__ = __rmod__ = __contains__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __bool__ = __int__ = __float__ = __reversed__ = _refuse
+
+    def __eq__(self, other: object) -> bool:
+        self._refuse()
+        return False
+
+    def __hash__(self) -> int:
+        return hash(("secret", self._name))
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _is_secret_call(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) \
+        and node.node.name == "secret"
+
+
+def _output_secret_calls(node: nodes.Node, capturing: bool, found: set[int]) -> None:
+    """Ids of the `secret(...)` calls that are output whole, outside capturing blocks."""
+    if isinstance(node, nodes.Output) and not capturing:
+        found.update(id(child) for child in node.nodes if _is_secret_call(child))
+    inner = capturing or isinstance(node, _CAPTURING)
+    for child in node.iter_child_nodes():
+        _output_secret_calls(child, inner, found)
+
+
+def _check_secret_uses(tree: nodes.Node, analysis: Analysis, *, may_output: bool) -> None:
+    """Every use of `secret` but `{{ secret('NAME') }}` is an error at its line."""
+    allowed: set[int] = set()
+    if may_output:
+        _output_secret_calls(tree, False, allowed)
+    calls = {id(c.node): c for c in tree.find_all(nodes.Call) if _is_secret_call(c)}
+    for name in tree.find_all(nodes.Name):
+        if name.name != "secret" or name.ctx != "load":
+            continue
+        call = calls.get(id(name))
+        if call is not None and id(call) in allowed:
+            continue
+        what = "secret(...)"
+        if call is not None and call.args and isinstance(call.args[0], nodes.Const):
+            what = f"secret('{call.args[0].value}')"
+        shown = what[len("secret('"):-2] if what != "secret(...)" else "NAME"
+        analysis.problems.append(Problem(
+            name.lineno or 1, "secret-transformed",
+            f"{what} " + _OPAQUE.format(name=shown)))
 _GUARD_FILTERS = ("default", "d")
 
 
@@ -38,7 +121,21 @@ _GUARD_FILTERS = ("default", "d")
 def protocol_environment() -> jinja2.Environment:
     env = sandboxed_environment()
     env.filters.update(hierarchy.FILTERS)
+    env.filters = {name: _refusing_secrets(f) for name, f in env.filters.items()}
     return env
+
+
+def _refusing_secrets(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, raising SecretError when given a secret (the runtime's second line)."""
+
+    @functools.wraps(function)  # keeps Jinja's pass_context/pass_environment marks
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, SecretRef):
+                value._refuse()
+        return function(*args, **kwargs)
+
+    return guarded
 
 
 @dataclass(frozen=True)
@@ -116,6 +213,10 @@ class _Checker:
                          f"{kind}('NAME')")
             return
         if kind == "secret":
+            reason = reserved_secret(args[0].value)
+            if reason is not None:
+                self.problem(node, "reserved-secret", reason)
+                return
             self.analysis.secrets.add(args[0].value)
 
     def chain(self, node: nodes.Getattr | nodes.Getitem, guarded: bool) -> None:
@@ -254,6 +355,7 @@ def check_template(source: str, scope: Scope) -> Analysis:
     tree.set_environment(env)
     _undeclared(tree, scope, analysis)
     _Checker(scope, analysis).visit(tree)
+    _check_secret_uses(tree, analysis, may_output=True)
     return analysis
 
 
@@ -270,4 +372,5 @@ def check_expression(source: str, scope: Scope) -> Analysis:
     tree.set_environment(env)
     _undeclared(tree, scope, analysis)
     _Checker(scope, analysis).visit(tree)
+    _check_secret_uses(tree, analysis, may_output=False)
     return analysis

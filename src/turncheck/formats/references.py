@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from turncheck.diagnostics import Diagnostic, error
+from turncheck.formats.files import FileRefused, read_bytes_bounded
 from turncheck.formats.yamlsource import Path, Positions, load_yaml
 
 MAX_REFERENCED_BYTES = 1024 * 1024
@@ -242,21 +242,22 @@ def read_text_reference(value: Any, directory: FsPath,
 
 
 def read_bounded_text(real: FsPath, shown: str) -> str:
-    """A regular file's UTF-8 text, refusing special files and anything over the cap."""
+    """A regular file's UTF-8 text, refusing special files and anything over the cap.
+
+    `real` is already resolved and checked to be inside the repository."""
     try:
-        info = os.stat(real)
-        if not stat.S_ISREG(info.st_mode):
-            raise ReferenceProblem(f'"{shown}" is not a regular file')
-        if info.st_size > MAX_REFERENCED_BYTES:
-            raise ReferenceProblem(f'"{shown}" is larger than {MAX_REFERENCED_BYTES:,} bytes')
-        with open(real, "rb") as handle:
-            content = handle.read(MAX_REFERENCED_BYTES + 1)
+        content = read_bytes_bounded(real, root=real.parent, limit=MAX_REFERENCED_BYTES)
     except FileNotFoundError:
         raise ReferenceProblem(f'"{shown}" does not exist') from None
+    except FileRefused as exc:
+        if exc.code == "file-too-large":
+            raise ReferenceProblem(
+                f'"{shown}" is larger than {MAX_REFERENCED_BYTES:,} bytes') from None
+        if exc.code == "not-a-regular-file":
+            raise ReferenceProblem(f'"{shown}" is not a regular file') from None
+        raise ReferenceProblem(f'cannot read "{shown}": {exc.message}') from None
     except OSError as exc:
         raise ReferenceProblem(f'cannot read "{shown}": {exc.strerror}') from None
-    if len(content) > MAX_REFERENCED_BYTES:
-        raise ReferenceProblem(f'"{shown}" is larger than {MAX_REFERENCED_BYTES:,} bytes')
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError:

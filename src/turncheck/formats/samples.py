@@ -40,6 +40,7 @@ from pydantic_core import ErrorDetails
 
 from turncheck.diagnostics import Diagnostic, error, warning
 from turncheck.formats import templates
+from turncheck.formats.files import read_bytes_bounded, read_diagnostic
 from turncheck.formats.grader import (
     GRADER_KEYS,
     Grader,
@@ -164,14 +165,14 @@ _VALUE_SHAPES = {
 _SCORE_RULE = f"an integer from {MIN_SCORE} to {MAX_SCORE}"
 
 
-def load_samples(path: Path, display: str | None = None,
-                 root: Path | None = None) -> SampleFile:
-    """Read and validate a sample file; `display` is the name used in diagnostics."""
+def load_samples(path: Path, display: str | None = None, root: Path | None = None) -> SampleFile:
+    """Read and validate a sample file; `display` is the name used in diagnostics, `root`
+    the directory it must stay inside."""
     file = str(path) if display is None else display
     try:
-        raw = path.read_bytes()
+        raw = read_bytes_bounded(path, root=root)
     except OSError as exc:
-        return _failed(file, error(file, 1, 1, "read-error", f"cannot read: {exc.strerror or exc}"))
+        return _failed(file, read_diagnostic(file, exc))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

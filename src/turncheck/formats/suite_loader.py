@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from turncheck.diagnostics import Diagnostic, error
 from turncheck.formats import templates
+from turncheck.formats.files import read_diagnostic, read_text_bounded
 from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
@@ -352,15 +353,14 @@ def _parse_loaded(loaded: LoadedYaml, text: str, file: str, max_depth: int,
 
 def load_suite(path: FsPath, display: str | None = None, max_depth: int = MAX_DEPTH,
                root: FsPath | None = None) -> SuiteFile:
+    """Read and validate a suite; `root` is the directory it must stay inside."""
     file = display or str(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_text_bounded(path, root=root)
     except UnicodeDecodeError as exc:
         return SuiteFile(file, None, [error(file, 1, 1, "read-error", f"not UTF-8 text: {exc}")])
     except OSError as exc:
-        return SuiteFile(
-            file, None, [error(file, 1, 1, "read-error", f"cannot read: {exc.strerror}")]
-        )
+        return SuiteFile(file, None, [read_diagnostic(file, exc)])
     with gc_paused():  # thousands of long-lived nodes: collections would find nothing
         loaded = parse_suite(text, file, max_depth, directory=path.parent, root=root)
     loaded.location = path

@@ -1,8 +1,15 @@
-"""vibecheck-style `{{var('name')}}` and `{{secret('name')}}` templates.
+"""vibecheck-style `{{var('name')}}` and `{{secret('name')}}` templates, and secret tokens.
 
-Vars come from configuration, secrets from the environment. Only these two
-forms exist; anything else between `{{` and `}}` is a validation error, so a
-typo cannot silently reach the model as literal text.
+Vars come from configuration. Secrets are bound late: a template renders
+`{{secret('NAME')}}` as the token `<SECRET:NAME>` (`secret_token`), and only the
+provider layer, just before a request leaves for the network, replaces the token
+with the value from the environment. Everything turncheck stores or prints
+(results, reports, cassettes, comments) therefore holds the token, never the value.
+
+Only these two forms exist; anything else between `{{` and `}}` is a validation
+error, so a typo cannot silently reach the model as literal text. A secret may not
+name a variable of the runner or of turncheck itself (`reserved_secret`): those
+hold the GitHub token, the action's inputs and the provider API keys.
 
 One rule decides where templates live, for `validate` and `run` alike: the fields
 below are rendered before use (and their syntax is checked by `validate`); a
@@ -32,6 +39,28 @@ EVAL_FIELDS = ("prompt", "match", "not_match", "expected", "criteria")
 `not_match` patterns, `semantic.expected` and `llm_judge.criteria`."""
 
 _TEMPLATE_START = re.compile(r"\{\{\s*(?:var|secret)\s*\(")
+
+SECRET_TOKEN = re.compile(r"<SECRET:([A-Za-z_][A-Za-z0-9_.\-]*)>")
+"""A secret as templates render it; the provider layer binds it to the value."""
+RESERVED_SECRET_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_", "INPUT_")
+RESERVED_SECRET_NAMES = frozenset({"OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
+
+
+def secret_token(name: str) -> str:
+    return f"<SECRET:{name}>"
+
+
+def reserved_secret(name: str) -> str | None:
+    """Why `secret(name)` is refused, or None when the name may be read."""
+    upper = name.upper()
+    if upper in RESERVED_SECRET_NAMES:
+        return f"secret('{name}') is refused: {name} is a provider API key, used only by " \
+            "turncheck's own requests"
+    prefix = next((p for p in RESERVED_SECRET_PREFIXES if upper.startswith(p)), None)
+    if prefix is not None or upper == "GITHUB_TOKEN":
+        return f"secret('{name}') is refused: {prefix or 'GITHUB_'}* variables belong to the " \
+            "runner and the action (tokens, inputs), not to suites"
+    return None
 
 
 @dataclass(frozen=True)
@@ -63,6 +92,8 @@ def placeholders(text: str) -> Iterator[Placeholder]:
                 "or {{secret('NAME')}}",
                 start,
             )
+        if match["kind"] == "secret" and (reason := reserved_secret(match["name"])):
+            raise TemplateError(reason, start)
         yield Placeholder(match["kind"], match["name"], start, end + 2)
         position = end + 2
 
@@ -91,16 +122,21 @@ def secret_names(text: str) -> set[str]:
     return {p.name for p in placeholders(text) if p.kind == "secret"}
 
 
-def render(text: str, variables: Mapping[str, str], secrets: Mapping[str, str]) -> str:
-    """Substitute placeholders; a missing var or secret raises KeyError naming it."""
+def render(text: str, variables: Mapping[str, str]) -> str:
+    """Substitute vars and secret tokens; a missing var raises KeyError naming it.
+
+    A secret renders as its token whether or not it is set: a replay needs no value,
+    and a live request whose secret is unset fails when the token is bound."""
     pieces: list[str] = []
     position = 0
     for placeholder in placeholders(text):
         pieces.append(text[position : placeholder.start])
-        source = variables if placeholder.kind == "var" else secrets
-        if placeholder.name not in source:
-            raise KeyError(f"{placeholder.kind} {placeholder.name!r} is not set")
-        pieces.append(source[placeholder.name])
+        if placeholder.kind == "secret":
+            pieces.append(secret_token(placeholder.name))
+        elif placeholder.name in variables:
+            pieces.append(variables[placeholder.name])
+        else:
+            raise KeyError(f"var {placeholder.name!r} is not set")
         position = placeholder.end
     pieces.append(text[position:])
     return "".join(pieces)

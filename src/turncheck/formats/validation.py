@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from turncheck.diagnostics import Diagnostic, Severity, sort_key
 from turncheck.formats.discovery import FileKind, FoundFile
+from turncheck.formats.references import find_root
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 
@@ -38,8 +39,8 @@ class ValidationResult:
 def display_path(path: Path, root: Path | None = None) -> str:
     """A path as users should see it: relative to `root` (default cwd) when inside it."""
     base = (root or Path.cwd()).resolve()
-    try:
-        return path.resolve().relative_to(base).as_posix()
+    try:  # the file itself is not resolved: a symlink is shown by its own name
+        return (path.parent.resolve() / path.name).relative_to(base).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -50,10 +51,11 @@ def validate_files(
     result = ValidationResult()
     for found in files:
         shown = display_path(found.path, root)
+        repository = found.root or find_root(found.path.parent)
         if found.kind is FileKind.SUITE:
-            result.suites.append(load_suite(found.path, shown, max_depth))
+            result.suites.append(load_suite(found.path, shown, max_depth, repository))
         else:
             from turncheck.formats.samples import load_samples
 
-            result.samples.append(load_samples(found.path, shown))
+            result.samples.append(load_samples(found.path, shown, repository))
     return result

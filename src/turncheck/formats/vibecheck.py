@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 
 from turncheck.formats.discovery import CASSETTE_SUFFIX, SKIPPED_DIRECTORIES, Globs
+from turncheck.formats.files import read_text_bounded
+from turncheck.formats.yamlsource import too_deep
 
 MAX_BYTES = 1024 * 1024
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -23,9 +25,10 @@ _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def looks_like_vibecheck_suite(path: Path) -> bool:
     """A YAML file whose top level is a mapping with `metadata` and `evals`."""
     try:
-        if path.stat().st_size > MAX_BYTES:
+        text = read_text_bounded(path, limit=MAX_BYTES)
+        if too_deep(text) is not None:  # PyYAML's composer recurses (and crashes) per level
             return False
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
+        node = yaml.compose(text, Loader=_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
     if not isinstance(node, yaml.MappingNode):

@@ -21,6 +21,11 @@ MAX_NESTING = 200
 MAX_NODES = 1_000_000
 """Caps alias expansion ("billion laughs"): aliases re-walk their anchor's subtree."""
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+NESTED_TOO_DEEPLY = f"YAML nested more than {MAX_NESTING} levels deep"
+SAFE_NESTING_BOUND = 1_000
+"""Below this many levels PyYAML's (recursive) composer is safe; it segfaults at ~20,000."""
+_OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSING_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 class Pos(NamedTuple):
@@ -77,8 +82,11 @@ class _Converter:
         mark = node.start_mark
         self.positions.values[path] = Pos(mark.line + 1, mark.column + 1)
         self._nodes += 1
-        if len(path) > MAX_NESTING or self._nodes > MAX_NODES:
-            self._error(mark, "yaml-structure", "recursive, too large or too deeply nested YAML")
+        if len(path) > MAX_NESTING:
+            self._error(mark, "yaml-structure", NESTED_TOO_DEEPLY)
+            raise _TooBig
+        if self._nodes > MAX_NODES:
+            self._error(mark, "yaml-structure", "recursive or too large YAML (aliases?)")
             raise _TooBig
         return self._convert_node(node, path)
 
@@ -144,12 +152,47 @@ def _syntax_diagnostic(file: str, exc: yaml.YAMLError) -> Diagnostic:
     return error(file, pos.line, pos.column, "yaml-syntax", message)
 
 
+def nesting_upper_bound(text: str) -> int:
+    """A cheap upper bound on the nesting depth of any YAML document in `text`.
+
+    Flow collections nest at most once per `[` or `{` in the text; block
+    collections nest at most once per column of a line (each level is indented
+    further, or introduced by an indicator such as `- ` on the same line).
+    """
+    longest_line = max((len(line) for line in text.splitlines()), default=0)
+    return text.count("[") + text.count("{") + longest_line
+
+
+def too_deep(text: str, limit: int = MAX_NESTING) -> Pos | None:
+    """Where the nesting first exceeds `limit`, or None; never recurses.
+
+    The exact check walks libyaml's event stream (a state machine, no recursion),
+    and only runs when the cheap bound cannot rule deep nesting out.
+    """
+    if nesting_upper_bound(text) <= SAFE_NESTING_BOUND:  # the converter checks `limit`
+        return None
+    depth = -1  # the document's top collection is level 0, as in `_Converter`
+    for event in yaml.parse(text, Loader=_SAFE_LOADER):
+        if isinstance(event, _OPENING_EVENTS):
+            depth += 1
+            if depth > limit:
+                mark = event.start_mark
+                return START if mark is None else Pos(mark.line + 1, mark.column + 1)
+        elif isinstance(event, _CLOSING_EVENTS):
+            depth -= 1
+    return None
+
+
 def load_yaml(text: str, file: str) -> LoadedYaml:
     """Compose one YAML document safely; never raises on bad input."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         big = error(file, 1, 1, "file-too-large", f"file is larger than {MAX_YAML_BYTES} bytes")
         return LoadedYaml(None, Positions(), [big])
     try:
+        where = too_deep(text)
+        if where is not None:
+            nested = error(file, where.line, where.column, "yaml-structure", NESTED_TOO_DEEPLY)
+            return LoadedYaml(None, Positions(), [nested])
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         return LoadedYaml(None, Positions(), [_syntax_diagnostic(file, exc)])

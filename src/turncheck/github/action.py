@@ -36,6 +36,12 @@ from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.discovery import FileKind, FoundFile, discover
+from turncheck.formats.files import (
+    MAX_DATA_BYTES,
+    read_bytes_bounded,
+    refusal_reason,
+    write_text_confined,
+)
 from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite_loader import SuiteFile, load_suite
 from turncheck.formats.validation import validate_files
@@ -174,7 +180,8 @@ class Job:
 
 
 def _found(workdir: Path, relative: list[str], kind: FileKind) -> list[FoundFile]:
-    return [FoundFile(workdir / path, kind) for path in relative if (workdir / path).is_file()]
+    return [FoundFile(workdir / path, kind) for path in relative
+            if os.path.lexists(workdir / path)]
 
 
 def commit_timestamp(job: Job, commit: str) -> str | None:
@@ -411,7 +418,7 @@ def merged_flow(job: Job, provenance: Provenance = VERIFIED) -> int:
     paths = sorted(p for p in job.context.workspace.glob(pattern) if p.is_file())
     if not paths:
         raise ActionError(f"merge-reports: no report matches {pattern!r}")
-    bundles = [(path.name, _read_bundle(path)) for path in paths]
+    bundles = [(path.name, _read_bundle(path, job.context.workspace)) for path in paths]
     first_name, first = bundles[0]
     for name, bundle in bundles[1:]:
         if (bundle.pull_number, bundle.head_sha, bundle.base_sha) != (
@@ -433,16 +440,20 @@ def merged_flow(job: Job, provenance: Provenance = VERIFIED) -> int:
                    and not head.calibrations, provenance=provenance)
 
 
-def _read_bundle(path: Path) -> ReportBundle:
+def _read_bundle(path: Path, workspace: Path) -> ReportBundle:
     try:
-        return bundle_from_json(path.read_bytes())
+        return bundle_from_json(read_bytes_bounded(path, root=workspace, limit=MAX_DATA_BYTES))
     except (OSError, BundleError) as exc:
         raise ActionError(f"{path.name}: {exc}") from None
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:
-    job.report_path.parent.mkdir(parents=True, exist_ok=True)
-    job.report_path.write_text(bundle.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    try:
+        write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
+                            root=job.context.workspace)
+    except OSError as exc:
+        log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
+        return
     log(f"report written to {job.inputs.report_path}")
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turncheck.formats.files import read_bytes_bounded
+
 MAX_EVENT_BYTES = 25 * 1024 * 1024
 
 
@@ -146,9 +148,7 @@ def _payload(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        if path.stat().st_size > MAX_EVENT_BYTES:
-            raise ContextError(f"event payload {path} is larger than {MAX_EVENT_BYTES} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bytes_bounded(path, limit=MAX_EVENT_BYTES))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ContextError(f"cannot read the event payload {path}: {exc}") from exc
     if not isinstance(data, dict):

@@ -36,6 +36,7 @@ class AnthropicProvider:
             messages_body(request),
             self._headers,
             extensions=self._key.request_extensions(),
+            usable=messages_problem,
         )
         model = result.body.get("model")
         return ChatResponse(
@@ -57,11 +58,18 @@ class AnthropicProvider:
         await self._http.aclose()
 
     def _reply_text(self, body: JsonObject) -> str:
+        problem = messages_problem(body)
+        if problem is not None:
+            raise self._http.unexpected(problem)
         blocks = body.get("content")
-        if not isinstance(blocks, list):
-            raise self._http.unexpected("no `content` list")
+        assert isinstance(blocks, list)
         texts = [dig(block, "text") for block in blocks if dig(block, "type") == "text"]
         return "".join(text for text in texts if isinstance(text, str))
+
+
+def messages_problem(body: JsonObject) -> str | None:
+    """Why `body` holds no usable Messages answer, or None when it does."""
+    return None if isinstance(body.get("content"), list) else "no `content` list"
 
 
 def messages_body(request: ChatRequest) -> JsonObject:

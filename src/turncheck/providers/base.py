@@ -22,6 +22,11 @@ MIN_SECRET_LENGTH = 4
 # transport raises this message only when it would have to call the network.
 MISSING_KEY_EXTENSION = "turncheck.missing_key"
 
+# Request extension a provider sets to a `(payload) -> problem | None` function telling
+# whether a 2xx JSON answer is a usable completion; the cassette records only usable
+# answers and re-records (or, replaying, refuses) stored ones that are not.
+USABILITY_EXTENSION = "turncheck.usable"
+
 # Response extension the cassette transport sets on answers it replays, so the
 # engine can count the tokens a run really spent.
 REPLAYED_EXTENSION = "turncheck.replayed"

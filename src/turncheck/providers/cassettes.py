@@ -15,8 +15,10 @@ requests get them in recorded order and, once they run out, the last one again.
 Record mode answers from the cassette whenever the key is present, so recording
 never stores a second response for a request it has already seen; concurrent
 identical misses are sent once. Only 2xx responses with a readable body (valid
-JSON without a top-level `error`) are recorded: a 429/5xx would otherwise be
-replayed forever.
+JSON without a top-level `error`, and a usable completion by the provider's own
+check, `USABILITY_EXTENSION`) are recorded: a 429/5xx or an answer without
+`choices` would otherwise be replayed forever. A stored answer that the check
+rejects is re-requested (and replaced) in record mode and refused in replay.
 
 Scrubbing happens before anything is stored or matched: the headers in
 `DROPPED_HEADERS` are removed from requests and responses, and every secret
@@ -37,8 +39,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -52,6 +52,8 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
+from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
+from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
 from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
@@ -61,9 +63,11 @@ from turncheck.providers.base import (
     RECORDED_LATENCY_HEADER,
     REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
+    USABILITY_EXTENSION,
     ProviderError,
     RecordingMissing,
 )
+from turncheck.providers.secrets import SecretBinder
 
 CassetteMode = Literal["replay", "record"]
 DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
@@ -247,6 +251,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         *,
         max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
         record_command: str | None = None,
+        binder: SecretBinder | None = None,
     ) -> None:
         if mode not in ("replay", "record"):
             raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
@@ -256,6 +261,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self.record_command = record_command or f"turncheck record {self.suite_path}"
         """What a miss suggests: with the options that shaped the requests."""
         self._inner = inner_transport
+        self._binder = binder
         self._scrubber = Scrubber(secrets)
         self._interactions: list[Interaction] = []
         self._index: dict[Key, list[Interaction]] = {}
@@ -282,10 +288,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             raise CassetteFormatError(self.load_error)
         raw_body = await request.aread()
         key, stored_body = self._key_of(request.method, str(request.url), raw_body)
+        usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
-            return self._replay(key)
+            return self._replay(key, usable)
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._next(key)
+            if hit is not None and _problem_of(hit.response_body, usable) is not None:
+                self._forget(key)  # an unusable recording heals by being re-requested
+                hit = None
             if hit is not None:
                 return hit.to_httpx(replayed=True)
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
@@ -311,7 +321,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]},
             yamlserializer,
         )
-        _write_atomically(self.path, text)
+        write_text_confined(self.path, text)
         self._new_count = 0
         return True
 
@@ -324,13 +334,26 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
         match_body, stored_body = self._scrubber.body(body)
-        return (method.upper(), self._scrubber.url(url), match_body), stored_body
+        return (method.upper(), self._scrubber.url(url), _token_blind(match_body)), stored_body
 
-    def _replay(self, key: Key) -> httpx.Response:
+    def _replay(self, key: Key, usable: object) -> httpx.Response:
         hit = self._next(key)
         if hit is None:
             raise RecordingMissing(self._missing_message(key))
+        problem = _problem_of(hit.response_body, usable)
+        if problem is not None:
+            raise RecordingMissing(
+                f"the recorded answer in {self.path} is not usable ({problem}); re-record "
+                f"it with: turncheck record {self.suite_path}"
+            )
         return hit.to_httpx(replayed=True)
+
+    def _forget(self, key: Key) -> None:
+        """Drop every recording for `key`; the next save rewrites the file without them."""
+        dropped = self._index.pop(key, [])
+        self._cursor.pop(key, None)
+        self._interactions = [i for i in self._interactions if i not in dropped]
+        self._new_count += bool(dropped)
 
     def _next(self, key: Key) -> Interaction | None:
         entries = self._index.get(key)
@@ -354,14 +377,16 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         if self._inner is None:
             self._inner = AiohttpTransport(max_connections=64)
         started = time.perf_counter()
-        response = await self._inner.handle_async_request(request)
+        outgoing = self._binder.request(request) if self._binder else request
+        response = await self._inner.handle_async_request(outgoing)
         try:
             content = await response.aread()  # decompresses gzip/deflate/br
         finally:
             await response.aclose()
         latency_ms = (time.perf_counter() - started) * 1000
         interaction = self._scrubbed(request, key, stored_body, response, content, latency_ms)
-        if _worth_recording(response, content):
+        usable = request.extensions.get(USABILITY_EXTENSION)
+        if _worth_recording(response, content) and _problem_of(content, usable) is None:
             self._add(interaction)
             self._new_count += 1
         return interaction.to_httpx()
@@ -414,6 +439,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
                                f"{self.record_command}")
 
 
+def _token_blind(body: str | bytes) -> str | bytes:
+    """The match form of a body: a `<SECRET:NAME>` token matches a recording made before
+    secrets were bound late, which holds the scrubbed value `<SECRET>` in its place."""
+    if isinstance(body, str) and "<SECRET:" in body:
+        return SECRET_TOKEN.sub(SECRET_PLACEHOLDER, body)
+    return body
+
+
 def _model_of(body: str | bytes) -> str | None:
     if not isinstance(body, str):
         return None
@@ -422,6 +455,20 @@ def _model_of(body: str | bytes) -> str | None:
     except (ValueError, AttributeError):
         return None
     return model if isinstance(model, str) else None
+
+
+def _problem_of(body: bytes, usable: object) -> str | None:
+    """What the provider's usability check finds wrong with a JSON answer body, or None."""
+    if not callable(usable):
+        return None
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "not JSON"
+    if not isinstance(payload, dict):
+        return "not a JSON object"
+    problem = usable(payload)
+    return problem if isinstance(problem, str) else None
 
 
 def _worth_recording(response: httpx.Response, content: bytes) -> bool:
@@ -437,26 +484,6 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
     return not (isinstance(payload, dict) and "error" in payload)
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp creates 0600; a cassette is committed and read by others like any file.
-        os.chmod(tmp_name, 0o666 & ~_current_umask())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:
@@ -512,16 +539,17 @@ def _check_yaml_shape(text: str, path: Path) -> None:
 
 def _read_capped(path: Path, max_bytes: int) -> str | None:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = read_bytes_bounded(path, limit=max_bytes)
     except FileNotFoundError:
         return None
+    except FileRefused as exc:
+        if exc.code == "file-too-large":
+            raise CassetteFormatError(
+                f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
+            ) from None
+        raise CassetteFormatError(f"cannot read cassette {path}: {exc.message}") from None
     except OSError as exc:
         raise CassetteFormatError(f"cannot read cassette {path}: {exc.strerror}") from None
-    if len(data) > max_bytes:
-        raise CassetteFormatError(
-            f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
-        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -531,7 +559,7 @@ def _read_capped(path: Path, max_bytes: int) -> str | None:
 def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
     method, uri = _require_str(request.method, "method"), _require_str(request.uri, "uri")
     body = _as_bytes(request.body_bytes, "request body")
-    key = (method.upper(), scrubber.url(uri), scrubber.body(body)[0])
+    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]))
     status = response["status"]
     code = status["code"]
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:

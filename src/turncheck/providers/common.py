@@ -12,6 +12,7 @@ import httpx
 from turncheck.providers.base import MISSING_KEY_EXTENSION, ProviderError
 from turncheck.providers.cassettes import CassetteTransport
 from turncheck.providers.http import JsonHttpClient, RetryPolicy, Sleep
+from turncheck.providers.secrets import SecretBinder
 
 
 class ApiKey:
@@ -65,6 +66,8 @@ class Connection:
     transport: httpx.AsyncBaseTransport | None = None
     sleep: Sleep | None = None
     secrets: tuple[str, ...] = ()
+    binder: SecretBinder | None = None
+    """Binds secret tokens in live requests (a cassette transport binds its own)."""
 
     def api_key(self, env_name: str, provider_name: str, *, required: bool) -> ApiKey:
         return ApiKey(
@@ -82,6 +85,7 @@ class Connection:
             self.transport,
             redact=[*key.secrets, *self.secrets],
             sleep=self.sleep,
+            binder=self.binder,
         )
 
 

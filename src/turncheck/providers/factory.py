@@ -29,6 +29,7 @@ from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
 from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.openai_compat import openai_compatible, openrouter
+from turncheck.providers.secrets import SecretBinder
 
 PROVIDER_NAMES = ("openrouter", "openai", "anthropic")
 API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -61,6 +62,7 @@ def make_provider(
     base_url: str | None = None,
     sleep: Sleep | None = None,
     secrets: Iterable[str] = (),
+    binder: SecretBinder | None = None,
 ) -> Provider:
     """Build a provider; `transport` is the cassette transport, or None for live calls.
 
@@ -74,7 +76,7 @@ def make_provider(
         )
     connection = Connection(
         env=env, base_url=base_url, policy=policy, transport=transport, sleep=sleep,
-        secrets=tuple(secrets),
+        secrets=tuple(secrets), binder=binder,
     )
     return builder(connection)
 
@@ -89,6 +91,7 @@ _BUILDERS: dict[str, Callable[[Connection], Provider]] = {
 def open_cassette(
     suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = (),
     record_command: str | None = None,
+    binder: SecretBinder | None = None,
 ) -> CassetteTransport | None:
     """The suite's cassette transport, or None in live mode.
 
@@ -102,4 +105,5 @@ def open_cassette(
     return CassetteTransport(
         cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path,
         record_command=record_command,
+        binder=binder,
     )

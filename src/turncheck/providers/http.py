@@ -1,12 +1,13 @@
 """JSON POST with retries, shared by every provider.
 
 Retried: HTTP 408, 429 and 5xx, timeouts, connection errors (refused, reset,
-dropped without a response) and a 2xx body that is not valid JSON. Everything
+dropped without a response), a 2xx body that is not valid JSON, and a 2xx JSON
+body that the caller's `usable` check rejects (no `choices`, say). Everything
 else fails at once. Waits use exponential backoff with full jitter, or the
 server's `Retry-After` (capped) when it sends one.
 
-A malformed 2xx body is retried at most `malformed_json_retries` times (default
-1): it is usually a truncated or proxy-mangled response, which a second try
+A malformed or unusable 2xx body is retried at most `malformed_json_retries` times
+(default 1): it is usually a truncated or proxy-mangled response, which a second try
 fixes, but the provider has probably billed the call already, and a body that
 is never JSON (a base URL pointing at an HTML page) will not get better.
 """
@@ -32,11 +33,15 @@ from turncheck.providers.base import (
     RECORDED_LATENCY_HEADER,
     REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
+    USABILITY_EXTENSION,
     ProviderError,
 )
+from turncheck.providers.secrets import SecretBinder
 
 Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
+Usability = Callable[[JsonObject], str | None]
+"""What is wrong with a 2xx JSON answer (no usable completion in it), or None."""
 
 EXCERPT_CHARS = 200
 # What `httpx.AsyncClient` sent by default, and the JSON content type.
@@ -162,6 +167,7 @@ class JsonHttpClient:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         max_in_flight: int = 64,
+        binder: SecretBinder | None = None,
     ) -> None:
         self._provider_name = provider_name
         self._policy = policy
@@ -183,6 +189,7 @@ class JsonHttpClient:
         self._timeouts = httpx.Timeout(policy.timeout).as_dict()
         self._network_timeout = client_timeout(policy.timeout)
         self._urls: dict[str, httpx.URL] = {}
+        self._binder = binder
 
     async def aclose(self) -> None:
         if self._network is not None:
@@ -197,9 +204,13 @@ class JsonHttpClient:
         headers: Mapping[str, str],
         *,
         extensions: dict[str, Any] | None = None,
+        usable: Usability | None = None,
     ) -> JsonResult:
+        """POST `body`; a 2xx answer that `usable` rejects is retried like a malformed one."""
         content = json.dumps(body).encode()
         extensions = {**(extensions or {}), "timeout": self._timeouts}
+        if usable is not None:
+            extensions[USABILITY_EXTENSION] = usable
         all_headers = {**DEFAULT_HEADERS, **headers}
         failure: _Failure | None = None
         malformed_count = 0
@@ -208,6 +219,8 @@ class JsonHttpClient:
             attempt += 1
             async with self._in_flight:
                 outcome = await self._attempt(url, content, all_headers, extensions)
+            if isinstance(outcome, JsonResult) and usable is not None:
+                outcome = _checked(outcome, usable)
             if isinstance(outcome, JsonResult):
                 return outcome
             failure = outcome
@@ -257,6 +270,8 @@ class JsonHttpClient:
     ) -> Reply:
         """POST to the network, or through the cassette transport; the reply is read."""
         if self._network is not None:
+            if self._binder:  # the one place a secret's value enters a live request
+                headers, content = self._binder.bind(headers, content)
             return await self._network.request(
                 "POST", url, headers, content, self._network_timeout
             )
@@ -289,6 +304,14 @@ class JsonHttpClient:
         for secret in self._redact:
             text = text.replace(secret, SECRET_PLACEHOLDER)
         return text
+
+
+def _checked(result: JsonResult, usable: Usability) -> JsonResult | _Failure:
+    problem = usable(result.body)
+    if problem is None:
+        return result
+    return _Failure("unusable answer in a 2xx response", problem, retryable=True,
+                    malformed=True)
 
 
 def _describe(exc: Exception) -> str:

@@ -61,20 +61,17 @@ class OpenAICompatProvider:
 
     async def _post(self, path: str, body: JsonObject) -> JsonResult:
         extensions = self._key.request_extensions()
+        usable = chat_problem if path == "/chat/completions" else None
         return await self._http.post_json(
-            self.base_url + path, body, self._headers, extensions=extensions
+            self.base_url + path, body, self._headers, extensions=extensions, usable=usable
         )
 
     def _reply_text(self, body: JsonObject) -> str:
-        message = dig(body, "choices", 0, "message")
-        if not isinstance(message, dict):
-            raise self._http.unexpected(_missing_choice_detail(body))
-        content = message.get("content")
-        if content is None:
-            return ""
-        if not isinstance(content, str):
-            raise self._http.unexpected("choices[0].message.content is not a string")
-        return content
+        problem = chat_problem(body)
+        if problem is not None:
+            raise self._http.unexpected(problem)
+        content = dig(body, "choices", 0, "message", "content")
+        return content if isinstance(content, str) else ""
 
     def _vectors(self, body: JsonObject, expected: int) -> list[list[float]]:
         data = body.get("data")
@@ -106,6 +103,17 @@ def chat_body(request: ChatRequest) -> JsonObject:
     if request.json_object:
         body["response_format"] = {"type": "json_object"}
     return body
+
+
+def chat_problem(body: JsonObject) -> str | None:
+    """Why `body` holds no usable chat completion, or None when it does."""
+    message = dig(body, "choices", 0, "message")
+    if not isinstance(message, dict):
+        return _missing_choice_detail(body)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        return "choices[0].message.content is not a string"
+    return None
 
 
 def _missing_choice_detail(body: JsonObject) -> str:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from turncheck.engine.report import Report, Status
+from turncheck.formats.files import write_text_confined
 from turncheck.render.console import eval_lines, overall
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -63,5 +64,4 @@ def junit_xml(report: Report) -> str:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(report), encoding="utf-8")
+    write_text_confined(path, junit_xml(report))
