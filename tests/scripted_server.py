@@ -344,13 +344,24 @@ def chat_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
 
 
 def messages_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
+    """A text block, or a `tool_use` block (the reply's JSON as its input) when the
+    request forces a tool call."""
+    forced = body.get("tool_choice") or {}
+    content: Json = {"type": "text", "text": reply}
+    if forced.get("type") == "tool":
+        try:
+            arguments = json.loads(reply)
+        except ValueError:
+            arguments = {"text": reply}
+        content = {"type": "tool_use", "id": "toolu_scripted", "name": forced.get("name"),
+                   "input": arguments}
     return {
         "id": "msg_scripted",
         "type": "message",
         "role": "assistant",
         "model": body.get("model"),
-        "content": [{"type": "text", "text": reply}],
-        "stop_reason": "end_turn",
+        "content": [content],
+        "stop_reason": "tool_use" if forced.get("type") == "tool" else "end_turn",
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
 
