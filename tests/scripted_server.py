@@ -31,7 +31,9 @@ from http import HTTPStatus
 from typing import Any, Literal
 
 Json = dict[str, Any]
-Fault = Literal["rate_limit", "server_error", "bad_request", "hang", "malformed", "drop"]
+Fault = Literal[
+    "rate_limit", "server_error", "bad_request", "hang", "malformed", "drop", "llama_validation"
+]
 Reply = str | Callable[[Json], str]
 EMBEDDING_DIMENSIONS = 64
 
@@ -276,6 +278,9 @@ class ScriptedServer:
         elif fault == "bad_request":
             error = {"message": "scripted bad request", "type": "invalid_request_error"}
             await _write(writer, 400, {"error": error})
+        elif fault == "llama_validation":  # llama-cpp-python: HTTP 500 for a bad field
+            message = "1 validation error: {'loc': ('body', 'response_format', 'type')}"
+            await _write(writer, 500, {"error": {"message": message}})
         elif fault == "malformed":
             await _write_raw(writer, 200, b'{"choices": [{"message": ')
         elif fault == "hang":

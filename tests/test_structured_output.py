@@ -76,11 +76,15 @@ def test_openai_request_carries_the_json_schema(scripted_server: ScriptedServer)
     scripted_server.add_rule(VERDICT)
     assert chat("openai", scripted_server, judged_request()) == VERDICT
     (sent,) = scripted_server.requests
-    assert sent.json["response_format"] == {
-        "type": "json_schema",
-        "json_schema": {"name": "turncheck_verdict", "strict": True,
-                        "schema": VERDICT_ANSWER.schema},
-    }
+    response_format = sent.json["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "turncheck_verdict"
+    assert response_format["json_schema"]["strict"] is True
+    strict_schema = response_format["json_schema"]["schema"]
+    assert strict_schema["properties"]["pass"] == {"type": "boolean"}
+    # OpenAI's strict mode refuses length keywords: only the grammar form keeps them.
+    assert strict_schema["properties"]["reason"] == {"type": "string"}
+    assert VERDICT_ANSWER.schema["properties"]["reason"]["maxLength"] == 160
     assert VERDICT_ANSWER.schema["required"] == ["pass", "reason"]
     assert VERDICT_ANSWER.schema["additionalProperties"] is False
 
@@ -109,6 +113,16 @@ def test_openai_stops_at_the_first_form_the_server_accepts(
     assert [form(r.json) for r in scripted_server.requests] == [
         "json_schema", "json_object+schema",
     ]
+
+
+def test_llama_cpp_pythons_500_for_the_response_format_falls_back(
+    scripted_server: ScriptedServer,
+) -> None:
+    reject(scripted_server, "json_schema", status_fault="llama_validation")
+    scripted_server.add_rule(VERDICT)
+    assert chat("openai", scripted_server, judged_request()) == VERDICT
+    forms = [form(r.json) for r in scripted_server.requests]
+    assert forms[-1] == "json_object+schema" and set(forms[:-1]) == {"json_schema"}
 
 
 def test_a_failure_that_is_not_a_rejection_does_not_fall_back(
@@ -185,7 +199,7 @@ def test_llm_judge_asks_for_the_verdict_schema(
     result = only_eval(run_paths([write_suite(tmp_path, JUDGED)], scripted_server))
     assert result.status is Status.PASS, result.error
     [body] = judge_bodies(scripted_server)
-    assert body["response_format"]["json_schema"]["schema"] == VERDICT_ANSWER.schema
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["pass", "reason"]
     assert JUDGE_PROMPT_VERSION == "turncheck-judge/2"
 
 
@@ -220,5 +234,6 @@ def test_judge_scale_asks_for_the_rating_schema(
     assert len(bodies) == 3
     for body in bodies:
         assert body["response_format"]["json_schema"]["name"] == "turncheck_rating"
-        assert body["response_format"]["json_schema"]["schema"] == RATING_ANSWER.schema
+        schema = body["response_format"]["json_schema"]["schema"]
+        assert schema["properties"]["score"] == RATING_ANSWER.schema["properties"]["score"]
     assert RATING_ANSWER.schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]

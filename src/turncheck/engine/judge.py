@@ -49,14 +49,21 @@ GRADER_ANSWER_FORMAT = (
 
 
 
+MAX_REASON_CHARS = 160
+
+
 def answer_schema(name: str, verdict_field: str, verdict: dict[str, Any]) -> AnswerSchema:
     """`{verdict_field: ..., "reason": str}` as an `AnswerSchema` (strict-mode compatible:
-    every property required, no others)."""
+    every property required, no others). The reason's `maxLength` keeps a small model
+    constrained by a grammar from filling its whole token budget with one string."""
     return AnswerSchema(
         name,
         {
             "type": "object",
-            "properties": {verdict_field: verdict, "reason": {"type": "string"}},
+            "properties": {
+                verdict_field: verdict,
+                "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
+            },
             "required": [verdict_field, "reason"],
             "additionalProperties": False,
         },

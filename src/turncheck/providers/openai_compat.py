@@ -118,10 +118,22 @@ def chat_bodies(request: ChatRequest) -> list[JsonObject]:
 
 
 def _json_schema_format(answer: AnswerSchema) -> JsonObject:
+    """OpenAI's strict structured output, which refuses length keywords: they are dropped."""
     return {
         "type": "json_schema",
-        "json_schema": {"name": answer.name, "strict": True, "schema": answer.schema},
+        "json_schema": {"name": answer.name, "strict": True, "schema": _strict(answer.schema)},
     }
+
+
+def _strict(schema: object) -> object:
+    if isinstance(schema, dict):
+        return {k: _strict(v) for k, v in schema.items() if k not in _UNSUPPORTED_IN_STRICT}
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    return schema
+
+
+_UNSUPPORTED_IN_STRICT = frozenset({"minLength", "maxLength"})
 
 
 def chat_body(request: ChatRequest, response_format: JsonObject | None = None) -> JsonObject:

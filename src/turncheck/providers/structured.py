@@ -23,8 +23,13 @@ REJECTED_STATUSES = frozenset({400, 422})
 
 
 def rejected(exc: ProviderError) -> bool:
-    """Whether the next (less constrained) request form is worth trying after `exc`."""
-    return isinstance(exc, RecordingMissing) or exc.status_code in REJECTED_STATUSES
+    """Whether the next (less constrained) request form is worth trying after `exc`.
+
+    llama-cpp-python's server answers an unsupported `response_format` with HTTP 500
+    and its validation error, which names the field."""
+    if isinstance(exc, RecordingMissing) or exc.status_code in REJECTED_STATUSES:
+        return True
+    return exc.status_code == 500 and "response_format" in exc.message
 
 
 async def first_accepted(
