@@ -59,7 +59,7 @@ def test_live_run_talks_to_a_real_server(tmp_path: Path, llama_server: LlamaServ
     assert similar.status is Status.PASS, similar.error
     assert similar.judge_usage.input_tokens >= 0
     # The answer is not the prompt echoed back (served as a plain completion model).
-    assert "15 * 7" not in multiply.turns[0].response, multiply.turns[0].response
+    assert "What is 15 * 7" not in multiply.turns[0].response, multiply.turns[0].response
     # The judge's answer is constrained to its JSON schema (a llama.cpp grammar):
     # always a verdict, never a "not JSON" error.
     assert judged.status in (Status.PASS, Status.FAIL), judged.error
