@@ -115,7 +115,7 @@ def first_user(body: Json) -> str:
 
 def is_judge(body: Json) -> bool:
     messages = body.get("messages", [])
-    return bool(messages) and "turncheck-judge-scale/1" in str(messages[0].get("content", ""))
+    return bool(messages) and "turncheck-judge-scale/2" in str(messages[0].get("content", ""))
 
 
 def script(server: ScriptedServer, answers: dict[str, dict[int, str]] | None = None,

@@ -31,8 +31,10 @@ from http import HTTPStatus
 from typing import Any, Literal
 
 Json = dict[str, Any]
-Fault = Literal["rate_limit", "server_error", "bad_request", "hang", "malformed", "drop",
-                "no_choices"]
+Fault = Literal[
+    "rate_limit", "server_error", "bad_request", "hang", "malformed", "drop", "no_choices",
+    "llama_validation",
+]
 Reply = str | Callable[[Json], str]
 EMBEDDING_DIMENSIONS = 64
 
@@ -277,6 +279,9 @@ class ScriptedServer:
         elif fault == "bad_request":
             error = {"message": "scripted bad request", "type": "invalid_request_error"}
             await _write(writer, 400, {"error": error})
+        elif fault == "llama_validation":  # llama-cpp-python: HTTP 500 for a bad field
+            message = "1 validation error: {'loc': ('body', 'response_format', 'type')}"
+            await _write(writer, 500, {"error": {"message": message}})
         elif fault == "malformed":
             await _write_raw(writer, 200, b'{"choices": [{"message": ')
         elif fault == "no_choices":  # valid JSON, status 200, but no completion in it
@@ -347,13 +352,24 @@ def chat_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
 
 
 def messages_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
+    """A text block, or a `tool_use` block (the reply's JSON as its input) when the
+    request forces a tool call."""
+    forced = body.get("tool_choice") or {}
+    content: Json = {"type": "text", "text": reply}
+    if forced.get("type") == "tool":
+        try:
+            arguments = json.loads(reply)
+        except ValueError:
+            arguments = {"text": reply}
+        content = {"type": "tool_use", "id": "toolu_scripted", "name": forced.get("name"),
+                   "input": arguments}
     return {
         "id": "msg_scripted",
         "type": "message",
         "role": "assistant",
         "model": body.get("model"),
-        "content": [{"type": "text", "text": reply}],
-        "stop_reason": "end_turn",
+        "content": [content],
+        "stop_reason": "tool_use" if forced.get("type") == "tool" else "end_turn",
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
 

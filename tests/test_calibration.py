@@ -209,7 +209,12 @@ def test_criteria_grader_uses_the_fixed_prompt_with_the_whole_conversation(
     assert system["role"] == "system" and GRADER_PROMPT_VERSION in system["content"]
     assert "[user]\nalpha\n\n[assistant]\nA" in user["content"]
     assert "<criteria>\nPolite and correct.\n</criteria>" in user["content"]
-    assert body["response_format"] == {"type": "json_object"}
+    # Structured output: the grade's JSON schema, for the server to enforce.
+    response_format = body["response_format"]
+    assert response_format["type"] == "json_schema"
+    schema = response_format["json_schema"]["schema"]
+    assert schema["required"] == ["score", "reason"]
+    assert schema["properties"]["score"]["enum"] == [-3, -2, -1, 0, 1, 2, 3]
     assert body["temperature"] == 0
 
 

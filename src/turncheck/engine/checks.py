@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 
 from turncheck.engine.budget import BudgetExceeded
 from turncheck.engine.globs import glob_match
-from turncheck.engine.judge import JudgeAnswerError, judge_messages, parse_verdict
+from turncheck.engine.judge import (
+    VERDICT_ANSWER,
+    JudgeAnswerError,
+    judge_messages,
+    parse_verdict,
+)
 from turncheck.engine.report import CheckResult
 from turncheck.engine.tokens import completion_tokens
 from turncheck.formats.suite import (
@@ -30,7 +35,7 @@ from turncheck.formats.suite import (
     SemanticCheck,
     level_items,
 )
-from turncheck.providers.base import ChatMessage, ProviderError
+from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
 
 
 @dataclass
@@ -41,7 +46,7 @@ class TurnContext:
     reported_output_tokens: int | None
     conversation: Sequence[ChatMessage]
     render: Callable[[str], str]
-    judge: Callable[[list[ChatMessage]], Awaitable[str]]
+    judge: Callable[[list[ChatMessage], AnswerSchema], Awaitable[str]]
     embed: Callable[[list[str]], Awaitable[list[list[float]]]]
 
 
@@ -124,7 +129,7 @@ async def _semantic(check: SemanticCheck, ctx: TurnContext) -> CheckResult:
 async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
     criteria = ctx.render(check.llm_judge.criteria)
     try:
-        answer = await ctx.judge(judge_messages(ctx.conversation, criteria))
+        answer = await ctx.judge(judge_messages(ctx.conversation, criteria), VERDICT_ANSWER)
         verdict = parse_verdict(answer)
     except BudgetExceeded:
         raise  # the eval ends skipped, not with a failed check

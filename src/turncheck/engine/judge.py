@@ -1,13 +1,17 @@
 """Fixed, versioned model-as-judge prompts and their strict answer parsers.
 
-- The `llm_judge` check (`turncheck-judge/1`): the judge sees the whole
+- The `llm_judge` check (`turncheck-judge/2`): the judge sees the whole
   conversation and the criteria and must answer JSON `{"pass": bool, "reason": str}`.
   Anything else is an error for the check, never a pass.
-- Sample-file graders with `criteria` (`turncheck-grader/1`): the grader scores
+- Sample-file graders with `criteria` (`turncheck-grader/2`): the grader scores
   the whole conversation on -3..+3 and must answer JSON `{"score": int, "reason": str}`
   (an integer string such as "2" is accepted). Anything else is an error row, never a 0.
 
-Both parsers share one JSON reader that tolerates a surrounding code fence.
+Version 2 asks for that answer as structured output (`VERDICT_ANSWER`,
+`GRADE_ANSWER`: a JSON schema the provider enforces where it can, see
+`turncheck.providers.structured`); the prompt still spells the format out, for
+providers that fall back to prompt-and-parse. Both parsers share one JSON reader
+that tolerates a surrounding code fence.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from turncheck.providers.base import ChatMessage
+from turncheck.providers.base import AnswerSchema, ChatMessage
 
 MIN_GRADER_SCORE = -3
 MAX_GRADER_SCORE = 3
-JUDGE_PROMPT_VERSION = "turncheck-judge/1"
-GRADER_PROMPT_VERSION = "turncheck-grader/1"
+JUDGE_PROMPT_VERSION = "turncheck-judge/2"
+GRADER_PROMPT_VERSION = "turncheck-grader/2"
 
 JUDGE_SYSTEM_PROMPT = f"""You are an exacting evaluator ({JUDGE_PROMPT_VERSION}).
 You are shown a conversation between a user and an assistant, and criteria.
@@ -43,11 +47,35 @@ GRADER_ANSWER_FORMAT = (
     'only: {"score": <an integer from -3 to 3>, "reason": "<one short sentence>"}'
 )
 
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["pass", "reason"],
-}
+
+
+MAX_REASON_CHARS = 160
+
+
+def answer_schema(name: str, verdict_field: str, verdict: dict[str, Any]) -> AnswerSchema:
+    """`{verdict_field: ..., "reason": str}` as an `AnswerSchema` (strict-mode compatible:
+    every property required, no others). The reason's `maxLength` keeps a small model
+    constrained by a grammar from filling its whole token budget with one string."""
+    return AnswerSchema(
+        name,
+        {
+            "type": "object",
+            "properties": {
+                verdict_field: verdict,
+                "reason": {"type": "string", "maxLength": MAX_REASON_CHARS},
+            },
+            "required": [verdict_field, "reason"],
+            "additionalProperties": False,
+        },
+    )
+
+
+VERDICT_ANSWER = answer_schema("turncheck_verdict", "pass", {"type": "boolean"})
+GRADE_ANSWER = answer_schema(
+    "turncheck_grade",
+    "score",
+    {"type": "integer", "enum": list(range(MIN_GRADER_SCORE, MAX_GRADER_SCORE + 1))},
+)
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
 

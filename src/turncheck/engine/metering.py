@@ -13,7 +13,7 @@ from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.report import Usage
 from turncheck.engine.session import SuiteSession
-from turncheck.providers.base import ChatMessage, ChatResponse
+from turncheck.providers.base import AnswerSchema, ChatMessage, ChatResponse
 from turncheck.providers.factory import API_KEY_ENV_VARS
 
 
@@ -27,10 +27,15 @@ def chat_usage(response: ChatResponse) -> Usage:
 
 
 async def metered_judge(
-    session: SuiteSession, pricer: Pricer, messages: list[ChatMessage], meter: JudgeMeter
+    session: SuiteSession,
+    pricer: Pricer,
+    messages: list[ChatMessage],
+    schema: AnswerSchema,
+    meter: JudgeMeter,
 ) -> str:
-    """The judge model's answer to `messages`; its usage and cost go to `meter`."""
-    response = await session.judge(messages)
+    """The judge model's answer to `messages` (asked to follow `schema`); its usage and
+    cost go to `meter`."""
+    response = await session.judge(messages, schema)
     usage = chat_usage(response)
     meter.judge_usage += usage
     meter.judge_costs.append(

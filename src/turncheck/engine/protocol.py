@@ -280,7 +280,9 @@ class _ProtocolRun:
             extraction=extraction,
             render=lambda text: self.render(text, context),
             evaluate=lambda text: self.evaluate(text, context),
-            judge=lambda messages: metered_judge(self.session, self.pricer, messages, meter),
+            judge=lambda messages, schema: metered_judge(
+                self.session, self.pricer, messages, schema, meter
+            ),
             embed=lambda inputs: metered_embed(self.session, self.pricer, inputs, meter),
         )
         results = [await score(scorer, scoring) for scorer in turn.scorers]

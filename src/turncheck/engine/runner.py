@@ -47,7 +47,7 @@ from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
-from turncheck.providers.base import ChatMessage, ProviderError, RecordingMissing
+from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError, RecordingMissing
 from turncheck.providers.cassettes import cassette_path_for
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
@@ -170,7 +170,7 @@ class _SuiteRun:
             reported_output_tokens=response.output_tokens,
             conversation=[*state.messages, ChatMessage("assistant", response.text)],
             render=self.render,
-            judge=lambda messages: self._judge(messages, state),
+            judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
         )
         judged_before = (state.judge_usage, len(state.judge_costs))
@@ -201,8 +201,10 @@ class _SuiteRun:
             raise
         return turn_result(outcome), outcome
 
-    async def _judge(self, messages: list[ChatMessage], state: _EvalState) -> str:
-        return await metered_judge(self.session, self.pricer, messages, state)
+    async def _judge(
+        self, messages: list[ChatMessage], schema: AnswerSchema, state: _EvalState
+    ) -> str:
+        return await metered_judge(self.session, self.pricer, messages, schema, state)
 
     async def _embed(self, inputs: list[str], state: _EvalState) -> list[list[float]]:
         return await metered_embed(self.session, self.pricer, inputs, state)

@@ -20,12 +20,14 @@ from pydantic import ValidationError
 
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
+from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
 from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
+    AnswerSchema,
     ChatMessage,
     ChatRequest,
     ChatResponse,
@@ -246,7 +248,7 @@ class SuiteSession:
         self._count(response)
         return response
 
-    async def judge(self, messages: list[ChatMessage]) -> ChatResponse:
+    async def judge(self, messages: list[ChatMessage], schema: AnswerSchema) -> ChatResponse:
         request = ChatRequest(
             model=self.judge_model,
             messages=messages,
@@ -254,6 +256,7 @@ class SuiteSession:
             max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
             seed=self.metadata.seed,
             json_object=True,
+            answer_schema=schema,
         )
         response = await guarded_chat(
             self.guard, self.judge_provider, request, self.judge_price_provider_id
@@ -408,6 +411,7 @@ class GraderSession:
             max_output_tokens=self.grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS,
             seed=self.grader.seed,
             json_object=True,
+            answer_schema=GRADE_ANSWER,
         )
         response = await guarded_chat(self.guard, self.provider, request, self.price_provider_id)
         if not response.replayed:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 # without httpx and vcrpy (the cassette and HTTP modules) by commands that never call out.
 _HOMES = {
     "SECRET_PLACEHOLDER": "base",
+    "AnswerSchema": "base",
     "ChatMessage": "base",
     "ChatRequest": "base",
     "ChatResponse": "base",
@@ -28,6 +29,7 @@ _HOMES = {
 if TYPE_CHECKING:
     from turncheck.providers.base import (
         SECRET_PLACEHOLDER,
+        AnswerSchema,
         ChatMessage,
         ChatRequest,
         ChatResponse,
@@ -56,6 +58,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "SECRET_PLACEHOLDER",
+    "AnswerSchema",
     "CassetteFormatError",
     "CassetteMode",
     "CassetteTransport",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from turncheck.providers.base import (
     ChatRequest,
     ChatResponse,
@@ -10,6 +12,7 @@ from turncheck.providers.base import (
 )
 from turncheck.providers.common import Connection, dig, token_count, well_formed
 from turncheck.providers.http import JsonObject
+from turncheck.providers.structured import first_accepted
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -31,12 +34,15 @@ class AnthropicProvider:
         self._http = connection.http_client(self.name, self._key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        result = await self._http.post_json(
-            self.base_url + "/messages",
-            messages_body(request),
-            self._headers,
-            extensions=self._key.request_extensions(),
-            usable=messages_problem,
+        result = await first_accepted(
+            request_bodies(request),
+            lambda body: self._http.post_json(
+                self.base_url + "/messages",
+                body,
+                self._headers,
+                extensions=self._key.request_extensions(),
+                usable=messages_problem,
+            ),
         )
         model = result.body.get("model")
         return ChatResponse(
@@ -63,6 +69,9 @@ class AnthropicProvider:
             raise self._http.unexpected(problem)
         blocks = body.get("content")
         assert isinstance(blocks, list)
+        tool_inputs = [dig(b, "input") for b in blocks if dig(b, "type") == "tool_use"]
+        if tool_inputs and isinstance(tool_inputs[0], dict):
+            return json.dumps(tool_inputs[0])  # the forced answer tool's arguments
         texts = [dig(block, "text") for block in blocks if dig(block, "type") == "text"]
         return "".join(text for text in texts if isinstance(text, str))
 
@@ -70,6 +79,22 @@ class AnthropicProvider:
 def messages_problem(body: JsonObject) -> str | None:
     """Why `body` holds no usable Messages answer, or None when it does."""
     return None if isinstance(body.get("content"), list) else "no `content` list"
+
+
+def request_bodies(request: ChatRequest) -> list[JsonObject]:
+    """The request forms to try, best first: with an answer schema, a forced call of a
+    tool whose input schema is the answer's, then the plain request (prompt-and-parse)."""
+    plain = messages_body(request)
+    answer = request.answer_schema
+    if answer is None:
+        return [plain]
+    tool = {
+        "name": answer.name,
+        "description": "Give your answer by calling this tool.",
+        "input_schema": answer.schema,
+    }
+    forced = {**plain, "tools": [tool], "tool_choice": {"type": "tool", "name": answer.name}}
+    return [forced, plain]
 
 
 def messages_body(request: ChatRequest) -> JsonObject:

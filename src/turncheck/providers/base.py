@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant"]
 
@@ -48,6 +48,19 @@ class ChatMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerSchema:
+    """The JSON schema an answer must follow (judges and graders).
+
+    Providers that can constrain their output to it do (OpenAI-compatible
+    `response_format`, llama.cpp's grammar from a schema, Anthropic's forced tool
+    call); one that rejects the request gets it again without the schema.
+    """
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
     model: str
     messages: list[ChatMessage] = field(default_factory=list)
@@ -56,6 +69,8 @@ class ChatRequest:
     seed: int | None = None
     json_object: bool = False
     """Ask for a JSON object answer (OpenAI-compatible `response_format`), e.g. for judges."""
+    answer_schema: AnswerSchema | None = None
+    """Ask for an answer constrained to this JSON schema where the provider supports it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,16 @@ from collections.abc import Mapping
 
 import httpx
 
-from turncheck.providers.base import ChatRequest, ChatResponse, EmbeddingResponse, ProviderError
+from turncheck.providers.base import (
+    AnswerSchema,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingResponse,
+    ProviderError,
+)
 from turncheck.providers.common import Connection, dig, token_count, well_formed
 from turncheck.providers.http import JsonObject, JsonResult
+from turncheck.providers.structured import first_accepted
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -38,7 +45,9 @@ class OpenAICompatProvider:
         self._http = connection.http_client(name, self._key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        result = await self._post("/chat/completions", chat_body(request))
+        result = await first_accepted(
+            chat_bodies(request), lambda body: self._post("/chat/completions", body)
+        )
         return ChatResponse(
             text=well_formed(self._reply_text(result.body)),
             input_tokens=token_count(dig(result.body, "usage", "prompt_tokens")),
@@ -89,7 +98,42 @@ class OpenAICompatProvider:
         return [float(v) for v in vector]
 
 
-def chat_body(request: ChatRequest) -> JsonObject:
+def chat_bodies(request: ChatRequest) -> list[JsonObject]:
+    """The request forms to try, best first (see `turncheck.providers.structured`).
+
+    With an answer schema: OpenAI's `json_schema` response format (OpenAI, OpenRouter,
+    vLLM, Ollama, llama.cpp's own server), then llama-cpp-python's `json_object` with
+    a `schema` (it turns the schema into a grammar), then a plain JSON-object request.
+    """
+    if request.answer_schema is None:
+        return [chat_body(request)]
+    return [
+        chat_body(request, _json_schema_format(request.answer_schema)),
+        chat_body(request, {"type": "json_object", "schema": request.answer_schema.schema}),
+        chat_body(request, {"type": "json_object"}),
+    ]
+
+
+def _json_schema_format(answer: AnswerSchema) -> JsonObject:
+    """OpenAI's strict structured output, which refuses length keywords: they are dropped."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": answer.name, "strict": True, "schema": _strict(answer.schema)},
+    }
+
+
+def _strict(schema: object) -> object:
+    if isinstance(schema, dict):
+        return {k: _strict(v) for k, v in schema.items() if k not in _UNSUPPORTED_IN_STRICT}
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    return schema
+
+
+_UNSUPPORTED_IN_STRICT = frozenset({"minLength", "maxLength"})
+
+
+def chat_body(request: ChatRequest, response_format: JsonObject | None = None) -> JsonObject:
     body: JsonObject = {
         "model": request.model,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -100,7 +144,9 @@ def chat_body(request: ChatRequest) -> JsonObject:
         body["max_tokens"] = request.max_output_tokens
     if request.seed is not None:
         body["seed"] = request.seed
-    if request.json_object:
+    if response_format is not None:
+        body["response_format"] = response_format
+    elif request.json_object:
         body["response_format"] = {"type": "json_object"}
     return body
 

@@ -9,7 +9,7 @@ from typing import Any
 from turncheck.engine.protocol_report import ScorerResult
 from turncheck.engine.scorers.extract import Extraction
 from turncheck.formats.protocol import Scorer
-from turncheck.providers.base import ChatMessage
+from turncheck.providers.base import AnswerSchema, ChatMessage
 
 
 class ScorerError(Exception):
@@ -27,7 +27,7 @@ class ScoringContext:
     """Renders a template with the case and the earlier turns."""
     evaluate: Callable[[str], Any]
     """Evaluates an expression with the case and the earlier turns."""
-    judge: Callable[[list[ChatMessage]], Awaitable[str]]
+    judge: Callable[[list[ChatMessage], AnswerSchema], Awaitable[str]]
     embed: Callable[[list[str]], Awaitable[list[list[float]]]]
 
     def value(self, spec: Any) -> Any:

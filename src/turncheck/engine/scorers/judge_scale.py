@@ -1,10 +1,11 @@
 """`judge_scale`: the judge model rates the last reply against a rubric from 1 to 5.
 
-The judge answers turncheck's fixed prompt (`turncheck-judge-scale/1`), which
+The judge answers turncheck's fixed prompt (`turncheck-judge-scale/2`), which
 shows it the whole conversation and the rubric, with JSON
 `{"score": 1..5, "reason": str}` (a code fence around it is tolerated, and an
 integer string such as "4"). The score is (rating − 1) / 4. Anything else is an
-error for the scorer, never a score.
+error for the scorer, never a score. Version 2 asks for the answer as structured
+output (`RATING_ANSWER`), enforced by the provider where it can.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ import json
 import re
 from collections.abc import Sequence
 
-from turncheck.engine.judge import JudgeAnswerError, transcript
+from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript
 from turncheck.engine.protocol_report import JudgeScaleDetail, ScorerResult
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
 from turncheck.providers.base import ChatMessage, ProviderError
 
-JUDGE_SCALE_PROMPT_VERSION = "turncheck-judge-scale/1"
+JUDGE_SCALE_PROMPT_VERSION = "turncheck-judge-scale/2"
 MIN_RATING, MAX_RATING = 1, 5
+RATING_ANSWER = answer_schema(
+    "turncheck_rating",
+    "score",
+    {"type": "integer", "enum": list(range(MIN_RATING, MAX_RATING + 1))},
+)
 
 JUDGE_SCALE_SYSTEM_PROMPT = f"""You are an exacting evaluator ({JUDGE_SCALE_PROMPT_VERSION}).
 You are shown a conversation between a user and an assistant, and a rubric.
@@ -72,7 +78,7 @@ async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
     spec: JudgeScaleSpec = scorer.spec
     rubric = ctx.render(spec.rubric)
     try:
-        answer = await ctx.judge(judge_scale_messages(ctx.conversation, rubric))
+        answer = await ctx.judge(judge_scale_messages(ctx.conversation, rubric), RATING_ANSWER)
         rating, reason = parse_rating(answer)
     except ProviderError as exc:
         return result(scorer, None, f'judge_scale "{rubric}"',
