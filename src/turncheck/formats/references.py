@@ -184,7 +184,9 @@ class _Resolver:
         return text, real, relative
 
     def text(self, value: Any, directory: FsPath, chain: list[str]) -> str:
+        """The file's text; one final line break (which editors add) is not part of it."""
         text, _, relative = self.read(value, directory, chain)
+        text = text.removesuffix("\n").removesuffix("\r")
         known = self.references[relative]
         if text.strip():
             self.references[relative] = Reference(known.path, known.digest, (text.strip(),))
