@@ -110,7 +110,8 @@ class Job:
                            concurrency=self.inputs.concurrency, env=dict(self.env),
                            price_timestamp=price_timestamp, commit=commit,
                            budget=BudgetLimits(max_cost_usd=self.inputs.max_cost_usd,
-                                               max_live_tokens=self.inputs.max_live_tokens))
+                                               max_live_tokens=self.inputs.max_live_tokens),
+                           repeat=self.inputs.repeat)
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,

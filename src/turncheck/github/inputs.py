@@ -12,9 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
+from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.sharding import ShardError, ShardSpec
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
-from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.suite import MAX_DEPTH, MAX_REPEAT
 from turncheck.github.baseline import BaselineMode
 from turncheck.github.bundle import BUNDLE_FILE_NAME
 
@@ -56,6 +57,7 @@ class ActionInputs:
     """Repository-root-relative globs whose change runs every suite."""
     max_cost_usd: float | None = None
     max_live_tokens: int | None = None
+    repeat: RepeatSetting | None = None
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -138,6 +140,14 @@ class _Reader:
             self.problems.append(f"input fail-on: {exc}")
             return DEFAULT_FAIL_ON
 
+    def repeat(self) -> RepeatSetting | None:
+        value = _raw(self.env, "repeat")
+        if not value:
+            return None
+        if value == "auto":
+            return "auto"
+        return self.integer("repeat", 1, 1, MAX_REPEAT)
+
     def shard(self) -> ShardSpec | None:
         value = _raw(self.env, "shard")
         if not value:
@@ -191,6 +201,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         watch=tuple(_list(_raw(env, "watch"))),
         max_cost_usd=reader.amount("max-cost-usd"),
         max_live_tokens=reader.whole("max-live-tokens"),
+        repeat=reader.repeat(),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))
