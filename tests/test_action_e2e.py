@@ -32,7 +32,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    inputs = {"fail-on": "regression", "cost-threshold-percent": "10"}
+    inputs = {"fail-on": "likely-regression", "cost-threshold-percent": "10"}
     first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, inputs)
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
@@ -99,7 +99,7 @@ def test_fork_pull_request_leaves_a_report_and_exits_by_policy(
     assert github_fake.comments == [] and not github_fake.check_runs
 
     failing = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                               {"fail-on": "regression"}, fork=True)
+                               {"fail-on": "likely-regression"}, fork=True)
     assert failing.returncode == 1
 
 
@@ -122,7 +122,7 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     trusted = GitRepo(tmp_path / "trusted")  # the poster checks nothing out
     trusted.commit("empty")
     run = run_action(trusted, tmp_path / "runner2", github_fake.base_url, "workflow_run", event,
-                     {"fail-on": "regression"})
+                     {"fail-on": "likely-regression"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)

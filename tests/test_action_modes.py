@@ -149,7 +149,7 @@ def test_comment_never_still_creates_the_check_run(
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
     run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                 {"comment": "never", "fail-on": "regression"})
+                 {"comment": "never", "fail-on": "likely-regression"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert github_fake.comments == []
@@ -192,7 +192,7 @@ def test_invalid_inputs_are_reported_together_in_one_error(
 # ---- (d) no checks: write ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("fail_on", "state"), [("regression", "failure"),
+@pytest.mark.parametrize(("fail_on", "state"), [("likely-regression", "failure"),
                                                 ("failure", "success")])
 def test_commit_status_replaces_the_check_run_without_checks_permission(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub, fail_on: str, state: str
@@ -279,7 +279,7 @@ def test_annotations_under_a_working_directory_are_repo_relative(
     head = repo.commit("more suites")
 
     run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                 {"working-directory": "sub", "fail-on": "failure,regression,invalid"})
+                 {"working-directory": "sub", "fail-on": "failure,likely-regression,invalid"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     [check] = github_fake.check_runs.values()
