@@ -13,7 +13,7 @@ from turncheck.stats.agreement import (
     confusion,
     within_one,
 )
-from turncheck.stats.multiplicity import holm
+from turncheck.stats.multiplicity import holm, tarone_holm
 from turncheck.stats.rates import summarize_passes, turn_distribution, wilson_interval
 from turncheck.stats.tests import (
     clustered_permutation_test,
@@ -58,19 +58,32 @@ def test_fisher_one_sided_matches_the_hypergeometric_tail() -> None:
 
 
 def test_turn_shift_test_is_exact_for_tied_turns() -> None:
-    # All pass: base on turn 1, head on turn 3. Only 1 of C(10,5) splits is as extreme.
+    # All pass: base on turn 1, head on turn 3. Only 1 of C(10,5) splits is as extreme;
+    # mid-p counts half of it.
     shift = turn_shift_test([1] * 5, [3] * 5)
-    assert shift.worse == pytest.approx(1 / 252)
-    assert shift.better == pytest.approx(1.0)
-    # With pass/fail outcomes only it is Fisher's exact test.
+    assert shift.worse == pytest.approx(0.5 / 252)
+    assert shift.better == pytest.approx(1 - 0.5 / 252)
+    assert shift.least_worse == pytest.approx(0.5 / 252)
+    # With pass/fail outcomes only it is Fisher's exact test (as mid-p).
     outcomes = turn_shift_test([1] * 9 + [None], [1] * 2 + [None] * 8)
-    assert outcomes.worse == pytest.approx(fisher_worse(9, 10, 2, 10))
+    observed = math.comb(11, 9) * 9 / math.comb(20, 10)
+    assert outcomes.worse == pytest.approx(fisher_worse(9, 10, 2, 10) - observed / 2)
+    # Identical pooled samples can never be significant.
+    assert turn_shift_test([1, 1], [1, 1]).least_worse == pytest.approx(0.5)
 
 
 def test_holm_adjusts_step_down_and_keeps_order() -> None:
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([]) == []
     assert holm([0.9, 0.3]) == pytest.approx([0.9, 0.6])
+
+
+def test_tarone_leaves_tests_that_cannot_reach_significance_out_of_the_family() -> None:
+    # Four tests; two can never go below 0.5 (e.g. identical samples): a family of two.
+    adjusted = tarone_holm([0.02, 0.6, 1.0, 0.04], [0.001, 0.5, 1.0, 0.001], alpha=0.05)
+    assert adjusted == pytest.approx([0.04, 1.0, 1.0, 0.04])
+    # Plain Holm over all four would miss it.
+    assert holm([0.02, 0.6, 1.0, 0.04])[0] == pytest.approx(0.08)
 
 
 def _verdicts(*pairs: tuple[list[int | None], list[int | None]]) -> list[Verdict]:
@@ -92,16 +105,21 @@ def test_a_one_sample_flip_is_never_a_regression() -> None:
 def test_a_turn_of_pass_shift_is_a_regression_at_equal_pass_counts() -> None:
     decision = decide([outcome_evidence([1] * 5, [3] * 5)])[0]
     assert decision.verdict is Verdict.REGRESSION
-    assert decision.p_value == pytest.approx(1 / 252)
+    assert decision.p_value == pytest.approx(0.5 / 252)
 
 
 def test_multiplicity_makes_a_borderline_drop_likely_not_proven() -> None:
-    # p = 0.0027 alone is a regression; among 20 evals Holm multiplies it by 20.
-    drop = ([1] * 9 + [None], [1] * 2 + [None] * 8)
-    steady: tuple[list[int | None], list[int | None]] = ([1] * 10, [1] * 10)
-    verdicts = _verdicts(drop, *[steady] * 19)
+    # 8/10 → 2/10: p ≈ 0.006 alone is a regression; among 20 evals that could each be
+    # significant (flaky on both sides), Holm multiplies it by 20.
+    drop = ([1] * 8 + [None] * 2, [1] * 2 + [None] * 8)
+    assert _verdicts(drop) == [Verdict.REGRESSION]
+    flaky: tuple[list[int | None], list[int | None]] = ([1, None] * 5, [1, None] * 5)
+    verdicts = _verdicts(drop, *[flaky] * 19)
     assert verdicts[0] is Verdict.LIKELY_REGRESSION
     assert set(verdicts[1:]) == {Verdict.UNCHANGED}
+    # Evals that pass every sample on both sides cannot be significant: not counted.
+    steady: tuple[list[int | None], list[int | None]] = ([1] * 10, [1] * 10)
+    assert _verdicts(drop, *[steady] * 19)[0] is Verdict.REGRESSION
 
 
 def test_an_unreliable_base_is_not_judged() -> None:
@@ -124,10 +142,10 @@ def test_clustered_permutation_test_shuffles_within_cases_only() -> None:
 
 
 def test_adaptive_sampling_stops_steady_evals_and_tops_up_flaky_ones() -> None:
-    assert more_samples([], 20) == 5
-    assert more_samples([1] * 5, 20) == 0
-    assert more_samples([None] * 5, 20) == 0
-    assert more_samples([1, 1, 2, 1, 1], 20) == 15
+    assert more_samples([], 20) == 10
+    assert more_samples([1] * 10, 20) == 0
+    assert more_samples([None] * 10, 20) == 0
+    assert more_samples([1, 1, 2] + [1] * 7, 20) == 10
     assert more_samples([1] * 3 + [None] * 17, 20) == 0
     assert more_samples([], 3) == 3
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from turncheck.stats.multiplicity import holm
+from turncheck.stats.multiplicity import tarone_holm
 from turncheck.stats.tests import (
     ClusterScores,
     Outcome,
@@ -157,8 +157,10 @@ def decide(evidence: Sequence[Evidence],
            settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Decision]:
     """One decision per case, adjusting p-values across all of them (Holm, per direction)."""
     tested = [i for i, e in enumerate(evidence) if e.present and not e.empty]
-    worse = holm([evidence[i].test.worse for i in tested])
-    better = holm([evidence[i].test.better for i in tested])
+    tests = [evidence[i].test for i in tested]
+    worse = tarone_holm([t.worse for t in tests], [t.least_worse for t in tests], settings.alpha)
+    better = tarone_holm([t.better for t in tests], [t.least_better for t in tests],
+                         settings.alpha)
     adjusted = {i: (w, b) for i, w, b in zip(tested, worse, better, strict=True)}
     return [_decide_one(e, adjusted.get(i), settings) for i, e in enumerate(evidence)]
 
