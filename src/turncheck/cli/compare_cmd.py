@@ -59,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--max-agreement-drop", type=float, metavar="POINTS",
                         help="with --fail-on calibration: a sample file's agreement may drop "
                         "by at most this many percentage points")
+    parser.add_argument("--min-kappa", type=float, metavar="KAPPA",
+                        help="with --fail-on calibration: a sample file's head quadratically "
+                        "weighted kappa must be at least this (-1 to 1)")
     add_config_option(parser)  # fail-on and the thresholds default to the config's
     parser.set_defaults(handler=run)
 
@@ -107,8 +110,11 @@ def calibration_thresholds_from(args: argparse.Namespace) -> CalibrationThreshol
     values = (args.min_agreement, args.max_agreement_drop)
     if any(value is not None and not 0 <= value <= 100 for value in values):
         raise UsageError("--min-agreement and --max-agreement-drop take 0 to 100")
+    kappa = getattr(args, "min_kappa", None)
+    if kappa is not None and not -1 <= kappa <= 1:
+        raise UsageError("--min-kappa takes -1 to 1")
     return CalibrationThresholds(min_agreement=args.min_agreement,
-                                 max_agreement_drop=args.max_agreement_drop)
+                                 max_agreement_drop=args.max_agreement_drop, min_kappa=kappa)
 
 
 def parse_renames(pairs: list[str]) -> dict[str, str]:

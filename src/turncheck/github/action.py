@@ -115,7 +115,8 @@ class Job:
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,
-                                     max_agreement_drop=self.inputs.max_agreement_drop)
+                                     max_agreement_drop=self.inputs.max_agreement_drop,
+                                     min_kappa=self.inputs.min_kappa)
 
     def thresholds(self) -> CostThresholds:
         return CostThresholds(percent=self.inputs.cost_threshold_percent,

@@ -58,6 +58,7 @@ class ActionInputs:
     max_cost_usd: float | None = None
     max_live_tokens: int | None = None
     repeat: RepeatSetting | None = None
+    min_kappa: float | None = None
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -119,6 +120,19 @@ class _Reader:
             self.problems.append(f"input {name}: expected a whole number ≥ 0, got {value!r}")
             return None
         return int(value)
+
+    def kappa(self, name: str) -> float | None:
+        value = _raw(self.env, name)
+        if not value:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            number = -2.0
+        if not -1 <= number <= 1:
+            self.problems.append(f"input {name}: expected a kappa from -1 to 1, got {value!r}")
+            return None
+        return number
 
     def percent(self, name: str, what: str) -> float | None:
         value = _raw(self.env, name)
@@ -202,6 +216,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_cost_usd=reader.amount("max-cost-usd"),
         max_live_tokens=reader.whole("max-live-tokens"),
         repeat=reader.repeat(),
+        min_kappa=reader.kappa("min-kappa"),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))
