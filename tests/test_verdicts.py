@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
+
+import pytest
 
 from tests.test_compare import FAIL, PASS, ev, one_suite, report, suite
 from turncheck.compare import compare_reports
@@ -126,3 +129,18 @@ def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
     assert "🎲 flaky" in body and "5/10" in body
     annotated = {a.message.split("'")[1] for a in collect_annotations(comparison, ".")}
     assert annotated == {"slow", "flip", "coin"}
+
+
+def test_console_shows_samples_and_verdicts(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_compare import cli, write
+    from turncheck.render.console import overall
+
+    base, head = _drop_and_flaky()
+    assert cli(str(write(tmp_path / "b.json", base)), str(write(tmp_path / "h.json", head)),
+               "--fail-on", "regression") == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "· regression (9/10 → 2/10, p = " in out
+    assert "1 regression(s) against base" in out
+    assert overall(rate("coin", 5, 10)).endswith("· 5/10 samples passed, flaky")

@@ -204,6 +204,13 @@ def suite_note(suite: SuiteComparison) -> str | None:
 
 def row(comparison: EvalComparison) -> tuple[str, ...]:
     label = comparison.label + (" [REGRESSION]" if comparison.regression else "")
+    if comparison.verdict.value not in ("unchanged", "new", "removed"):
+        label += f" · {comparison.verdict.value}"
+        if comparison.p_value is not None and comparison.base and comparison.head \
+                and max(comparison.base.samples, comparison.head.samples) > 1:
+            label += (f" ({comparison.base.passes}/{comparison.base.samples} → "
+                      f"{comparison.head.passes}/{comparison.head.samples}, "
+                      f"p = {comparison.p_value:.3g})")
     turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
     return (
         cell(comparison.suite_path), cell(comparison.name), label, turns,
