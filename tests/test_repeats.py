@@ -132,3 +132,14 @@ def test_repeat_action_input_and_command_line_option_are_validated() -> None:
     assert repeat_setting("auto") == "auto" and repeat_setting("3") == 3
     with pytest.raises(argparse.ArgumentTypeError, match=r"1\.\.100"):
         repeat_setting("many")
+
+
+def test_protocol_suites_say_that_repeat_does_not_apply_to_them_yet() -> None:
+    from tests.protocol_helpers import PROTOCOL
+    from turncheck.formats.suite_loader import parse_suite
+
+    loaded = parse_suite(PROTOCOL.format(extra="  repeat: 3\n"), "gating.eval.yaml")
+    assert loaded.protocol is not None
+    [warning] = [d for d in loaded.diagnostics if d.code == "not-supported"]
+    assert (warning.line, warning.is_error) == (4, False)
+    assert "protocol cases run once" in warning.message
