@@ -137,6 +137,8 @@ class EvalComparison(ReportModel):
     """Head pass rate − base pass rate."""
     turn_shift: float | None = None
     """Mean turn-of-pass of head − base over passing samples."""
+    flaky: bool = False
+    """The head passed on some samples and failed on others."""
 
 
 class Counts(ReportModel):
@@ -355,6 +357,7 @@ def with_verdicts(suites: list[SuiteComparison],
                 "verdict_reason": decision.reason,
                 "pass_rate_change": _rounded(found.rate_change),
                 "turn_shift": _rounded(found.turn_shift),
+                "flaky": item.head is not None and item.head.flaky,
             }))
         totals = suite.totals.model_copy(update={"counts": count(evals)})
         updated.append(suite.model_copy(update={"evals": evals, "totals": totals}))
