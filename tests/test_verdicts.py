@@ -112,7 +112,6 @@ def test_old_single_sample_reports_still_load_and_compare() -> None:
 
 
 def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
-    from turncheck.github.publish import collect_annotations
     from turncheck.render.comment import CommentContext, render_comment
 
     base = report(suite("s.yaml", rate("better", 0, 10), ev("flip"),
@@ -121,14 +120,15 @@ def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
                         repeated("slow", [3] * 5), rate("coin", 5, 10)))
     comparison = compare_reports(base, head)
     body = render_comment(comparison, CommentContext(fail_reasons=[], head=head))
-    changes = body.split("### What changed\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert [line.split("**")[1] for line in changes] == ["slow", "flip", "better", "coin"]
-    assert changes[0].startswith("- 🔴") and "regression \\(5/5 → 5/5 passing, p = " in changes[0]
-    assert "turn of pass \\+2" in changes[0]
-    assert "likely\\-regression \\(one sample per side\\)" in changes[1]
-    assert "🎲 flaky" in body and "5/10" in body
-    annotated = {a.message.split("'")[1] for a in collect_annotations(comparison, ".")}
-    assert annotated == {"slow", "flip", "coin"}
+    sections = [line for line in body.splitlines() if line.startswith("### ")]
+    assert sections[0] == "### 🔻 Regressions (1)"
+    assert sections[1] == "### 🔸 Likely regressions (1)"
+    regressions = body.split("### 🔻 Regressions (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert "**slow**" in regressions and "5/5 → 5/5 samples pass, p = 0.00" in regressions
+    likely = body.split("### 🔸 Likely regressions (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert "**flip**" in likely
+    assert body.index("**slow**") < body.index("**flip**") < body.index("**better**")
+    assert "1 flaky" in body
 
 
 def test_console_shows_samples_and_verdicts(tmp_path: Path,
