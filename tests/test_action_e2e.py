@@ -37,7 +37,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     body = comment.body
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in body
     assert "+$" in body  # the cost delta of the extra turn
     assert "Cost alert" in body
     assert "<!-- turncheck:comment -->" in body
@@ -126,7 +126,7 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     [check] = github_fake.check_runs.values()
     assert check.head_sha == head and check.conclusion == "failure"
 
@@ -218,16 +218,16 @@ def test_a_push_that_reverts_every_eval_change_clears_the_old_verdict(
 ) -> None:
     repo, base, head = pr_repo
     first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                             {"fail-on": "regression"})
+                             {"fail-on": "likely-regression"})
     assert first.returncode == 1
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression" in comment.body
+    assert "1 likely regression" in comment.body
 
     # The next push puts the suite and its cassette back as they are on base.
     repo.git("checkout", base, "--", "evals")
     reverted = repo.commit("revert the eval change")
     second = run_pull_request(repo, tmp_path / "runner2", github_fake, base, reverted,
-                              {"fail-on": "regression"})
+                              {"fail-on": "likely-regression"})
     assert second.returncode == 0, second.stdout + second.stderr
     [comment] = github_fake.comments_on(PR)  # the same comment, edited in place
     assert "regression" not in comment.body
