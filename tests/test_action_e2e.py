@@ -32,12 +32,12 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
     repo, base, head = pr_repo
-    inputs = {"fail-on": "regression", "cost-threshold-percent": "10"}
+    inputs = {"fail-on": "likely-regression", "cost-threshold-percent": "10"}
     first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head, inputs)
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     body = comment.body
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in body
     assert "+$" in body  # the cost delta of the extra turn
     assert "Cost alert" in body
     assert "<!-- turncheck:comment -->" in body
@@ -99,7 +99,7 @@ def test_fork_pull_request_leaves_a_report_and_exits_by_policy(
     assert github_fake.comments == [] and not github_fake.check_runs
 
     failing = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                               {"fail-on": "regression"}, fork=True)
+                               {"fail-on": "likely-regression"}, fork=True)
     assert failing.returncode == 1
 
 
@@ -124,11 +124,11 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     trusted = GitRepo(tmp_path / "trusted")  # the poster checks nothing out
     trusted.commit("empty")
     run = run_action(trusted, tmp_path / "runner2", github_fake.base_url, "workflow_run", event,
-                     {"fail-on": "regression"})
+                     {"fail-on": "likely-regression"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     # The fork's figures, under their own check name; the required check waits.
     [check] = github_fake.check_runs_named("turncheck (unverified fork report)")
     assert check.head_sha == head and check.conclusion == "failure"
@@ -225,16 +225,16 @@ def test_a_push_that_reverts_every_eval_change_clears_the_old_verdict(
 ) -> None:
     repo, base, head = pr_repo
     first = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                             {"fail-on": "regression"})
+                             {"fail-on": "likely-regression"})
     assert first.returncode == 1
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression" in comment.body
+    assert "1 likely regression" in comment.body
 
     # The next push puts the suite and its cassette back as they are on base.
     repo.git("checkout", base, "--", "evals")
     reverted = repo.commit("revert the eval change")
     second = run_pull_request(repo, tmp_path / "runner2", github_fake, base, reverted,
-                              {"fail-on": "regression"})
+                              {"fail-on": "likely-regression"})
     assert second.returncode == 0, second.stdout + second.stderr
     [comment] = github_fake.comments_on(PR)  # the same comment, edited in place
     assert "regression" not in comment.body

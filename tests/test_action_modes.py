@@ -149,7 +149,7 @@ def test_comment_never_still_creates_the_check_run(
 ) -> None:
     repo, base, head = pr_repo(tmp_path / "workspace", model)
     run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                 {"comment": "never", "fail-on": "regression"})
+                 {"comment": "never", "fail-on": "likely-regression"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert github_fake.comments == []
@@ -157,8 +157,8 @@ def test_comment_never_still_creates_the_check_run(
     [check] = github_fake.check_runs.values()
     assert (check.head_sha, check.conclusion) == (head, "failure")
     assert "multiply now passes on turn 2 \\(was 1\\)" in check.output["summary"]
-    assert check.output["title"].endswith("1 regression · multiply now passes on turn 2 (was 1) · "
-                                          "cost +$0.0000075 (+83.3%)")
+    assert check.output["title"].endswith(
+        "1 likely regression · multiply now passes on turn 2 (was 1) · cost +$0.0000075 (+83.3%)")
     assert run.outputs["comment-url"] == ""
 
 
@@ -192,7 +192,7 @@ def test_invalid_inputs_are_reported_together_in_one_error(
 # ---- (d) no checks: write ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("fail_on", "state"), [("regression", "failure"),
+@pytest.mark.parametrize(("fail_on", "state"), [("likely-regression", "failure"),
                                                 ("failure", "success")])
 def test_commit_status_replaces_the_check_run_without_checks_permission(
     tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub, fail_on: str, state: str
@@ -206,7 +206,7 @@ def test_commit_status_replaces_the_check_run_without_checks_permission(
     assert not github_fake.check_runs
     [status] = github_fake.statuses
     assert (status["sha"], status["state"], status["context"]) == (head, state, "turncheck")
-    assert "1 regression · multiply now passes on turn 2 (was 1)" in status["description"]
+    assert "1 likely regression · multiply now passes on turn 2 (was 1)" in status["description"]
     assert status["target_url"] == "https://github.com/octo-org/widgets/actions/runs/4242"
     assert "setting a commit status instead" in run.stdout
     assert len(github_fake.comments_on(PR)) == 1
@@ -279,7 +279,7 @@ def test_annotations_under_a_working_directory_are_repo_relative(
     head = repo.commit("more suites")
 
     run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                 {"working-directory": "sub", "fail-on": "failure,regression,invalid"})
+                 {"working-directory": "sub", "fail-on": "failure,likely-regression,invalid"})
 
     assert run.returncode == 1, run.stdout + run.stderr
     [check] = github_fake.check_runs.values()
@@ -297,5 +297,5 @@ def test_annotations_under_a_working_directory_are_repo_relative(
                        "sub/evals/math.eval.yaml"}
     # The changed suite was compared against its base version, also read from sub/.
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "outside" not in comment.body  # suites outside working-directory are ignored

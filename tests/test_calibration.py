@@ -647,3 +647,47 @@ def test_sharded_runs_grade_sample_files_once_and_merge_keeps_them(
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert merged["calibrations"] == first["calibrations"]
     capsys.readouterr()
+
+
+def test_kappa_weighted_kappa_and_confusion_match_hand_computed_values(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    script(scripted_server)
+    text = graded_text(scripted_server.base_url).replace(
+        'criteria = "Polite and correct."', 'criteria = "Polite and correct."\npass_threshold = 1')
+    result = only_file(grade([write(tmp_path, text)]))
+    stats = result.agreement
+    assert stats is not None
+    # Scored (label, score): (3, 3), (-2, -2), (0, 0), (1, -1); s5 is an error row.
+    assert stats.scored == 4
+    # p_o = 3/4, p_e = 3 · (1/4 · 1/4) = 3/16 → κ = (12/16 − 3/16) / (13/16) = 9/13.
+    assert stats.kappa == pytest.approx(9 / 13, abs=1e-6)
+    # Quadratic weights: 1 − mean observed d² (4/4) / mean chance d² (112/16) = 6/7.
+    assert stats.weighted_kappa == pytest.approx(6 / 7, abs=1e-6)
+    assert stats.weighted_kappa_low is not None and stats.weighted_kappa_high is not None
+    assert stats.weighted_kappa_low <= stats.weighted_kappa <= stats.weighted_kappa_high
+    assert stats.within_one_percent == pytest.approx(75.0)
+    matrix = stats.confusion
+    assert matrix is not None and matrix.threshold == 1
+    assert (matrix.true_positive, matrix.false_negative) == (1, 1)  # s1 passed, s4 missed
+    assert (matrix.false_positive, matrix.true_negative) == (0, 2)
+    assert (matrix.tpr, matrix.tnr) == (0.5, 1.0)
+
+
+def test_min_kappa_fails_calibration_below_the_minimum(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+    from turncheck.compare.comparison import compare_reports
+    from turncheck.github.inputs import InputError, read_inputs
+
+    script(scripted_server)
+    report = grade([write(tmp_path, graded_text(scripted_server.base_url))])
+    comparison = compare_reports(None, report)
+    strict = calibration_reasons(comparison.calibration, CalibrationThresholds(min_kappa=0.9))
+    assert any("weighted kappa 0.86 is below the minimum 0.9" in r for r in strict)
+    lenient = calibration_reasons(comparison.calibration, CalibrationThresholds(min_kappa=0.8))
+    assert not any("weighted kappa" in r for r in lenient), lenient
+    assert read_inputs({"INPUT_MIN-KAPPA": "0.6"}).min_kappa == 0.6
+    with pytest.raises(InputError, match="min-kappa"):
+        read_inputs({"INPUT_MIN-KAPPA": "2"})

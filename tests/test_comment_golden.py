@@ -224,18 +224,19 @@ def test_golden_files_are_exactly_the_scenarios() -> None:
 def test_the_heading_names_the_eval_both_turns_and_the_cost_change_and_is_the_title() -> None:
     body, title = rendered(turn_regression())
     heading = body.split("\n")[1]
-    assert heading == ("## ❌ 1 regression · refund\\-window now passes on turn 3 \\(was 1\\) · "
-                       "cost \\+\\$0.0074 \\(\\+171.2%\\)")
-    assert title == "❌ 1 regression · refund-window now passes on turn 3 (was 1) · " \
+    # One sample per side: a later turn is a likely regression, never a proven one.
+    assert heading == ("## ⚠️ 1 likely regression · refund\\-window now passes on turn 3 "
+                       "\\(was 1\\) · cost \\+\\$0.0074 \\(\\+171.2%\\)")
+    assert title == "⚠️ 1 likely regression · refund-window now passes on turn 3 (was 1) · " \
         "cost +$0.0074 (+171.2%)"
 
 
 def test_300_evals_lead_with_regressions_capped_and_keep_the_footer() -> None:
     body, _ = rendered(three_hundred_evals())
-    assert body.index("### 🔻 Regressions (20)") < body.index("**0 regressed**") \
-        if "**0 regressed**" in body else True
-    regressions = body.split("### 🔻 Regressions (20)\n", 1)[1].split("\n\n###", 1)[0]
-    assert regressions.count("- 🔻 **") == 15
+    # Single-sample flips: likely regressions (docs/statistics.md), listed first.
+    assert body.index("### 🔸 Likely regressions (20)") == body.index("###")
+    regressions = body.split("### 🔸 Likely regressions (20)\n", 1)[1].split("\n\n###", 1)[0]
+    assert regressions.count("- 🔸 **") == 15
     assert "- _and 5 more_ — see the [step summary](" + RUN_URL + ")" in regressions
     assert body.rstrip().endswith("</sub>") and len(body.encode()) <= 65_536
 

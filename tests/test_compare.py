@@ -313,13 +313,15 @@ def clean(tmp_path: Path) -> tuple[str, str]:
 
 @pytest.mark.parametrize(
     ("fail_on", "code"),
-    [("", 0), ("regression", 1), ("failure", 1), ("cost", 1), ("regression,cost", 1)],
+    [("", 0), ("regression", 0), ("likely-regression", 1), ("failure", 1), ("cost", 1),
+     ("regression,cost", 1)],
 )
 def test_cli_exit_code_per_fail_on(reports: tuple[str, str], fail_on: str, code: int) -> None:
     assert cli(*reports, "--fail-on", fail_on, "--cost-threshold-percent", "50") == code
 
 
-@pytest.mark.parametrize("fail_on", ["regression", "failure", "cost", "regression,failure,cost"])
+@pytest.mark.parametrize("fail_on", ["regression", "likely-regression", "failure", "cost",
+                                     "flaky", "regression,failure,cost"])
 def test_cli_passes_when_nothing_holds(clean: tuple[str, str], fail_on: str) -> None:
     assert cli(*clean, "--fail-on", fail_on, "--cost-threshold-usd", "0") == 0
 
@@ -381,5 +383,5 @@ def test_cli_rename_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     base = write(tmp_path / "b.json", report(suite("old.yaml", ev("e", PASS, 1))))
     head = write(tmp_path / "h.json", report(suite("new.yaml", ev("e", PASS, 2))))
     assert cli(str(base), str(head), "--rename", "new.yaml=old.yaml",
-               "--fail-on", "regression") == 1
+               "--fail-on", "likely-regression") == 1
     assert "renamed from old.yaml" in capsys.readouterr().out

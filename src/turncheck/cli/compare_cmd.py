@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--max-agreement-drop", type=float, metavar="POINTS",
                         help="with --fail-on calibration: a sample file's agreement may drop "
                         "by at most this many percentage points")
+    parser.add_argument("--min-kappa", type=float, metavar="KAPPA",
+                        help="with --fail-on calibration: a sample file's head quadratically "
+                        "weighted kappa must be at least this (-1 to 1)")
     add_config_option(parser)  # fail-on and the thresholds default to the config's
     parser.set_defaults(handler=run)
 
@@ -113,8 +116,11 @@ def calibration_thresholds_from(args: argparse.Namespace) -> CalibrationThreshol
     values = (args.min_agreement, args.max_agreement_drop)
     if any(value is not None and not 0 <= value <= 100 for value in values):
         raise UsageError("--min-agreement and --max-agreement-drop take 0 to 100")
+    kappa = getattr(args, "min_kappa", None)
+    if kappa is not None and not -1 <= kappa <= 1:
+        raise UsageError("--min-kappa takes -1 to 1")
     return CalibrationThresholds(min_agreement=args.min_agreement,
-                                 max_agreement_drop=args.max_agreement_drop)
+                                 max_agreement_drop=args.max_agreement_drop, min_kappa=kappa)
 
 
 def parse_renames(pairs: list[str]) -> dict[str, str]:
@@ -205,6 +211,13 @@ def suite_note(suite: SuiteComparison) -> str | None:
 
 def row(comparison: EvalComparison) -> tuple[str, ...]:
     label = comparison.label + (" [REGRESSION]" if comparison.regression else "")
+    if comparison.verdict.value not in ("unchanged", "new", "removed"):
+        label += f" · {comparison.verdict.value}"
+        if comparison.p_value is not None and comparison.base and comparison.head \
+                and max(comparison.base.samples, comparison.head.samples) > 1:
+            label += (f" ({comparison.base.passes}/{comparison.base.samples} → "
+                      f"{comparison.head.passes}/{comparison.head.samples}, "
+                      f"p = {comparison.p_value:.3g})")
     turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
     return (
         cell(comparison.suite_path), cell(comparison.name), label, turns,

@@ -25,9 +25,11 @@ from turncheck.cli.common import (
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
+from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.report import Report, ShardInfo
 from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
+from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console, protocol_console
@@ -73,8 +75,25 @@ def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
     add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--repeat", type=repeat_setting, metavar="N|auto",
+                        help="samples per eval and protocol case, or auto (adaptive); "
+                        "overrides each suite's `repeat` (see docs/statistics.md)")
     parser.add_argument("--shard", metavar="I/N",
                         help="run only shard I of N (for matrix jobs; merge with turncheck merge)")
+
+
+def repeat_setting(value: str) -> RepeatSetting:
+    """`--repeat`: a whole number of samples (1..100) or `auto`."""
+    if value.strip() == "auto":
+        return "auto"
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"expected auto or a number 1..{MAX_REPEAT}, "
+                                         f"not {value!r}")
+    return count
 
 
 def print_report(report: Report, quiet: bool) -> None:
@@ -106,6 +125,7 @@ def shard_of(
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
+    settings.repeat = getattr(args, "repeat", None)
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)

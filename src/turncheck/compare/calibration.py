@@ -15,6 +15,7 @@ from enum import StrEnum
 from pydantic import ConfigDict, Field
 
 from turncheck.engine.calibration_report import (
+    AgreementStats,
     CalibrationFileResult,
     GraderInfo,
     SampleGrade,
@@ -42,6 +43,8 @@ class CalibrationThresholds(ReportModel):
     own `min_agreement`)."""
     max_agreement_drop: float | None = Field(default=None, ge=0, le=100)
     """Fail when a file's agreement drops by more than this many percentage points."""
+    min_kappa: float | None = Field(default=None, ge=-1, le=1)
+    """Fail when a file's head quadratically weighted κ is below this."""
 
 
 class CalibrationSide(ReportModel):
@@ -53,6 +56,8 @@ class CalibrationSide(ReportModel):
     mean_distance: float | None
     cost_usd: float | None
     min_agreement: float | None = None
+    agreement: AgreementStats | None = None
+    """κ (plain, weighted, with 95 % intervals), within-one agreement, TPR/TNR."""
 
 
 class FlippedSample(ReportModel):
@@ -92,7 +97,7 @@ def _side(result: CalibrationFileResult | None) -> CalibrationSide | None:
         grader=result.grader, samples=len(result.samples), agreed=result.agreed,
         errors=result.errors, agreement_percent=result.agreement_percent,
         mean_distance=result.mean_distance, cost_usd=result.cost_usd,
-        min_agreement=result.min_agreement,
+        min_agreement=result.min_agreement, agreement=result.agreement,
     )
 
 
@@ -186,7 +191,15 @@ def calibration_reasons(
             reasons.append(f"{item.path}: grader agreement {percent_text(agreement)} is below "
                            f"the minimum {percent_text(minimum)}")
         reasons += _drop_reason(item, thresholds.max_agreement_drop)
+        reasons += _kappa_reason(item.path, head, thresholds.min_kappa)
     return reasons
+
+
+def _kappa_reason(path: str, head: CalibrationSide, minimum: float | None) -> list[str]:
+    kappa = head.agreement.weighted_kappa if head.agreement is not None else None
+    if minimum is None or kappa is None or kappa >= minimum - _TOLERANCE:
+        return []
+    return [f"{path}: grader weighted kappa {kappa:.2f} is below the minimum {minimum:g}"]
 
 
 def _drop_reason(item: CalibrationComparison, max_drop: float | None) -> list[str]:

@@ -12,6 +12,9 @@ Decisions:
 - Deltas are head − base. A new eval/suite's delta is its head value, a removed one's
   the negated base value; otherwise a cost delta is None when either side is unpriced.
 - Without a base report (`base=None`) every suite is new and no alert is raised.
+- Each eval also gets a statistical `verdict` from both sides' samples, decided for
+  all evals of the comparison together (`turncheck.stats.verdicts`, docs/statistics.md);
+  the older `transition`/`regression` fields describe the (median) status change only.
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ from turncheck.compare.calibration import CalibrationComparison, compare_calibra
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
+from turncheck.stats.rates import turn_distribution, wilson_interval
+from turncheck.stats.verdicts import (
+    DEFAULT_SETTINGS,
+    Verdict,
+    VerdictSettings,
+    decide,
+    missing_evidence,
+    outcome_evidence,
+)
 
 if TYPE_CHECKING:
     from turncheck.compare.protocol import ProtocolComparison
@@ -84,6 +96,16 @@ class EvalSide(Spend):
     turns: int
     error: str | None
     line: int
+    passes: int = 0
+    """k: passing samples (1 or 0 for an unrepeated eval)."""
+    samples: int = 1
+    """n: samples taken."""
+    pass_rate_low: float = 0.0
+    """Wilson 95 % interval of the pass rate."""
+    pass_rate_high: float = 1.0
+    flaky: bool = False
+    turn_of_pass: dict[str, int] = Field(default_factory=dict)
+    """Samples per turn they passed on; the others under `fail`."""
 
 
 class EvalComparison(ReportModel):
@@ -106,6 +128,17 @@ class EvalComparison(ReportModel):
     turns_delta: int | None
     error: str | None
     """Head error text, when the head eval errored."""
+    verdict: Verdict = Verdict.UNCHANGED
+    """Statistical verdict from both sides' samples (docs/statistics.md)."""
+    p_value: float | None = None
+    """Holm-adjusted one-sided p-value behind the verdict; None for new/removed."""
+    verdict_reason: str = ""
+    pass_rate_change: float | None = None
+    """Head pass rate − base pass rate."""
+    turn_shift: float | None = None
+    """Mean turn-of-pass of head − base over passing samples."""
+    flaky: bool = False
+    """The head passed on some samples and failed on others."""
 
 
 class Counts(ReportModel):
@@ -122,8 +155,13 @@ class Counts(ReportModel):
     new: int = 0
     removed: int = 0
     regressions: int = 0
+    """Transition regressions (broken, or a later turn): the pre-statistics count."""
     skipped: int = 0
     """Head evals skipped (by a budget); also counted in `evals`, never as passed or failed."""
+    verdicts: dict[str, int] = Field(default_factory=dict)
+    """Evals per statistical verdict tier."""
+    flaky: int = 0
+    """Head evals that passed on some samples and failed on others."""
 
 
 class Summary(ReportModel):
@@ -179,6 +217,9 @@ class Comparison(ReportModel):
     @property
     def regressions(self) -> int:
         return self.totals.counts.regressions
+
+    def verdict_count(self, *verdicts: Verdict) -> int:
+        return sum(self.totals.counts.verdicts.get(v.value, 0) for v in verdicts)
 
     @property
     def broken(self) -> int:
@@ -268,11 +309,63 @@ def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
 # --- evals ------------------------------------------------------------------------
 
 
+def outcomes_of(result: EvalResult) -> list[int | None]:
+    """Each sample's turn of pass (None when it did not pass)."""
+    if not result.samples:
+        return [result.passed_on_turn if result.status is Status.PASS else None]
+    return [s.passed_on_turn if s.status is Status.PASS else None for s in result.samples]
+
+
 def eval_side(result: EvalResult) -> EvalSide:
+    outcomes = outcomes_of(result)
+    passes = sum(o is not None for o in outcomes)
+    low, high = wilson_interval(passes, len(outcomes))
     return EvalSide(
         **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
+        passes=passes, samples=len(outcomes), pass_rate_low=round(low, 6),
+        pass_rate_high=round(high, 6), flaky=0 < passes < len(outcomes),
+        turn_of_pass=turn_distribution(outcomes),
     )
+
+
+def side_outcomes(side: EvalSide) -> list[int | None]:
+    """The side's samples as outcomes, rebuilt from its turn-of-pass distribution."""
+    return [None if key == "fail" else int(key)
+            for key, count in side.turn_of_pass.items() for _ in range(count)]
+
+
+def with_verdicts(suites: list[SuiteComparison],
+                  settings: VerdictSettings = DEFAULT_SETTINGS) -> list[SuiteComparison]:
+    """Every eval's verdict, decided for all evals together (multiplicity), and the
+    suites' counts again."""
+    items = [item for suite in suites for item in suite.evals]
+    evidence = [
+        outcome_evidence(side_outcomes(i.base), side_outcomes(i.head), settings)
+        if i.base is not None and i.head is not None else missing_evidence(i.base is not None)
+        for i in items
+    ]
+    decided = iter(zip(evidence, decide(evidence, settings), strict=True))
+    updated = []
+    for suite in suites:
+        evals = []
+        for item in suite.evals:
+            found, decision = next(decided)
+            evals.append(item.model_copy(update={
+                "verdict": decision.verdict,
+                "p_value": None if decision.p_value is None else round(decision.p_value, 6),
+                "verdict_reason": decision.reason,
+                "pass_rate_change": _rounded(found.rate_change),
+                "turn_shift": _rounded(found.turn_shift),
+                "flaky": item.head is not None and item.head.flaky,
+            }))
+        totals = suite.totals.model_copy(update={"counts": count(evals)})
+        updated.append(suite.model_copy(update={"evals": evals, "totals": totals}))
+    return updated
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
@@ -364,7 +457,10 @@ def count(evals: Iterable[EvalComparison]) -> Counts:
         field = comparison.transition.value.replace(" ", "_")
         setattr(counts, field, getattr(counts, field) + 1)
         counts.regressions += comparison.regression
+        tier = comparison.verdict.value
+        counts.verdicts[tier] = counts.verdicts.get(tier, 0) + 1
         if comparison.head is not None:
+            counts.flaky += comparison.head.flaky
             counts.evals += 1
             counts.passed += comparison.head.status is Status.PASS
             counts.failed += comparison.head.status is Status.FAIL
@@ -499,6 +595,7 @@ def compare_reports(
     renames: Mapping[str, str] = NO_RENAMES,
     removed: Iterable[str] = (),
     thresholds: CostThresholds = NO_THRESHOLDS,
+    verdict_settings: VerdictSettings = DEFAULT_SETTINGS,
 ) -> Comparison:
     """Compare `head` against `base`.
 
@@ -506,10 +603,10 @@ def compare_reports(
     PR deleted (it only sets `deleted_in_pr`: any base suite missing from head is removed).
     """
     deleted = set(removed)
-    suites = [
+    suites = with_verdicts([
         compare_suites(b, h, deleted_in_pr=b is not None and b.path in deleted)
         for b, h in pair_suites(base.suites if base else [], head.suites, renames)
-    ]
+    ], verdict_settings)
     totals = _totals(suites, has_base=base is not None)
     from turncheck.compare.protocol import compare_protocols, with_protocol_spend
 

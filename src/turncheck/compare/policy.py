@@ -1,4 +1,10 @@
-"""The `fail-on` policy: which findings fail the check (and the CLI's exit code)."""
+"""The `fail-on` policy: which findings fail the check (and the CLI's exit code).
+
+`regression` fails on evals whose statistical verdict is `regression` only;
+`likely-regression` also on `likely-regression` (which includes a worse result
+on a single sample per side — the pre-statistics behaviour); `flaky` on head
+evals that passed on some samples and failed on others (docs/statistics.md).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from enum import StrEnum
 
 from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
 from turncheck.compare.comparison import Comparison
+from turncheck.stats.verdicts import Verdict
 
 NO_CALIBRATION_THRESHOLDS = CalibrationThresholds()
 
@@ -14,6 +21,8 @@ class FailOn(StrEnum):
     INVALID = "invalid"
     FAILURE = "failure"
     REGRESSION = "regression"
+    LIKELY_REGRESSION = "likely-regression"
+    FLAKY = "flaky"
     COST = "cost"
     CALIBRATION = "calibration"
 
@@ -55,15 +64,33 @@ def fail_reasons(
         reasons.append(f"{errors} validation error(s)")
     if FailOn.FAILURE in conditions and (comparison.failed or comparison.errors):
         reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
-    if FailOn.REGRESSION in conditions and comparison.regressions:
-        reasons.append(f"{comparison.regressions} regression(s) against base")
+    reasons += _verdict_reasons(comparison, conditions)
     protocol = comparison.protocols.counts if comparison.protocols is not None else None
     if FailOn.FAILURE in conditions and protocol and (protocol.failed or protocol.errors):
         reasons.append(f"{protocol.failed} failed and {protocol.errors} errored protocol case(s)")
-    if FailOn.REGRESSION in conditions and protocol and protocol.regressions:
+    if _any_regression(conditions) and protocol and protocol.regressions:
         reasons.append(f"{protocol.regressions} protocol case regression(s) against base")
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
     if FailOn.CALIBRATION in conditions:
         reasons += calibration_reasons(comparison.calibration, calibration)
+    return reasons
+
+
+def _any_regression(conditions: tuple[FailOn, ...] | set[FailOn]) -> bool:
+    return FailOn.REGRESSION in conditions or FailOn.LIKELY_REGRESSION in conditions
+
+
+def _verdict_reasons(comparison: Comparison,
+                     conditions: tuple[FailOn, ...] | set[FailOn]) -> list[str]:
+    reasons = []
+    proven = comparison.verdict_count(Verdict.REGRESSION)
+    likely = comparison.verdict_count(Verdict.LIKELY_REGRESSION)
+    if _any_regression(conditions) and proven:
+        reasons.append(f"{proven} regression(s) against base")
+    if FailOn.LIKELY_REGRESSION in conditions and likely:
+        reasons.append(f"{likely} likely regression(s) against base")
+    flaky = comparison.totals.counts.flaky
+    if FailOn.FLAKY in conditions and flaky:
+        reasons.append(f"{flaky} flaky eval(s) (passed on some samples, failed on others)")
     return reasons

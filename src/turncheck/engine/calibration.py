@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 import jinja2
 
 from turncheck.engine.calibration_report import (
+    AgreementStats,
     CalibrationFileResult,
+    ConfusionMatrix,
     GraderInfo,
     SampleGrade,
     badge_for,
@@ -45,6 +47,7 @@ from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.providers.factory import API_KEY_ENV_VARS
 from turncheck.render.environment import sandboxed_environment
+from turncheck.stats.agreement import bootstrap_interval, cohen_kappa, confusion, within_one
 
 if TYPE_CHECKING:
     from turncheck.engine.runner import RunSettings
@@ -199,6 +202,41 @@ def summarize(
         input_tokens=sum(row.input_tokens for row in rows),
         output_tokens=sum(row.output_tokens for row in rows),
         cost_usd=add_costs([row.cost_usd for row in rows]),
+        agreement=agreement_stats(rows, None if file.grader is None
+                                  else file.grader.pass_threshold),
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def agreement_stats(rows: list[SampleGrade], threshold: int | None) -> AgreementStats | None:
+    """κ, weighted κ with bootstrap intervals, within-one agreement and, with a
+    threshold, the confusion matrix, over the rows the grader scored."""
+    pairs = [(row.label, row.score) for row in rows if row.score is not None]
+    if not pairs:
+        return None
+    labels, scores = [p[0] for p in pairs], [p[1] for p in pairs]
+    plain = bootstrap_interval(labels, scores)
+    weighted = bootstrap_interval(labels, scores, weighted=True)
+    within = within_one(labels, scores)
+    matrix = None
+    if threshold is not None:
+        found = confusion(labels, scores, threshold)
+        matrix = ConfusionMatrix(
+            threshold=threshold, true_positive=found.true_positive,
+            false_negative=found.false_negative, false_positive=found.false_positive,
+            true_negative=found.true_negative, tpr=_rounded(found.tpr), tnr=_rounded(found.tnr))
+    return AgreementStats(
+        scored=len(pairs), kappa=_rounded(cohen_kappa(labels, scores)),
+        kappa_low=_rounded(plain[0]) if plain else None,
+        kappa_high=_rounded(plain[1]) if plain else None,
+        weighted_kappa=_rounded(cohen_kappa(labels, scores, weighted=True)),
+        weighted_kappa_low=_rounded(weighted[0]) if weighted else None,
+        weighted_kappa_high=_rounded(weighted[1]) if weighted else None,
+        within_one_percent=None if within is None else round(100 * within, 6),
+        confusion=matrix,
     )
 
 

@@ -94,6 +94,38 @@ class SampleGrade(ReportModel):
         return Verdict.AGREE if self.badge is Badge.AGREE else Verdict.DISAGREE
 
 
+class ConfusionMatrix(ReportModel):
+    """Grader pass/fail (score ≥ threshold) against the labels' pass/fail."""
+
+    threshold: int
+    true_positive: int
+    false_negative: int
+    false_positive: int
+    true_negative: int
+    tpr: float | None
+    """Labelled passes the grader passed."""
+    tnr: float | None
+    """Labelled failures the grader failed."""
+
+
+class AgreementStats(ReportModel):
+    """Cohen's κ and friends over the scored samples (error rows left out)."""
+
+    scored: int
+    kappa: float | None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    weighted_kappa: float | None
+    """Quadratically weighted κ on the −3..3 scale."""
+    weighted_kappa_low: float | None = None
+    """Percentile bootstrap 95 % interval of the weighted κ."""
+    weighted_kappa_high: float | None = None
+    within_one_percent: float | None
+    """Samples scored at most one point from their label, in percent."""
+    confusion: ConfusionMatrix | None = None
+    """Set when the grader defines `pass_threshold`."""
+
+
 class CalibrationFileResult(ReportModel):
     path: str
     grader: GraderInfo | None
@@ -115,6 +147,8 @@ class CalibrationFileResult(ReportModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    agreement: AgreementStats | None = None
+    """Chance-corrected agreement over the scored samples (docs/statistics.md)."""
 
     @property
     def graded(self) -> bool:

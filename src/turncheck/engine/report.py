@@ -79,6 +79,50 @@ class TurnResult(ReportModel):
     judge_cost_usd: float | None = 0.0
 
 
+class SampleResult(ReportModel):
+    """One sample of a repeated eval: an independent conversation."""
+
+    index: int
+    seed: int | None = None
+    status: Status
+    passed_on_turn: int | None
+    error: str | None = None
+    usage: Usage
+    cost_usd: float | None
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = None
+    turns: list[TurnResult] = Field(default_factory=list)
+
+
+class RepeatSummary(ReportModel):
+    """What an eval's samples add up to (docs/statistics.md)."""
+
+    passes: int
+    """k: samples that passed."""
+    samples: int
+    """n: samples taken."""
+    pass_rate: float | None
+    pass_rate_low: float
+    """Wilson 95 % interval of the pass rate."""
+    pass_rate_high: float
+    pass_hat_n: bool
+    """pass^n: every sample passed."""
+    pass_at_n: bool
+    """pass@n: at least one sample passed."""
+    flaky: bool
+    """0 < k < n."""
+    turn_of_pass: dict[str, int] = Field(default_factory=dict)
+    """Samples per turn they passed on; failed and errored samples under `fail`."""
+    min_pass: int
+    """Passing samples the eval needed to pass."""
+    adaptive: bool = False
+    """Sampled by `repeat: auto`."""
+    max_repeat: int
+    """Most samples the eval could have taken."""
+    samples_saved: int = 0
+    """max_repeat − samples: calls adaptive sampling did not make."""
+
+
 class EvalResult(ReportModel):
     name: str
     prompt: str
@@ -96,6 +140,10 @@ class EvalResult(ReportModel):
     """Why the eval has its status when that is not its own outcome: `budget` (a
     `skipped` eval whose live call was not sent), `interrupted` (an `error`: the run was
     stopped before it finished); see `StatusReason`."""
+    repeats: RepeatSummary | None = None
+    """Set when the eval took more than one sample (or `repeat: auto`)."""
+    samples: list[SampleResult] = Field(default_factory=list)
+    """Every sample, when repeated; `turns` then shows the first sample's conversation."""
 
 
 class SuiteResult(ReportModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -24,6 +25,7 @@ from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
+from turncheck.engine.repeats import RepeatSetting, combine, plan_for, take_samples
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -66,6 +68,8 @@ class RunSettings:
     session: SessionSettings = field(default_factory=SessionSettings)
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     """Hard limits on the whole run's live calls (docs/budgets.md)."""
+    repeat: RepeatSetting | None = None
+    """Overrides every suite's `repeat` (the command line's `--repeat`)."""
 
 
 class EvalError(Exception):
@@ -88,7 +92,10 @@ class _SuiteRun:
         session: SuiteSession,
         settings: RunSettings,
         pricer: Pricer,
+        limits: Sequence[asyncio.Semaphore] = (),
     ) -> None:
+        self.limits = limits
+        self.plan = plan_for(suite.metadata, settings.repeat)
         self.file = suite_file
         self.suite = suite
         self.session = session
@@ -114,6 +121,21 @@ class _SuiteRun:
         return [*messages, ChatMessage("user", self.render(prompt))]
 
     async def run_eval(self, evaluation: Eval) -> EvalResult:
+        """All samples of the eval, each holding the run's limits while it runs."""
+
+        async def sample(index: int) -> EvalResult:
+            async with AsyncExitStack() as held:
+                for limit in self.limits:
+                    await held.enter_async_context(limit)
+                if STOP.requested:  # stopping: no new conversation starts
+                    return self.interrupted(evaluation)
+                return await self.run_sample(evaluation)
+
+        samples = await take_samples(self.plan, sample)
+        return combine(samples, self.plan, self.suite.metadata.seed)
+
+    async def run_sample(self, evaluation: Eval) -> EvalResult:
+        """One conversation of the eval."""
         state = _EvalState(messages=[])
         reason = None
         try:
@@ -274,11 +296,12 @@ async def _run_suite(
         settings.session,
         settings.variables,
     )
-    run = _SuiteRun(suite_file, suite, session, settings, pricer)
     threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
+    # Limits are held per sample (`_SuiteRun.run_eval`), so repeats share them fairly.
+    run = _SuiteRun(suite_file, suite, session, settings, pricer, [threads, limit])
     so_far = _suite_result(suite_file, suite, session, [])
     notify = None if on_eval is None else partial(on_eval, so_far)
-    results = await run_then_close(session, suite.evals, run.run_eval, [threads, limit], notify,
+    results = await run_then_close(session, suite.evals, run.run_eval, [], notify,
                                    run.interrupted)
     return _suite_result(suite_file, suite, session, results), session.live_tokens
 

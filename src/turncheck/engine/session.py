@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
+from turncheck.engine.repeats import sample_seed
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
@@ -240,7 +241,7 @@ class SuiteSession:
             messages=messages,
             temperature=self.metadata.temperature,
             max_output_tokens=self.metadata.max_output_tokens,
-            seed=self.metadata.seed,
+            seed=sample_seed(self.metadata.seed),
         )
         response = await guarded_chat(
             self.guard, self.chat_provider, request, self.price_provider_id
@@ -254,7 +255,7 @@ class SuiteSession:
             messages=messages,
             temperature=0,
             max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
-            seed=self.metadata.seed,
+            seed=sample_seed(self.metadata.seed),
             json_object=True,
             answer_schema=schema,
         )

@@ -51,6 +51,9 @@ class GraderTable(BaseModel):
     seed: StrictInt | None = None
     max_output_tokens: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     min_agreement: Annotated[Number, Field(ge=0, le=100)] | None = None
+    pass_threshold: Annotated[StrictInt, Field(ge=-3, le=3)] | None = None
+    """A score (or label) at least this counts as a pass: reports TPR/TNR and the
+    confusion matrix of the grader's pass/fail against the labels'."""
 
 
 class Grader(GraderTable):
@@ -77,6 +80,7 @@ VALUE_SHAPES = {
     "seed": "an integer",
     "max_output_tokens": "an integer from 1 to 100000",
     "min_agreement": "a percentage from 0 to 100",
+    "pass_threshold": "an integer from -3 to 3",
 }
 
 

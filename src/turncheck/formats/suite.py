@@ -25,6 +25,10 @@ from turncheck.formats.budget import BudgetLimits
 
 MAX_DEPTH = 5
 """Most nested follow-up levels a path may have (so at most 6 turns)."""
+MAX_REPEAT = 100
+"""Most samples (independent conversations) one eval may take."""
+DEFAULT_MAX_REPEAT = 20
+"""`max_repeat` of `repeat: auto` when the suite does not set it."""
 
 NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
 TokenCount = Annotated[StrictInt, Field(ge=0)]
@@ -116,6 +120,18 @@ class Metadata(BaseModel):
         default=None,
         description="Hard limits on this suite's live calls (cost in USD, tokens); "
         "calls that could cross them are not sent and their evals end skipped.",
+    )
+    repeat: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | Literal["auto"] | None = Field(
+        default=None,
+        description="Samples (independent conversations) per eval, or `auto` to sample "
+        "more only where results vary (see docs/statistics.md). Default 1.",
+    )
+    max_repeat: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | None = Field(
+        default=None, description=f"Most samples per eval with `repeat: auto` "
+        f"(default {DEFAULT_MAX_REPEAT})."
+    )
+    min_pass: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | None = Field(
+        default=None, description="Passing samples an eval needs to pass (default: all of them)."
     )
 
     __slots__ = ("field_lines",)

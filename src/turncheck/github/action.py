@@ -157,7 +157,8 @@ class Job:
                            concurrency=self.inputs.concurrency, env=self.suite_env(),
                            price_timestamp=price_timestamp, commit=commit,
                            budget=BudgetLimits(max_cost_usd=self.inputs.max_cost_usd,
-                                               max_live_tokens=self.inputs.max_live_tokens))
+                                               max_live_tokens=self.inputs.max_live_tokens),
+                           repeat=self.inputs.repeat)
 
     def suite_env(self) -> dict[str, str]:
         """What suites may read. A trusted run evaluates a fork's files with a write
@@ -169,7 +170,8 @@ class Job:
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,
-                                     max_agreement_drop=self.inputs.max_agreement_drop)
+                                     max_agreement_drop=self.inputs.max_agreement_drop,
+                                     min_kappa=self.inputs.min_kappa)
 
     def thresholds(self) -> CostThresholds:
         return CostThresholds(percent=self.inputs.cost_threshold_percent,

@@ -12,9 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
+from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.sharding import ShardError, ShardSpec
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
-from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.suite import MAX_DEPTH, MAX_REPEAT
 from turncheck.github.baseline import BaselineMode
 from turncheck.github.bundle import BUNDLE_FILE_NAME
 
@@ -59,6 +60,8 @@ class ActionInputs:
     trusted_label: str = "turncheck:trusted"
     pr_checkout: Path | None = None
     """pull_request_target: where the PR's files are checked out, read as data only."""
+    repeat: RepeatSetting | None = None
+    min_kappa: float | None = None
 
 
 def _raw(env: Mapping[str, str], name: str) -> str:
@@ -121,6 +124,19 @@ class _Reader:
             return None
         return int(value)
 
+    def kappa(self, name: str) -> float | None:
+        value = _raw(self.env, name)
+        if not value:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            number = -2.0
+        if not -1 <= number <= 1:
+            self.problems.append(f"input {name}: expected a kappa from -1 to 1, got {value!r}")
+            return None
+        return number
+
     def percent(self, name: str, what: str) -> float | None:
         value = _raw(self.env, name)
         if not value:
@@ -140,6 +156,14 @@ class _Reader:
         except ValueError as exc:
             self.problems.append(f"input fail-on: {exc}")
             return DEFAULT_FAIL_ON
+
+    def repeat(self) -> RepeatSetting | None:
+        value = _raw(self.env, "repeat")
+        if not value:
+            return None
+        if value == "auto":
+            return "auto"
+        return self.integer("repeat", 1, 1, MAX_REPEAT)
 
     def shard(self) -> ShardSpec | None:
         value = _raw(self.env, "shard")
@@ -196,6 +220,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         max_live_tokens=reader.whole("max-live-tokens"),
         trusted_label=_raw(env, "trusted-label") or "turncheck:trusted",
         pr_checkout=reader.path("pr-checkout", ".") if _raw(env, "pr-checkout") else None,
+        repeat=reader.repeat(),
+        min_kappa=reader.kappa("min-kappa"),
     )
     if reader.problems:
         raise InputError("; ".join(reader.problems))

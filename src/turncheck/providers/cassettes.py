@@ -10,6 +10,13 @@ indexed by (method, full URL, body) where the body is canonical JSON
 (`json.dumps(..., sort_keys=True, separators=(",", ":"))`, so key order does
 not matter) or the raw bytes when it is not JSON. Lookups are O(1).
 
+Samples: an eval repeated N times runs N independent conversations whose
+requests may be byte-identical, so the key also holds the sample index (set by
+the engine for the running task with `use_sample`). Sample i > 0 is stored as a
+request header `x-turncheck-sample: i` (never sent to the provider); an
+interaction without it is sample 0, so older cassettes replay as sample 0.
+Record mode answers every sample it finds and records only the missing ones.
+
 Repeats: when the cassette holds several responses for one key, identical
 requests get them in recorded order and, once they run out, the last one again.
 Record mode answers from the cassette whenever the key is present, so recording
@@ -40,7 +47,8 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -89,8 +97,20 @@ _UNSTORED_REQUEST_HEADERS = frozenset(
 _STORED_RESPONSE_HEADERS = frozenset({"content-type"})
 _LOADED_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
-Key = tuple[str, str, str | bytes]
+Key = tuple[str, str, str | bytes, int]
 Headers = list[tuple[str, str]]
+SAMPLE_HEADER = "x-turncheck-sample"
+MAX_SAMPLE_INDEX = 10_000
+_SAMPLE: ContextVar[int] = ContextVar("turncheck_sample", default=0)
+
+
+def use_sample(index: int) -> None:
+    """Key the provider calls of the current task (and tasks it starts) by sample `index`."""
+    _SAMPLE.set(index)
+
+
+def current_sample() -> int:
+    return _SAMPLE.get()
 
 
 def cassette_path_for(suite_path: Path) -> Path:
@@ -310,7 +330,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         """Write the cassette atomically if this run recorded anything; True if written."""
         if self._new_count == 0 or self.load_error is not None:
             return False
-        ordered = sorted(self._interactions, key=lambda i: (i.method, i.uri, i.request_body))
+        ordered = sorted(self._interactions,
+                         key=lambda i: (i.method, i.uri, i.request_body, i.key[3]))
         if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):
             raise ProviderError(
                 f"refusing to write {self.path}: a secret value survived scrubbing "
@@ -334,7 +355,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
         match_body, stored_body = self._scrubber.body(body)
-        return (method.upper(), self._scrubber.url(url), _token_blind(match_body)), stored_body
+        key = (method.upper(), self._scrubber.url(url), _token_blind(match_body), current_sample())
+        return key, stored_body
 
     def _replay(self, key: Key, usable: object) -> httpx.Response:
         hit = self._next(key)
@@ -364,10 +386,11 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         return entries[min(position, len(entries) - 1)]
 
     def _missing_message(self, key: Key) -> str:
-        method, url, body = key
+        method, url, body, sample = key
         digest = hashlib.sha256(body.encode() if isinstance(body, str) else body).hexdigest()
         model = _model_of(body)
         what = f"model {model}, " if model else ""
+        what += f"sample {sample}, " if sample else ""
         return (
             f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
             f"{self.path}; record it with: {self.record_command}"
@@ -413,6 +436,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             for n, v in request.headers.multi_items()
             if n.lower() not in _UNSTORED_REQUEST_HEADERS
         ]
+        if key[3]:
+            request_headers.append((SAMPLE_HEADER, str(key[3])))
         return Interaction(
             key=key,
             method=key[0],
@@ -559,7 +584,8 @@ def _read_capped(path: Path, max_bytes: int) -> str | None:
 def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
     method, uri = _require_str(request.method, "method"), _require_str(request.uri, "uri")
     body = _as_bytes(request.body_bytes, "request body")
-    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]))
+    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]),
+           _sample_of(request.headers))
     status = response["status"]
     code = status["code"]
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
@@ -581,6 +607,16 @@ def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
         response_headers=[h for h in headers if h[0].lower() not in _LOADED_FRAMING_HEADERS],
         response_body=response_body,
     )
+
+
+def _sample_of(headers: Any) -> int:
+    """The sample index an interaction was recorded for (0 without the header)."""
+    value = headers.get(SAMPLE_HEADER) if isinstance(headers, Mapping) else None
+    if value is None:
+        return 0
+    if not isinstance(value, str) or not value.isdigit() or int(value) > MAX_SAMPLE_INDEX:
+        raise ValueError(f"bad {SAMPLE_HEADER} header {value!r}")
+    return int(value)
 
 
 def _response_headers(raw: Any) -> Headers:

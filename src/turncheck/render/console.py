@@ -50,6 +50,15 @@ def _check_line(check: CheckResult) -> str:
 
 
 def overall(result: EvalResult) -> str:
+    repeats = result.repeats
+    if repeats is not None:
+        shown = _single(result)
+        flaky = ", flaky" if repeats.flaky else ""
+        return f"{shown} · {repeats.passes}/{repeats.samples} samples passed{flaky}"
+    return _single(result)
+
+
+def _single(result: EvalResult) -> str:
     if result.status is Status.PASS:
         return f"✅ PASS (succeeded on turn {result.passed_on_turn})"
     if result.status is Status.FAIL:

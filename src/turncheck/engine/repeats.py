@@ -1,0 +1,142 @@
+"""Repeated samples of one case: how many to take, and what they add up to.
+
+Each sample is an independent conversation with its own index; provider calls
+made while it runs are keyed by that index in the cassette (`use_sample`), and
+with a fixed `seed` sample i sends `seed + i` so samples differ. `repeat: auto`
+takes samples in looks (`turncheck.stats.adaptive`).
+
+An eval's status from its samples (`min_pass`, default: every sample): pass
+when at least `min_pass` samples passed (capped at the samples taken);
+otherwise error if any sample errored, else fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from turncheck.engine.pricing import add_costs
+from turncheck.engine.report import (
+    EvalResult,
+    RepeatSummary,
+    SampleResult,
+    Status,
+    Usage,
+)
+from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
+from turncheck.providers.cassettes import current_sample, use_sample
+from turncheck.stats.adaptive import more_samples
+from turncheck.stats.rates import summarize_passes, turn_distribution
+
+RepeatSetting = int | Literal["auto"]
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    fixed: int | None
+    """Samples to take; None for adaptive sampling."""
+    max_repeat: int
+    min_pass: int | None
+
+    @property
+    def repeated(self) -> bool:
+        return self.fixed != 1
+
+
+def plan_for(metadata: Metadata, override: RepeatSetting | None = None) -> RepeatPlan:
+    """The suite's repeat plan; `override` (the command line's) replaces its `repeat`."""
+    repeat = override if override is not None else metadata.repeat
+    max_repeat = metadata.max_repeat or DEFAULT_MAX_REPEAT
+    if repeat == "auto":
+        return RepeatPlan(None, max_repeat, metadata.min_pass)
+    count = repeat or 1
+    return RepeatPlan(count, count, metadata.min_pass)
+
+
+def sample_seed(seed: int | None, index: int | None = None) -> int | None:
+    """The seed sample `index` (default: the running one) sends: `seed + index`."""
+    if seed is None:
+        return None
+    return seed + (current_sample() if index is None else index)
+
+
+Outcome = int | None
+
+
+def outcome_of(result: EvalResult | SampleResult) -> Outcome:
+    return result.passed_on_turn if result.status is Status.PASS else None
+
+
+async def take_samples(plan: RepeatPlan,
+                       run_one: Callable[[int], Awaitable[EvalResult]]) -> list[EvalResult]:
+    """Run the plan's samples (concurrently within a look), in index order."""
+
+    async def one(index: int) -> EvalResult:
+        use_sample(index)  # this task's context only
+        return await run_one(index)
+
+    results: list[EvalResult] = []
+    while True:
+        wanted = (plan.fixed - len(results) if plan.fixed is not None
+                  else more_samples([outcome_of(r) for r in results], plan.max_repeat))
+        if wanted <= 0:
+            return results
+        start = len(results)
+        results += await asyncio.gather(*(one(i) for i in range(start, start + wanted)))
+
+
+def _sample(index: int, result: EvalResult, seed: int | None) -> SampleResult:
+    return SampleResult(
+        index=index, seed=sample_seed(seed, index), status=result.status,
+        passed_on_turn=result.passed_on_turn, error=result.error, usage=result.usage,
+        cost_usd=result.cost_usd, judge_usage=result.judge_usage,
+        judge_cost_usd=result.judge_cost_usd, turns=result.turns,
+    )
+
+
+def status_of(samples: Sequence[SampleResult], min_pass: int | None) -> Status:
+    needed = min(min_pass or len(samples), len(samples))
+    if sum(s.status is Status.PASS for s in samples) >= needed:
+        return Status.PASS
+    return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
+
+
+def summarize(samples: Sequence[SampleResult], plan: RepeatPlan) -> RepeatSummary:
+    outcomes = [outcome_of(s) for s in samples]
+    rates = summarize_passes([o is not None for o in outcomes])
+    return RepeatSummary(
+        passes=rates.passes, samples=rates.samples,
+        pass_rate=None if rates.rate is None else round(rates.rate, 6),
+        pass_rate_low=round(rates.low, 6), pass_rate_high=round(rates.high, 6),
+        pass_hat_n=rates.pass_all, pass_at_n=rates.pass_any, flaky=rates.flaky,
+        turn_of_pass=turn_distribution(outcomes),
+        min_pass=min(plan.min_pass or len(samples), len(samples)),
+        adaptive=plan.fixed is None, max_repeat=plan.max_repeat,
+        samples_saved=max(0, plan.max_repeat - len(samples)),
+    )
+
+
+def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -> EvalResult:
+    """One eval result from its samples; a single unrepeated sample is returned as is."""
+    if not plan.repeated and len(results) == 1:
+        return results[0]
+    samples = [_sample(i, r, seed) for i, r in enumerate(results)]
+    status = status_of(samples, plan.min_pass)
+    passing = sorted(s.passed_on_turn for s in samples
+                     if s.status is Status.PASS and s.passed_on_turn is not None)
+    first = results[0]
+    return first.model_copy(update={
+        "status": status,
+        "passed_on_turn": statistics.median_low(passing)
+        if passing and status is Status.PASS else None,
+        "error": next((s.error for s in samples if s.error), None),
+        "usage": sum((s.usage for s in samples), Usage()),
+        "cost_usd": add_costs([s.cost_usd for s in samples]),
+        "judge_usage": sum((s.judge_usage for s in samples), Usage()),
+        "judge_cost_usd": add_costs([s.judge_cost_usd for s in samples]),
+        "repeats": summarize(samples, plan),
+        "samples": samples,
+    })

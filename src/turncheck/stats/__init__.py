@@ -1,0 +1,13 @@
+"""Pure statistics for turncheck verdicts: no I/O, no report models.
+
+- `rates`: Wilson intervals, pass^n / pass@n, a side's summary.
+- `tests`: exact one-sided tests (Fisher's exact on pass counts, an exact
+  permutation rank test on turn-of-pass), a clustered permutation test for scores.
+- `multiplicity`: Holm's step-down adjustment.
+- `verdicts`: the verdict tiers and the rule that picks one per case.
+- `adaptive`: the stopping rule of `repeat: auto`.
+- `agreement`: Cohen's κ (plain and quadratically weighted), bootstrap interval,
+  within-one agreement, confusion matrix, TPR/TNR.
+
+See docs/statistics.md for the method in plain words.
+"""

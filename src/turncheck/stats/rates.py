@@ -1,0 +1,66 @@
+"""Pass rates of repeated samples: Wilson interval, pass^n, pass@n, flakiness."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import norm
+
+DEFAULT_CONFIDENCE = 0.95
+
+
+def wilson_interval(passes: int, samples: int,
+                    confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Wilson (1927) score interval for a pass rate; (0, 1) without samples.
+
+    Unlike the Wald interval it never collapses to a point at 0/n or n/n."""
+    if samples <= 0:
+        return 0.0, 1.0
+    if not 0 <= passes <= samples:
+        raise ValueError(f"passes must be within 0..{samples}, not {passes}")
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    rate = passes / samples
+    denominator = 1 + z * z / samples
+    centre = (rate + z * z / (2 * samples)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / samples + z * z / (4 * samples * samples))
+    half /= denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class RateSummary:
+    passes: int
+    samples: int
+    rate: float | None
+    low: float
+    high: float
+    pass_all: bool
+    """pass^n: every sample passed (and there was at least one)."""
+    pass_any: bool
+    """pass@n: at least one sample passed."""
+    flaky: bool
+    """Some but not all samples passed."""
+
+
+def summarize_passes(outcomes: Sequence[bool]) -> RateSummary:
+    """The rate summary of pass/fail outcomes."""
+    samples, passes = len(outcomes), sum(outcomes)
+    low, high = wilson_interval(passes, samples)
+    return RateSummary(
+        passes=passes, samples=samples, rate=passes / samples if samples else None,
+        low=low, high=high, pass_all=samples > 0 and passes == samples, pass_any=passes > 0,
+        flaky=0 < passes < samples,
+    )
+
+
+def turn_distribution(turns: Sequence[int | None]) -> dict[str, int]:
+    """How many samples passed on each turn; failures under `"fail"`. Keys sorted by turn."""
+    counts: dict[str, int] = {}
+    for turn in sorted(t for t in turns if t is not None):
+        counts[str(turn)] = counts.get(str(turn), 0) + 1
+    failures = sum(t is None for t in turns)
+    if failures:
+        counts["fail"] = failures
+    return counts

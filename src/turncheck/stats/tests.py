@@ -1,0 +1,176 @@
+"""Exact one-sided tests for base-vs-head samples.
+
+A sample's *outcome* is the turn it passed on, or None when it did not pass.
+For the turn-of-pass test a failure ranks after every turn, so "passes one turn
+later" and "stops passing" both move the head's outcomes to the worse end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from scipy.stats import fisher_exact, rankdata
+
+Outcome = int | None
+MID_P = 0.5
+"""Lancaster's mid-p: half the probability of the observed statistic counts (see below)."""
+
+
+def fisher_worse(base_passes: int, base_samples: int,
+                 head_passes: int, head_samples: int) -> float:
+    """One-sided Fisher's exact p-value for "head passes less often than base"."""
+    if base_samples == 0 or head_samples == 0:
+        return 1.0
+    table = [[base_passes, base_samples - base_passes],
+             [head_passes, head_samples - head_passes]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
+
+
+def fisher_better(base_passes: int, base_samples: int,
+                  head_passes: int, head_samples: int) -> float:
+    """One-sided Fisher's exact p-value for "head passes more often than base"."""
+    return fisher_worse(head_passes, head_samples, base_passes, base_samples)
+
+
+def outcome_ranks(base: Sequence[Outcome], head: Sequence[Outcome]) -> tuple[list[int], int]:
+    """Doubled mid-ranks (integers) of head's outcomes in the pooled samples, and
+    the number of pooled samples; a failure ranks after every passing turn."""
+    last = max([t for t in [*base, *head] if t is not None], default=0)
+    pooled = [last + 1 if t is None else t for t in [*base, *head]]
+    ranks = [round(float(2 * r)) for r in rankdata(pooled)]
+    return ranks, len(pooled)
+
+
+def _rank_sum_distribution(ranks: Sequence[int], chosen: int) -> np.ndarray:
+    """counts[s]: how many `chosen`-element subsets of `ranks` sum to s (exact)."""
+    total = sum(ranks)
+    counts = np.zeros((chosen + 1, total + 1), dtype=np.float64)
+    counts[0, 0] = 1.0
+    for rank in ranks:
+        # Larger subset sizes first, so each rank is used at most once.
+        counts[1:, rank:] += counts[:-1, : total + 1 - rank].copy()
+    row: np.ndarray = counts[chosen]
+    return row
+
+
+@dataclass(frozen=True)
+class ShiftTest:
+    worse: float
+    """p-value for "head's outcomes are later (worse) than base's"."""
+    better: float
+    """p-value for "head's outcomes are earlier (better) than base's"."""
+    least_worse: float = 0.0
+    """Smallest `worse` p-value these pooled samples could give at all (any split)."""
+    least_better: float = 0.0
+
+
+def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTest:
+    """Exact one-sided permutation tests of the Wilcoxon–Mann–Whitney rank sum.
+
+    Under "base and head behave the same", every way of splitting the pooled
+    samples into groups of the two sizes is equally likely; the p-value counts
+    the splits whose head rank sum is at least (at most) the observed one. Ties
+    (many samples passing on the same turn) get mid-ranks, and the distribution
+    is computed exactly for those tied ranks, so it stays exact for small samples.
+    With pass/fail outcomes only, this is Fisher's exact test.
+
+    The p-values are Lancaster's mid-p (half the probability of the observed
+    rank sum is counted): exact tests on small discrete samples are conservative
+    (their real false-alarm rate is well under α), and mid-p brings the rate close
+    to α, recovering power (Lancaster 1961; Fagerland, Lydersen & Laake 2013)."""
+    if not base or not head:
+        return ShiftTest(1.0, 1.0)
+    ranks, _ = outcome_ranks(base, head)
+    head_ranks = ranks[len(base):]
+    observed = sum(head_ranks)
+    counts = _rank_sum_distribution(ranks, len(head_ranks))
+    total = counts.sum()
+    half = MID_P * counts[observed]
+    worse = float((counts[observed:].sum() - half) / total)
+    better = float((counts[: observed + 1].sum() - half) / total)
+    possible = np.nonzero(counts)[0]
+    return ShiftTest(min(1.0, worse), min(1.0, better),
+                     least_worse=float((1 - MID_P) * counts[possible[-1]] / total),
+                     least_better=float((1 - MID_P) * counts[possible[0]] / total))
+
+
+def mean_outcome_shift(base: Sequence[Outcome], head: Sequence[Outcome]) -> float:
+    """Mean turn-of-pass of head minus base over passing samples (0 when a side has none)."""
+    base_turns = [t for t in base if t is not None]
+    head_turns = [t for t in head if t is not None]
+    if not base_turns or not head_turns:
+        return 0.0
+    return sum(head_turns) / len(head_turns) - sum(base_turns) / len(base_turns)
+
+
+ClusterScores = Sequence[Sequence[float]]
+MAX_EXACT_SPLITS = 20_000
+
+
+def clustered_permutation_test(
+    base: ClusterScores, head: ClusterScores, resamples: int = 9_999, seed: int = 12345
+) -> ShiftTest:
+    """One-sided p-values for the head's mean score being lower (`worse`) or higher
+    (`better`) than base's, clustered by case.
+
+    `base[c]`/`head[c]` are the scores of one case's samples on each side. Under "no
+    change" the side labels of a case's samples are exchangeable within that case,
+    so samples are only shuffled within their own case (never across cases, whose
+    levels differ). The statistic is the difference of the mean of the case means.
+    Exact when the number of splits is small, otherwise a seeded Monte Carlo
+    estimate with the (count + 1) / (resamples + 1) correction."""
+    cases = [(list(b), list(h)) for b, h in zip(base, head, strict=True) if b and h]
+    if not cases:
+        return ShiftTest(1.0, 1.0)
+    observed = _clustered_statistic(cases)
+    splits = 1
+    for b, h in cases:
+        splits *= _n_choose(len(b) + len(h), len(h))
+    draws = _exact_draws(cases) if splits <= MAX_EXACT_SPLITS else None
+    if draws is not None:
+        values = np.array([_clustered_statistic(d) for d in draws])
+        return ShiftTest(float(np.mean(values <= observed + 1e-12)),
+                         float(np.mean(values >= observed - 1e-12)))
+    rng = np.random.default_rng(seed)
+    values = np.array([_clustered_statistic(_shuffled(cases, rng.permutation))
+                       for _ in range(resamples)])
+    worse = (np.sum(values <= observed + 1e-12) + 1) / (resamples + 1)
+    better = (np.sum(values >= observed - 1e-12) + 1) / (resamples + 1)
+    return ShiftTest(float(worse), float(better))
+
+
+def _n_choose(n: int, k: int) -> int:
+    from math import comb
+    return comb(n, k)
+
+
+def _clustered_statistic(cases: Sequence[tuple[list[float], list[float]]]) -> float:
+    return float(np.mean([np.mean(h) - np.mean(b) for b, h in cases]))
+
+
+def _exact_draws(cases: list[tuple[list[float], list[float]]]
+                 ) -> list[list[tuple[list[float], list[float]]]]:
+    draws: list[list[tuple[list[float], list[float]]]] = [[]]
+    for b, h in cases:
+        pooled = [*b, *h]
+        options = []
+        for chosen in combinations(range(len(pooled)), len(h)):
+            picked = set(chosen)
+            options.append(([x for i, x in enumerate(pooled) if i not in picked],
+                            [pooled[i] for i in chosen]))
+        draws = [[*draw, option] for draw in draws for option in options]
+    return draws
+
+
+def _shuffled(cases: list[tuple[list[float], list[float]]],
+              permute: Callable[[int], np.ndarray]) -> list[tuple[list[float], list[float]]]:
+    result = []
+    for b, h in cases:
+        pooled = [*b, *h]
+        order = permute(len(pooled))
+        result.append(([pooled[i] for i in order[: len(b)]],
+                       [pooled[i] for i in order[len(b):]]))
+    return result
