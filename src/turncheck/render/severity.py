@@ -147,6 +147,8 @@ def _evidence(item: EvalComparison) -> str | None:
              getattr(item.head, "passes", None), getattr(item.head, "samples", None)]
     if None in sides:
         return None
+    if int(sides[1] or 0) <= 1 and int(sides[3] or 0) <= 1:  # one sample a side: no news
+        return None
     text = f"{sides[0]}/{sides[1]} → {sides[2]}/{sides[3]} samples pass"
     return text if p_value is None else f"{text}, p = {p_value:.3g}"
 
