@@ -36,7 +36,7 @@ FORK = "someone/widgets"
 REQUIRED = "turncheck"
 UNVERIFIED = "turncheck (unverified fork report)"
 LABEL = "turncheck:trusted"
-FAILING = {"fail-on": "regression"}  # the PR's turn regression fails it
+FAILING = {"fail-on": "likely-regression"}  # the PR's one-sample turn regression fails it
 
 
 @pytest.fixture
@@ -186,7 +186,7 @@ def test_a_labeled_trusted_run_gives_the_real_verdict_and_the_poster_keeps_it(
     [verdict] = github_fake.check_runs_named(REQUIRED)
     assert (verdict.head_sha, verdict.conclusion) == (head, "failure")
     [comment] = github_fake.comments_on(PR)
-    assert "1 regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "Unverified" not in comment.body
 
     # The forged report's poster runs late: it must not cover the verdict.
