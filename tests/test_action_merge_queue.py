@@ -56,7 +56,7 @@ def test_merge_group_posts_the_check_on_the_group_head_and_no_comment(
 ) -> None:
     repo, base, head = queued
     run = run_action(repo, tmp_path / "runner", github_fake.base_url, "merge_group",
-                     merge_group_event(base, head), {"fail-on": "regression"})
+                     merge_group_event(base, head), {"fail-on": "likely-regression"})
 
     assert "Traceback" not in run.stdout + run.stderr
     assert run.returncode == 1, run.stdout + run.stderr  # the turn regression fails the group
