@@ -322,6 +322,8 @@ def parse_suite(
     loaded = load_yaml(text, file)
     if loaded.diagnostics and loaded.data is None:
         return SuiteFile(file, None, loaded.diagnostics)
+    if "file" not in text:  # no `{file: …}` anywhere: nothing to resolve (the common case)
+        return _parse_loaded(loaded, text, file, max_depth, directory)
     resolved = resolve_references(loaded.data, loaded.positions, file,
                                   directory or FsPath(file).parent, root)
     loaded.data = resolved.data
