@@ -6,6 +6,7 @@ with a clear message naming it; all problems are reported at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -102,15 +103,19 @@ class _Reader:
         return number
 
     def amount(self, name: str) -> float | None:
+        return self.number(name, 0.0, math.inf, "a number ≥ 0")
+
+    def number(self, name: str, low: float, high: float, what: str) -> float | None:
+        """An optional number from `low` to `high` (`what` says so in the problem)."""
         value = _raw(self.env, name)
         if not value:
             return None
         try:
             number = float(value)
         except ValueError:
-            number = -1.0
-        if not number >= 0:
-            self.problems.append(f"input {name}: expected a number ≥ 0, got {value!r}")
+            number = math.nan
+        if not low <= number <= high:
+            self.problems.append(f"input {name}: expected {what}, got {value!r}")
             return None
         return number
 
@@ -125,17 +130,7 @@ class _Reader:
         return int(value)
 
     def kappa(self, name: str) -> float | None:
-        value = _raw(self.env, name)
-        if not value:
-            return None
-        try:
-            number = float(value)
-        except ValueError:
-            number = -2.0
-        if not -1 <= number <= 1:
-            self.problems.append(f"input {name}: expected a kappa from -1 to 1, got {value!r}")
-            return None
-        return number
+        return self.number(name, -1.0, 1.0, "a kappa from -1 to 1")
 
     def percent(self, name: str, what: str) -> float | None:
         value = _raw(self.env, name)
