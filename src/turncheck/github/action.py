@@ -389,6 +389,17 @@ def with_token_counts(bundle: ReportBundle) -> ReportBundle:
     return bundle.model_copy(update={"live_tokens": spent, "saved_tokens": saved})
 
 
+def trusted_baseline(job: Job, base_sha: str,
+                     names: set[str]) -> tuple[Report | None, BaselineInfo]:
+    """The base report of a trusted default-branch run's artifact, and what was found."""
+    try:
+        base_time = git.commit_time(job.root, base_sha)
+    except git.GitError:
+        base_time = None
+    trust = Trust(job.context.repository, job.context.default_branch)
+    return load_artifact_baseline(job.api(), base_sha, base_time, trust, names)
+
+
 def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
                  samples: Sequence[str] = ()) -> tuple[Report | None, BaselineInfo | None]:
     """The base side: reused from a main-branch artifact when asked, else re-run."""
@@ -397,13 +408,7 @@ def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
     if resolve_mode(job.inputs.baseline, job.inputs.mode) == "artifact":
         if job.inputs.shard is not None:
             return None, None  # the report job fetches the artifact once for all shards
-        try:
-            base_time = git.commit_time(job.root, base_sha)
-        except git.GitError:
-            base_time = None
-        trust = Trust(job.context.repository, job.context.default_branch)
-        found, info = load_artifact_baseline(job.api(), base_sha, base_time, trust,
-                                             {*suites, *samples})
+        found, info = trusted_baseline(job, base_sha, {*suites, *samples})
         log(info.describe())
         if found is not None:
             return found, info
@@ -539,13 +544,7 @@ def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_
                                                                  FileKind.SAMPLES)
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     history = None
-    try:
-        base_time = git.commit_time(job.root, base_sha)
-    except git.GitError:
-        base_time = None
-    trust = Trust(job.context.repository, job.context.default_branch)
-    history, info = load_artifact_baseline(job.api(), base_sha, base_time, trust,
-                                           {*suites, *samples})
+    history, info = trusted_baseline(job, base_sha, {*suites, *samples})
     if history is None:
         log(f"{info.describe()}; the expected figures are guessed")
     pricer = Pricer.at(commit_timestamp(job, head_sha))
