@@ -312,6 +312,64 @@ def test_export_paths_refuses_links_out_of_dest(repo: GitRepo, tmp_path: Path) -
         export_paths(repo.path, sha, ["escape.eval.yaml"], tmp_path / "out")
 
 
+@pytest.fixture
+def python_without_extraction_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python before 3.11.4 (Debian 12's 3.11.2) has no tarfile extraction filters."""
+    import tarfile
+
+    monkeypatch.delattr(tarfile, "data_filter")
+
+
+@pytest.mark.usefixtures("python_without_extraction_filters")
+def test_export_paths_works_on_a_python_without_extraction_filters(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    (repo.path / "prompts").mkdir()
+    (repo.path / "prompts/agent.md").write_text("be brief\n")
+    (repo.path / "prompts/alias.md").symlink_to("agent.md")
+    (repo.path / "run.sh").write_text("#!/bin/sh\n")
+    (repo.path / "run.sh").chmod(0o755)
+    sha = repo.commit()
+
+    out = tmp_path / "out"
+    assert export_paths(repo.path, sha, ["prompts/agent.md", "prompts/alias.md", "run.sh"],
+                        out) == []
+    assert (out / "prompts/alias.md").is_symlink()
+    assert (out / "prompts/alias.md").read_text() == "be brief\n"
+    assert (out / "run.sh").stat().st_mode & 0o100
+
+
+@pytest.mark.usefixtures("python_without_extraction_filters")
+@pytest.mark.parametrize("target", ["/etc/passwd", "../../outside.txt"])
+def test_without_extraction_filters_links_out_of_dest_are_still_refused(
+    repo: GitRepo, tmp_path: Path, target: str
+) -> None:
+    (repo.path / "escape.eval.yaml").symlink_to(target)
+    (repo.path / "fine.txt").write_text("f\n")
+    sha = repo.commit()
+
+    with pytest.raises(GitError, match="a link leading outside"):
+        export_paths(repo.path, sha, ["fine.txt", "escape.eval.yaml"], tmp_path / "out")
+    assert not (tmp_path / "out" / "fine.txt").exists()  # refused before any write
+
+
+def test_extract_confined_refuses_names_outside_and_special_files(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    for name, kind in (("../up.txt", tarfile.REGTYPE), ("/abs.txt", tarfile.REGTYPE),
+                       ("dev", tarfile.CHRTYPE)):
+        data = io.BytesIO()
+        with tarfile.open(fileobj=data, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            tar.addfile(info, io.BytesIO(b""))
+        data.seek(0)
+        with tarfile.open(fileobj=data, mode="r:") as tar, pytest.raises(tarfile.TarError):
+            git.extract_confined(tar, tmp_path / "out")
+    assert not (tmp_path / "up.txt").exists() and not (tmp_path / "out").exists()
+
+
 def test_export_paths_from_a_subdirectory_uses_root_relative_paths(
     repo: GitRepo, tmp_path: Path
 ) -> None:

@@ -204,10 +204,53 @@ def _extract(tar_bytes: bytes, dest: Path, commit: str) -> None:
         return
     try:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
-            # "data" refuses absolute names, `..` and links leading outside `dest`.
-            tar.extractall(dest, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                # "data" refuses absolute names, `..` and links leading outside `dest`.
+                tar.extractall(dest, filter="data")
+            else:  # Python before 3.11.4 (Debian 12 ships 3.11.2): no extraction filters
+                extract_confined(tar, dest)
     except (tarfile.TarError, OSError) as error:
         raise GitError(f"cannot write the files of commit {commit} to {dest}: {error}") from error
+
+
+def extract_confined(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract only directories, regular files and symlinks that stay inside `dest`.
+
+    What the "data" filter guarantees, for Pythons that lack it; anything else (an
+    absolute name, `..`, a link leaving `dest`, a device) is refused before any write.
+    """
+    root = Path(os.path.realpath(dest))
+    members = tar.getmembers()
+    for member in members:
+        _check_member(member, root)
+    for member in members:
+        target = root / member.name
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if member.issym():
+            target.symlink_to(member.linkname)
+            continue
+        source = tar.extractfile(member)
+        assert source is not None  # a regular file, checked above
+        target.write_bytes(source.read())
+        if member.mode & 0o100:
+            target.chmod(0o755)
+
+
+def _check_member(member: tarfile.TarInfo, root: Path) -> None:
+    name = PurePosixPath(member.name)
+    if name.is_absolute() or ".." in name.parts:
+        raise tarfile.TarError(f"refused {member.name!r}: a path outside the destination")
+    if not (member.isdir() or member.isfile() or member.issym()):
+        raise tarfile.TarError(f"refused {member.name!r}: not a file, directory or symlink")
+    if member.issym():
+        link = PurePosixPath(member.linkname)
+        resolved = os.path.normpath(root / name.parent / link)
+        if link.is_absolute() or not (resolved == str(root) or
+                                      resolved.startswith(str(root) + os.sep)):
+            raise tarfile.TarError(f"refused {member.name!r}: a link leading outside")
 
 
 def _restore_export_ignored(root: Path, commit: str, paths: Collection[str], dest: Path) -> None:
