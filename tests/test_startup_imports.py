@@ -84,3 +84,25 @@ def test_each_command_parses_with_only_its_module(command: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"usage: turncheck {command}" in done.stdout
+
+
+def scipy_loaded_after(argv: list[str]) -> bool:
+    code = (
+        "import sys\nfrom turncheck.cli.main import main\n"
+        f"main({argv!r})\n"
+        "print('scipy' in sys.modules, file=sys.__stdout__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_run_loads_no_scipy_but_compare_does(tmp_path: Path) -> None:
+    """`run` needs the stopping rule of `repeat: auto` and Wilson intervals, not
+    scipy.stats (about a second of start-up per run); the comparison's tests do."""
+    report = tmp_path / "report.json"
+    assert not scipy_loaded_after(["run", str(SUITE), "--mode", "replay", "--quiet",
+                                   "--json", str(report)])
+    assert scipy_loaded_after(["compare", str(report), str(report), "--json",
+                               str(tmp_path / "comparison.json")])

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from turncheck.compare.calibration import CalibrationComparison
 from turncheck.engine.calibration_report import (
     Badge,
     CalibrationFileResult,
@@ -15,6 +14,9 @@ from turncheck.engine.calibration_report import (
 from turncheck.engine.pricing import add_costs
 from turncheck.render.console import table, terminal_safe
 from turncheck.render.money import usd
+
+if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
+    from turncheck.compare.calibration import CalibrationComparison
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",

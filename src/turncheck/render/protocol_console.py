@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from turncheck.compare.protocol import ProtocolComparison
 from turncheck.engine.protocol_report import (
     CaseResult,
     ProtocolAggregates,
@@ -14,6 +13,9 @@ from turncheck.engine.protocol_report import (
 from turncheck.engine.report import Report, Status, Usage
 from turncheck.render.console import STATUS_LABEL, terminal_safe
 from turncheck.render.money import usd
+
+if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
+    from turncheck.compare.protocol import ProtocolComparison
 
 MAX_SHOWN_CHARS = 1000
 

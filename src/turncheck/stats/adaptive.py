@@ -20,8 +20,10 @@ show a drop to 50 % at a corrected significance level, while 10 of 10 can.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from turncheck.stats.tests import Outcome
+if TYPE_CHECKING:  # the tests module loads scipy.stats; `run` needs only this rule
+    from turncheck.stats.tests import Outcome
 
 FIRST_LOOK = 10
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from scipy.stats import norm
+from statistics import NormalDist
 
 DEFAULT_CONFIDENCE = 0.95
 
@@ -20,13 +19,16 @@ def wilson_interval(passes: int, samples: int,
         return 0.0, 1.0
     if not 0 <= passes <= samples:
         raise ValueError(f"passes must be within 0..{samples}, not {passes}")
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
     rate = passes / samples
     denominator = 1 + z * z / samples
     centre = (rate + z * z / (2 * samples)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / samples + z * z / (4 * samples * samples))
     half /= denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Exact at the ends (0/n starts at 0, n/n ends at 1), whatever the rounding of z.
+    low = 0.0 if passes == 0 else max(0.0, centre - half)
+    high = 1.0 if passes == samples else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass(frozen=True)
