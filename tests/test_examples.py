@@ -55,17 +55,6 @@ def checks(report: Json) -> Iterator[Json]:
             yield from turn["checks"]
 
 
-def eval_turns(report: Json) -> Iterator[Json]:
-    for result in evals(report):
-        yield from result["turns"]
-
-
-def protocol_turns(report: Json) -> Iterator[Json]:
-    for protocol in report["protocols"]:
-        for case in protocol["cases"]:
-            yield from case["turns"]
-
-
 def words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
@@ -120,25 +109,69 @@ def test_each_grader_agrees_with_at_least_one_label(report: Json) -> None:
         assert calibration["agreed"] < len(calibration["samples"])  # and disagrees somewhere
 
 
-def assert_not_echoes(turns: Iterator[Json]) -> None:
-    for turn in turns:
-        response, prompt = words(turn["response"]), words(turn["prompt"])
-        assert response, turn
-        assert not response.startswith(prompt[:40]), (turn["prompt"], turn["response"])
-        assert prompt not in response, (turn["prompt"], turn["response"])
+ECHO_RUN = 8
+"""An answer echoes a prompt when it repeats this many of the prompt's words in a row
+(or the whole prompt, when it is shorter)."""
+
+
+def echoes(response: str, prompt: str) -> bool:
+    said, asked = words(response).split(), words(prompt).split()
+    run = min(ECHO_RUN, len(asked))
+    text = f" {' '.join(said)} "
+    return run > 0 and any(
+        f" {' '.join(asked[i:i + run])} " in text for i in range(len(asked) - run + 1)
+    )
+
+
+def conversations(report: Json, kind: str) -> Iterator[list[Json]]:
+    if kind == "evals":
+        yield from (e["turns"] for e in evals(report))
+    else:
+        yield from (c["turns"] for p in report["protocols"] for c in p["cases"])
+
+
+def echoed_answers(conversation: list[Json]) -> list[tuple[str, str]]:
+    """(prompt, answer) pairs where an answer repeats its prompt or an earlier one."""
+    found = []
+    for number, turn in enumerate(conversation):
+        for earlier in conversation[: number + 1]:
+            if echoes(turn["response"], earlier["prompt"]):
+                found.append((earlier["prompt"], turn["response"]))
+    return found
+
+
+def assert_not_echoes(report: Json, kind: str) -> None:
+    for conversation in conversations(report, kind):
+        assert all(words(t["response"]) for t in conversation), conversation
+        assert echoed_answers(conversation) == []
+
+
+def test_the_echo_check_catches_the_answers_of_the_old_flow_gating_recording() -> None:
+    # Recorded before the prompts were shortened: turn 1 repeated (most of) its prompt,
+    # and turn 2 repeated turn 1's prompt instead of answering its own.
+    first = ("I have a flow cytometry panel for human PBMC (cryopreserved) analysis\n"
+             "(T-cell differentiation and memory).\n\nPanel markers:\nZombie NIR (viability), "
+             "CD3, CD4, CD8\n\nWhat initial quality control and top-level gating would you "
+             "recommend?")
+    repeated = ("I have a flow cytometry panel for human PBMC (cryopreserved) analysis.\n\n"
+                "Panel markers:\nCD3, CD4, CD8\n\nWhat initial quality control and top-level "
+                "gating would you recommend?")
+    second = "Let's focus on CD3+ T cells. What subpopulations would you identify?"
+    conversation = [{"prompt": first, "response": repeated},
+                    {"prompt": second, "response": repeated}]
+    assert len(echoed_answers(conversation)) == 2
+    assert echoes("What is 15 * 7? mendatang", "What is 15 * 7?")
+    assert not echoes("The capital of France is Paris.", "What is the capital of France?")
+    assert not echoes("- CD4+ T cells\n- CD8+ T cells",
+                      "Which subsets of CD3+ T cells would you gate with CD4, CD8, CD45RA?")
 
 
 def test_no_eval_answer_echoes_its_prompt(report: Json) -> None:
-    assert_not_echoes(eval_turns(report))
+    assert_not_echoes(report, "evals")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: the 270M model repeats flow-gating's long multi-line first prompt; "
-    "the protocol example needs shorter prompts and a re-record",
-)
 def test_no_protocol_answer_echoes_its_prompt(report: Json) -> None:
-    assert_not_echoes(protocol_turns(report))
+    assert_not_echoes(report, "protocols")
 
 
 def test_cassettes_stay_small() -> None:

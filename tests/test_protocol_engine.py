@@ -22,6 +22,7 @@ from tests.protocol_helpers import (
     write_protocol,
 )
 from tests.scripted_server import ScriptedServer
+from turncheck.engine.protocol import correlation
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import Report, Status
 
@@ -338,3 +339,17 @@ def test_shard_reports_merge_with_their_protocols(tmp_path: Path,
     second = report.model_copy(update={"shard": ShardInfo(index=2, count=2, plan="p")})
     merged = merge_reports([("a.json", first), ("b.json", second)])
     assert merged.protocols == report.protocols and merged.shard is None
+
+
+@pytest.mark.parametrize("estimates", [[0.1, 0.1, 0.1], [10 / 100, 0.1, 1 / 10]])
+def test_meta_cognition_is_undefined_when_every_estimate_is_the_same(
+    estimates: list[float],
+) -> None:
+    # Three cases that each said "10%": statistics.correlation alone returns -0.0 here
+    # (its mean of 0.1s is not exactly 0.1), which the console printed as "r = -0.000".
+    r, note = correlation(estimates, [0.17, 0.0, 0.0])
+    assert r is None
+    assert note == "undefined: the estimates or the measured scores are all equal"
+    assert correlation([0.2, 0.5, 0.9], [0.3, 0.3, 0.3]) == (None, note)
+    assert correlation([0.2, 0.5, 0.9], [0.1, 0.4, 0.9])[0] == pytest.approx(
+        float(numpy.corrcoef([0.2, 0.5, 0.9], [0.1, 0.4, 0.9])[0, 1]))

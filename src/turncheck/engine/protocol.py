@@ -399,11 +399,20 @@ def correlation(xs: list[float], ys: list[float]) -> tuple[float | None, str | N
     """Pearson's r, or (None, why) when it is undefined."""
     if len(xs) < 2:
         return None, f"needs at least 2 cases with a self-assessed estimate (have {len(xs)})"
+    if _constant(xs) or _constant(ys):  # statistics.correlation misses 0.1, 0.1, 0.1 (rounding)
+        return None, CONSTANT_SIDE
     try:
         value = statistics.correlation(xs, ys)
     except statistics.StatisticsError:
-        return None, "undefined: the estimates or the measured scores are all equal"
+        return None, CONSTANT_SIDE
     return (value, None) if math.isfinite(value) else (None, "undefined")
+
+
+CONSTANT_SIDE = "undefined: the estimates or the measured scores are all equal"
+
+
+def _constant(values: list[float]) -> bool:
+    return max(values) - min(values) <= 1e-12
 
 
 def suite_aggregates(cases: list[CaseResult]) -> ProtocolAggregates:
