@@ -26,19 +26,25 @@ Json = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Json:
-    """The JSON report of `turncheck run examples/`, replayed offline without API keys."""
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Json, str]:
+    """`turncheck run examples/` replayed offline without API keys: its JSON report, stdout."""
     home = tmp_path_factory.mktemp("home")
     path = home / "report.json"
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
     done = subprocess.run(
         [sys.executable, "-m", "turncheck", "run", "--json", str(path), "examples/"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=600,
+        check=False,
     )
     assert "Traceback" not in done.stderr, done.stderr
     data: Json = json.loads(path.read_text(encoding="utf-8"))
     assert "replay" in data["mode"]
-    return data
+    return data, done.stdout
+
+
+@pytest.fixture(scope="module")
+def report(run: tuple[Json, str]) -> Json:
+    return run[0]
 
 
 def evals(report: Json) -> list[Json]:
@@ -172,6 +178,54 @@ def test_no_eval_answer_echoes_its_prompt(report: Json) -> None:
 
 def test_no_protocol_answer_echoes_its_prompt(report: Json) -> None:
     assert_not_echoes(report, "protocols")
+
+
+QUOTE_MARK = "<!-- Copied from a real run"
+VOLATILE = [(re.compile(r" at \d{4}-\d\d-\d\dT[\d:]+Z$"), " at <time>"),
+            (re.compile(r"^Ran in [0-9.]+s"), "Ran in <s>")]
+
+
+def quoted_output(page: Path) -> list[list[str]]:
+    """The fenced blocks of `page` that follow a "Copied from a real run" comment."""
+    blocks, lines = [], page.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith(QUOTE_MARK):
+            start = number + 2
+            end = lines.index("```", start)
+            blocks.append(lines[start:end])
+    return blocks
+
+
+def steady(line: str) -> str:
+    for pattern, replacement in VOLATILE:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def missing_from(quoted: list[str], output: list[str]) -> list[str]:
+    """The quoted lines that the output does not print, in that order."""
+    printed = iter(steady(line) for line in output)
+    return [line for line in quoted
+            if line.strip() and steady(line) not in printed]
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/examples.md"])
+def test_the_quoted_output_of_the_examples_is_what_the_run_prints(
+    page: str, run: tuple[Json, str],
+) -> None:
+    blocks = quoted_output(ROOT / page)
+    assert blocks, f"{page} quotes no output"
+    for block in blocks:
+        assert missing_from(block, run[1].splitlines()) == []
+
+
+def test_a_quote_that_the_run_does_not_print_is_caught() -> None:
+    output = ["Suite  Evals", "capitals  3  2",
+              "Prices: genai-prices 0.2.3 at 2026-11-24T01:54:47Z"]
+    assert missing_from(["Suite  Evals", "", "Prices: genai-prices 0.2.3 at 2025-01-01T00:00:00Z"],
+                        output) == []
+    assert missing_from(["capitals  3  2", "Suite  Evals"], output) == ["Suite  Evals"]
+    assert missing_from(["capitals  3  3"], output) == ["capitals  3  3"]
 
 
 def test_cassettes_stay_small() -> None:
