@@ -51,14 +51,16 @@ class Reporter:
             else:
                 self.error_at_value(loc, "invalid-value", f"{dotted}: {explain(problem)}")
 
-    def build(self, model: type[BaseModel], data: dict[str, Any], path: Path) -> Any:
-        """`model` validated from `data`, with its position set; None (reported) if invalid."""
+    def build(self, model: type[BaseModel], data: dict[str, Any], path: Path,
+              at: Pos | None = None) -> Any:
+        """`model` validated from `data`, placed `at` (default: where `path`'s value starts);
+        None (reported) if invalid."""
         try:
             node = model.model_validate(data)
         except ValidationError as exc:
             self.pydantic_errors(path, exc)
             return None
-        pos = self.positions.value(path)
+        pos = at or self.positions.value(path)
         node.at(pos.line, pos.column)  # type: ignore[attr-defined]
         return node
 
@@ -91,26 +93,32 @@ class SuiteReporter(Reporter):
                 key = ".".join(keys[-2:]) if keys[-2:-1] == ["vars"] else keys[-1]
                 self.error_at_value(path, "template-not-allowed",
                                     templates.not_allowed_message(key))
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                self.no_templates_in((*path, key), item)
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self.no_templates_in((*path, index), item)
+        elif isinstance(value, dict | list):
+            self.templated_fields(path, value, ())
 
     def templated_fields(self, path: Path, value: Any, rendered: tuple[str, ...]) -> None:
-        """Check templates where `rendered` keys hold them; reject them everywhere else."""
+        """Check templates where `rendered` keys hold them; reject them everywhere else.
+
+        Every string of every suite passes through here, so strings without `{{` (nearly
+        all) are skipped inline, and a path is built only for what is looked into.
+        """
         if isinstance(value, dict):
-            for key, item in value.items():
-                if key in rendered and isinstance(item, str):
-                    self.templates_in((*path, key), item)
-                else:
-                    self.templated_fields((*path, key), item, rendered)
+            children: Any = value.items()
         elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self.templated_fields((*path, index), item, rendered)
+            children = enumerate(value)
         else:
             self.no_templates_in(path, value)
+            return
+        for part, item in children:
+            if isinstance(item, str):
+                if "{{" not in item:
+                    continue
+                if part in rendered:
+                    self.templates_in((*path, part), item)
+                else:
+                    self.no_templates_in((*path, part), item)
+            elif isinstance(item, dict | list):
+                self.templated_fields((*path, part), item, rendered)
 
     def metadata(self, raw: Any, model: type[Metadata] = Metadata) -> Metadata | None:
         path: Path = ("metadata",)

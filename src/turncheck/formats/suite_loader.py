@@ -143,10 +143,9 @@ class _SuiteValidator(SuiteReporter):
         if checks is None:
             return None
         fields = {k: v for k, v in raw.items() if k in ("name", "prompt")}
-        built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path)
-        if built is not None:
-            prompt_pos = self.positions.value((*path, "prompt"))
-            built.at(prompt_pos.line, prompt_pos.column)
+        # An eval is placed at its prompt.
+        built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path,
+                                        at=self.positions.value((*path, "prompt")))
         return built
 
     # -- checks --------------------------------------------------------------
@@ -170,20 +169,21 @@ class _SuiteValidator(SuiteReporter):
 
     def items(self, path: Path, raw: list[Any], depth: int) -> list[Item] | None:
         built: list[Item] = []
-        standalone_line: int | None = None
+        standalone: int | None = None  # index of the first standalone follow-up
         ok = True
         for index, raw_item in enumerate(raw):
             if _is_standalone_follow_up(raw_item):
-                if standalone_line is not None:
+                if standalone is not None:
+                    first_line = self.positions.key((*path, standalone, "prompt")).line
                     self.error_at_key(
                         (*path, index, "prompt"),
                         "multiple-follow-ups",
                         "only one standalone follow-up is allowed per level "
-                        f"(the first is at line {standalone_line})",
+                        f"(the first is at line {first_line})",
                     )
                     ok = False
                     continue
-                standalone_line = self.positions.key((*path, index, "prompt")).line
+                standalone = index
             item = self.item((*path, index), raw_item, depth)
             if item is None:
                 ok = False
@@ -260,10 +260,9 @@ class _SuiteValidator(SuiteReporter):
         nested = self.nested(path, raw, depth)
         if nested is None:
             return None
-        built: FollowUp | None = self.build(FollowUp, {**raw, "checks": nested}, path)
-        if built is not None:
-            pos = self.positions.key((*path, "prompt"))
-            built.at(pos.line, pos.column)
+        # A follow-up is placed at its prompt key.
+        built: FollowUp | None = self.build(FollowUp, {**raw, "checks": nested}, path,
+                                            at=self.positions.key((*path, "prompt")))
         return built
 
     def nested(self, path: Path, raw: dict[str, Any], depth: int) -> CheckList | None:

@@ -99,6 +99,8 @@ def placeholders(text: str) -> Iterator[Placeholder]:
 
 
 def check_syntax(text: str) -> TemplateError | None:
+    if "{{" not in text:
+        return None
     try:
         for _ in placeholders(text):
             pass
@@ -109,7 +111,7 @@ def check_syntax(text: str) -> TemplateError | None:
 
 def has_template(text: str) -> bool:
     """Whether `text` holds something meant as a `{{var()}}` or `{{secret()}}` template."""
-    return _TEMPLATE_START.search(text) is not None
+    return "{{" in text and _TEMPLATE_START.search(text) is not None
 
 
 def not_allowed_message(key: str) -> str:

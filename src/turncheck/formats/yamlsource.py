@@ -1,13 +1,16 @@
 """Safe YAML loading that remembers where every key and value came from.
 
-PyYAML's safe composer gives us a node tree with marks; we turn it into plain
-Python data while recording the 1-based position of each key and value, and we
-report duplicate keys, which PyYAML would silently collapse to the last one.
+PyYAML's safe composer (its C loader) gives us a node tree with marks; we turn it
+into plain Python data, report duplicate keys (which PyYAML would silently collapse
+to the last one) and unreadable values, and keep the node tree so that `Positions`
+can tell the 1-based position of any key or value when a validator asks for it.
+Recording a position for every node up front cost more than the rest of loading
+(see benchmarks/README.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import yaml
@@ -38,25 +41,111 @@ class Pos(NamedTuple):
 
 
 START = Pos(1, 1)
+_START_NODE = yaml.ScalarNode("", "", yaml.Mark("", 0, 0, 0, "", 0))
+"""Stands for "no document": its mark is `START`."""
 _STR_TAG = "tag:yaml.org,2002:str"
+_SCALAR_NODE = yaml.ScalarNode
+_MAPPING_NODE = yaml.MappingNode
+_SEQUENCE_NODE = yaml.SequenceNode
+_SCALAR_ERRORS = (yaml.YAMLError, ValueError, OverflowError)
+_SAFE_SCALARS = yaml.constructor.SafeConstructor()
+"""Builds the plain scalar types; their constructors keep no state, so one serves all."""
+_SCALAR_BUILDERS: dict[str, Any] = {
+    tag: yaml.constructor.SafeConstructor.yaml_constructors[tag]
+    for tag in ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+}
+_new_pos = tuple.__new__
+"""Builds a `Pos` without the Python-level `__new__` of NamedTuple (hot in validators)."""
+_Found = tuple[yaml.Node | None, yaml.Node]
+"""A path's key node (None for a sequence item or the document) and value node."""
 
 
-@dataclass
+def _construct_scalar(node: yaml.Node) -> Any:
+    """The Python value of a scalar node, as PyYAML's safe loader builds it; may raise."""
+    build = _SCALAR_BUILDERS.get(node.tag)
+    if build is not None:
+        return build(_SAFE_SCALARS, node)
+    # Other tags (binary, unknown local tags, ...): PyYAML's own dispatch, fresh state.
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+
+
+def _key_text(node: yaml.Node, value: Any) -> str | None:
+    """The key a scalar key node stands for, given its value; None if keys cannot be that."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return str(node.value) if value is None else str(value)
+    return None
+
+
+def _quiet_key(node: yaml.Node) -> str | None:
+    """The key `_Converter` reads from a key node, without reporting anything."""
+    if node.__class__ is not _SCALAR_NODE:
+        return None
+    if node.tag == _STR_TAG:
+        return str(node.value)
+    try:
+        value = _construct_scalar(node)
+    except _SCALAR_ERRORS:
+        value = None
+    return _key_text(node, value)
+
+
 class Positions:
-    """Where each path's key and value start (1-based)."""
+    """Where each path's key and value start (1-based).
 
-    keys: dict[Path, Pos] = field(default_factory=dict)
-    values: dict[Path, Pos] = field(default_factory=dict)
+    Looked up on demand in the composed node tree rather than recorded for every node
+    while converting: validators ask for a few paths per eval, not for every scalar.
+    A path resolves exactly as the converter built the data: the first of duplicate
+    keys, keys read as the converter reads them, sequence items by index.
+    """
+
+    def __init__(self, root: yaml.Node | None = None) -> None:
+        self._root = root
+        self._tables: dict[yaml.Node, dict[str, _Found]] = {}
 
     def key(self, path: Path) -> Pos:
-        return self.keys.get(path) or self.value(path)
+        key_node, node, complete = self._walk(path)
+        mark = (key_node if complete and key_node is not None else node).start_mark
+        return _new_pos(Pos, (mark.line + 1, mark.column + 1))
 
     def value(self, path: Path) -> Pos:
-        for end in range(len(path), -1, -1):
-            pos = self.values.get(path[:end])
-            if pos is not None:
-                return pos
-        return START
+        mark = self._walk(path)[1].start_mark
+        return _new_pos(Pos, (mark.line + 1, mark.column + 1))
+
+    def _walk(self, path: Path) -> tuple[yaml.Node | None, yaml.Node, bool]:
+        """The key and value nodes of `path`, or of its longest present prefix (False)."""
+        node = self._root
+        if node is None:
+            return None, _START_NODE, False
+        key_node = None
+        for part in path:
+            kind = node.__class__
+            if kind is _MAPPING_NODE and part.__class__ is str:
+                table = self._tables.get(node)
+                pair = (table if table is not None else self._table(node)).get(part)
+                if pair is None:
+                    return None, node, False
+                key_node, node = pair
+            elif kind is _SEQUENCE_NODE and part.__class__ is int and 0 <= part < len(node.value):
+                key_node, node = None, node.value[part]
+            else:
+                return None, node, False
+        return key_node, node, True
+
+    def _table(self, node: yaml.Node) -> dict[str, _Found]:
+        table: dict[str, _Found] = {}
+        for pair in node.value:
+            key_node = pair[0]
+            if key_node.__class__ is _SCALAR_NODE and key_node.tag == _STR_TAG:
+                key = key_node.value
+            else:
+                key = _quiet_key(key_node)
+                if key is None:
+                    continue
+            if key not in table:
+                table[key] = pair
+        self._tables[node] = table
+        return table
 
 
 @dataclass
@@ -71,70 +160,91 @@ class _TooBig(Exception):
 
 
 class _Converter:
+    """Plain data from a composed node tree, reporting bad values and duplicate keys.
+
+    Hot loop: a suite has hundreds of nodes, nearly all plain string scalars, so those
+    are read inline (one class test and one tag test) instead of through `convert`;
+    the depth and node-count limits still apply to every node in document order.
+    """
+
     def __init__(self, file: str) -> None:
         self.file = file
-        self.positions = Positions()
         self.diagnostics: list[Diagnostic] = []
-        self._scalars = yaml.constructor.SafeConstructor()
         self._nodes = 0
 
-    def convert(self, node: yaml.Node, path: Path) -> Any:
-        mark = node.start_mark
-        self.positions.values[path] = Pos(mark.line + 1, mark.column + 1)
+    def convert(self, node: yaml.Node, depth: int) -> Any:
+        """The value of `node`, found at `depth` (the length of its path)."""
         self._nodes += 1
-        if len(path) > MAX_NESTING:
-            self._error(mark, "yaml-structure", NESTED_TOO_DEEPLY)
+        if depth > MAX_NESTING:
+            self._error(node.start_mark, "yaml-structure", NESTED_TOO_DEEPLY)
             raise _TooBig
         if self._nodes > MAX_NODES:
-            self._error(mark, "yaml-structure", "recursive or too large YAML (aliases?)")
+            self._error(node.start_mark, "yaml-structure", "recursive or too large YAML (aliases?)")
             raise _TooBig
-        return self._convert_node(node, path)
-
-    def _convert_node(self, node: yaml.Node, path: Path) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        kind = node.__class__
+        if kind is _MAPPING_NODE:
+            return self._mapping(node, depth + 1)
+        if kind is _SEQUENCE_NODE:
+            return self._sequence(node, depth + 1)
         return self._scalar(node)
+
+    def _sequence(self, node: yaml.Node, depth: int) -> list[Any]:
+        items: list[Any] = []
+        inline = depth <= MAX_NESTING
+        for item in node.value:
+            if inline and item.__class__ is _SCALAR_NODE and self._nodes < MAX_NODES:
+                self._nodes += 1
+                items.append(item.value if item.tag == _STR_TAG else self._scalar(item))
+            else:
+                items.append(self.convert(item, depth))
+        return items
+
+    def _mapping(self, node: yaml.Node, depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        inline = depth <= MAX_NESTING
+        for key_node, value_node in node.value:
+            if key_node.__class__ is _SCALAR_NODE and key_node.tag == _STR_TAG:
+                key = key_node.value
+            else:
+                key = self._key(key_node)
+                if key is None:
+                    continue
+            if key in result:
+                self._duplicate(node, key_node, key)
+                continue
+            if inline and value_node.__class__ is _SCALAR_NODE and self._nodes < MAX_NODES:
+                self._nodes += 1
+                result[key] = (value_node.value if value_node.tag == _STR_TAG
+                               else self._scalar(value_node))
+            else:
+                result[key] = self.convert(value_node, depth)
+        return result
 
     def _scalar(self, node: yaml.Node) -> Any:
         if node.tag == _STR_TAG:
             return node.value
         try:
-            return self._scalars.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            return _construct_scalar(node)
+        except _SCALAR_ERRORS as exc:
             self._error(node.start_mark, "yaml-value", f"cannot read this value: {exc}")
             return None
 
-    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        first_seen: dict[str, Pos] = {}
-        for key_node, value_node in node.value:
-            key = self._key(key_node)
-            if key is None:
-                continue
-            key_pos = Pos.of(key_node.start_mark)
-            if key in first_seen:
-                earlier = first_seen[key]
-                self._error(
-                    key_node.start_mark,
-                    "duplicate-key",
-                    f'duplicate key "{key}" (first defined at line {earlier.line}); '
-                    "YAML would silently keep only the last one",
-                )
-                continue
-            first_seen[key] = key_pos
-            self.positions.keys[(*path, key)] = key_pos
-            result[key] = self.convert(value_node, (*path, key))
-        return result
-
     def _key(self, key_node: yaml.Node) -> str | None:
         if isinstance(key_node, yaml.ScalarNode):
-            value = self._scalar(key_node)
-            if isinstance(value, str | int | float | bool) or value is None:
-                return key_node.value if value is None else str(value)
+            key = _key_text(key_node, self._scalar(key_node))
+            if key is not None:
+                return key
         self._error(key_node.start_mark, "yaml-structure", "mapping keys must be plain strings")
         return None
+
+    def _duplicate(self, mapping: yaml.Node, key_node: yaml.Node, key: str) -> None:
+        first = next(k for k, _ in mapping.value if _quiet_key(k) == key)
+        self._error(
+            key_node.start_mark,
+            "duplicate-key",
+            f'duplicate key "{key}" (first defined at line {first.start_mark.line + 1}); '
+            "YAML would silently keep only the last one",
+        )
 
     def _error(self, mark: yaml.Mark, code: str, message: str) -> None:
         pos = Pos.of(mark)
@@ -203,7 +313,7 @@ def load_yaml(text: str, file: str) -> LoadedYaml:
         return LoadedYaml(None, Positions(), [])
     converter = _Converter(file)
     try:
-        data = converter.convert(node, ())
+        data = converter.convert(node, 0)
     except _TooBig:
         data = None
     except RecursionError:
@@ -211,4 +321,4 @@ def load_yaml(text: str, file: str) -> LoadedYaml:
             error(file, 1, 1, "yaml-structure", "YAML nested too deeply to read")
         )
         data = None
-    return LoadedYaml(data, converter.positions, converter.diagnostics)
+    return LoadedYaml(data, Positions(node), converter.diagnostics)
