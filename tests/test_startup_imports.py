@@ -15,7 +15,11 @@ from turncheck.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "examples" / "math" / "arithmetic.eval.yaml"
-HEAVY = ("github", "vcr", "genai_prices", "httpx", "httpcore", "requests", "turncheck.engine")
+HEAVY = ("github", "vcr", "genai_prices", "httpx", "httpcore", "requests", "aiohttp", "jinja2",
+         "scipy", "numpy", "tiktoken", "turncheck.engine", "turncheck.formats.samples",
+         "turncheck.formats.grader")
+"""Not needed to validate a plain suite nor to print help: Jinja and the sample-file code
+(graders) only for protocol suites and sample files, the rest only to run or post."""
 
 
 def modules_after(argv: list[str]) -> tuple[int, set[str]]:
@@ -23,9 +27,9 @@ def modules_after(argv: list[str]) -> tuple[int, set[str]]:
     code = (
         "import json, sys\n"
         "from turncheck.cli.main import main\n"
-        f"code = main({argv!r})\n"
+        f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
         f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}"
-        " or m.startswith('turncheck.engine.')]\n"
+        " or m.startswith(('turncheck.engine.', 'turncheck.formats.samples'))]\n"
         "print(json.dumps([code, heavy]), file=sys.__stdout__)\n"
     )
     done = subprocess.run(
@@ -39,6 +43,22 @@ def test_validate_one_file_loads_no_engine_github_cassette_or_price_code() -> No
     code, heavy = modules_after(["validate", str(SUITE)])
     assert code == 0
     assert heavy == set()
+
+
+def test_help_loads_nothing_heavy() -> None:
+    code, heavy = modules_after(["--help"])
+    assert code == 0
+    assert heavy == set()
+
+
+def test_a_bad_config_file_loads_the_toml_locator_only_then(tmp_path: Path) -> None:
+    """The import probe can fail: the sample-file code (TOML positions) loads when used."""
+    (tmp_path / "turncheck.toml").write_text("concurrency = 0\n")
+    (tmp_path / ".git").mkdir()
+    code, heavy = modules_after(["validate", "--config", str(tmp_path / "turncheck.toml"),
+                                 str(SUITE)])
+    assert code != 0
+    assert "turncheck.formats.samples" in heavy
 
 
 def test_help_loads_no_command_module() -> None:

@@ -20,6 +20,7 @@ all. To add a command, add its module and a `Command` line here.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from turncheck import __version__
+from turncheck.gc_pause import gc_paused
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(arguments)
+    with gc_paused():  # importing the command's modules allocates only long-lived objects
+        parser = build_parser(arguments)
+    if argv is None:  # the process is the CLI (not a test calling main)
+        gc.freeze()  # ... which later collections need not scan again
     args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help(sys.stderr)
