@@ -71,15 +71,18 @@ class SessionSettings:
         )
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+def _templated_strings(value: Any) -> Iterator[str]:
+    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "{{" in item:
+                yield item
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
@@ -88,10 +91,13 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     Reserved names (the runner's, the action's inputs, the API keys) are never among
     them: validation refuses such a suite, and they are dropped here as well."""
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
-    data = suite.metadata.model_dump() if isinstance(suite, ProtocolSuite) else \
-        suite.model_dump(by_alias=True)
+    model = suite.metadata if isinstance(suite, ProtocolSuite) else suite
     names: set[str] = set()
-    for text in _strings(data):
+    # A suite without `{{` anywhere (JSON keeps braces as they are) declares none; the
+    # check is one serialisation in pydantic's core instead of a walk of every string.
+    has_templates = "{{" in model.model_dump_json()
+    data = model.model_dump(by_alias=True) if has_templates else None
+    for text in _templated_strings(data):
         try:
             names |= templates.secret_names(text)
         except templates.TemplateError:
@@ -101,9 +107,11 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     return {name for name in names if templates.reserved_secret(name) is None}
 
 
-def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str]) -> dict[str, str]:
-    """Values of the suite's declared secrets that the environment sets."""
-    return {name: env[name] for name in sorted(declared_secrets(suite)) if env.get(name)}
+def secret_values(suite: Suite | ProtocolSuite, env: Mapping[str, str],
+                  declared: set[str] | None = None) -> dict[str, str]:
+    """Values of the suite's declared secrets (`declared`, if known) that `env` sets."""
+    names = declared_secrets(suite) if declared is None else declared
+    return {name: env[name] for name in sorted(names) if env.get(name)}
 
 
 CONNECTION_FIELDS = ("provider", "base_url")
@@ -335,12 +343,13 @@ def open_session(
 ) -> SuiteSession:
     """`variables` are the run's (`--var`); they override the suite's `vars`."""
     hint = record_command(suite_path, provider, base_url, variables or {})
-    secrets = secret_values(suite, env)
+    declared = declared_secrets(suite)
+    secrets = secret_values(suite, env, declared)
     merged = {**(suite.metadata.vars or {}), **(variables or {})}
     metadata, template_error = render_metadata(suite.metadata, merged, secrets)
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
-    binder = SecretBinder({name: secrets.get(name) for name in declared_secrets(suite)})
+    binder = SecretBinder({name: secrets.get(name) for name in declared})
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
                               record_command=hint, binder=binder)
     built: dict[str, Provider] = {}
