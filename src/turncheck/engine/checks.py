@@ -188,7 +188,10 @@ async def _evaluate_items(
                 attached = outcome.follow_up
             continue
         result = await evaluate_check(item, ctx)
-        results.append(result.model_copy(update={"depth": depth}))
+        # Checks are built at depth 0; copying one that is already there cost a tenth
+        # of the turn's own (non-HTTP) work.
+        results.append(result if result.depth == depth else
+                       result.model_copy(update={"depth": depth}))
         passes.append(result.passed)
         if not result.passed and attached is None:
             attached = item.follow_up

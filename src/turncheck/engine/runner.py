@@ -151,7 +151,9 @@ class _SuiteRun:
         except Exception as exc:  # an eval must always end with a status
             status, passed_on, error = Status.ERROR, None, f"internal error: {exc!r}"
         result = self._result(evaluation, state, status, passed_on, error)
-        return self.redactor.model(result.model_copy(update={"reason": reason}))
+        if reason is not None:  # (a copy per eval otherwise)
+            result = result.model_copy(update={"reason": reason})
+        return self.redactor.model(result)
 
     def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
         """The error, naming the referenced file behind a missing recording."""
