@@ -144,8 +144,11 @@ def error_message_of(response: Reply) -> str:
 
 
 def _recorded_latency_ms(response: Reply) -> float | None:
+    raw = response.headers.get(RECORDED_LATENCY_HEADER)
+    if raw is None:  # a live answer: no exception raised and caught per turn
+        return None
     try:
-        value = float(response.headers.get(RECORDED_LATENCY_HEADER, ""))
+        value = float(raw)
     except ValueError:
         return None
     return value if math.isfinite(value) and value >= 0 else None
