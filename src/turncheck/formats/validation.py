@@ -11,6 +11,7 @@ from turncheck.formats.discovery import FileKind, FoundFile
 from turncheck.formats.references import find_root
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.suite_loader import SuiteFile, load_suite
+from turncheck.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     # Sample files (TOML, graders, Jinja) load their code only when there are some.
@@ -38,24 +39,39 @@ class ValidationResult:
 
 def display_path(path: Path, root: Path | None = None) -> str:
     """A path as users should see it: relative to `root` (default cwd) when inside it."""
-    base = (root or Path.cwd()).resolve()
-    try:  # the file itself is not resolved: a symlink is shown by its own name
-        return (path.parent.resolve() / path.name).relative_to(base).as_posix()
-    except ValueError:
-        return path.as_posix()
+    return _Shown(root).of(path)
+
+
+class _Shown:
+    """`display_path` for many files: the base and each directory resolved once."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.base = (root or Path.cwd()).resolve()
+        self.directories: dict[Path, Path] = {}
+
+    def of(self, path: Path) -> str:
+        directory = self.directories.get(path.parent)
+        if directory is None:
+            directory = self.directories[path.parent] = path.parent.resolve()
+        try:  # the file itself is not resolved: a symlink is shown by its own name
+            return (directory / path.name).relative_to(self.base).as_posix()
+        except ValueError:
+            return path.as_posix()
 
 
 def validate_files(
     files: list[FoundFile], max_depth: int = MAX_DEPTH, root: Path | None = None
 ) -> ValidationResult:
     result = ValidationResult()
-    for found in files:
-        shown = display_path(found.path, root)
-        repository = found.root or find_root(found.path.parent)
-        if found.kind is FileKind.SUITE:
-            result.suites.append(load_suite(found.path, shown, max_depth, repository))
-        else:
-            from turncheck.formats.samples import load_samples
+    shown = _Shown(root)
+    with gc_paused():  # every suite's models live on: collections would find nothing
+        for found in files:
+            file = shown.of(found.path)
+            repository = found.root or find_root(found.path.parent)
+            if found.kind is FileKind.SUITE:
+                result.suites.append(load_suite(found.path, file, max_depth, repository))
+            else:
+                from turncheck.formats.samples import load_samples
 
-            result.samples.append(load_samples(found.path, shown, repository))
+                result.samples.append(load_samples(found.path, file, repository))
     return result
