@@ -28,6 +28,13 @@ _IMPLICIT_FIRST = frozenset(_BASE_LOADER.yaml_implicit_resolvers)
 """First characters of the plain scalars an implicit resolver may turn into non-strings
 (a `None` among them would be a resolver for every scalar: then nothing is skipped)."""
 _STR_TAG = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS: dict[type[yaml.Node], str] = {
+    yaml.MappingNode: _BASE_LOADER.DEFAULT_MAPPING_TAG,
+    yaml.SequenceNode: _BASE_LOADER.DEFAULT_SEQUENCE_TAG,
+}
+_PLAIN_TAGS: dict[str, str] = {}
+_PLAIN_TAGS_MAX = 4096
+_PLAIN_TAG_TEXT_MAX = 40
 
 
 class _SafeLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
@@ -45,10 +52,18 @@ class _SafeLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
         return None
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.ScalarNode and (not implicit[0] or (value[:1] not in _IMPLICIT_FIRST
-                                        and None not in _IMPLICIT_FIRST)):
+        if kind is not yaml.ScalarNode:
+            return _COLLECTION_TAGS.get(kind) or super().resolve(kind, value, implicit)
+        if not implicit[0] or (value[:1] not in _IMPLICIT_FIRST and None not in _IMPLICIT_FIRST):
             return _STR_TAG
-        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        # A plain scalar's tag depends on its text alone: short ones (keys such as
+        # "name" or "not_match", numbers, booleans) are remembered.
+        tag = _PLAIN_TAGS.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= _PLAIN_TAG_TEXT_MAX and len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
+                _PLAIN_TAGS[value] = tag
+        return tag
 
 
 _SAFE_LOADER: type[yaml.SafeLoader] = _SafeLoader
