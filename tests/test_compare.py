@@ -347,6 +347,35 @@ def test_cli_writes_comparison_json(reports: tuple[str, str], tmp_path: Path) ->
     assert comparison.regressions == 1 and comparison.base_commit == "b"
 
 
+def test_cli_writes_the_comment_the_action_would_post(reports: tuple[str, str],
+                                                      tmp_path: Path) -> None:
+    out = tmp_path / "comment.md"
+    assert cli(*reports, "--fail-on", "likely-regression", "--markdown", str(out)) == 1
+    body = out.read_text(encoding="utf-8")
+    assert body.startswith("<!-- turncheck:comment -->")  # the sticky comment's marker
+    heading = next(line for line in body.splitlines() if line.startswith("## "))
+    assert heading == ("## ❌ 1 likely regression · later now passes on turn 3 \\(was 1\\) · "
+                       "cost \\+\\$0.00200 \\(\\+100.0%\\)")
+    assert "- ❌ 1 likely regression\\(s\\) against base" in body  # why it fails
+
+
+def test_the_comment_of_two_local_runs_has_a_base_without_a_commit(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", report(suite("s.yaml", ev("e", PASS, 1)), commit=""))
+    head = write(tmp_path / "head.json", report(suite("s.yaml", ev("e", PASS, 2)), commit=""))
+    assert cli(str(base), str(head), "--markdown", str(tmp_path / "c.md")) == 0
+    footer = (tmp_path / "c.md").read_text(encoding="utf-8").splitlines()[-1]
+    assert footer.startswith("<sub>base · head · ") and "no base run" not in footer
+
+
+def test_cli_markdown_refuses_to_write_through_a_symlink(
+    reports: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "elsewhere.md"
+    (tmp_path / "comment.md").symlink_to(target)
+    assert cli(*reports, "--markdown", str(tmp_path / "comment.md")) == 2
+    assert "cannot write" in capsys.readouterr().err and not target.exists()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [(None, "no such report"), ("{not json", "not a turncheck run report"),

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("base", type=Path, metavar="BASE.json", help="run report of the base")
     parser.add_argument("head", type=Path, metavar="HEAD.json", help="run report of the head")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison here")
+    parser.add_argument("--markdown", type=Path, metavar="PATH",
+                        help="write here the pull-request comment the action would post "
+                        "(GitHub Markdown), to preview it")
     parser.add_argument("--cost-threshold-percent", type=float, metavar="P",
                         help="alert when the total cost grows by more than P%% of the base")
     parser.add_argument("--cost-threshold-usd", type=float, metavar="USD",
@@ -86,9 +89,25 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(str(exc))
     print_comparison(comparison)
     reasons = fail_reasons(comparison, conditions, calibration=calibration)
+    if args.markdown is not None:
+        try:
+            write_comment(comparison, reasons, base, head, args.markdown)
+        except UsageError as exc:
+            return usage_error(str(exc))
     for reason in reasons:
         print(f"turncheck: failing: {reason}", file=sys.stderr)
     return 1 if reasons else 0
+
+
+def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
+                  path: Path) -> None:
+    from turncheck.render.comment import CommentContext, render_comment
+
+    context = CommentContext(fail_reasons=reasons, head=head, base=base)
+    try:
+        write_text_confined(path, render_comment(comparison, context))
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
 
 
 # --- arguments and files ------------------------------------------------------------

@@ -304,7 +304,8 @@ def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -
     # re-run with the same results would always edit the comment (`comment: on-change`).
     when = source.timestamp if exact_time else source.timestamp[:10]
     parts = [
-        f"base {comparison.base_commit[:12]}" if comparison.base_commit else "no base run",
+        f"base {comparison.base_commit[:12]}" if comparison.base_commit
+        else "base" if comparison.has_base else "no base run",
         f"head {comparison.head_commit[:12]}" if comparison.head_commit else "head",
         f"{comparison.mode} mode",
         f"prices: {source.library} {source.version} at {when}",
