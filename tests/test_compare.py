@@ -367,6 +367,17 @@ def test_the_comment_of_two_local_runs_has_a_base_without_a_commit(tmp_path: Pat
     assert footer.startswith("<sub>base · head · ") and "no base run" not in footer
 
 
+def test_an_unpriced_model_gets_a_tokens_row_not_rows_of_unpriced(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", report(suite("s.yaml", ev("e", PASS, 1, cost=None))))
+    head = write(tmp_path / "head.json", report(suite("s.yaml", ev("e", PASS, 2, cost=None))))
+    cli(str(base), str(head), "--markdown", str(tmp_path / "c.md"))
+    body = (tmp_path / "c.md").read_text(encoding="utf-8")
+    table = body[body.index("| | base | head |"):body.index("</details>", body.index("Cost"))]
+    assert "| Tokens (model + judge) | 20 | 40 | +20 |  |" in table
+    assert "unpriced" not in table.split("\n\n")[0]  # the rows; the note below says why
+    assert "Model" not in table and "**Total**" not in table
+
+
 def test_cli_markdown_refuses_to_write_through_a_symlink(
     reports: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

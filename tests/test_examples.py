@@ -231,3 +231,21 @@ def test_a_quote_that_the_run_does_not_print_is_caught() -> None:
 def test_cassettes_stay_small() -> None:
     sizes = {p.name: p.stat().st_size for p in (ROOT / "examples").rglob("*.cassette.yaml")}
     assert sizes and max(sizes.values()) < 300_000, sizes
+
+
+def _without_pricing_date(comment: str) -> str:
+    return re.sub(r"at \d{4}\\-\d{2}\\-\d{2}", "at DATE", comment)
+
+
+def test_the_readme_picture_is_the_comment_of_a_pull_request_on_the_examples(
+    tmp_path: Path,
+) -> None:
+    # The picture (docs/img/comment.png) is rendered from tools/example-pr/comment.md;
+    # that file must be what the example pull request gives with today's turncheck.
+    out = tmp_path / "comment.md"
+    subprocess.run([sys.executable, str(ROOT / "tools/example_comment.py"), str(out)],
+                   check=True, capture_output=True)
+    made = out.read_text(encoding="utf-8")
+    committed = (ROOT / "tools/example-pr/comment.md").read_text(encoding="utf-8")
+    assert _without_pricing_date(made) == _without_pricing_date(committed)
+    assert made.splitlines()[1].startswith("## ❌ 1 likely regression · france now fails")

@@ -1,13 +1,13 @@
 """Render a PR comment (Markdown) as GitHub shows it, to HTML or a PNG screenshot.
 
-    python tools/render_comment.py tests/golden/comment/turn-regression-cost-growth.md \
+    python tools/render_comment.py tools/example-pr/comment.md \
         docs/img/comment.png [--css node_modules/github-markdown-css/github-markdown-light.css]
 
 Markdown goes through cmark-gfm (GitHub's own CommonMark + GFM renderer, `cmarkgfm` on
 PyPI) with GitHub's extensions, into a page styled with GitHub's Markdown CSS (npm
 package `github-markdown-css`); Debian's headless Chromium takes the screenshot. Used to
-make the README's picture from a golden comment and to look at comments while changing
-them.
+make the README's picture from the comment of a pull request on the examples
+(`tools/example_comment.py`) and to look at comments while changing them.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.environment import make_environment, render_template
 from turncheck.render.headline import Headline, headline
-from turncheck.render.money import MoneyRow, signed_int
+from turncheck.render.money import MoneyRow, signed_int, usd
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
     ICON,
@@ -158,8 +158,10 @@ def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
 
     rows = [row("Model", lambda s: s.cost_usd), row("Judge", lambda s: s.judge_cost_usd),
             row("**Total**", lambda s: s.total_cost_usd)]
-    rows.append(_tokens_row(base, head, has_base))
-    return rows
+    # A row with no price on either side says less than the note under the table does.
+    unpriced = usd(None)
+    priced = [r for r in rows if not (r["head"] == unpriced and r["base"] in (unpriced, "—"))]
+    return [*priced, _tokens_row(base, head, has_base)]
 
 
 def _tokens_row(base: Spend | None, head: Spend | None, has_base: bool) -> dict[str, str]:
