@@ -24,6 +24,7 @@ from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.compare.protocol import ProtocolComparison
 from turncheck.engine.report import Report, Status
 from turncheck.render.comment import COMMENT_LIMIT, MARKER, CommentContext, render_comment
+from turncheck.stats.verdicts import Verdict
 
 TIMESTAMP = "2025-06-01T00:00:00Z"
 
@@ -93,9 +94,14 @@ def test_transitions_counts_and_policy(reports: tuple[Report, Report]) -> None:
     assert clean.head_status is Status.ERROR and "judge answer is not JSON" in (clean.error or "")
     assert (result.counts.cases, result.counts.passed, result.counts.errors) == (3, 2, 1)
     assert (result.counts.broken, result.counts.regressions) == (1, 1)
+    # One sample per side: the break is a likely regression, never a proven one.
+    assert clean.verdict is Verdict.LIKELY_REGRESSION and clean.p_value is not None
+    assert result.counts.verdicts[Verdict.LIKELY_REGRESSION.value] == 1
     reasons = fail_reasons(comparison, {FailOn.FAILURE, FailOn.REGRESSION})
     assert "0 failed and 1 errored protocol case(s)" in reasons
-    assert "1 protocol case regression(s) against base" in reasons
+    assert not any("regression" in reason for reason in reasons)
+    likely = fail_reasons(comparison, {FailOn.LIKELY_REGRESSION})
+    assert likely == ["1 protocol case likely regression(s) against base"]
     assert fail_reasons(comparison, {FailOn.INVALID}) == []
 
 
@@ -228,11 +234,11 @@ def test_compare_command_prints_protocol_deltas(tmp_path: Path,
     (tmp_path / "head.json").write_text(head.model_dump_json(), encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "turncheck", "compare", str(tmp_path / "base.json"),
-         str(tmp_path / "head.json"), "--fail-on", "regression"],
+         str(tmp_path / "head.json"), "--fail-on", "likely-regression"],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "protocol case regression(s) against base" in done.stderr
+    assert "protocol case likely regression(s) against base" in done.stderr
     lines = done.stdout.splitlines()
     assert any("hallucinates" in line and "expansion" in line and "0.86→1.00" in line
                and "+0.14" in line for line in lines), done.stdout

@@ -25,7 +25,9 @@ def _three_of_five(server: ScriptedServer) -> None:
 
 
 def _stable(report: Report) -> str:
-    data = report.model_dump(mode="json", exclude={"started_at", "duration_s"})
+    # Timestamps apart (the run's start and, without --price-timestamp, its price instant).
+    data = report.model_dump(mode="json", exclude={"started_at": True, "duration_s": True,
+                                                   "price_source": {"timestamp"}})
     return json.dumps(data, sort_keys=True)
 
 
@@ -134,12 +136,12 @@ def test_repeat_action_input_and_command_line_option_are_validated() -> None:
         repeat_setting("many")
 
 
-def test_protocol_suites_say_that_repeat_does_not_apply_to_them_yet() -> None:
+def test_protocol_suites_accept_repeat_without_a_warning() -> None:
     from tests.protocol_helpers import PROTOCOL
     from turncheck.formats.suite_loader import parse_suite
 
-    loaded = parse_suite(PROTOCOL.format(extra="  repeat: 3\n"), "gating.eval.yaml")
+    loaded = parse_suite(PROTOCOL.format(extra="  repeat: 3\n  min_pass: 2\n"),
+                         "gating.eval.yaml")
     assert loaded.protocol is not None
-    [warning] = [d for d in loaded.diagnostics if d.code == "not-supported"]
-    assert (warning.line, warning.is_error) == (4, False)
-    assert "protocol cases run once" in warning.message
+    assert loaded.diagnostics == []
+    assert (loaded.protocol.metadata.repeat, loaded.protocol.metadata.min_pass) == (3, 2)

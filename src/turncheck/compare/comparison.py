@@ -21,49 +21,46 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
+from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
+from turncheck.compare.rows import (
+    SampleSide,
+    SuiteState,
+    Transition,
+    VerdictRow,
+    decide_groups,
+    pair_by_path,
+    previous_path,
+    rounded,
+    sample_stats,
+    state_of,
+    verdict_counts,
+    verdict_fields,
+)
+from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spend_of
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
-from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
-from turncheck.stats.rates import turn_distribution, wilson_interval
+from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
+from turncheck.stats.rates import turn_distribution
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
+    Decision,
+    Evidence,
     Verdict,
     VerdictSettings,
-    decide,
     missing_evidence,
     outcome_evidence,
 )
 
-if TYPE_CHECKING:
-    from turncheck.compare.protocol import ProtocolComparison
+__all__ = ["Metered", "Spend", "SuiteState", "Transition", "add_spend", "spend_delta",
+           "spend_of"]
 
 MatchKey = Literal["name", "prompt"]
-
-
-class Transition(StrEnum):
-    FIXED = "fixed"
-    BROKEN = "broken"
-    STILL_FAILING = "still failing"
-    TURN_CHANGED = "turn changed"
-    UNCHANGED = "unchanged"
-    NEW = "new"
-    REMOVED = "removed"
-    SKIPPED = "skipped"
-    """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
-
-
-class SuiteState(StrEnum):
-    NEW = "new"
-    REMOVED = "removed"
-    CHANGED = "changed"
-    RENAMED = "renamed"
 
 
 class CostThresholds(ReportModel):
@@ -75,20 +72,7 @@ class CostThresholds(ReportModel):
     """Alert when the cost grows by more than this many US dollars."""
 
 
-class Spend(ReportModel):
-    """Tokens and cost of one side (or the head − base difference of two sides)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    tokens: int = 0
-    cost_usd: float | None = 0.0
-    judge_tokens: int = 0
-    judge_cost_usd: float | None = 0.0
-    total_cost_usd: float | None = 0.0
-    """Model plus judge cost."""
-
-
-class EvalSide(Spend):
+class EvalSide(SampleSide):
     """One eval's result on one side."""
 
     status: Status
@@ -96,19 +80,11 @@ class EvalSide(Spend):
     turns: int
     error: str | None
     line: int
-    passes: int = 0
-    """k: passing samples (1 or 0 for an unrepeated eval)."""
-    samples: int = 1
-    """n: samples taken."""
-    pass_rate_low: float = 0.0
-    """Wilson 95 % interval of the pass rate."""
-    pass_rate_high: float = 1.0
-    flaky: bool = False
     turn_of_pass: dict[str, int] = Field(default_factory=dict)
     """Samples per turn they passed on; the others under `fail`."""
 
 
-class EvalComparison(ReportModel):
+class EvalComparison(VerdictRow):
     suite_path: str
     name: str
     prompt: str
@@ -128,17 +104,10 @@ class EvalComparison(ReportModel):
     turns_delta: int | None
     error: str | None
     """Head error text, when the head eval errored."""
-    verdict: Verdict = Verdict.UNCHANGED
-    """Statistical verdict from both sides' samples (docs/statistics.md)."""
-    p_value: float | None = None
-    """Holm-adjusted one-sided p-value behind the verdict; None for new/removed."""
-    verdict_reason: str = ""
     pass_rate_change: float | None = None
     """Head pass rate − base pass rate."""
     turn_shift: float | None = None
     """Mean turn-of-pass of head − base over passing samples."""
-    flaky: bool = False
-    """The head passed on some samples and failed on others."""
 
 
 class Counts(ReportModel):
@@ -242,70 +211,6 @@ class Comparison(ReportModel):
         return self.totals.counts.errors
 
 
-# --- spend arithmetic -------------------------------------------------------------
-
-
-def _add(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a + b
-
-
-class Metered(Protocol):
-    """A result with model and judge usage and cost: an eval, a suite, a protocol case."""
-
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def cost_usd(self) -> float | None: ...
-    @property
-    def judge_usage(self) -> Usage: ...
-    @property
-    def judge_cost_usd(self) -> float | None: ...
-
-
-def spend_of(result: Metered) -> Spend:
-    usage = result.usage
-    return Spend(
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, tokens=usage.total,
-        cost_usd=result.cost_usd, judge_tokens=result.judge_usage.total,
-        judge_cost_usd=result.judge_cost_usd,
-        total_cost_usd=_add(result.cost_usd, result.judge_cost_usd),
-    )
-
-
-def add_spend(parts: Iterable[Spend]) -> Spend:
-    total = Spend()
-    for part in parts:
-        total = Spend(
-            input_tokens=total.input_tokens + part.input_tokens,
-            output_tokens=total.output_tokens + part.output_tokens,
-            tokens=total.tokens + part.tokens,
-            cost_usd=_add(total.cost_usd, part.cost_usd),
-            judge_tokens=total.judge_tokens + part.judge_tokens,
-            judge_cost_usd=_add(total.judge_cost_usd, part.judge_cost_usd),
-            total_cost_usd=_add(total.total_cost_usd, part.total_cost_usd),
-        )
-    return total
-
-
-def _cost_delta(base: float | None, head: float | None) -> float | None:
-    return None if base is None or head is None else head - base
-
-
-def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
-    """head − base; a missing side counts as zero (new: head, removed: −base)."""
-    base = base if base is not None else Spend()
-    head = head if head is not None else Spend()
-    return Spend(
-        input_tokens=head.input_tokens - base.input_tokens,
-        output_tokens=head.output_tokens - base.output_tokens,
-        tokens=head.tokens - base.tokens,
-        cost_usd=_cost_delta(base.cost_usd, head.cost_usd),
-        judge_tokens=head.judge_tokens - base.judge_tokens,
-        judge_cost_usd=_cost_delta(base.judge_cost_usd, head.judge_cost_usd),
-        total_cost_usd=_cost_delta(base.total_cost_usd, head.total_cost_usd),
-    )
-
-
 # --- evals ------------------------------------------------------------------------
 
 
@@ -318,13 +223,10 @@ def outcomes_of(result: EvalResult) -> list[int | None]:
 
 def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
-    passes = sum(o is not None for o in outcomes)
-    low, high = wilson_interval(passes, len(outcomes))
     return EvalSide(
         **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
-        passes=passes, samples=len(outcomes), pass_rate_low=round(low, 6),
-        pass_rate_high=round(high, 6), flaky=0 < passes < len(outcomes),
+        **sample_stats([o is not None for o in outcomes]),
         turn_of_pass=turn_distribution(outcomes),
     )
 
@@ -335,28 +237,32 @@ def side_outcomes(side: EvalSide) -> list[int | None]:
             for key, count in side.turn_of_pass.items() for _ in range(count)]
 
 
-def with_verdicts(suites: list[SuiteComparison],
-                  settings: VerdictSettings = DEFAULT_SETTINGS) -> list[SuiteComparison]:
-    """Every eval's verdict, decided for all evals together (multiplicity), and the
-    suites' counts again."""
-    items = [item for suite in suites for item in suite.evals]
-    evidence = [
-        outcome_evidence(side_outcomes(i.base), side_outcomes(i.head), settings)
-        if i.base is not None and i.head is not None else missing_evidence(i.base is not None)
-        for i in items
-    ]
-    decided = iter(zip(evidence, decide(evidence, settings), strict=True))
+def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETTINGS
+                  ) -> Evidence:
+    if item.base is None or item.head is None:
+        return missing_evidence(item.base is not None)
+    return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings)
+
+
+def suites_evidence(suites: Sequence[SuiteComparison],
+                    settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
+    return [eval_evidence(item, settings) for suite in suites for item in suite.evals]
+
+
+def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
+                   decisions: Sequence[Decision]) -> list[SuiteComparison]:
+    """Every eval with its decided verdict (in `suites_evidence` order), and the suites'
+    counts again."""
+    decided = iter(zip(evidence, decisions, strict=True))
     updated = []
     for suite in suites:
         evals = []
         for item in suite.evals:
             found, decision = next(decided)
             evals.append(item.model_copy(update={
-                "verdict": decision.verdict,
-                "p_value": None if decision.p_value is None else round(decision.p_value, 6),
-                "verdict_reason": decision.reason,
-                "pass_rate_change": _rounded(found.rate_change),
-                "turn_shift": _rounded(found.turn_shift),
+                **verdict_fields(decision),
+                "pass_rate_change": rounded(found.rate_change),
+                "turn_shift": rounded(found.turn_shift),
                 "flaky": item.head is not None and item.head.flaky,
             }))
         totals = suite.totals.model_copy(update={"counts": count(evals)})
@@ -364,8 +270,12 @@ def with_verdicts(suites: list[SuiteComparison],
     return updated
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+def with_verdicts(suites: list[SuiteComparison],
+                  settings: VerdictSettings = DEFAULT_SETTINGS) -> list[SuiteComparison]:
+    """Every eval's verdict, decided for all evals together (multiplicity)."""
+    evidence = suites_evidence(suites, settings)
+    [decisions] = decide_groups([evidence], settings)
+    return with_decisions(suites, evidence, decisions)
 
 
 def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
@@ -452,13 +362,12 @@ def _take(candidates: list[EvalResult], key: MatchKey, wanted: EvalResult) -> Ev
 
 
 def count(evals: Iterable[EvalComparison]) -> Counts:
-    counts = Counts()
+    evals = list(evals)
+    counts = Counts(verdicts=verdict_counts(evals))
     for comparison in evals:
         field = comparison.transition.value.replace(" ", "_")
         setattr(counts, field, getattr(counts, field) + 1)
         counts.regressions += comparison.regression
-        tier = comparison.verdict.value
-        counts.verdicts[tier] = counts.verdicts.get(tier, 0) + 1
         if comparison.head is not None:
             counts.flaky += comparison.head.flaky
             counts.evals += 1
@@ -477,46 +386,12 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
     base_spend = spend_of(base) if base is not None else None
     head_spend = spend_of(head) if head is not None else None
     return SuiteComparison(
-        path=shown.path, previous_path=_previous_path(base, head),
-        state=_suite_state(base, head), name=shown.name, model=shown.model,
+        path=shown.path, previous_path=previous_path(base, head),
+        state=state_of(base, head), name=shown.name, model=shown.model,
         deleted_in_pr=deleted_in_pr and head is None, evals=evals,
         totals=Summary(base=base_spend, head=head_spend,
                        delta=spend_delta(base_spend, head_spend), counts=count(evals)),
     )
-
-
-def _previous_path(base: SuiteResult | None, head: SuiteResult | None) -> str | None:
-    if base is None or head is None or base.path == head.path:
-        return None
-    return base.path
-
-
-def _suite_state(base: SuiteResult | None, head: SuiteResult | None) -> SuiteState:
-    if base is None:
-        return SuiteState.NEW
-    if head is None:
-        return SuiteState.REMOVED
-    return SuiteState.CHANGED if base.path == head.path else SuiteState.RENAMED
-
-
-SuitePair = tuple[SuiteResult | None, SuiteResult | None]
-
-
-def pair_suites(base: Sequence[SuiteResult], head: Sequence[SuiteResult],
-                renames: Mapping[str, str]) -> list[SuitePair]:
-    """Head suites in order with their base (by path, through `renames`), then removed ones."""
-    unmatched = {suite.path: suite for suite in base}
-    # Renamed suites claim their old path first, so a new file there cannot take it.
-    matches = {
-        suite.path: unmatched.pop(renames[suite.path], None)
-        for suite in head if suite.path in renames
-    }
-    pairs: list[SuitePair] = [
-        (matches[suite.path] if suite.path in matches else unmatched.pop(suite.path, None), suite)
-        for suite in head
-    ]
-    pairs.extend((suite, None) for suite in unmatched.values())
-    return pairs
 
 
 # --- cost alert -------------------------------------------------------------------
@@ -603,15 +478,19 @@ def compare_reports(
     PR deleted (it only sets `deleted_in_pr`: any base suite missing from head is removed).
     """
     deleted = set(removed)
-    suites = with_verdicts([
+    suites = [
         compare_suites(b, h, deleted_in_pr=b is not None and b.path in deleted)
-        for b, h in pair_suites(base.suites if base else [], head.suites, renames)
-    ], verdict_settings)
-    totals = _totals(suites, has_base=base is not None)
-    from turncheck.compare.protocol import compare_protocols, with_protocol_spend
-
-    protocols = compare_protocols(base, head, renames=renames, removed=deleted)
-    totals = with_protocol_spend(totals, protocols)
+        for b, h in pair_by_path(base.suites if base else [], head.suites, renames)
+    ]
+    protocols = compare_protocols(base, head, renames=renames)
+    # One family for multiplicity: every eval and every protocol case of the PR.
+    evidence = suites_evidence(suites, verdict_settings)
+    case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
+    decided, case_decided = decide_groups([evidence, case_evidence], verdict_settings)
+    suites = with_decisions(suites, evidence, decided)
+    if protocols is not None:
+        protocols = protocols.with_decisions(case_evidence, case_decided)
+    totals = with_protocol_spend(_totals(suites, has_base=base is not None), protocols)
     percent, alert = _cost_change(totals, thresholds)
     return Comparison(
         base_commit=base.commit if base else None, head_commit=head.commit,
@@ -646,5 +525,14 @@ def _cost_change(totals: Summary, thresholds: CostThresholds
     return _percent(base_cost, head_cost), cost_alert(base_cost, head_cost, thresholds)
 
 
-# Protocol comparisons build on the models above; that module completes `Comparison`.
-import turncheck.compare.protocol  # noqa: E402, F401
+
+def with_protocol_spend(totals: Summary, protocols: ProtocolComparison | None) -> Summary:
+    """`totals` with the protocol suites' tokens and cost added (counts are the evals')."""
+    if protocols is None:
+        return totals
+    base = None if totals.base is None else add_spend(
+        [totals.base, *([protocols.base] if protocols.base else [])]
+    )
+    head = add_spend([*([totals.head] if totals.head else []),
+                      *([protocols.head] if protocols.head else [])])
+    return Summary(base=base, head=head, delta=spend_delta(base, head), counts=totals.counts)

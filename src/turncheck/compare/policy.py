@@ -1,9 +1,10 @@
 """The `fail-on` policy: which findings fail the check (and the CLI's exit code).
 
-`regression` fails on evals whose statistical verdict is `regression` only;
-`likely-regression` also on `likely-regression` (which includes a worse result
-on a single sample per side — the pre-statistics behaviour); `flaky` on head
-evals that passed on some samples and failed on others (docs/statistics.md).
+`regression` fails on evals and protocol cases whose statistical verdict is
+`regression` only; `likely-regression` also on `likely-regression` (which includes a
+worse result on a single sample per side — the pre-statistics behaviour); `flaky` on
+head evals and cases that passed on some samples and failed on others
+(docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -64,12 +65,14 @@ def fail_reasons(
         reasons.append(f"{errors} validation error(s)")
     if FailOn.FAILURE in conditions and (comparison.failed or comparison.errors):
         reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
-    reasons += _verdict_reasons(comparison, conditions)
+    counts = comparison.totals.counts
+    reasons += _verdict_reasons(counts.verdicts, counts.flaky, conditions, "eval")
     protocol = comparison.protocols.counts if comparison.protocols is not None else None
     if FailOn.FAILURE in conditions and protocol and (protocol.failed or protocol.errors):
         reasons.append(f"{protocol.failed} failed and {protocol.errors} errored protocol case(s)")
-    if _any_regression(conditions) and protocol and protocol.regressions:
-        reasons.append(f"{protocol.regressions} protocol case regression(s) against base")
+    if protocol is not None:
+        reasons += _verdict_reasons(protocol.verdicts, protocol.flaky, conditions,
+                                    "protocol case")
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
     if FailOn.CALIBRATION in conditions:
@@ -81,16 +84,17 @@ def _any_regression(conditions: tuple[FailOn, ...] | set[FailOn]) -> bool:
     return FailOn.REGRESSION in conditions or FailOn.LIKELY_REGRESSION in conditions
 
 
-def _verdict_reasons(comparison: Comparison,
-                     conditions: tuple[FailOn, ...] | set[FailOn]) -> list[str]:
+def _verdict_reasons(verdicts: dict[str, int], flaky: int,
+                     conditions: tuple[FailOn, ...] | set[FailOn], kind: str) -> list[str]:
+    """The verdict conditions for one kind of row (evals, protocol cases)."""
     reasons = []
-    proven = comparison.verdict_count(Verdict.REGRESSION)
-    likely = comparison.verdict_count(Verdict.LIKELY_REGRESSION)
+    proven = verdicts.get(Verdict.REGRESSION.value, 0)
+    likely = verdicts.get(Verdict.LIKELY_REGRESSION.value, 0)
+    label = "" if kind == "eval" else f" {kind}"
     if _any_regression(conditions) and proven:
-        reasons.append(f"{proven} regression(s) against base")
+        reasons.append(f"{proven}{label} regression(s) against base")
     if FailOn.LIKELY_REGRESSION in conditions and likely:
-        reasons.append(f"{likely} likely regression(s) against base")
-    flaky = comparison.totals.counts.flaky
+        reasons.append(f"{likely}{label} likely regression(s) against base")
     if FailOn.FLAKY in conditions and flaky:
-        reasons.append(f"{flaky} flaky eval(s) (passed on some samples, failed on others)")
+        reasons.append(f"{flaky} flaky {kind}(s) (passed on some samples, failed on others)")
     return reasons

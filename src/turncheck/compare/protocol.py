@@ -4,30 +4,45 @@ Suites pair by path (through `renames`), cases by id, turns by id. Deltas are
 head − base, None when either side has no score. A case's transition is that of
 an eval without turns: `fixed`, `broken` (a regression), `still failing`,
 `unchanged` (pass both times; its scores may still move), `new`, `removed`.
+Each case also gets a statistical `verdict` from its samples' weighted scores on both
+sides (the clustered permutation test, `turncheck.stats.verdicts.score_evidence`),
+decided together with the evals of the same comparison (docs/statistics.md).
 Protocol spend is added to the comparison's totals (and so to the cost alert)
 by `compare_reports`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
-from turncheck.compare.comparison import (
-    Comparison,
-    Spend,
+from turncheck.compare.rows import (
+    SampleSide,
     SuiteState,
-    Summary,
     Transition,
-    add_spend,
-    spend_delta,
-    spend_of,
+    VerdictRow,
+    pair_by_path,
+    previous_path,
+    rounded,
+    sample_stats,
+    state_of,
+    verdict_counts,
+    verdict_fields,
 )
+from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spend_or_none
 from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import Report, Status
+from turncheck.stats.verdicts import (
+    DEFAULT_SETTINGS,
+    Decision,
+    Evidence,
+    VerdictSettings,
+    missing_evidence,
+    score_evidence,
+)
 
 AGGREGATES = ("interactive_reasoning", "final_f1", "self_correction")
 SUITE_AGGREGATES = (*AGGREGATES, "meta_cognition")
@@ -49,20 +64,33 @@ class TurnScoreComparison(ScoreChange):
     """Head cost of this turn (model and judge)."""
 
 
-class CaseComparison(ReportModel):
+class CaseSide(SampleSide):
+    """One protocol case's result on one side."""
+
+    status: Status | None = None
+    mean_score: float | None = None
+    """Mean of the samples' weighted scores (a sample without a score counts as 0)."""
+    scores: list[float] = Field(default_factory=list)
+    """Each sample's weighted score, as the verdict's test sees it."""
+
+
+class CaseComparison(VerdictRow):
     id: str
     transition: Transition
     regression: bool
+    """Broken: passed at base, not at head (the pre-statistics label)."""
     base_status: Status | None
     head_status: Status | None
     turns: list[TurnScoreComparison] = Field(default_factory=list)
     aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
-    base: Spend | None = None
-    head: Spend | None = None
+    base: CaseSide | None = None
+    head: CaseSide | None = None
     delta: Spend = Field(default_factory=Spend)
     error: str | None = None
     """Head error, when the head case errored."""
     line: int | None = None
+    score_change: float | None = None
+    """Head − base mean weighted score."""
 
 
 class ProtocolCounts(ReportModel):
@@ -78,6 +106,11 @@ class ProtocolCounts(ReportModel):
     new: int = 0
     removed: int = 0
     regressions: int = 0
+    """Transition regressions (broken): the pre-statistics count."""
+    verdicts: dict[str, int] = Field(default_factory=dict)
+    """Cases per statistical verdict tier."""
+    flaky: int = 0
+    """Head cases that passed on some samples and failed on others."""
 
 
 class ProtocolSuiteComparison(ReportModel):
@@ -103,6 +136,25 @@ class ProtocolComparison(ReportModel):
     base: Spend | None = None
     head: Spend | None = None
     delta: Spend = Field(default_factory=Spend)
+
+    def with_decisions(self, evidence: Sequence[Evidence], decisions: Sequence[Decision]
+                       ) -> ProtocolComparison:
+        """Every case with its decided verdict (in `protocol_evidence` order), and the
+        counts again."""
+        decided = iter(zip(evidence, decisions, strict=True))
+        suites = []
+        for suite in self.suites:
+            cases = [_decided(case, *next(decided)) for case in suite.cases]
+            suites.append(suite.model_copy(update={"cases": cases, "counts": _count(cases)}))
+        return self.model_copy(update={"suites": suites,
+                                       "counts": _sum_counts([s.counts for s in suites])})
+
+
+def _decided(case: CaseComparison, evidence: Evidence, decision: Decision) -> CaseComparison:
+    return case.model_copy(update={
+        **verdict_fields(decision), "score_change": rounded(evidence.rate_change),
+        "flaky": case.head is not None and case.head.flaky,
+    })
 
 
 # -- arithmetic ----------------------------------------------------------------------
@@ -149,13 +201,44 @@ def _turns(base: CaseResult | None, head: CaseResult | None,
     return rows
 
 
+def sample_scores(case: CaseResult) -> list[float]:
+    """Each sample's weighted score; a sample that ended without one (an error) counts as
+    0, the worst score, as a failed eval sample ranks after every turn."""
+    return [0.0 if score is None else score for score in case.scores]
+
+
+def case_side(case: CaseResult) -> CaseSide:
+    scores = sample_scores(case)
+    statuses = [s.status for s in case.samples] or [case.status]
+    return CaseSide(
+        **spend_of(case).model_dump(), **sample_stats([s is Status.PASS for s in statuses]),
+        status=case.status, mean_score=rounded(sum(scores) / len(scores)),
+        scores=[round(score, 6) for score in scores],
+    )
+
+
+def case_evidence(case: CaseComparison, settings: VerdictSettings = DEFAULT_SETTINGS
+                  ) -> Evidence:
+    """Score evidence for one case: its own cluster of samples on each side. A base that
+    passes less often than `min_base_rate` is too unreliable to judge against."""
+    if case.base is None or case.head is None:
+        return missing_evidence(case.base is not None)
+    unreliable = case.base.passes / case.base.samples < settings.min_base_rate - 1e-9
+    return score_evidence([case.base.scores], [case.head.scores], unreliable, settings)
+
+
+def protocol_evidence(comparison: ProtocolComparison,
+                      settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
+    return [case_evidence(c, settings) for suite in comparison.suites for c in suite.cases]
+
+
 def compare_cases(base: CaseResult | None, head: CaseResult | None,
                   turn_ids: Sequence[str]) -> CaseComparison:
     shown = head if head is not None else base
     assert shown is not None, "a case comparison needs at least one side"
     transition = case_transition(base, head)
-    base_spend = spend_of(base) if base is not None else None
-    head_spend = spend_of(head) if head is not None else None
+    base_spend = case_side(base) if base is not None else None
+    head_spend = case_side(head) if head is not None else None
     return CaseComparison(
         id=shown.id, transition=transition, regression=transition is Transition.BROKEN,
         base_status=base.status if base else None, head_status=head.status if head else None,
@@ -171,13 +254,14 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
 
 
 def _count(cases: Sequence[CaseComparison]) -> ProtocolCounts:
-    counts = ProtocolCounts()
+    counts = ProtocolCounts(verdicts=verdict_counts(cases))
     for case in cases:
         name = case.transition.value.replace(" ", "_")
         if hasattr(counts, name):
             setattr(counts, name, getattr(counts, name) + 1)
         counts.regressions += case.regression
         if case.head_status is not None:
+            counts.flaky += case.flaky
             counts.cases += 1
             counts.passed += case.head_status is Status.PASS
             counts.failed += case.head_status is Status.FAIL
@@ -189,7 +273,10 @@ def _sum_counts(parts: Sequence[ProtocolCounts]) -> ProtocolCounts:
     total = ProtocolCounts()
     for part in parts:
         for name in ProtocolCounts.model_fields:
-            setattr(total, name, getattr(total, name) + getattr(part, name))
+            if name != "verdicts":
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+        for tier, number in part.verdicts.items():
+            total.verdicts[tier] = total.verdicts.get(tier, 0) + number
     return total
 
 
@@ -211,15 +298,10 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
     after_ids = {c.id for c in head.cases} if head else set()
     cases = [compare_cases(before.get(c.id), c, turn_ids) for c in (head.cases if head else [])]
     cases += [compare_cases(c, None, turn_ids) for c in before.values() if c.id not in after_ids]
-    base_spend = spend_of(base) if base is not None else None
-    head_spend = spend_of(head) if head is not None else None
-    state = SuiteState.NEW if base is None else SuiteState.REMOVED if head is None else (
-        SuiteState.CHANGED if base.path == head.path else SuiteState.RENAMED
-    )
+    base_spend, head_spend = spend_or_none(base), spend_or_none(head)
     return ProtocolSuiteComparison(
-        path=shown.path,
-        previous_path=base.path if base and head and base.path != head.path else None,
-        state=state, name=shown.name, model=shown.model, pass_threshold=shown.pass_threshold,
+        path=shown.path, previous_path=previous_path(base, head), state=state_of(base, head),
+        name=shown.name, model=shown.model, pass_threshold=shown.pass_threshold,
         turn_ids=turn_ids, cases=cases,
         aggregates={
             name: change(getattr(base.aggregates, name) if base else None,
@@ -232,31 +314,15 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
     )
 
 
-Pair = tuple[ProtocolSuiteResult | None, ProtocolSuiteResult | None]
-
-
-def pair_protocols(base: Sequence[ProtocolSuiteResult], head: Sequence[ProtocolSuiteResult],
-                   renames: Mapping[str, str]) -> list[Pair]:
-    """Head suites in order with their base (by path, through `renames`), then removed ones."""
-    unmatched = {suite.path: suite for suite in base}
-    claimed = {s.path: unmatched.pop(renames[s.path], None) for s in head if s.path in renames}
-    pairs: list[Pair] = [
-        (claimed[s.path] if s.path in claimed else unmatched.pop(s.path, None), s) for s in head
-    ]
-    pairs.extend((suite, None) for suite in unmatched.values())
-    return pairs
-
-
 def compare_protocols(base: Report | None, head: Report, *,
-                      renames: Mapping[str, str] | None = None,
-                      removed: Collection[str] = ()) -> ProtocolComparison | None:
-    """None when neither report has a protocol suite. (`removed` is accepted for symmetry
-    with evals; any base suite missing from head is removed.)"""
+                      renames: Mapping[str, str] | None = None) -> ProtocolComparison | None:
+    """None when neither report has a protocol suite; any base suite missing from head is
+    removed. Verdicts are decided afterwards (`ProtocolComparison.with_decisions`)."""
     base_suites = base.protocols if base is not None else []
     if not base_suites and not head.protocols:
         return None
     suites = [compare_protocol_suites(b, h)
-              for b, h in pair_protocols(base_suites, head.protocols, renames or {})]
+              for b, h in pair_by_path(base_suites, head.protocols, renames or {})]
     bases = [s.base for s in suites if s.base is not None]
     heads = [s.head for s in suites if s.head is not None]
     base_total = add_spend(bases) if base is not None else None
@@ -265,18 +331,3 @@ def compare_protocols(base: Report | None, head: Report, *,
         suites=suites, counts=_sum_counts([s.counts for s in suites]), base=base_total,
         head=head_total, delta=spend_delta(base_total, head_total),
     )
-
-
-def with_protocol_spend(totals: Summary, protocols: ProtocolComparison | None) -> Summary:
-    """`totals` with the protocol suites' tokens and cost added (counts are the evals')."""
-    if protocols is None:
-        return totals
-    base = None if totals.base is None else add_spend(
-        [totals.base, *([protocols.base] if protocols.base else [])]
-    )
-    head = add_spend([*([totals.head] if totals.head else []),
-                      *([protocols.head] if protocols.head else [])])
-    return Summary(base=base, head=head, delta=spend_delta(base, head), counts=totals.counts)
-
-
-Comparison.model_rebuild(_types_namespace={"ProtocolComparison": ProtocolComparison})

@@ -69,12 +69,12 @@ from turncheck.providers.factory import select_provider
 ExpectedSource = Literal["history", "guess"]
 
 
-def planned_samples(suite: Suite, override: int | None = None) -> int:
-    """How many times each eval of `suite` runs in one live run (its repeats).
+def planned_samples(suite: Suite | ProtocolSuite, override: int | None = None) -> int:
+    """How many times each eval (or protocol case) of `suite` runs in one live run.
 
     The single place estimates (and so budgets' worst cases) learn the repeat count:
-    `override` is the command line's `--repeat`, else the suite's `repeat: N`. Returns 1
-    until repeats exist; the repeats work wires both here."""
+    `override` is the command line's `--repeat`, else the suite's `repeat: N`
+    (`repeat: auto` counts one look here)."""
     if override is not None:
         return max(1, override)
     repeat = getattr(suite.metadata, "repeat", None)
@@ -429,7 +429,7 @@ def _scorer_calls(kind: str, spec: object, context: int, models: _Models,
 
 def estimate_protocol(
     suite_file: SuiteFile, protocol: ProtocolSuite, pricer: Pricer, history: Report | None, *,
-    provider: str | None = None, base_url: str | None = None,
+    provider: str | None = None, base_url: str | None = None, repeat: int | None = None,
 ) -> SuiteEstimate:
     models = _models(protocol.metadata, provider, base_url)
     max_out = protocol.metadata.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
@@ -446,7 +446,10 @@ def estimate_protocol(
     known = {} if past is None else {c.id: c for c in past.cases}
     expected = Figures()
     for case in protocol.cases:
-        seen = known.get(case.id)
+        found_case = known.get(case.id)
+        # One sample's figures: a repeated case in the history sums all of its samples.
+        seen = found_case.samples[0] if found_case is not None and found_case.samples \
+            else found_case
         if seen is not None:
             expected += Figures(
                 usage=seen.usage, cost_usd=pricer.cost(seen.usage, models.model,
@@ -458,10 +461,12 @@ def estimate_protocol(
             expected += Figures(usage=guess,
                                 cost_usd=pricer.cost(guess, models.model, models.model_price))
     found = sum(case.id in known for case in protocol.cases)
+    samples = planned_samples(protocol, repeat)
     return SuiteEstimate(
         kind="protocol", path=suite_file.path, name=protocol.metadata.name,
-        model=protocol.metadata.model, evals=len(protocol.cases), samples=1,
-        worst=worst, expected=expected, expected_source="history" if found else "guess",
+        model=protocol.metadata.model, evals=len(protocol.cases), samples=samples,
+        worst=worst.times(samples), expected=expected.times(samples),
+        expected_source="history" if found else "guess",
         evals_from_history=found, tokens_exact=counted_exactly(models.model),
         max_output_tokens=max_out,
         max_output_tokens_default=protocol.metadata.max_output_tokens is None,
@@ -483,7 +488,7 @@ def estimate(
               for f in sample_files)
     suites += [entry for entry in graded if entry is not None]
     suites += [estimate_protocol(f, f.protocol, pricer, history, provider=provider,
-                                 base_url=base_url)
+                                 base_url=base_url, repeat=repeat)
                for f in suite_files if f.protocol is not None]
     not_estimated: list[str] = []
     return Estimate(

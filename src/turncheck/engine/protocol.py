@@ -6,7 +6,8 @@ turn: pick the variant (the first whose `when` holds, else the default), render
 its prompt with the case and the earlier turns, call the model, extract names
 from the response, run every scorer. Then the case's aggregates, then the
 suite's. Whatever happens inside a case, it ends with a status, so one case's
-error never stops another.
+error never stops another. With `repeat`, each case takes several samples (independent
+conversations), through the same machinery as evals (`engine/repeats.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -35,6 +36,7 @@ from turncheck.engine.protocol_report import (
     ScorerResult,
     TurnSummary,
 )
+from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
 from turncheck.engine.report import Status, StatusReason, Usage
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
@@ -162,9 +164,12 @@ class _ProtocolRun:
         session: SuiteSession,
         settings: RunSettings,
         pricer: Pricer,
+        limits: Sequence[asyncio.Semaphore] = (),
     ) -> None:
         self.file = suite_file
         self.protocol = protocol
+        self.plan = plan_for(protocol.metadata, settings.repeat)
+        self.limits = limits
         self.session = session
         self.pricer = pricer
         self.variables = {**(protocol.metadata.vars or {}), **settings.variables}
@@ -230,6 +235,13 @@ class _ProtocolRun:
     # -- a case ------------------------------------------------------------------------
 
     async def run_case(self, case: Case) -> CaseResult:
+        """All samples of the case, each holding the run's limits while it runs."""
+        samples = await run_samples(self.plan, self.limits, partial(self.run_sample, case),
+                                    partial(self.interrupted, case), case_outcome)
+        return combine_cases(samples, self.plan, self.protocol.metadata.seed)
+
+    async def run_sample(self, case: Case) -> CaseResult:
+        """One conversation of the case."""
         state = _CaseState()
         try:
             state.messages = self.system_prompt()
@@ -440,7 +452,9 @@ def suite_aggregates(cases: list[CaseResult]) -> ProtocolAggregates:
 def _turn_summaries(protocol: ProtocolSuite, cases: list[CaseResult]) -> list[TurnSummary]:
     summaries = []
     for turn in protocol.turns:
-        ran = [t for c in cases for t in c.turns if t.id == turn.id]
+        conversations = [s.turns for c in cases for s in c.samples] + [
+            c.turns for c in cases if not c.samples]
+        ran = [t for turns in conversations for t in turns if t.id == turn.id]
         variants: dict[str, int] = {}
         for t in ran:
             if t.variant is not None:
@@ -487,10 +501,11 @@ async def run_protocol(
         suite_file.source, protocol, settings.mode, settings.provider, settings.base_url,
         settings.env, settings.session, settings.variables,
     )
-    run = _ProtocolRun(suite_file, protocol, session, settings, pricer)
     threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))
+    # Limits are held per sample (`_ProtocolRun.run_case`), so repeats share them fairly.
+    run = _ProtocolRun(suite_file, protocol, session, settings, pricer, [threads, limit])
     so_far = protocol_result(suite_file, protocol, session, [])
     notify = None if on_case is None else partial(on_case, so_far)
-    results = await run_then_close(session, protocol.cases, run.run_case, [threads, limit], notify,
+    results = await run_then_close(session, protocol.cases, run.run_case, [], notify,
                                    run.interrupted)
     return protocol_result(suite_file, protocol, session, results), session.live_tokens

@@ -11,6 +11,7 @@ from pydantic import Field
 from turncheck.engine.model import ReportModel
 from turncheck.engine.report import (
     CheckResult,
+    RepeatSummary,
     Report,
     Status,
     StatusReason,
@@ -111,10 +112,29 @@ class CaseAggregates(ReportModel):
     self_assessment_actual: float | None = None
 
 
+class CaseSample(ReportModel):
+    """One sample of a repeated protocol case: an independent conversation."""
+
+    index: int
+    seed: int | None = None
+    status: Status
+    score: float | None
+    """The sample's weighted score (its interactive reasoning); None when it has none."""
+    error: str | None = None
+    reason: StatusReason | None = None
+    aggregates: CaseAggregates = Field(default_factory=CaseAggregates)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = 0.0
+    turns: list[ProtocolTurn] = Field(default_factory=list)
+
+
 class CaseResult(ReportModel):
     id: str
     status: Status
-    """`pass`/`fail` against `pass_threshold` (every complete case passes without one)."""
+    """`pass`/`fail` against `pass_threshold` (every complete case passes without one);
+    for a repeated case, by the samples' `min_pass` rule (docs/statistics.md)."""
     error: str | None = None
     turns: list[ProtocolTurn] = Field(default_factory=list)
     aggregates: CaseAggregates = Field(default_factory=CaseAggregates)
@@ -125,6 +145,18 @@ class CaseResult(ReportModel):
     line: int = 1
     """Line of the case in the suite file (or in its cases file)."""
     reason: StatusReason | None = None
+    repeats: RepeatSummary | None = None
+    """Set when the case took more than one sample (or `repeat: auto`); its
+    `aggregates` are then means over the samples, its `turns` the first sample's."""
+    samples: list[CaseSample] = Field(default_factory=list)
+    """Every sample, when repeated: the case's score distribution."""
+
+    @property
+    def scores(self) -> list[float | None]:
+        """Each sample's weighted score (the one score of an unrepeated case)."""
+        if not self.samples:
+            return [self.aggregates.interactive_reasoning]
+        return [s.score for s in self.samples]
 
 
 class TurnSummary(ReportModel):

@@ -1,11 +1,13 @@
-"""Repeated samples of one case: how many to take, and what they add up to.
+"""Repeated samples of one case (an eval or a protocol case): how many to take, and
+what they add up to. Written once for both kinds; only "how one sample runs" and the
+per-kind sample model differ.
 
 Each sample is an independent conversation with its own index; provider calls
 made while it runs are keyed by that index in the cassette (`use_sample`), and
 with a fixed `seed` sample i sends `seed + i` so samples differ. `repeat: auto`
 takes samples in looks (`turncheck.stats.adaptive`).
 
-An eval's status from its samples (`min_pass`, default: every sample): pass
+A case's status from its samples (`min_pass`, default: every sample): pass
 when at least `min_pass` samples passed (capped at the samples taken);
 otherwise error if any sample errored, else fail.
 """
@@ -14,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
+from turncheck.engine.interruption import STOP
 from turncheck.engine.pricing import add_costs
+from turncheck.engine.protocol_report import CaseResult, CaseSample
 from turncheck.engine.report import (
     EvalResult,
     RepeatSummary,
@@ -32,6 +37,7 @@ from turncheck.stats.adaptive import more_samples
 from turncheck.stats.rates import summarize_passes, turn_distribution
 
 RepeatSetting = int | Literal["auto"]
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -70,22 +76,99 @@ def outcome_of(result: EvalResult | SampleResult) -> Outcome:
     return result.passed_on_turn if result.status is Status.PASS else None
 
 
-async def take_samples(plan: RepeatPlan,
-                       run_one: Callable[[int], Awaitable[EvalResult]]) -> list[EvalResult]:
+def case_outcome(result: CaseResult | CaseSample) -> Hashable:
+    """What must agree across a protocol case's samples for `repeat: auto` to stop early:
+    its status and its score."""
+    score = result.aggregates.interactive_reasoning
+    return result.status, None if score is None else round(score, 6)
+
+
+async def take_samples(plan: RepeatPlan, run_one: Callable[[int], Awaitable[Result]],
+                       outcome: Callable[[Result], Hashable]) -> list[Result]:
     """Run the plan's samples (concurrently within a look), in index order."""
 
-    async def one(index: int) -> EvalResult:
+    async def one(index: int) -> Result:
         use_sample(index)  # this task's context only
         return await run_one(index)
 
-    results: list[EvalResult] = []
+    results: list[Result] = []
     while True:
         wanted = (plan.fixed - len(results) if plan.fixed is not None
-                  else more_samples([outcome_of(r) for r in results], plan.max_repeat))
+                  else more_samples([outcome(r) for r in results], plan.max_repeat))
         if wanted <= 0:
             return results
         start = len(results)
         results += await asyncio.gather(*(one(i) for i in range(start, start + wanted)))
+
+
+async def run_samples(plan: RepeatPlan, limits: Sequence[asyncio.Semaphore],
+                      run_one: Callable[[], Awaitable[Result]], interrupted: Callable[[], Result],
+                      outcome: Callable[[Result], Hashable]) -> list[Result]:
+    """The plan's samples, each holding every limit (in order) while it runs, so repeats
+    share the run's concurrency fairly; once stopping, no new conversation starts."""
+
+    async def sample(index: int) -> Result:
+        async with AsyncExitStack() as held:
+            for limit in limits:
+                await held.enter_async_context(limit)
+            if STOP.requested:
+                return interrupted()
+            return await run_one()
+
+    return await take_samples(plan, sample, outcome)
+
+
+class _Sampled(Protocol):
+    @property
+    def status(self) -> Status: ...
+
+
+class _Metered(Protocol):
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def judge_usage(self) -> Usage: ...
+    @property
+    def judge_cost_usd(self) -> float | None: ...
+
+
+def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
+    needed = min(min_pass or len(samples), len(samples))
+    if sum(s.status is Status.PASS for s in samples) >= needed:
+        return Status.PASS
+    return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
+
+
+def spend_totals(samples: Sequence[_Metered]) -> dict[str, Usage | float | None]:
+    """Usage and cost (model and judge) summed over samples (or turns, or cases)."""
+    return {
+        "usage": sum((s.usage for s in samples), Usage()),
+        "cost_usd": add_costs([s.cost_usd for s in samples]),
+        "judge_usage": sum((s.judge_usage for s in samples), Usage()),
+        "judge_cost_usd": add_costs([s.judge_cost_usd for s in samples]),
+    }
+
+
+def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
+              turns: Sequence[Outcome] | None = None) -> RepeatSummary:
+    """k, n, the Wilson interval, pass^n, pass@n, flakiness and the adaptive figures;
+    the turn-of-pass distribution from `turns` (evals only)."""
+    rates = summarize_passes([s.status is Status.PASS for s in samples])
+    return RepeatSummary(
+        passes=rates.passes, samples=rates.samples,
+        pass_rate=None if rates.rate is None else round(rates.rate, 6),
+        pass_rate_low=round(rates.low, 6), pass_rate_high=round(rates.high, 6),
+        pass_hat_n=rates.pass_all, pass_at_n=rates.pass_any, flaky=rates.flaky,
+        turn_of_pass={} if turns is None else turn_distribution(turns),
+        min_pass=min(plan.min_pass or len(samples), len(samples)),
+        adaptive=plan.fixed is None, max_repeat=plan.max_repeat,
+        samples_saved=max(0, plan.max_repeat - len(samples)),
+    )
+
+
+# -- evals -------------------------------------------------------------------------------
 
 
 def _sample(index: int, result: EvalResult, seed: int | None) -> SampleResult:
@@ -97,28 +180,6 @@ def _sample(index: int, result: EvalResult, seed: int | None) -> SampleResult:
     )
 
 
-def status_of(samples: Sequence[SampleResult], min_pass: int | None) -> Status:
-    needed = min(min_pass or len(samples), len(samples))
-    if sum(s.status is Status.PASS for s in samples) >= needed:
-        return Status.PASS
-    return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
-
-
-def summarize(samples: Sequence[SampleResult], plan: RepeatPlan) -> RepeatSummary:
-    outcomes = [outcome_of(s) for s in samples]
-    rates = summarize_passes([o is not None for o in outcomes])
-    return RepeatSummary(
-        passes=rates.passes, samples=rates.samples,
-        pass_rate=None if rates.rate is None else round(rates.rate, 6),
-        pass_rate_low=round(rates.low, 6), pass_rate_high=round(rates.high, 6),
-        pass_hat_n=rates.pass_all, pass_at_n=rates.pass_any, flaky=rates.flaky,
-        turn_of_pass=turn_distribution(outcomes),
-        min_pass=min(plan.min_pass or len(samples), len(samples)),
-        adaptive=plan.fixed is None, max_repeat=plan.max_repeat,
-        samples_saved=max(0, plan.max_repeat - len(samples)),
-    )
-
-
 def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -> EvalResult:
     """One eval result from its samples; a single unrepeated sample is returned as is."""
     if not plan.repeated and len(results) == 1:
@@ -127,16 +188,51 @@ def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -
     status = status_of(samples, plan.min_pass)
     passing = sorted(s.passed_on_turn for s in samples
                      if s.status is Status.PASS and s.passed_on_turn is not None)
-    first = results[0]
-    return first.model_copy(update={
+    return results[0].model_copy(update={
         "status": status,
         "passed_on_turn": statistics.median_low(passing)
         if passing and status is Status.PASS else None,
         "error": next((s.error for s in samples if s.error), None),
-        "usage": sum((s.usage for s in samples), Usage()),
-        "cost_usd": add_costs([s.cost_usd for s in samples]),
-        "judge_usage": sum((s.judge_usage for s in samples), Usage()),
-        "judge_cost_usd": add_costs([s.judge_cost_usd for s in samples]),
+        **spend_totals(samples),
+        "repeats": summarize(samples, plan, [outcome_of(s) for s in samples]),
+        "samples": samples,
+    })
+
+
+# -- protocol cases ----------------------------------------------------------------------
+
+
+def _case_sample(index: int, result: CaseResult, seed: int | None) -> CaseSample:
+    return CaseSample(
+        index=index, seed=sample_seed(seed, index), status=result.status,
+        score=result.aggregates.interactive_reasoning, error=result.error,
+        reason=result.reason, aggregates=result.aggregates, usage=result.usage,
+        cost_usd=result.cost_usd, judge_usage=result.judge_usage,
+        judge_cost_usd=result.judge_cost_usd, turns=result.turns,
+    )
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def combine_cases(results: Sequence[CaseResult], plan: RepeatPlan,
+                  seed: int | None) -> CaseResult:
+    """One protocol case result from its samples (a single unrepeated one as is): the
+    status by the eval rule, each aggregate the mean over the samples that have it."""
+    if not plan.repeated and len(results) == 1:
+        return results[0]
+    samples = [_case_sample(i, r, seed) for i, r in enumerate(results)]
+    aggregates = results[0].aggregates.model_copy(update={
+        name: _mean([getattr(s.aggregates, name) for s in samples])
+        for name in type(results[0].aggregates).model_fields
+    })
+    return results[0].model_copy(update={
+        "status": status_of(samples, plan.min_pass),
+        "error": next((s.error for s in samples if s.error), None),
+        "aggregates": aggregates,
+        **spend_totals(samples),
         "repeats": summarize(samples, plan),
         "samples": samples,
     })

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -25,7 +24,7 @@ from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
-from turncheck.engine.repeats import RepeatSetting, combine, plan_for, take_samples
+from turncheck.engine.repeats import RepeatSetting, combine, outcome_of, plan_for, run_samples
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -122,16 +121,8 @@ class _SuiteRun:
 
     async def run_eval(self, evaluation: Eval) -> EvalResult:
         """All samples of the eval, each holding the run's limits while it runs."""
-
-        async def sample(index: int) -> EvalResult:
-            async with AsyncExitStack() as held:
-                for limit in self.limits:
-                    await held.enter_async_context(limit)
-                if STOP.requested:  # stopping: no new conversation starts
-                    return self.interrupted(evaluation)
-                return await self.run_sample(evaluation)
-
-        samples = await take_samples(self.plan, sample)
+        samples = await run_samples(self.plan, self.limits, partial(self.run_sample, evaluation),
+                                    partial(self.interrupted, evaluation), outcome_of)
         return combine(samples, self.plan, self.suite.metadata.seed)
 
     async def run_sample(self, evaluation: Eval) -> EvalResult:

@@ -154,7 +154,6 @@ class ProtocolValidator(SuiteReporter):
             if key not in PROTOCOL_KEYS:
                 self.unknown_key((), key, PROTOCOL_KEYS)
         metadata = self.metadata(data.get("metadata"), ProtocolMetadata)
-        self.unrepeated(data.get("metadata"))
         cases = self.cases(data.get("cases"))
         before = len(self.diagnostics)
         turns, invalid = self.turns(data.get("turns"), cases)
@@ -168,16 +167,6 @@ class ProtocolValidator(SuiteReporter):
             metadata=metadata, cases=cases, turns=turns, aggregates=aggregates,
             secret_names=sorted(self.secret_names), cases_file=self.cases_file,
         )
-
-    def unrepeated(self, raw: Any) -> None:
-        """Protocol cases do not take repeated samples yet: say so rather than ignore it."""
-        if not isinstance(raw, dict):
-            return
-        for key in ("repeat", "max_repeat", "min_pass"):
-            if key in raw:
-                self.warning_at(self.positions.key(("metadata", key)), "not-supported",
-                                f"metadata.{key}: protocol cases run once; repeats apply to "
-                                "eval suites only for now")
 
     # -- cases -----------------------------------------------------------------------
 

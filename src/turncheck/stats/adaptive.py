@@ -19,11 +19,7 @@ show a drop to 50 % at a corrected significance level, while 10 of 10 can.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the tests module loads scipy.stats; `run` needs only this rule
-    from turncheck.stats.tests import Outcome
+from collections.abc import Hashable, Sequence
 
 FIRST_LOOK = 10
 
@@ -32,8 +28,9 @@ def first_look(max_repeat: int) -> int:
     return max(1, min(FIRST_LOOK, max_repeat))
 
 
-def more_samples(outcomes: Sequence[Outcome], max_repeat: int) -> int:
-    """How many more samples to take after `outcomes` (0: stop)."""
+def more_samples(outcomes: Sequence[Hashable], max_repeat: int) -> int:
+    """How many more samples to take after `outcomes` (0: stop). An outcome is anything
+    that must agree across samples: an eval's turn of pass, a protocol case's score."""
     taken = len(outcomes)
     if taken < first_look(max_repeat):
         return first_look(max_repeat) - taken

@@ -121,7 +121,11 @@ def clustered_permutation_test(
     so samples are only shuffled within their own case (never across cases, whose
     levels differ). The statistic is the difference of the mean of the case means.
     Exact when the number of splits is small, otherwise a seeded Monte Carlo
-    estimate with the (count + 1) / (resamples + 1) correction."""
+    estimate with the (count + 1) / (resamples + 1) correction.
+
+    `least_worse`/`least_better` (for Tarone's rule) depend on the pooled samples only:
+    1 when no split can change the statistic (every case's samples score alike), else
+    the smallest p-value any split gives (exact), or 1 / (resamples + 1)."""
     cases = [(list(b), list(h)) for b, h in zip(base, head, strict=True) if b and h]
     if not cases:
         return ShiftTest(1.0, 1.0)
@@ -133,13 +137,16 @@ def clustered_permutation_test(
     if draws is not None:
         values = np.array([_clustered_statistic(d) for d in draws])
         return ShiftTest(float(np.mean(values <= observed + 1e-12)),
-                         float(np.mean(values >= observed - 1e-12)))
+                         float(np.mean(values >= observed - 1e-12)),
+                         least_worse=float(np.mean(values <= values.min() + 1e-12)),
+                         least_better=float(np.mean(values >= values.max() - 1e-12)))
     rng = np.random.default_rng(seed)
     values = np.array([_clustered_statistic(_shuffled(cases, rng.permutation))
                        for _ in range(resamples)])
     worse = (np.sum(values <= observed + 1e-12) + 1) / (resamples + 1)
     better = (np.sum(values >= observed - 1e-12) + 1) / (resamples + 1)
-    return ShiftTest(float(worse), float(better))
+    least = 1.0 if all(len(set([*b, *h])) == 1 for b, h in cases) else 1 / (resamples + 1)
+    return ShiftTest(float(worse), float(better), least_worse=least, least_better=least)
 
 
 def _n_choose(n: int, k: int) -> int:

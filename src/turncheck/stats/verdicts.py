@@ -66,8 +66,9 @@ class VerdictSettings:
     """Smallest pass-rate drop (0..1) that counts as worse."""
     min_turn_shift: float = 0.5
     """Smallest shift of the mean turn-of-pass (in turns) that counts as worse."""
-    min_score_effect: float = 0.5
-    """Smallest change of a mean score (in score points) that counts."""
+    min_score_effect: float = 0.1
+    """Smallest change of a mean score that counts, in the scores' own units (protocol
+    case scores are 0..1: ten points)."""
     min_base_rate: float = 0.5
     """A base passing less often than this is too unreliable to call a regression against."""
 

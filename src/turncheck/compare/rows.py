@@ -1,0 +1,146 @@
+"""What every kind of comparison row shares (evals, protocol cases; suites and files):
+pairing by path, the status transition, a side's sample statistics and the statistical
+verdict, decided for all rows of a pull request together.
+
+Per kind stays only what differs: how rows match inside a suite, which evidence a side's
+samples give (pass/fail with the turn of pass for evals, scores for protocol cases) and
+its own columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from turncheck.compare.spend import Spend
+from turncheck.engine.model import ReportModel
+from turncheck.stats.rates import wilson_interval
+from turncheck.stats.verdicts import (
+    DEFAULT_SETTINGS,
+    Decision,
+    Evidence,
+    Verdict,
+    VerdictSettings,
+    decide,
+)
+
+
+class Transition(StrEnum):
+    FIXED = "fixed"
+    BROKEN = "broken"
+    STILL_FAILING = "still failing"
+    TURN_CHANGED = "turn changed"
+    UNCHANGED = "unchanged"
+    NEW = "new"
+    REMOVED = "removed"
+    SKIPPED = "skipped"
+    """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
+
+
+class SuiteState(StrEnum):
+    NEW = "new"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    RENAMED = "renamed"
+
+
+class _Pathed(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_Pathed)
+
+
+def pair_by_path(base: Sequence[Item], head: Sequence[Item], renames: Mapping[str, str]
+                 ) -> list[tuple[Item | None, Item | None]]:
+    """Head items in order with their base (by path, through `renames`: head path → base
+    path), then the removed ones. Renamed items claim their old path first, so a new file
+    there cannot take it."""
+    unmatched = {item.path: item for item in base}
+    claimed = {item.path: unmatched.pop(renames[item.path], None)
+               for item in head if item.path in renames}
+    pairs: list[tuple[Item | None, Item | None]] = [
+        (claimed[item.path] if item.path in claimed else unmatched.pop(item.path, None), item)
+        for item in head
+    ]
+    pairs.extend((item, None) for item in unmatched.values())
+    return pairs
+
+
+def state_of(base: _Pathed | None, head: _Pathed | None) -> SuiteState:
+    if base is None:
+        return SuiteState.NEW
+    if head is None:
+        return SuiteState.REMOVED
+    return SuiteState.CHANGED if base.path == head.path else SuiteState.RENAMED
+
+
+def previous_path(base: _Pathed | None, head: _Pathed | None) -> str | None:
+    if base is None or head is None or base.path == head.path:
+        return None
+    return base.path
+
+
+# -- a side's samples ----------------------------------------------------------------
+
+
+class SampleSide(Spend):
+    """One row's result on one side: its spend and what its samples add up to."""
+
+    passes: int = 0
+    """k: passing samples (1 or 0 for an unrepeated row)."""
+    samples: int = 1
+    """n: samples taken."""
+    pass_rate_low: float = 0.0
+    """Wilson 95 % interval of the pass rate."""
+    pass_rate_high: float = 1.0
+    flaky: bool = False
+
+
+def sample_stats(passed: Sequence[bool]) -> dict[str, Any]:
+    """`SampleSide` fields from each sample's pass."""
+    passes = sum(passed)
+    low, high = wilson_interval(passes, len(passed))
+    return {"passes": passes, "samples": len(passed), "pass_rate_low": round(low, 6),
+            "pass_rate_high": round(high, 6), "flaky": 0 < passes < len(passed)}
+
+
+# -- verdicts ------------------------------------------------------------------------
+
+
+class VerdictRow(ReportModel):
+    """The statistical verdict of one row from both sides' samples (docs/statistics.md)."""
+
+    verdict: Verdict = Verdict.UNCHANGED
+    p_value: float | None = None
+    """Holm-adjusted one-sided p-value behind the verdict; None for new/removed."""
+    verdict_reason: str = ""
+    flaky: bool = False
+    """The head passed on some samples and failed on others."""
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def verdict_fields(decision: Decision) -> dict[str, Any]:
+    return {"verdict": decision.verdict, "p_value": rounded(decision.p_value),
+            "verdict_reason": decision.reason}
+
+
+def decide_groups(groups: Sequence[Sequence[Evidence]],
+                  settings: VerdictSettings = DEFAULT_SETTINGS) -> list[list[Decision]]:
+    """Decisions for every group's rows, adjusted for multiplicity across all groups
+    together (evals and protocol cases of one pull request are one family)."""
+    decided = iter(decide([e for group in groups for e in group], settings))
+    return [[next(decided) for _ in group] for group in groups]
+
+
+def verdict_counts(rows: Iterable[VerdictRow]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1
+    return counts
+
