@@ -563,7 +563,7 @@ def test_comment_has_the_calibration_section_with_the_flipped_samples() -> None:
     head = report_of(file_result("x.samples.toml", HEAD_ROWS))
     body = comment_for(report_of(file_result("x.samples.toml", BASE_ROWS)), head)
     assert "### Grader calibration" in body
-    assert "| 100% → 60% | 0.00 → 0.50 | 0 → 1 |" in body
+    assert "| 100% → 60% | — | 0.00 → 0.50 | 0 → 1 |" in body
     assert "## ✅ 1 sample file graded" in body
     flipped = body.split("**Samples whose verdict changed**")[1]
     assert "| b | 1 | 1 → -1 | ✅ agree → ❌ disagree |" in flipped

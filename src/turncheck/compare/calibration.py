@@ -5,6 +5,11 @@ Files pair by path (through `renames`, head path → base path); samples pair by
 A sample *flips* when its verdict (agree, disagree, error) differs between base and
 head; a flip away from "agree" is a regression. Agreement deltas are head − base in
 percentage points.
+
+The quadratically weighted κ of both sides is compared with its uncertainty: each
+side's own bootstrap 95 % interval, and a paired bootstrap 95 % interval of the
+difference head − base over the samples both sides scored (same ids). Head's κ is
+*credibly lower* when that whole interval is below zero (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from enum import StrEnum
 
 from pydantic import ConfigDict, Field
 
+from turncheck.compare.rows import pair_by_path
 from turncheck.engine.calibration_report import (
     AgreementStats,
     CalibrationFileResult,
@@ -24,6 +30,7 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.model import ReportModel
+from turncheck.stats.agreement import bootstrap_difference
 
 _TOLERANCE = 1e-9
 
@@ -75,6 +82,26 @@ class FlippedSample(ReportModel):
     """Agreed at base, not at head."""
 
 
+class KappaComparison(ReportModel):
+    """Weighted κ (the −3..3 scale) base → head, each with its bootstrap 95 % interval."""
+
+    base: float | None
+    base_low: float | None = None
+    base_high: float | None = None
+    head: float | None
+    head_low: float | None = None
+    head_high: float | None = None
+    delta: float | None = None
+    """head − base."""
+    delta_low: float | None = None
+    """Paired bootstrap 95 % interval of head − base over `paired_samples`."""
+    delta_high: float | None = None
+    paired_samples: int = 0
+    """Samples scored at both sides (matched by id)."""
+    lower: bool = False
+    """Head's κ is credibly lower: the difference's whole interval is below 0."""
+
+
 class CalibrationComparison(ReportModel):
     path: str
     previous_path: str | None = None
@@ -88,6 +115,8 @@ class CalibrationComparison(ReportModel):
     mean_distance_delta: float | None
     grader_changed: bool
     flipped: list[FlippedSample] = Field(default_factory=list)
+    kappa: KappaComparison | None = None
+    """Set when both sides were graded with κ."""
 
 
 def _side(result: CalibrationFileResult | None) -> CalibrationSide | None:
@@ -132,6 +161,32 @@ def flipped_samples(
     return flipped
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def compare_kappa(base: CalibrationFileResult, head: CalibrationFileResult
+                  ) -> KappaComparison | None:
+    """Both sides' weighted κ and the paired bootstrap interval of the difference."""
+    before, after = base.agreement, head.agreement
+    if before is None or after is None:
+        return None
+    scored = {row.id: row for row in base.samples if row.score is not None}
+    pairs = [(scored[row.id], row) for row in head.samples
+             if row.score is not None and row.id in scored]
+    interval = bootstrap_difference([(b.label, b.score or 0) for b, _ in pairs],
+                                    [(h.label, h.score or 0) for _, h in pairs])
+    delta = _delta(before.weighted_kappa, after.weighted_kappa)
+    return KappaComparison(
+        base=before.weighted_kappa, base_low=before.weighted_kappa_low,
+        base_high=before.weighted_kappa_high, head=after.weighted_kappa,
+        head_low=after.weighted_kappa_low, head_high=after.weighted_kappa_high,
+        delta=_rounded(delta), delta_low=_rounded(interval[0]) if interval else None,
+        delta_high=_rounded(interval[1]) if interval else None, paired_samples=len(pairs),
+        lower=interval is not None and interval[1] < -_TOLERANCE,
+    )
+
+
 def compare_file(
     base: CalibrationFileResult | None, head: CalibrationFileResult | None
 ) -> CalibrationComparison:
@@ -147,6 +202,7 @@ def compare_file(
         mean_distance_delta=_delta(_distance(base_side), _distance(head_side)),
         grader_changed=bool(base_side and head_side and base_side.grader != head_side.grader),
         flipped=flipped_samples(base.samples if base else [], head.samples if head else []),
+        kappa=compare_kappa(base, head) if base_side and head_side and base and head else None,
     )
 
 
@@ -164,12 +220,7 @@ def compare_calibrations(
     renames: Mapping[str, str],
 ) -> list[CalibrationComparison]:
     """Head files in order with their base (by path, through `renames`), then removed ones."""
-    unmatched = {result.path: result for result in base or []}
-    pairs = [(unmatched.pop(renames.get(result.path, result.path), None), result)
-             for result in head]
-    comparisons = [compare_file(b, h) for b, h in pairs]
-    comparisons += [compare_file(b, None) for b in unmatched.values()]
-    return comparisons
+    return [compare_file(b, h) for b, h in pair_by_path(base or [], head, renames)]
 
 
 def calibration_reasons(

@@ -21,6 +21,7 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.report import Report
+from turncheck.render.calibration_console import kappa_change, kappa_text, kappa_verdict
 
 MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30
@@ -72,7 +73,22 @@ def _file_row(item: CalibrationComparison) -> dict[str, str]:
         "errors": _change(
             None if base is None else str(base.errors), None if head is None else str(head.errors)
         ),
+        "kappa": _kappa_cell(item),
     }
+
+
+def _kappa_cell(item: CalibrationComparison) -> str:
+    """Weighted κ base → head with 95 % intervals; 📉 when head's is credibly lower."""
+    kappa = item.kappa
+    if kappa is None:
+        side = item.head.agreement if item.head is not None else None
+        if side is None:
+            return "—"
+        return kappa_text(side.weighted_kappa, side.weighted_kappa_low, side.weighted_kappa_high)
+    cell = kappa_change(kappa)
+    if kappa.lower:
+        return f"{cell} · 📉 credibly lower ({kappa_verdict(kappa).split(':')[0]})"
+    return cell
 
 
 def _flipped_row(path: str, row: FlippedSample) -> dict[str, str]:

@@ -16,7 +16,7 @@ from turncheck.render.console import table, terminal_safe
 from turncheck.render.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.compare.calibration import CalibrationComparison
+    from turncheck.compare.calibration import CalibrationComparison, KappaComparison
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",
@@ -153,6 +153,34 @@ class SampleProgress:
         print(terminal_safe(_one_line(label, 160)), file=self.out, flush=True)
 
 
+def _fixed(value: float) -> str:
+    return f"{round(value, 2) + 0.0:.2f}".replace("-", "−")  # + 0.0: no "−0.00"
+
+
+def kappa_text(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return _fixed(value)
+    return f"{_fixed(value)} [{_fixed(low)}, {_fixed(high)}]"
+
+
+def kappa_change(kappa: KappaComparison) -> str:
+    """`0.82 [0.61, 0.95] → 0.40 [0.10, 0.70]`: weighted κ base → head with intervals."""
+    return (f"{kappa_text(kappa.base, kappa.base_low, kappa.base_high)} → "
+            f"{kappa_text(kappa.head, kappa.head_low, kappa.head_high)}")
+
+
+def kappa_verdict(kappa: KappaComparison) -> str:
+    """Whether head's κ is credibly lower, with the interval of the difference."""
+    if kappa.delta is None:
+        return "κ change undefined"
+    difference = f"Δ {kappa_text(kappa.delta, kappa.delta_low, kappa.delta_high)}"
+    if kappa.delta_low is None:
+        return f"{difference}: too few samples scored at both sides to tell"
+    return f"{difference}: " + ("credibly lower" if kappa.lower else "not credibly lower")
+
+
 def calibration_comparison_lines(items: Sequence[CalibrationComparison]) -> list[str]:
     """One line per sample file (agreement base → head), one per flipped sample."""
     lines = []
@@ -160,7 +188,9 @@ def calibration_comparison_lines(items: Sequence[CalibrationComparison]) -> list
         base = None if item.base is None else percent_text(item.base.agreement_percent)
         head = "not graded" if item.head is None else percent_text(item.head.agreement_percent)
         change = head if base is None else f"{base} → {head}"
-        lines.append(terminal_safe(f"calibration {item.path}: agreement {change}, "
+        kappa = "" if item.kappa is None else (
+            f", weighted κ {kappa_change(item.kappa)} ({kappa_verdict(item.kappa)})")
+        lines.append(terminal_safe(f"calibration {item.path}: agreement {change}{kappa}, "
                                    f"{len(item.flipped)} sample(s) flipped"))
         lines += [
             terminal_safe(f"  {row.id}: {row.base_verdict.value} → {row.head_verdict.value} "

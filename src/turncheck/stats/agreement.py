@@ -80,6 +80,42 @@ def bootstrap_interval(labels: Sequence[int], scores: Sequence[int], weighted: b
     return float(low), float(high)
 
 
+Pair = tuple[int, int]
+"""(label, score) of one sample."""
+
+
+def bootstrap_difference(base: Sequence[Pair], head: Sequence[Pair], weighted: bool = True,
+                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+                         ) -> tuple[float, float] | None:
+    """Paired percentile bootstrap 95 % interval of κ(head) − κ(base).
+
+    `base[i]` and `head[i]` are the same sample graded at base and at head; each
+    resample draws samples with replacement and takes both sides' κ on the same draw,
+    so the sample-to-sample variation that both graders share cancels out. None with
+    fewer than two samples, or when κ is undefined on every resample."""
+    count = len(base)
+    if count < 2 or len(head) != count:
+        return None
+    rng = np.random.default_rng(seed)
+    weights = _weights(weighted)
+    sides = [(np.asarray([p[0] for p in side]) - SCALE[0],
+              np.asarray([p[1] for p in side]) - SCALE[0]) for side in (base, head)]
+    values = []
+    for _ in range(resamples):
+        picked = rng.integers(0, count, count)
+        kappas = []
+        for labels, scores in sides:
+            matrix = np.zeros((len(SCALE), len(SCALE)))
+            np.add.at(matrix, (labels[picked], scores[picked]), 1)
+            kappas.append(_kappa_of(matrix, weights))
+        if kappas[0] is not None and kappas[1] is not None:
+            values.append(kappas[1] - kappas[0])
+    if not values:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def within_one(labels: Sequence[int], scores: Sequence[int]) -> float | None:
     """Share of samples scored at most one point from their label."""
     if not labels:
