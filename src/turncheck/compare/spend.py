@@ -9,10 +9,11 @@ arithmetic for evals, suites, protocol cases and protocol suites.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
 from turncheck.engine.model import ReportModel
-from turncheck.engine.report import Usage
+from turncheck.engine.results import Metered
+
+__all__ = ["Metered", "Spend", "add_spend", "spend_delta", "spend_of", "spend_or_none"]
 
 
 class Spend(ReportModel):
@@ -30,19 +31,6 @@ class Spend(ReportModel):
 
 def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
-
-
-class Metered(Protocol):
-    """A result with model and judge usage and cost: an eval, a suite, a protocol case."""
-
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def cost_usd(self) -> float | None: ...
-    @property
-    def judge_usage(self) -> Usage: ...
-    @property
-    def judge_cost_usd(self) -> float | None: ...
 
 
 def spend_of(result: Metered) -> Spend:

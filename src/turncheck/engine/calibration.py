@@ -46,11 +46,11 @@ from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.providers.factory import API_KEY_ENV_VARS
-from turncheck.render.environment import sandboxed_environment
 from turncheck.stats.agreement import bootstrap_interval, cohen_kappa, confusion, within_one
+from turncheck.text.environment import sandboxed_environment
 
 if TYPE_CHECKING:
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
 
 MAX_PROMPT_CHARS = 200_000
 SampleCallback = Callable[[CalibrationFileResult, SampleGrade], None]

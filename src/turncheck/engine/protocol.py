@@ -38,9 +38,10 @@ from turncheck.engine.protocol_report import (
 )
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
 from turncheck.engine.report import Status, StatusReason, Usage
+from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
-from turncheck.engine.session import SuiteSession, open_session, run_then_close
+from turncheck.engine.session import SuiteSession
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
@@ -51,7 +52,7 @@ from turncheck.providers.base import ChatMessage, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
 
 if TYPE_CHECKING:
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
 
 CaseCallback = Callable[[ProtocolSuiteResult, CaseResult], None]
 _RENDER_ERRORS = (jinja2.TemplateError, HierarchyError, TypeError, ValueError, LookupError)
@@ -497,15 +498,8 @@ async def run_protocol(
     on_case: CaseCallback | None = None,
 ) -> tuple[ProtocolSuiteResult, int]:
     """The protocol's result and the tokens it sent over the network."""
-    session = open_session(
-        suite_file.source, protocol, settings.mode, settings.provider, settings.base_url,
-        settings.env, settings.session, settings.variables,
-    )
-    threads = asyncio.Semaphore(protocol.metadata.threads or len(protocol.cases))
-    # Limits are held per sample (`_ProtocolRun.run_case`), so repeats share them fairly.
-    run = _ProtocolRun(suite_file, protocol, session, settings, pricer, [threads, limit])
-    so_far = protocol_result(suite_file, protocol, session, [])
-    notify = None if on_case is None else partial(on_case, so_far)
-    results = await run_then_close(session, protocol.cases, run.run_case, [], notify,
-                                   run.interrupted)
-    return protocol_result(suite_file, protocol, session, results), session.live_tokens
+    session = open_suite_session(suite_file, protocol, settings)
+    return await run_suite_cases(
+        session, protocol.cases, protocol.metadata.threads, limit,
+        partial(_ProtocolRun, suite_file, protocol, session, settings, pricer),
+        partial(protocol_result, suite_file, protocol, session), on_case)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from turncheck.engine.model import ReportModel
-from turncheck.engine.report import (
+from turncheck.engine.results import (
     CheckResult,
     RepeatSummary,
-    Report,
+    Sample,
     Status,
     StatusReason,
     TurnResult,
@@ -112,21 +112,13 @@ class CaseAggregates(ReportModel):
     self_assessment_actual: float | None = None
 
 
-class CaseSample(ReportModel):
-    """One sample of a repeated protocol case: an independent conversation."""
+class CaseSample(Sample):
+    """One sample of a repeated protocol case."""
 
-    index: int
-    seed: int | None = None
-    status: Status
     score: float | None
     """The sample's weighted score (its interactive reasoning); None when it has none."""
-    error: str | None = None
     reason: StatusReason | None = None
     aggregates: CaseAggregates = Field(default_factory=CaseAggregates)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
     turns: list[ProtocolTurn] = Field(default_factory=list)
 
 
@@ -198,6 +190,3 @@ class ProtocolSuiteResult(ReportModel):
     cost_usd: float | None = 0.0
     judge_usage: Usage = Field(default_factory=Usage)
     judge_cost_usd: float | None = 0.0
-
-
-Report.model_rebuild(_types_namespace={"ProtocolSuiteResult": ProtocolSuiteResult})

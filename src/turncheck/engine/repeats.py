@@ -24,13 +24,8 @@ from typing import Literal, Protocol, TypeVar
 from turncheck.engine.interruption import STOP
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, CaseSample
-from turncheck.engine.report import (
-    EvalResult,
-    RepeatSummary,
-    SampleResult,
-    Status,
-    Usage,
-)
+from turncheck.engine.report import EvalResult
+from turncheck.engine.results import Metered, RepeatSummary, SampleResult, Status, Usage
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.stats.adaptive import more_samples
@@ -123,17 +118,6 @@ class _Sampled(Protocol):
     def status(self) -> Status: ...
 
 
-class _Metered(Protocol):
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def cost_usd(self) -> float | None: ...
-    @property
-    def judge_usage(self) -> Usage: ...
-    @property
-    def judge_cost_usd(self) -> float | None: ...
-
-
 def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
     needed = min(min_pass or len(samples), len(samples))
     if sum(s.status is Status.PASS for s in samples) >= needed:
@@ -141,7 +125,7 @@ def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
     return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
 
 
-def spend_totals(samples: Sequence[_Metered]) -> dict[str, Usage | float | None]:
+def spend_totals(samples: Sequence[Metered]) -> dict[str, Usage | float | None]:
     """Usage and cost (model and judge) summed over samples (or turns, or cases)."""
     return {
         "usage": sum((s.usage for s in samples), Usage()),

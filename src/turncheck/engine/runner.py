@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -24,7 +24,7 @@ from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
-from turncheck.engine.repeats import RepeatSetting, combine, outcome_of, plan_for, run_samples
+from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
 from turncheck.engine.report import (
     EvalResult,
     Report,
@@ -34,17 +34,14 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
+from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
-    Mode,
-    SessionSettings,
     SuiteSession,
-    open_session,
-    run_then_close,
 )
+from turncheck.engine.settings import RunSettings
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.formats import templates
-from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
@@ -52,23 +49,7 @@ from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError, R
 from turncheck.providers.cassettes import cassette_path_for
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
-
-
-@dataclass
-class RunSettings:
-    mode: Mode = "replay"
-    concurrency: int = 8
-    provider: str | None = None
-    base_url: str | None = None
-    variables: dict[str, str] = field(default_factory=dict)
-    env: Mapping[str, str] = field(default_factory=dict)
-    price_timestamp: str | None = None
-    commit: str | None = None
-    session: SessionSettings = field(default_factory=SessionSettings)
-    budget: BudgetLimits = field(default_factory=BudgetLimits)
-    """Hard limits on the whole run's live calls (docs/budgets.md)."""
-    repeat: RepeatSetting | None = None
-    """Overrides every suite's `repeat` (the command line's `--repeat`)."""
+__all__ = ["EvalCallback", "RunSettings", "run_suites"]
 
 
 class EvalError(Exception):
@@ -119,7 +100,7 @@ class _SuiteRun:
         messages += [ChatMessage(m.role, self.render(m.content)) for m in metadata.messages or ()]
         return [*messages, ChatMessage("user", self.render(prompt))]
 
-    async def run_eval(self, evaluation: Eval) -> EvalResult:
+    async def run_case(self, evaluation: Eval) -> EvalResult:
         """All samples of the eval, each holding the run's limits while it runs."""
         samples = await run_samples(self.plan, self.limits, partial(self.run_sample, evaluation),
                                     partial(self.interrupted, evaluation), outcome_of)
@@ -279,24 +260,11 @@ async def _run_suite(
     limit: asyncio.Semaphore,
     on_eval: EvalCallback | None,
 ) -> tuple[SuiteResult, int]:
-    session = open_session(
-        suite_file.source,
-        suite,
-        settings.mode,
-        settings.provider,
-        settings.base_url,
-        settings.env,
-        settings.session,
-        settings.variables,
-    )
-    threads = asyncio.Semaphore(suite.metadata.threads or len(suite.evals))
-    # Limits are held per sample (`_SuiteRun.run_eval`), so repeats share them fairly.
-    run = _SuiteRun(suite_file, suite, session, settings, pricer, [threads, limit])
-    so_far = _suite_result(suite_file, suite, session, [])
-    notify = None if on_eval is None else partial(on_eval, so_far)
-    results = await run_then_close(session, suite.evals, run.run_eval, [], notify,
-                                   run.interrupted)
-    return _suite_result(suite_file, suite, session, results), session.live_tokens
+    session = open_suite_session(suite_file, suite, settings)
+    return await run_suite_cases(
+        session, suite.evals, suite.metadata.threads, limit,
+        partial(_SuiteRun, suite_file, suite, session, settings, pricer),
+        partial(_suite_result, suite_file, suite, session), on_eval)
 
 
 async def run_suites(

@@ -25,7 +25,7 @@ import jinja2
 from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from turncheck.render.environment import sandboxed_environment
+from turncheck.text.environment import sandboxed_environment
 
 GraderKind = Literal["criteria", "prompt"]
 TomlPath = tuple[str | int, ...]

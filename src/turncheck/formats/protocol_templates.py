@@ -31,7 +31,7 @@ from turncheck.formats.protocol import (
     Turn,
 )
 from turncheck.formats.templates import reserved_secret, secret_token
-from turncheck.render.environment import sandboxed_environment
+from turncheck.text.environment import sandboxed_environment
 
 _CAPTURING = (nodes.AssignBlock, nodes.FilterBlock, nodes.Macro, nodes.CallBlock)
 """Blocks whose output becomes a value (that a filter or method could then transform)."""

@@ -1,0 +1,137 @@
+"""The parts of a run report that every kind of case shares (evals, protocol cases):
+statuses, usage, checks, turns, samples and what repeated samples add up to.
+
+`engine/report.py` (the whole report) and `engine/protocol_report.py` (protocol
+suites) build on these; both re-export nothing of each other, so neither imports the
+other back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+from pydantic import Field
+
+from turncheck.engine.model import ReportModel
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    """Not finished, never a pass or a fail; `EvalResult.reason` says why (`budget`)."""
+
+
+class StatusReason(StrEnum):
+    """Why an eval (or case) has its status when the reason is not its own outcome."""
+
+    INTERRUPTED = "interrupted"
+    """The run was stopped (SIGINT/SIGTERM) before the eval finished; status `error`."""
+
+
+class Usage(ReportModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class CheckResult(ReportModel):
+    type: str
+    passed: bool
+    detail: str
+    depth: int = 0
+    """Nesting inside `or` groups, for display."""
+    error: str | None = None
+    """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
+
+
+class TurnResult(ReportModel):
+    turn: int
+    prompt: str
+    response: str
+    usage: Usage
+    cost_usd: float | None
+    latency_ms: float
+    checks: list[CheckResult] = Field(default_factory=list)
+    passed: bool = False
+    output_tokens_estimated: bool = False
+    line: int | None = None
+    """Line of this turn's `prompt` in the suite file."""
+    judge_usage: Usage = Field(default_factory=Usage)
+    """Judge and embedding calls made to check this turn (also summed on the eval)."""
+    judge_cost_usd: float | None = 0.0
+
+
+class Metered(Protocol):
+    """A result with model and judge usage and cost: a turn, a sample, a case, a suite."""
+
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def judge_usage(self) -> Usage: ...
+    @property
+    def judge_cost_usd(self) -> float | None: ...
+
+
+class Sample(ReportModel):
+    """One sample of a repeated case (eval or protocol case): an independent
+    conversation, with its index, seed, status and spend. Each kind adds its outcome
+    and its turns."""
+
+    index: int
+    seed: int | None = None
+    status: Status
+    error: str | None = None
+    usage: Usage
+    cost_usd: float | None
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = None
+
+
+class SampleResult(Sample):
+    """One sample of a repeated eval."""
+
+    passed_on_turn: int | None
+    turns: list[TurnResult] = Field(default_factory=list)
+
+
+class RepeatSummary(ReportModel):
+    """What an eval's samples add up to (docs/statistics.md)."""
+
+    passes: int
+    """k: samples that passed."""
+    samples: int
+    """n: samples taken."""
+    pass_rate: float | None
+    pass_rate_low: float
+    """Wilson 95 % interval of the pass rate."""
+    pass_rate_high: float
+    pass_hat_n: bool
+    """pass^n: every sample passed."""
+    pass_at_n: bool
+    """pass@n: at least one sample passed."""
+    flaky: bool
+    """0 < k < n."""
+    turn_of_pass: dict[str, int] = Field(default_factory=dict)
+    """Samples per turn they passed on; failed and errored samples under `fail`."""
+    min_pass: int
+    """Passing samples the eval needed to pass."""
+    adaptive: bool = False
+    """Sampled by `repeat: auto`."""
+    max_repeat: int
+    """Most samples the eval could have taken."""
+    samples_saved: int = 0
+    """max_repeat − samples: calls adaptive sampling did not make."""
