@@ -29,17 +29,18 @@ from pydantic import ConfigDict, Field
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
 from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
 from turncheck.compare.rows import (
+    RowCounts,
     SampleSide,
     SuiteState,
     Transition,
     VerdictRow,
+    count_rows,
     decide_groups,
     pair_by_path,
     previous_path,
     rounded,
     sample_stats,
     state_of,
-    verdict_counts,
     verdict_fields,
 )
 from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spend_of
@@ -109,28 +110,17 @@ class EvalComparison(VerdictRow):
     turn_shift: float | None = None
     """Mean turn-of-pass of head − base over passing samples."""
 
+    @property
+    def head_status(self) -> Status | None:
+        return None if self.head is None else self.head.status
 
-class Counts(ReportModel):
+
+class Counts(RowCounts):
     evals: int = 0
     """Head evals (removed ones are not counted here)."""
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    fixed: int = 0
-    broken: int = 0
-    still_failing: int = 0
     turn_changed: int = 0
-    unchanged: int = 0
-    new: int = 0
-    removed: int = 0
-    regressions: int = 0
-    """Transition regressions (broken, or a later turn): the pre-statistics count."""
     skipped: int = 0
     """Head evals skipped (by a budget); also counted in `evals`, never as passed or failed."""
-    verdicts: dict[str, int] = Field(default_factory=dict)
-    """Evals per statistical verdict tier."""
-    flaky: int = 0
-    """Head evals that passed on some samples and failed on others."""
 
 
 class Summary(ReportModel):
@@ -362,19 +352,7 @@ def _take(candidates: list[EvalResult], key: MatchKey, wanted: EvalResult) -> Ev
 
 
 def count(evals: Iterable[EvalComparison]) -> Counts:
-    evals = list(evals)
-    counts = Counts(verdicts=verdict_counts(evals))
-    for comparison in evals:
-        field = comparison.transition.value.replace(" ", "_")
-        setattr(counts, field, getattr(counts, field) + 1)
-        counts.regressions += comparison.regression
-        if comparison.head is not None:
-            counts.flaky += comparison.head.flaky
-            counts.evals += 1
-            counts.passed += comparison.head.status is Status.PASS
-            counts.failed += comparison.head.status is Status.FAIL
-            counts.errors += comparison.head.status is Status.ERROR
-    return counts
+    return count_rows(evals, Counts(), "evals")
 
 
 def compare_suites(base: SuiteResult | None, head: SuiteResult | None,

@@ -18,16 +18,17 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from turncheck.compare.rows import (
+    RowCounts,
     SampleSide,
     SuiteState,
     Transition,
     VerdictRow,
+    count_rows,
     pair_by_path,
     previous_path,
     rounded,
     sample_stats,
     state_of,
-    verdict_counts,
     verdict_fields,
 )
 from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spend_or_none
@@ -93,24 +94,9 @@ class CaseComparison(VerdictRow):
     """Head − base mean weighted score."""
 
 
-class ProtocolCounts(ReportModel):
+class ProtocolCounts(RowCounts):
     cases: int = 0
     """Head cases (removed ones are not counted here)."""
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    fixed: int = 0
-    broken: int = 0
-    still_failing: int = 0
-    unchanged: int = 0
-    new: int = 0
-    removed: int = 0
-    regressions: int = 0
-    """Transition regressions (broken): the pre-statistics count."""
-    verdicts: dict[str, int] = Field(default_factory=dict)
-    """Cases per statistical verdict tier."""
-    flaky: int = 0
-    """Head cases that passed on some samples and failed on others."""
 
 
 class ProtocolSuiteComparison(ReportModel):
@@ -146,8 +132,8 @@ class ProtocolComparison(ReportModel):
         for suite in self.suites:
             cases = [_decided(case, *next(decided)) for case in suite.cases]
             suites.append(suite.model_copy(update={"cases": cases, "counts": _count(cases)}))
-        return self.model_copy(update={"suites": suites,
-                                       "counts": _sum_counts([s.counts for s in suites])})
+        return self.model_copy(update={
+            "suites": suites, "counts": _count([c for s in suites for c in s.cases])})
 
 
 def _decided(case: CaseComparison, evidence: Evidence, decision: Decision) -> CaseComparison:
@@ -254,30 +240,7 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
 
 
 def _count(cases: Sequence[CaseComparison]) -> ProtocolCounts:
-    counts = ProtocolCounts(verdicts=verdict_counts(cases))
-    for case in cases:
-        name = case.transition.value.replace(" ", "_")
-        if hasattr(counts, name):
-            setattr(counts, name, getattr(counts, name) + 1)
-        counts.regressions += case.regression
-        if case.head_status is not None:
-            counts.flaky += case.flaky
-            counts.cases += 1
-            counts.passed += case.head_status is Status.PASS
-            counts.failed += case.head_status is Status.FAIL
-            counts.errors += case.head_status is Status.ERROR
-    return counts
-
-
-def _sum_counts(parts: Sequence[ProtocolCounts]) -> ProtocolCounts:
-    total = ProtocolCounts()
-    for part in parts:
-        for name in ProtocolCounts.model_fields:
-            if name != "verdicts":
-                setattr(total, name, getattr(total, name) + getattr(part, name))
-        for tier, number in part.verdicts.items():
-            total.verdicts[tier] = total.verdicts.get(tier, 0) + number
-    return total
+    return count_rows(cases, ProtocolCounts(), "cases")
 
 
 # -- suites --------------------------------------------------------------------------
@@ -328,6 +291,6 @@ def compare_protocols(base: Report | None, head: Report, *,
     base_total = add_spend(bases) if base is not None else None
     head_total = add_spend(heads)
     return ProtocolComparison(
-        suites=suites, counts=_sum_counts([s.counts for s in suites]), base=base_total,
+        suites=suites, counts=_count([c for s in suites for c in s.cases]), base=base_total,
         head=head_total, delta=spend_delta(base_total, head_total),
     )

@@ -13,8 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+from pydantic import Field
+
 from turncheck.compare.spend import Spend
 from turncheck.engine.model import ReportModel
+from turncheck.engine.results import Status
 from turncheck.stats.rates import wilson_interval
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -138,9 +141,69 @@ def decide_groups(groups: Sequence[Sequence[Evidence]],
     return [[next(decided) for _ in group] for group in groups]
 
 
-def verdict_counts(rows: Iterable[VerdictRow]) -> dict[str, int]:
+def verdict_counts(rows: Iterable[VerdictRow | CountedRow]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1
     return counts
 
+
+
+# -- counts --------------------------------------------------------------------------
+
+
+class RowCounts(ReportModel):
+    """How many rows of one kind have each head status, transition and verdict."""
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    fixed: int = 0
+    broken: int = 0
+    still_failing: int = 0
+    unchanged: int = 0
+    new: int = 0
+    removed: int = 0
+    regressions: int = 0
+    """Transition regressions (broken, or an eval passing on a later turn): the
+    pre-statistics count."""
+    verdicts: dict[str, int] = Field(default_factory=dict)
+    """Rows per statistical verdict tier."""
+    flaky: int = 0
+    """Head rows that passed on some samples and failed on others."""
+
+
+class CountedRow(Protocol):
+    @property
+    def transition(self) -> Transition: ...
+    @property
+    def regression(self) -> bool: ...
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def flaky(self) -> bool: ...
+    @property
+    def head_status(self) -> Status | None: ...
+
+
+Counted = TypeVar("Counted", bound=RowCounts)
+
+
+def count_rows(rows: Iterable[CountedRow], counts: Counted, heads: str) -> Counted:
+    """`counts` filled from `rows`; `heads` names the field that counts head rows
+    (removed rows have no head and are not counted there)."""
+    rows = list(rows)
+    counts.verdicts = verdict_counts(rows)
+    for row in rows:
+        name = row.transition.value.replace(" ", "_")
+        if name in type(counts).model_fields:
+            setattr(counts, name, getattr(counts, name) + 1)
+        counts.regressions += row.regression
+        status = row.head_status
+        if status is not None:
+            setattr(counts, heads, getattr(counts, heads) + 1)
+            counts.flaky += row.flaky
+            counts.passed += status is Status.PASS
+            counts.failed += status is Status.FAIL
+            counts.errors += status is Status.ERROR
+    return counts

@@ -15,6 +15,9 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from turncheck.engine.report import PriceSource, Usage
+from turncheck.engine.results import add_costs
+
+__all__ = ["Pricer", "add_costs"]
 
 LIBRARY = "genai-prices"
 
@@ -72,8 +75,3 @@ class Pricer:
         return float(price.total_price)
 
 
-def add_costs(costs: list[float | None]) -> float | None:
-    """Sum of costs; None (unpriced) if any part is unpriced and there are parts."""
-    if any(cost is None for cost in costs):
-        return None
-    return sum(cost for cost in costs if cost is not None)

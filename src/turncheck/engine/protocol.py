@@ -38,6 +38,7 @@ from turncheck.engine.protocol_report import (
 )
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
 from turncheck.engine.report import Status, StatusReason, Usage
+from turncheck.engine.results import spend_totals
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
@@ -384,12 +385,8 @@ class _ProtocolRun:
             error=error,
             turns=state.turns,
             aggregates=aggregates,
-            usage=sum((t.usage for t in state.turns), Usage()),
-            cost_usd=add_costs([t.cost_usd for t in state.turns]),
-            judge_usage=sum((t.judge_usage for t in state.turns), Usage()),
-            judge_cost_usd=add_costs([t.judge_cost_usd for t in state.turns]),
             line=case.line,
-        )
+        ).model_copy(update=spend_totals(state.turns))
 
 
 def default_ref(protocol: ProtocolSuite, kind: str) -> ScorerRef | None:
@@ -482,11 +479,7 @@ def protocol_result(
         turns=_turn_summaries(protocol, cases),
         cases=cases,
         aggregates=suite_aggregates(cases),
-        usage=sum((c.usage for c in cases), Usage()),
-        cost_usd=add_costs([c.cost_usd for c in cases]),
-        judge_usage=sum((c.judge_usage for c in cases), Usage()),
-        judge_cost_usd=add_costs([c.judge_cost_usd for c in cases]),
-    )
+    ).model_copy(update=spend_totals(cases))
 
 
 async def run_protocol(

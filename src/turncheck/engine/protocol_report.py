@@ -15,6 +15,7 @@ from turncheck.engine.results import (
     Sample,
     Status,
     StatusReason,
+    SuiteHeader,
     TurnResult,
     Usage,
 )
@@ -175,12 +176,7 @@ class ProtocolAggregates(ReportModel):
     """Why the correlation is undefined, when it is."""
 
 
-class ProtocolSuiteResult(ReportModel):
-    path: str
-    name: str
-    model: str
-    provider: str
-    cassette: str | None
+class ProtocolSuiteResult(SuiteHeader):
     cases_file: str | None = None
     pass_threshold: float | None = None
     turns: list[TurnSummary] = Field(default_factory=list)

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from turncheck.engine.interruption import STOP
-from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, CaseSample
 from turncheck.engine.report import EvalResult
-from turncheck.engine.results import Metered, RepeatSummary, SampleResult, Status, Usage
+from turncheck.engine.results import RepeatSummary, SampleResult, Status, spend_totals
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.stats.adaptive import more_samples
@@ -123,16 +122,6 @@ def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
     if sum(s.status is Status.PASS for s in samples) >= needed:
         return Status.PASS
     return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
-
-
-def spend_totals(samples: Sequence[Metered]) -> dict[str, Usage | float | None]:
-    """Usage and cost (model and judge) summed over samples (or turns, or cases)."""
-    return {
-        "usage": sum((s.usage for s in samples), Usage()),
-        "cost_usd": add_costs([s.cost_usd for s in samples]),
-        "judge_usage": sum((s.judge_usage for s in samples), Usage()),
-        "judge_cost_usd": add_costs([s.judge_cost_usd for s in samples]),
-    }
 
 
 def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,

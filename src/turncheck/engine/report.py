@@ -21,6 +21,7 @@ from turncheck.engine.results import (
     SampleResult,
     Status,
     StatusReason,
+    SuiteHeader,
     TurnResult,
     Usage,
 )
@@ -56,12 +57,7 @@ class EvalResult(ReportModel):
     """Every sample, when repeated; `turns` then shows the first sample's conversation."""
 
 
-class SuiteResult(ReportModel):
-    path: str
-    name: str
-    model: str
-    provider: str
-    cassette: str | None
+class SuiteResult(SuiteHeader):
     evals: list[EvalResult] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None

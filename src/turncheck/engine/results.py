@@ -8,6 +8,7 @@ other back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 
@@ -86,6 +87,16 @@ class Metered(Protocol):
     def judge_cost_usd(self) -> float | None: ...
 
 
+class SuiteHeader(ReportModel):
+    """What names a suite of any kind in the report."""
+
+    path: str
+    name: str
+    model: str
+    provider: str
+    cassette: str | None
+
+
 class Sample(ReportModel):
     """One sample of a repeated case (eval or protocol case): an independent
     conversation, with its index, seed, status and spend. Each kind adds its outcome
@@ -135,3 +146,23 @@ class RepeatSummary(ReportModel):
     """Most samples the eval could have taken."""
     samples_saved: int = 0
     """max_repeat − samples: calls adaptive sampling did not make."""
+
+
+def add_costs(costs: list[float | None]) -> float | None:
+    """Sum of costs; None (unpriced) if any part is unpriced and there are parts."""
+    if any(cost is None for cost in costs):
+        return None
+    return sum(cost for cost in costs if cost is not None)
+
+
+def spend_totals(parts: Sequence[Metered]) -> dict[str, Usage | float | None]:
+    """The `usage`, `cost_usd`, `judge_usage` and `judge_cost_usd` fields summed over
+    `parts` (turns, samples, cases or suites); a cost is None when any part's is."""
+    return {
+        "usage": sum((p.usage for p in parts), Usage()),
+        "cost_usd": add_costs([p.cost_usd for p in parts]),
+        "judge_usage": sum((p.judge_usage for p in parts), Usage()),
+        "judge_cost_usd": add_costs([p.judge_cost_usd for p in parts]),
+    }
+
+
