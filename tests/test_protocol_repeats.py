@@ -268,3 +268,34 @@ def test_estimates_count_every_sample_of_a_protocol_case(tmp_path: Path) -> None
     assert [s.samples for s in (*repeated.suites, *overridden.suites)] == [4, 2]
     assert repeated.worst.tokens == 4 * once.worst.tokens
     assert overridden.worst.tokens == 2 * once.worst.tokens
+
+
+def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs: Path) -> None:
+    from turncheck.render.comment import CommentContext, render_comment
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    reasons = fail_reasons(comparison, {FailOn.REGRESSION})
+    body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
+    changed = body[body.index("### 🔻 Regressions"):]
+    line = next(row for row in changed.splitlines() if "**coin**" in row)
+    p_value = verdicts(comparison)["coin"].p_value
+    assert line.startswith("- 🔻 **coin** · coin (protocol case) · ")
+    assert f"mean score 1.00 → 0.47, 10/10 → 3/10 samples pass, p = {p_value:.3g}" in line
+    assert line.endswith("🎲 flaky")
+    assert "turncheck: **1 regressed**" in body and "1 flaky" in body
+    assert ("**❌ coin** · broken · 3/10 samples pass · 🎲 flaky · interactive reasoning 0.47"
+            in body)
+
+
+def test_a_protocol_case_regression_is_annotated_at_its_line(coin_dirs: Path) -> None:
+    from turncheck.github.publish import collect_annotations
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    [annotation] = [a for a in collect_annotations(comparison, ".", head)
+                    if "protocol case" in a.message]
+    assert annotation.path == head.protocols[0].path
+    assert annotation.start_line == verdicts(comparison)["coin"].line == 9  # "- id: coin"
+    assert annotation.annotation_level == "failure"
+    assert "'coin' now fails (was: passes) (mean score 1.00 → 0.47" in annotation.message

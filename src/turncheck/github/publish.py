@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal, TextIO
 
 from turncheck.compare.comparison import Comparison, EvalComparison
@@ -25,7 +25,7 @@ from turncheck.github.client import (
 from turncheck.github.inputs import CommentMode
 from turncheck.github.workflow import annotation_command, append_step_summary, write_outputs
 from turncheck.render.comment import comment_headline
-from turncheck.render.severity import TITLE, Group, eval_change, eval_group
+from turncheck.render.severity import TITLE, Group, case_change, eval_change, eval_group
 
 CHECK_NAME = "turncheck"
 AnnotationLevel = Literal["notice", "warning", "failure"]
@@ -61,7 +61,30 @@ def collect_annotations(comparison: Comparison, working_directory: str,
                                           results.get((suite.path, item.name)))
             if annotation is not None:
                 found.append(annotation)
+    found += _case_annotations(comparison, head, prefix)
     found += _calibration_annotations(comparison, prefix)
+    return found
+
+
+def _case_annotations(comparison: Comparison, head: Report | None,
+                      prefix: str) -> list[Annotation]:
+    """Protocol cases with a regression verdict, at the case's line (in the suite file, or
+    in its cases file)."""
+    if comparison.protocols is None:
+        return []
+    cases_files = {p.path: p.cases_file for p in head.protocols} if head else {}
+    found = []
+    for suite in comparison.protocols.suites:
+        cases_file = cases_files.get(suite.path)
+        path = suite.path if cases_file is None else \
+            (PurePosixPath(suite.path).parent / cases_file).as_posix()
+        for case in suite.cases:
+            group = eval_group(case)
+            if case.line is None or group not in (Group.REGRESSION, Group.LIKELY_REGRESSION):
+                continue
+            found.append(Annotation(prefix + path, case.line, case.line, "failure",
+                                    f"protocol case {case.id!r} {case_change(case)}",
+                                    f"turncheck: {TITLE[group].lower()}: {case.id}"))
     return found
 
 

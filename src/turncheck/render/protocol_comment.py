@@ -66,8 +66,12 @@ def _aggregates(suite: ProtocolSuiteComparison, has_base: bool) -> list[dict[str
 
 def _case_label(case: CaseComparison) -> str:
     if case.transition is Transition.UNCHANGED:
-        return case.head_status.value if case.head_status else "removed"
-    return case.transition.value
+        label = case.head_status.value if case.head_status else "removed"
+    else:
+        label = case.transition.value
+    if case.head is not None and case.head.samples > 1:
+        label += f" · {case.head.passes}/{case.head.samples} samples pass"
+    return label + (" · 🎲 flaky" if case.flaky else "")
 
 
 def _variant(turn_variant: str | None, base_variant: str | None, has_base: bool) -> str:

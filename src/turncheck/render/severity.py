@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from turncheck.compare.comparison import Comparison, EvalComparison, Transition
-from turncheck.compare.protocol import CaseComparison
+from turncheck.compare.protocol import CaseComparison, CaseSide
 from turncheck.engine.report import Status
 
 
@@ -84,16 +84,18 @@ class Finding:
         return ICON[self.group]
 
 
-def eval_group(item: EvalComparison) -> Group:
-    if item.head is not None and item.head.status is Status.ERROR:
+def eval_group(item: EvalComparison | CaseComparison) -> Group:
+    """The group of an eval or a protocol case: error, else its verdict's, else (for
+    comparisons made before verdicts existed) its transition's."""
+    head = item.head_status
+    if head is Status.ERROR:
         return Group.ERROR
     verdict = getattr(item, "verdict", None)
     if isinstance(verdict, str) and verdict in _BY_VERDICT:
         return _BY_VERDICT[verdict]
     if isinstance(verdict, str) and verdict == "unchanged":
-        return _quiet(item.head.status if item.head else None)
-    return _by_transition(item.transition, item.regression,
-                          item.head.status if item.head else None)
+        return _quiet(head)
+    return _by_transition(item.transition, item.regression, head)
 
 
 def _by_transition(transition: Transition, regression: bool, head: Status | None) -> Group:
@@ -141,15 +143,19 @@ def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
     return "errors"
 
 
-def _evidence(item: EvalComparison) -> str | None:
-    p_value = getattr(item, "p_value", None)
-    sides = [getattr(item.base, "passes", None), getattr(item.base, "samples", None),
-             getattr(item.head, "passes", None), getattr(item.head, "samples", None)]
-    if None in sides:
+def _evidence(item: EvalComparison | CaseComparison) -> str | None:
+    """`9/10 → 2/10 samples pass, p = 0.003` for evals; for protocol cases the mean
+    score too: `mean score 0.95 → 0.47, 10/10 → 3/10 samples pass, p = 0.002`."""
+    base, head = item.base, item.head
+    if base is None or head is None:
         return None
-    if int(sides[1] or 0) <= 1 and int(sides[3] or 0) <= 1:  # one sample a side: no news
+    if base.samples <= 1 and head.samples <= 1:  # one sample a side: no news
         return None
-    text = f"{sides[0]}/{sides[1]} → {sides[2]}/{sides[3]} samples pass"
+    text = f"{base.passes}/{base.samples} → {head.passes}/{head.samples} samples pass"
+    if isinstance(item, CaseComparison) and isinstance(base, CaseSide) \
+            and isinstance(head, CaseSide) and None not in (base.mean_score, head.mean_score):
+        text = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {text}"
+    p_value = item.p_value
     return text if p_value is None else f"{text}, p = {p_value:.3g}"
 
 
@@ -181,23 +187,26 @@ def _case_findings(comparison: Comparison) -> Iterator[Finding]:
         for case in suite.cases:
             yield Finding(
                 group=case_group(case), kind="case", suite=suite.name, path=suite.path,
-                name=case.id, line=case.line, change=_case_change(case),
+                name=case.id, line=case.line, change=_case_status_change(case),
                 base_cost=case.base.total_cost_usd if case.base else None,
                 head_cost=case.head.total_cost_usd if case.head else None,
-                has_base=case.base is not None, error=case.error,
+                has_base=case.base is not None, flaky=case.flaky, evidence=_evidence(case),
+                error=case.error,
             )
 
 
-def case_group(case: CaseComparison) -> Group:
-    if case.head_status is Status.ERROR:
-        return Group.ERROR
-    verdict = getattr(case, "verdict", None)
-    if isinstance(verdict, str) and verdict in _BY_VERDICT:
-        return _BY_VERDICT[verdict]
-    return _by_transition(case.transition, case.regression, case.head_status)
+case_group = eval_group
+"""One rule for both kinds."""
 
 
-def _case_change(case: CaseComparison) -> str:
+def case_change(case: CaseComparison) -> str:
+    """What happened to a protocol case, with the statistics behind its verdict."""
+    change = _case_status_change(case)
+    evidence = _evidence(case)
+    return change if evidence is None else f"{change} ({evidence})"
+
+
+def _case_status_change(case: CaseComparison) -> str:
     if case.head_status is None:
         return "removed"
     if case.head_status is Status.ERROR:
