@@ -15,11 +15,10 @@ difference head âˆ’ base over the samples both sides scored (same ids). Head's Î
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
 from pydantic import ConfigDict, Field
 
-from turncheck.compare.rows import pair_by_path
+from turncheck.compare.rows import SuiteState, pair_by_path, previous_path, state_of
 from turncheck.engine.calibration_report import (
     AgreementStats,
     CalibrationFileResult,
@@ -35,11 +34,8 @@ from turncheck.stats.agreement import bootstrap_difference
 _TOLERANCE = 1e-9
 
 
-class FileState(StrEnum):
-    NEW = "new"
-    CHANGED = "changed"
-    RENAMED = "renamed"
-    REMOVED = "removed"
+FileState = SuiteState
+"""A sample file's state: new, changed, renamed or removed (as a suite's)."""
 
 
 class CalibrationThresholds(ReportModel):
@@ -195,8 +191,8 @@ def compare_file(
     base_side, head_side = _side(base), _side(head)
     return CalibrationComparison(
         path=shown.path,
-        previous_path=base.path if base and head and base.path != head.path else None,
-        state=_state(base, head), note=head.note if head is not None else None,
+        previous_path=previous_path(base, head),
+        state=state_of(base, head), note=head.note if head is not None else None,
         base=base_side, head=head_side,
         agreement_delta=_delta(_agreement(base_side), _agreement(head_side)),
         mean_distance_delta=_delta(_distance(base_side), _distance(head_side)),
@@ -204,14 +200,6 @@ def compare_file(
         flipped=flipped_samples(base.samples if base else [], head.samples if head else []),
         kappa=compare_kappa(base, head) if base_side and head_side and base and head else None,
     )
-
-
-def _state(base: CalibrationFileResult | None, head: CalibrationFileResult | None) -> FileState:
-    if base is None:
-        return FileState.NEW
-    if head is None:
-        return FileState.REMOVED
-    return FileState.CHANGED if base.path == head.path else FileState.RENAMED
 
 
 def compare_calibrations(

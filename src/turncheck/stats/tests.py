@@ -7,7 +7,7 @@ later" and "stops passing" both move the head's outcomes to the worse end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -140,9 +140,7 @@ def clustered_permutation_test(
                          float(np.mean(values >= observed - 1e-12)),
                          least_worse=float(np.mean(values <= values.min() + 1e-12)),
                          least_better=float(np.mean(values >= values.max() - 1e-12)))
-    rng = np.random.default_rng(seed)
-    values = np.array([_clustered_statistic(_shuffled(cases, rng.permutation))
-                       for _ in range(resamples)])
+    values = _random_statistics(cases, resamples, np.random.default_rng(seed))
     worse = (np.sum(values <= observed + 1e-12) + 1) / (resamples + 1)
     better = (np.sum(values >= observed - 1e-12) + 1) / (resamples + 1)
     least = 1.0 if all(len(set([*b, *h])) == 1 for b, h in cases) else 1 / (resamples + 1)
@@ -172,12 +170,15 @@ def _exact_draws(cases: list[tuple[list[float], list[float]]]
     return draws
 
 
-def _shuffled(cases: list[tuple[list[float], list[float]]],
-              permute: Callable[[int], np.ndarray]) -> list[tuple[list[float], list[float]]]:
-    result = []
+def _random_statistics(cases: list[tuple[list[float], list[float]]], resamples: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """The statistic under `resamples` random splits, each shuffling every case's samples
+    within that case (all resamples of one case at once)."""
+    total = np.zeros(resamples)
     for b, h in cases:
-        pooled = [*b, *h]
-        order = permute(len(pooled))
-        result.append(([pooled[i] for i in order[: len(b)]],
-                       [pooled[i] for i in order[len(b):]]))
-    return result
+        pooled = np.asarray([*b, *h], dtype=np.float64)
+        order = rng.permuted(np.tile(np.arange(len(pooled)), (resamples, 1)), axis=1)
+        drawn = pooled[order]
+        total += drawn[:, len(b):].mean(axis=1) - drawn[:, :len(b)].mean(axis=1)
+    values: np.ndarray = total / len(cases)
+    return values
