@@ -171,6 +171,8 @@ def test_command_line_repeat_applies_to_protocol_cases(tmp_path: Path) -> None:
     data = json.loads(report_path.read_text())
     assert [len(c["samples"]) for c in data["protocols"][0]["cases"]] == [2, 2]
     assert data["protocols"][0]["cases"][0]["samples"][1]["score"] == 1.0
+    assert "Overall: ✅ PASS (interactive reasoning 1.00) · 2/2 samples passed; scores 1.00 1.00" \
+        in done.stdout
 
 
 def coin_report(tmp_path: Path, yes: int, repeat: int) -> Report:
@@ -231,6 +233,11 @@ def test_a_score_drop_over_ten_samples_is_a_regression_with_its_figures(coin_dir
     case = data["protocols"]["suites"][0]["cases"][1]
     assert (case["verdict"], case["base"]["samples"], case["head"]["passes"]) == (
         "regression", 10, 3)
+    from turncheck.render.protocol_console import protocol_comparison_lines
+
+    [row] = [line for line in protocol_comparison_lines(comparison.protocols) if " coin " in line]
+    assert (f"broken [REGRESSION] · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
+            f"p = {coin.p_value:.3g})") in row
     # The other direction is an improvement.
     assert verdicts(compare(head, base))["coin"].verdict is Verdict.IMPROVEMENT
 

@@ -34,6 +34,7 @@ from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.money import usd
 from turncheck.render.protocol_console import protocol_comparison_lines
+from turncheck.render.severity import verdict_suffix
 
 MAX_CELL_CHARS = 40
 
@@ -230,13 +231,7 @@ def suite_note(suite: SuiteComparison) -> str | None:
 
 def row(comparison: EvalComparison) -> tuple[str, ...]:
     label = comparison.label + (" [REGRESSION]" if comparison.regression else "")
-    if comparison.verdict.value not in ("unchanged", "new", "removed"):
-        label += f" · {comparison.verdict.value}"
-        if comparison.p_value is not None and comparison.base and comparison.head \
-                and max(comparison.base.samples, comparison.head.samples) > 1:
-            label += (f" ({comparison.base.passes}/{comparison.base.samples} → "
-                      f"{comparison.head.passes}/{comparison.head.samples}, "
-                      f"p = {comparison.p_value:.3g})")
+    label += verdict_suffix(comparison)
     turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
     return (
         cell(comparison.suite_path), cell(comparison.name), label, turns,

@@ -13,6 +13,7 @@ from turncheck.engine.protocol_report import (
 from turncheck.engine.report import Report, Status, Usage
 from turncheck.render.console import STATUS_LABEL, terminal_safe
 from turncheck.render.money import usd
+from turncheck.render.severity import verdict_suffix
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.protocol import ProtocolComparison
@@ -100,7 +101,18 @@ def case_lines(index: int, case: CaseResult, threshold: float | None,
                 yield f"    {scorer_line(result)}"
     yield from table(turn_table(case), "  ")
     yield f"  {aggregate_line(case)}"
-    yield f"  Overall: {case_outcome(case, threshold)}"
+    yield f"  Overall: {case_outcome(case, threshold)}{samples_note(case)}"
+
+
+def samples_note(case: CaseResult) -> str:
+    """` · 3/5 samples passed, flaky; scores 1.00 0.25 …` for a repeated case (as for
+    evals); the turns above are the first sample's."""
+    repeats = case.repeats
+    if repeats is None:
+        return ""
+    flaky = ", flaky" if repeats.flaky else ""
+    scores = " ".join(score(s.score) for s in case.samples)
+    return f" · {repeats.passes}/{repeats.samples} samples passed{flaky}; scores {scores}"
 
 
 def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
@@ -170,6 +182,7 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
     for suite in protocols.suites:
         for case in suite.cases:
             label = case.transition.value + (" [REGRESSION]" if case.regression else "")
+            label += verdict_suffix(case)
             for turn in case.turns:
                 variant = turn.head_variant or turn.base_variant or "—"
                 if turn.base_variant and turn.head_variant and turn.base_variant != \

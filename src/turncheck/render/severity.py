@@ -159,6 +159,24 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
     return text if p_value is None else f"{text}, p = {p_value:.3g}"
 
 
+def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
+    """` · regression (9/10 → 2/10, p = 0.003)` for text tables: the tier when it is news,
+    with the samples behind it (and a protocol case's mean scores) when repeated."""
+    if item.verdict.value in ("unchanged", "new", "removed"):
+        return ""
+    label = f" · {item.verdict.value}"
+    base, head = item.base, item.head
+    if item.p_value is None or base is None or head is None \
+            or max(base.samples, head.samples) <= 1:
+        return label
+    figures = f"{base.passes}/{base.samples} → {head.passes}/{head.samples}, " \
+        f"p = {item.p_value:.3g}"
+    if isinstance(base, CaseSide) and isinstance(head, CaseSide) \
+            and base.mean_score is not None and head.mean_score is not None:
+        figures = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {figures}"
+    return f"{label} ({figures})"
+
+
 def findings(comparison: Comparison) -> list[Finding]:
     """Every eval and protocol case, most severe group first (document order within)."""
     found = [*_eval_findings(comparison), *_case_findings(comparison)]
