@@ -13,7 +13,6 @@ from turncheck.engine.protocol_report import (
 from turncheck.engine.report import Report, Status, Usage
 from turncheck.render.console import STATUS_LABEL, terminal_safe
 from turncheck.render.money import usd
-from turncheck.render.severity import verdict_suffix
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.protocol import ProtocolComparison
@@ -178,6 +177,8 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
     """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
     if protocols is None:
         return
+    from turncheck.render.severity import verdict_suffix  # loads the comparison (scipy)
+
     rows = [["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"]]
     for suite in protocols.suites:
         for case in suite.cases:
