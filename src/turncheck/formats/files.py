@@ -22,6 +22,7 @@ Refusals raise `FileRefused`, whose message is written for users and whose
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import tempfile
@@ -49,7 +50,14 @@ class FileRefused(OSError):
 
 
 def _root_of(path: Path, root: Path | str | None) -> Path:
-    return Path(os.path.realpath(root if root is not None else Path(path).parent))
+    return _real_directory(os.fspath(root if root is not None else Path(path).parent))
+
+
+@functools.lru_cache(maxsize=256)
+def _real_directory(directory: str) -> Path:
+    # The roots are the repository and workspace (and a suite's folder): resolved once
+    # per run rather than once for every file read below them.
+    return Path(os.path.realpath(directory))
 
 
 def confined_real_path(path: Path | str, root: Path | str | None = None) -> Path:

@@ -144,6 +144,7 @@ class Positions:
     def __init__(self, root: yaml.Node | None = None) -> None:
         self._root = root
         self._tables: dict[yaml.Node, dict[str, _Found]] = {}
+        self._walked: dict[Path, tuple[yaml.Node | None, yaml.Node, bool]] = {}
 
     def key(self, path: Path) -> Pos:
         key_node, node, complete = self._walk(path)
@@ -156,23 +157,28 @@ class Positions:
 
     def _walk(self, path: Path) -> tuple[yaml.Node | None, yaml.Node, bool]:
         """The key and value nodes of `path`, or of its longest present prefix (False)."""
-        node = self._root
-        if node is None:
-            return None, _START_NODE, False
-        key_node = None
-        for part in path:
-            kind = node.__class__
-            if kind is _MAPPING_NODE and part.__class__ is str:
-                table = self._tables.get(node)
-                pair = (table if table is not None else self._table(node)).get(part)
-                if pair is None:
-                    return None, node, False
-                key_node, node = pair
-            elif kind is _SEQUENCE_NODE and part.__class__ is int and 0 <= part < len(node.value):
-                key_node, node = None, node.value[part]
-            else:
-                return None, node, False
-        return key_node, node, True
+        found = self._walked.get(path)
+        if found is None:
+            # Validators ask for a node's children one after another: each step starts
+            # from the parent's (remembered) node rather than from the root.
+            found = self._step(self._walk(path[:-1]), path[-1]) if path \
+                else (None, self._root or _START_NODE, self._root is not None)
+            self._walked[path] = found
+        return found
+
+    def _step(self, parent: tuple[yaml.Node | None, yaml.Node, bool],
+              part: str | int) -> tuple[yaml.Node | None, yaml.Node, bool]:
+        node, complete = parent[1], parent[2]
+        if not complete:
+            return None, node, False
+        kind = node.__class__
+        if kind is _MAPPING_NODE and part.__class__ is str:
+            table = self._tables.get(node)
+            pair = (table if table is not None else self._table(node)).get(part)
+            return (None, node, False) if pair is None else (pair[0], pair[1], True)
+        if kind is _SEQUENCE_NODE and part.__class__ is int and 0 <= part < len(node.value):
+            return None, node.value[part], True
+        return None, node, False
 
     def _table(self, node: yaml.Node) -> dict[str, _Found]:
         table: dict[str, _Found] = {}
