@@ -317,7 +317,7 @@ def python_without_extraction_filters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Python before 3.11.4 (Debian 12's 3.11.2) has no tarfile extraction filters."""
     import tarfile
 
-    monkeypatch.delattr(tarfile, "data_filter")
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
 
 
 @pytest.mark.usefixtures("python_without_extraction_filters")
