@@ -114,8 +114,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _dispatch(argv)
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        try:
+            code = _dispatch(argv)
+        finally:  # also after `--help`, which leaves through SystemExit
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except BrokenPipeError:
         _to_devnull()
         return 1
