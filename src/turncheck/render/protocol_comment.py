@@ -18,7 +18,7 @@ from turncheck.compare.protocol import (
 )
 from turncheck.engine.protocol_report import CaseResult, ScorerResult
 from turncheck.engine.report import Report, Status
-from turncheck.render.money import score_change, signed_int, signed_usd
+from turncheck.render.money import MoneyRow, score_change, signed_int
 from turncheck.render.money import usd as format_usd
 
 MAX_SUITES = 20
@@ -57,10 +57,12 @@ def _aggregates(suite: ProtocolSuiteComparison, has_base: bool) -> list[dict[str
     rows.append({"label": "Tokens", "base": "—" if base is None else f"{base.tokens:,}",
                  "head": "—" if head is None else f"{head.tokens:,}",
                  "delta": str(signed_int(delta.tokens)) if has_base else "—"})
+    # One money rule: base, head and Δ rounded alike, as in the comment's cost table.
+    money = MoneyRow.of(base.total_cost_usd if base else None,
+                        head.total_cost_usd if head else None, has_base and base is not None)
     rows.append({"label": "Cost (model + judge)",
-                 "base": "—" if base is None else str(format_usd(base.total_cost_usd)),
-                 "head": "—" if head is None else str(format_usd(head.total_cost_usd)),
-                 "delta": str(signed_usd(delta.total_cost_usd)) if has_base else "—"})
+                 "base": "—" if base is None else money.base,
+                 "head": "—" if head is None else money.head, "delta": money.delta})
     return rows
 
 
