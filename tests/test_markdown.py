@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jinja2.exceptions import SecurityError
 from markupsafe import Markup
 
-from turncheck.render.environment import (
+from turncheck.text.environment import (
     make_environment,
     pct,
     render_template,
@@ -22,7 +22,7 @@ from turncheck.render.environment import (
     signed_usd,
     usd,
 )
-from turncheck.render.markdown import (
+from turncheck.text.markdown import (
     ZWSP,
     code_block,
     html_text,

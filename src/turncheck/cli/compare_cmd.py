@@ -32,9 +32,9 @@ from turncheck.formats.files import (
 )
 from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
-from turncheck.render.money import usd
 from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import verdict_suffix
+from turncheck.text.money import usd
 
 MAX_CELL_CHARS = 40
 

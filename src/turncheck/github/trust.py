@@ -22,7 +22,7 @@ from turncheck.github.bundle import ReportBundle
 from turncheck.github.client import GitHubApi, GitHubApiError, GitHubPermissionError
 from turncheck.github.context import PullRequest, WorkflowRun
 from turncheck.github.publish import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID, log
-from turncheck.render.markdown import inline_code, md_text
+from turncheck.text.markdown import inline_code, md_text
 
 UNVERIFIED_CHECK_NAME = "turncheck (unverified fork report)"
 DEFAULT_TRUSTED_LABEL = "turncheck:trusted"

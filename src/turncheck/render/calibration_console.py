@@ -13,7 +13,7 @@ from turncheck.engine.calibration_report import (
 )
 from turncheck.engine.pricing import add_costs
 from turncheck.render.console import table, terminal_safe
-from turncheck.render.money import usd
+from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.calibration import CalibrationComparison, KappaComparison

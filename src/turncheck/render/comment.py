@@ -26,9 +26,7 @@ from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
-from turncheck.render.environment import make_environment, render_template
 from turncheck.render.headline import Headline, headline
-from turncheck.render.money import MoneyRow, signed_int, usd
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
     ICON,
@@ -39,6 +37,8 @@ from turncheck.render.severity import (
     eval_group,
     findings,
 )
+from turncheck.text.environment import make_environment, render_template
+from turncheck.text.money import MoneyRow, signed_int, usd
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1024 * 1024

@@ -10,7 +10,7 @@ from typing import TextIO
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
 from turncheck.render.budget_text import budget_lines
-from turncheck.render.money import usd
+from turncheck.text.money import usd
 
 MAX_SHOWN_CHARS = 1000
 STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from turncheck.engine.estimate import Estimate, Figures, SuiteEstimate
 from turncheck.render.console import table, terminal_safe
-from turncheck.render.markdown import md_cell, md_text
-from turncheck.render.money import usd
+from turncheck.text.markdown import md_cell, md_text
+from turncheck.text.money import usd
 
 
 def _tokens(figures: Figures) -> str:

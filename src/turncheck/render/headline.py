@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from turncheck.compare.comparison import Comparison
-from turncheck.render.money import MoneyRow
 from turncheck.render.severity import Finding, Group
+from turncheck.text.money import MoneyRow
 
 _LEADS = (
     (Group.REGRESSION, "regression", "regressions"),

@@ -18,8 +18,8 @@ from turncheck.compare.protocol import (
 )
 from turncheck.engine.protocol_report import CaseResult, ScorerResult
 from turncheck.engine.report import Report, Status
-from turncheck.render.money import MoneyRow, score_change, signed_int
-from turncheck.render.money import usd as format_usd
+from turncheck.text.money import MoneyRow, score_change, signed_int
+from turncheck.text.money import usd as format_usd
 
 MAX_SUITES = 20
 MAX_CASES = 50

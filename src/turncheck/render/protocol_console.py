@@ -12,7 +12,7 @@ from turncheck.engine.protocol_report import (
 )
 from turncheck.engine.report import Report, Status, Usage
 from turncheck.render.console import STATUS_LABEL, terminal_safe
-from turncheck.render.money import usd
+from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.protocol import ProtocolComparison

@@ -1,3 +1,0 @@
-"""Money formatting, kept in `turncheck.text.money` (every layer uses it)."""
-
-from turncheck.text.money import *  # noqa: F403
