@@ -105,10 +105,7 @@ def write_comment(comparison: Comparison, reasons: list[str], base: Report, head
     from turncheck.render.comment import CommentContext, render_comment
 
     context = CommentContext(fail_reasons=reasons, head=head, base=base)
-    try:
-        write_text_confined(path, render_comment(comparison, context))
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
+    write_output(path, render_comment(comparison, context))
 
 
 # --- arguments and files ------------------------------------------------------------
@@ -182,8 +179,12 @@ def first_problem(exc: ValidationError) -> str:
 
 
 def write_json(comparison: Comparison, path: Path) -> None:
+    write_output(path, comparison.model_dump_json(indent=2) + "\n")
+
+
+def write_output(path: Path, text: str) -> None:
     try:
-        write_text_confined(path, comparison.model_dump_json(indent=2) + "\n")
+        write_text_confined(path, text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
 
