@@ -210,11 +210,13 @@ class _ShiftAnd:
     def find(self, text: str, start: int, end: int) -> int:
         length = len(self.segment)
         accept = 1 << (length - 1)
+        known = self.masks.get
         state = 0
-        for index in range(start, end):
-            state = ((state << 1) | 1) & self.mask(text[index])
+        for offset, char in enumerate(text[start:end]):
+            mask = known(char)
+            state = ((state << 1) | 1) & (self.mask(char) if mask is None else mask)
             if state & accept:
-                return index - length + 1
+                return start + offset - length + 1
         return -1
 
 
