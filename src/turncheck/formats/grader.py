@@ -26,6 +26,7 @@ from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from turncheck.text.environment import sandboxed_environment
+from turncheck.text.template_limits import limit_problems
 
 GraderKind = Literal["criteria", "prompt"]
 TomlPath = tuple[str | int, ...]
@@ -111,4 +112,5 @@ def template_problems(source: str) -> list[str]:
     return [
         f"grader prompt: unknown variable {name!r} (available: {', '.join(TEMPLATE_VARIABLES)})"
         for name in unknown
-    ]
+    ] + [f"grader prompt: template line {line}: {message}"
+         for line, message in limit_problems(parsed)]
