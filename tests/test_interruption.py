@@ -109,3 +109,37 @@ def test_calls_that_outlast_the_grace_period_are_cancelled(
     assert statuses[0] == ("pass", None)
     assert statuses.count(("error", "interrupted")) == EVALS - 1
     assert len(CassetteTransport(cassette_path_for(suite), "replay")) == 1
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_cpu_bound_check_does_not_make_the_run_deaf(
+    tmp_path: Path, scripted_server: ScriptedServer, signum: int, code: int
+) -> None:
+    """Issue 23, defect 13: a check that blocks the event loop is cancelled within a second
+    of the signal; the finished evals, their recordings and the partial report are kept."""
+    scripted_server.add_rule("spin ok", contains="question 3")
+    scripted_server.add_rule("ok")
+    suite = slow_suite(tmp_path, scripted_server)
+    report_path = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.cpu_bound_cli", "record", str(suite), "--concurrency", "1",
+         "--json", str(report_path)],
+        cwd=ROOT, env={**env, "OPENAI_API_KEY": "sk-test-0000"}, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    wait_for_requests(scripted_server, 4, process)
+    assert process.stderr is not None
+    while "spinning" not in process.stderr.readline():  # the check of question 3 is busy
+        assert process.poll() is None
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)  # the check alone would spin 120 s
+    assert process.returncode == code, stdout + stderr
+    assert "Traceback" not in stdout + stderr
+
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    statuses = [(e["status"], e.get("reason")) for e in report["suites"][0]["evals"]]
+    assert statuses[:3] == [("pass", None)] * 3
+    assert statuses[3:] == [("error", "interrupted")] * (EVALS - 3)
+    assert len(scripted_server.requests) == 4
+    assert len(CassetteTransport(cassette_path_for(suite), "replay")) == 4  # question 3 too
