@@ -5,8 +5,9 @@
 Every case runs in its own Python process (so its peak resident memory is its own)
 and prints the time it took to reach its result or diagnostic (CPU time, checked
 against the targets, and wall time) and the process's peak memory, against the
-case's targets: milliseconds per KB of hostile input (or seconds) and MiB. The script exits 1 when any case misses a target, crashes, or
-takes longer than `TIMEOUT_SECONDS`.
+case's targets: milliseconds per KB of hostile input (or seconds) and MiB. The
+script exits 1 when any case misses a target, crashes, or takes longer than
+`TIMEOUT_SECONDS`.
 
 To add a case, write a function that builds the input, does the work the way the
 run does it and returns a one-line description of the outcome, and register it
