@@ -82,6 +82,12 @@ def test_ordinary_templates_still_work() -> None:
     assert render(source) == "012 1024 ababab 00042   x 1,2 ab 3.0 [1, 2]   x  |"
 
 
+def test_big_numbers_are_data_where_they_size_nothing() -> None:
+    source = ("{% set limits = dict(max_tokens=2000000) %}{{ limits.max_tokens }} "
+              "{{ n | default(10000000) }} {{ range(0, 10**8, 10**6) | length }}")
+    assert render(source) == "2000000 10000000 100"
+
+
 def test_arithmetic_errors_are_template_errors() -> None:
     with pytest.raises(jinja2.TemplateError, match="ZeroDivisionError"):
         render("{{ 1 % 0 }}")

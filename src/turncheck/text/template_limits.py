@@ -295,9 +295,26 @@ def _join_size(items: Any, separator: Any) -> int:
         len(_safe_str(i)) for i in items if not isinstance(i, str))
 
 
-def _check_call(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+_SIZING_FILTERS = frozenset({"center", "indent", "wordwrap", "batch", "slice", "tojson",
+                             "format"})
+"""Filters whose numeric arguments set the size of what they make."""
+_FILTER = object()
+
+
+def _sizes_by_number(name: str, subject: Any) -> bool:
+    """Whether numeric arguments of this filter or method may set the size of its result
+    (`center(10**9)`, `'x'.ljust(10**9)`); numbers given to macros, `dict()` and the like
+    are data."""
+    if subject is _FILTER:
+        return name in _SIZING_FILTERS
+    return isinstance(subject, str | bytes | list | tuple | Mapping)
+
+
+def _check_call(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                *, filter_subject: bool = False) -> None:
     what = f"{name}()"
-    _refuse_big_numbers([*args, *kwargs.values()], what)
+    if _sizes_by_number(name, _FILTER if filter_subject else subject):
+        _refuse_big_numbers([*args, *kwargs.values()], what)
     for value in (subject, *args, *kwargs.values()):
         bounded(value, what)
     if name == "join":
@@ -327,7 +344,8 @@ def bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
     def guarded(*args: Any, **kwargs: Any) -> Any:
         args = _sized(name, args, subject_at)
         if len(args) > subject_at:
-            _check_call(name, args[subject_at], args[subject_at + 1:], kwargs)
+            _check_call(name, args[subject_at], args[subject_at + 1:], kwargs,
+                        filter_subject=True)
         return bounded(function(*args, **kwargs), f"the {name} filter")
 
     setattr(guarded, _BOUNDED_MARK, True)
