@@ -7,17 +7,22 @@ evals are errors with reason `interrupted`, prints one line and exits 143 / 130.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from turncheck.engine.interruption import STOP, interruptible
 from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,3 +148,40 @@ def test_a_cpu_bound_check_does_not_make_the_run_deaf(
     assert statuses[3:] == [("error", "interrupted")] * (EVALS - 3)
     assert len(scripted_server.requests) == 4
     assert len(CassetteTransport(cassette_path_for(suite), "replay")) == 4  # question 3 too
+
+
+def _spin(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+def _signalled_run(coroutine: Callable[[], Coroutine[Any, Any, str]]) -> str:
+    """Run `coroutine` under `interruptible()`, with SIGTERM sent to this process at 0.3 s."""
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        with interruptible():
+            timer.start()
+            return asyncio.run(coroutine())
+    finally:
+        timer.cancel()
+        STOP.signal = None  # this process goes on running tests
+
+
+def test_the_watchdog_cancels_guarded_work_that_keeps_the_loop_busy() -> None:
+    async def busy() -> str:
+        _spin(30)
+        return "finished"
+
+    async def main() -> str:
+        return await STOP.guard(busy, lambda: "interrupted")
+
+    assert _signalled_run(main) == "interrupted"  # not "finished", 30 s later
+
+
+def test_work_outside_a_guarded_item_is_never_cancelled_by_the_watchdog() -> None:
+    async def main() -> str:
+        _spin(1.5)  # the run's own bookkeeping, say: busy, but not an item
+        return "finished"
+
+    assert _signalled_run(main) == "finished"
