@@ -113,6 +113,16 @@ def test_validation_reports_a_static_bomb_at_its_line(source: str, message: str)
     assert message in problem.message and loaded.protocol is None
 
 
+@pytest.mark.parametrize("terms", [600, 5000])
+def test_a_template_nested_too_deeply_is_a_diagnostic_not_a_crash(terms: int) -> None:
+    source = "{{ " + " + ".join(["1"] * terms) + " }}"
+    loaded = parse_suite(_with_prompt(source), "gating.eval.yaml")
+    [problem] = loaded.diagnostics
+    assert problem.code == "template-syntax" and "nests too deeply" in problem.message
+    [grader_problem] = template_problems(source)
+    assert "nests too deeply" in grader_problem
+
+
 def test_a_when_expression_bomb_is_reported() -> None:
     text = PROTOCOL.format(extra="").replace(
         "when: turns.expansion.results.subsets.hallucinated", "when: 9 ** (9 ** 9)")

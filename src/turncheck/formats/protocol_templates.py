@@ -32,7 +32,12 @@ from turncheck.formats.protocol import (
 )
 from turncheck.formats.templates import reserved_secret, secret_token
 from turncheck.text.environment import sandboxed_environment
-from turncheck.text.template_limits import bounded_filters, limit_problems
+from turncheck.text.template_limits import (
+    COMPILE_LIMIT_ERRORS,
+    TOO_DEEP,
+    bounded_filters,
+    limit_problems,
+)
 
 _CAPTURING = (nodes.AssignBlock, nodes.FilterBlock, nodes.Macro, nodes.CallBlock)
 """Blocks whose output becomes a value (that a filter or method could then transform)."""
@@ -341,6 +346,8 @@ def _syntax(compile_it: Callable[[], object]) -> Problem | None:
         compile_it()
     except jinja2.TemplateSyntaxError as exc:
         return Problem(exc.lineno or 1, "template-syntax", f"template error: {exc.message}")
+    except COMPILE_LIMIT_ERRORS:
+        return Problem(1, "template-syntax", f"template error: {TOO_DEEP}")
     return None
 
 

@@ -51,6 +51,12 @@ class TemplateLimitError(SecurityError):
     """A template tried to do more work than a template may."""
 
 
+TOO_DEEP = "the template nests too deeply to compile"
+COMPILE_LIMIT_ERRORS = (RecursionError, SyntaxError, MemoryError)
+"""What compiling a template nested thousands of levels deep raises (Python's own limits),
+rather than a `jinja2.TemplateSyntaxError`."""
+
+
 def _template_line(frame: FrameType | None) -> int | None:
     """The template line of the innermost compiled-template frame at or above `frame`."""
     while frame is not None:
@@ -478,27 +484,44 @@ _STATIC_BINOPS: dict[type[nodes.BinExpr], str] = {
 }
 
 
-def _static_value(node: nodes.Node) -> Any:
-    if isinstance(node, nodes.Const):
-        return node.value
-    if isinstance(node, nodes.Neg):
-        value = _static_value(node.node)
-        if not isinstance(value, int | float):
-            raise _Unknown
-        return -value
-    if isinstance(node, nodes.List | nodes.Tuple):
-        return [_static_value(item) for item in node.items]
-    operator = _STATIC_BINOPS.get(type(node)) if isinstance(node, nodes.BinExpr) else None
-    if operator is not None and isinstance(node, nodes.BinExpr):
-        left, right = _static_value(node.left), _static_value(node.right)
-        try:
-            return BINOPS[operator](left, right)
-        except (ArithmeticError, TypeError, ValueError):
-            raise _Unknown from None
-    raise _Unknown
+class _StaticValues:
+    """Values of constant sub-expressions, each computed once (an expression may nest deeply)."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, Any] = {}
+
+    def __call__(self, node: nodes.Node) -> Any:
+        if id(node) not in self.known:
+            try:
+                self.known[id(node)] = self._compute(node)
+            except (_Unknown, TemplateLimitError) as exc:
+                self.known[id(node)] = exc
+        value = self.known[id(node)]
+        if isinstance(value, _Unknown | TemplateLimitError):
+            raise value
+        return value
+
+    def _compute(self, node: nodes.Node) -> Any:
+        if isinstance(node, nodes.Const):
+            return node.value
+        if isinstance(node, nodes.Neg):
+            value = self(node.node)
+            if not isinstance(value, int | float):
+                raise _Unknown
+            return -value
+        if isinstance(node, nodes.List | nodes.Tuple):
+            return [self(item) for item in node.items]
+        operator = _STATIC_BINOPS.get(type(node)) if isinstance(node, nodes.BinExpr) else None
+        if operator is not None and isinstance(node, nodes.BinExpr):
+            left, right = self(node.left), self(node.right)
+            try:
+                return BINOPS[operator](left, right)
+            except (ArithmeticError, TypeError, ValueError):
+                raise _Unknown from None
+        raise _Unknown
 
 
-def _range_size(node: nodes.Node) -> int | None:
+def _range_size(node: nodes.Node, static: _StaticValues) -> int | None:
     """How many numbers a `range(<constants>)` iterable gives, or None when not constant."""
     if isinstance(node, nodes.Filter) and node.name == LOOP_FILTER and node.node is not None:
         node = node.node
@@ -506,42 +529,52 @@ def _range_size(node: nodes.Node) -> int | None:
             and node.node.name == "range" and not node.kwargs):
         return None
     try:
-        size = len(range(*[_static_value(a) for a in node.args]))
+        size = len(range(*[static(a) for a in node.args]))
         return size if size <= MAX_RANGE else None  # a range refused itself
     except (_Unknown, TypeError, ValueError, OverflowError, TemplateLimitError):
         return None
 
 
-def _loop_problems(node: nodes.Node, iterations: int, found: list[tuple[int, str]]) -> None:
+def _loop_problems(node: nodes.Node, iterations: int, found: list[tuple[int, str]],
+                   static: _StaticValues) -> None:
     if isinstance(node, nodes.For):
-        size = _range_size(node.iter)
+        size = _range_size(node.iter, static)
         if size is not None and iterations * size > MAX_STEPS:
             found.append((node.lineno, f"these loops run {iterations * size:,} times, more "
                                        f"than the {MAX_STEPS:,} iterations one rendering may"))
             return
         iterations *= size or 1
     for child in node.iter_child_nodes():
-        _loop_problems(child, iterations, found)
+        _loop_problems(child, iterations, found, static)
 
 
 def limit_problems(tree: nodes.Template) -> list[tuple[int, str]]:
     """(line, message) of the operations in `tree` refused whatever data it renders."""
     found: list[tuple[int, str]] = []
+    static = _StaticValues()
     kinds: tuple[type[nodes.Expr], ...] = (*_STATIC_BINOPS, nodes.Call)
-    for node in tree.find_all(kinds):
-        if isinstance(node, nodes.Call) and not (
-                isinstance(node.node, nodes.Name) and node.node.name == "range"):
-            continue
-        try:
-            if isinstance(node, nodes.Call):
-                bounded_range(*[_static_value(a) for a in node.args])
-            else:
-                _static_value(node)
-        except TemplateLimitError as exc:
-            found.append((node.lineno, str(exc)))
-        except (_Unknown, TypeError, ValueError):
-            continue
-    _loop_problems(tree, 1, found)
+    try:
+        for node in tree.find_all(kinds):
+            _operation_problem(node, static, found)
+        _loop_problems(tree, 1, found, static)
+    except RecursionError:  # nesting Jinja itself cannot compile: reported as such
+        pass
     unique = dict.fromkeys(found)
     return sorted(unique, key=lambda problem: problem[0])
 
+
+def _operation_problem(node: nodes.Node, static: _StaticValues,
+                       found: list[tuple[int, str]]) -> None:
+    is_range = isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) \
+        and node.node.name == "range"
+    if isinstance(node, nodes.Call) and not is_range:
+        return
+    try:
+        if isinstance(node, nodes.Call):
+            bounded_range(*[static(a) for a in node.args])
+        else:
+            static(node)
+    except TemplateLimitError as exc:
+        found.append((node.lineno, str(exc)))
+    except (_Unknown, TypeError, ValueError):
+        return
