@@ -132,6 +132,28 @@ def template_nested_loops() -> tuple[str, int]:
                    "{% endfor %}")
 
 
+# -- data files (issue 23, defect 9; issue 21 item 1) -------------------------------------------
+
+
+def _sample_file_codes(text: str) -> tuple[str, int]:
+    from turncheck.formats.samples import parse_samples
+
+    codes = sorted({d.code for d in parse_samples(text, "hostile.samples.toml").diagnostics})
+    return f"diagnostics={codes}", len(text)
+
+
+@hostile_case("toml-dotted-keys", "validate a sample file of one 30,000-part dotted key (60 KB)",
+              target_seconds=0.5, target_mib=120)
+def toml_dotted_keys() -> tuple[str, int]:
+    return _sample_file_codes("[samples]\na" + ".a" * 30_000 + " = 1\n")
+
+
+@hostile_case("toml-huge-array", "validate a sample file holding a 4.9 MB array of small numbers",
+              target_seconds=3.0, target_mib=150)
+def toml_huge_array() -> tuple[str, int]:
+    return _sample_file_codes("x = [" + ",".join(["1"] * 2_450_000) + "]\n")
+
+
 # -- running -------------------------------------------------------------------------
 
 
