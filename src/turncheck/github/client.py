@@ -240,10 +240,14 @@ class PyGithubApi:
         self, number: int, body: str, marker: str, mode: CommentMode = "always",
         create: bool = True,
     ) -> CommentResult:
-        """Edit our comment in place, or create it (unless `create` is False)."""
-        if marker not in body:
+        """Edit our comment in place, or create it (unless `create` is False).
+
+        Ours is a comment by this token's login whose body *starts* with `marker`: a
+        comment that merely quotes the marker (another workflow posting as the same
+        `github-actions[bot]`, or a user quoting ours) is never edited."""
+        if not body.startswith(marker):
             raise ValueError(
-                "the comment body must contain the marker, or it cannot be found again"
+                "the comment body must start with the marker, or it cannot be found again"
             )
         issue = self._repo.get_issue(number)
         existing = self._find_comment(issue, marker)
@@ -402,7 +406,7 @@ class PyGithubApi:
         with _translate_errors("list comments"):
             # PaginatedList fetches every page, so comments beyond the first 100 are found.
             for comment in issue.get_comments():
-                if comment.user.login == author and marker in (comment.body or ""):
+                if comment.user.login == author and (comment.body or "").startswith(marker):
                     return comment
         return None
 

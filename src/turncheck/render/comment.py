@@ -395,7 +395,8 @@ def _cut(body: str, marker: str, limit: int) -> str:
     room = max(limit - _size(CUT_NOTE) - _size(marker) - 1, 0)
     kept = body.encode("utf-8")[:room].decode("utf-8", "ignore")
     kept = kept[: kept.rfind("\n") + 1]
-    return kept + (CUT_NOTE if marker in kept else CUT_NOTE + marker + "\n")
+    # The marker must stay the body's start: the sticky comment is found by it.
+    return kept + CUT_NOTE if kept.startswith(marker) else marker + "\n" + kept + CUT_NOTE
 
 
 def render_summary(comparison: Comparison, context: CommentContext) -> str:
