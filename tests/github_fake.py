@@ -87,6 +87,7 @@ class FakeGitHub:
         self.writes_forbidden = False  # fork pull request: read-only token
         self.pull_head_shas: dict[int, str] = {}
         self.pull_head_repos: dict[int, str] = {}  # PR → head repository (default: this one)
+        self.pull_head_refs: dict[int, str] = {}  # PR → head branch (default: feature)
         self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
         # run id → {"head_sha", "head_branch", "created_at", "event", "head_repository"}:
         # the run behind each artifact (defaults: a push run of main in this repository)
@@ -171,6 +172,7 @@ class FakeGitHub:
         table: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/user", self._get_user),
             ("GET", repo, self._get_repo),
+            ("GET", repo + r"/pulls", self._list_pulls),
             ("GET", repo + r"/pulls/(\d+)", self._get_pull),
             ("GET", repo + r"/pulls/(\d+)/files", self._list_pr_files),
             ("GET", repo + r"/issues/(\d+)/comments", self._list_comments),
@@ -199,6 +201,16 @@ class FakeGitHub:
 
     def _get_pull(self, query: dict[str, str], body: Json, number: str) -> Response:
         return 200, self._pull_json(int(number)), {}
+
+    def _list_pulls(self, query: dict[str, str], body: Json) -> Response:
+        """GET /pulls with its `head=owner:branch` filter; the open PRs are those the
+        test gave a head commit."""
+        pulls = [self._pull_json(n) for n in sorted(self.pull_head_shas)]
+        if "head" in query:
+            owner, _, branch = query["head"].partition(":")
+            pulls = [p for p in pulls if p["head"]["repo"]["owner"]["login"] == owner
+                     and p["head"]["ref"] == branch]
+        return self._paginate(f"/repos/{self._full_name}/pulls", query, pulls)
 
     def _list_pr_files(self, query: dict[str, str], body: Json, number: str) -> Response:
         files = [self._file_json(f) for f in self.pr_files.get(int(number), [])]
@@ -404,7 +416,8 @@ class FakeGitHub:
             "state": "open",
             "url": self._api(f"/repos/{self._full_name}/pulls/{number}"),
             "html_url": f"https://github.com/{self._full_name}/pull/{number}",
-            "head": {"sha": self.pull_head_shas.get(number, "a" * 40), "ref": "feature",
+            "head": {"sha": self.pull_head_shas.get(number, "a" * 40),
+                     "ref": self.pull_head_refs.get(number, "feature"),
                      "repo": self._repo_json(self.pull_head_repos.get(number))},
             "base": {"sha": "b" * 40, "ref": "main", "repo": self._repo_json()},
             "changed_files": len(self.pr_files.get(number, [])),

@@ -145,6 +145,41 @@ def test_a_report_naming_another_pull_request_is_not_posted_there(
     assert github_fake.comments == [] and not github_fake.check_runs
 
 
+def test_a_fork_report_is_not_posted_to_another_pr_of_the_same_fork_at_the_same_commit(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    # Issue 23, defect 15: the fork opens PR 8 from another branch at the same commit;
+    # the report of PR 7's run, edited to name #8, must not land on #8.
+    repo, base, head = pr_repo
+    report = all_pass(fork_run_report(repo, tmp_path, github_fake, base, head))
+    github_fake.pull_head_shas[8], github_fake.pull_head_repos[8] = head, FORK
+    github_fake.pull_head_refs[8] = "other-branch"
+    report["pull_number"] = 8
+
+    run = post(tmp_path, github_fake, report, head)
+    assert run.returncode == 1
+    assert "whose head is branch 'other-branch', but run 99 built branch 'feature'" in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
+def test_two_prs_of_one_fork_branch_get_neither_report(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    # The same fork branch opened against two base branches: a fork run's payload names no
+    # pull request, so which PR a report belongs to is only the fork's word.
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    github_fake.pull_head_shas[8], github_fake.pull_head_repos[8] = head, FORK
+
+    for number, run_id in ((PR, 99), (8, 100)):
+        run = post(tmp_path, github_fake, {**report, "pull_number": number}, head,
+                   run_id=run_id)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert f"pull requests #{number}, #{15 - number} all come from {FORK}" in run.stdout
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
 def test_the_poster_only_posts_pull_request_runs(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:

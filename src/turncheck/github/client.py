@@ -123,6 +123,8 @@ class PullHead:
 
     sha: str
     repository: str
+    ref: str = ""
+    """The head branch's name (in `repository`)."""
 
 
 class GitHubApiError(Exception):
@@ -174,6 +176,8 @@ class GitHubApi(Protocol):
     def pull_head_sha(self, number: int) -> str: ...
 
     def pull_head(self, number: int) -> PullHead: ...
+
+    def open_pulls_from(self, head_repository: str, branch: str) -> list[int]: ...
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
 
@@ -321,7 +325,17 @@ class PyGithubApi:
         with _translate_errors("get pull request"):
             head = self._repo.get_pull(number).head
             repository = head.repo.full_name if head.repo is not None else ""
-            return PullHead(str(head.sha), repository)
+            return PullHead(str(head.sha), repository, str(head.ref or ""))
+
+    def open_pulls_from(self, head_repository: str, branch: str) -> list[int]:
+        """Numbers of this repository's open pull requests whose head is `branch` of
+        `head_repository` (`owner/name`)."""
+        owner = head_repository.partition("/")[0]
+        with _translate_errors("list pull requests"):
+            return [pull.number for pull in
+                    self._repo.get_pulls(state="open", head=f"{owner}:{branch}")
+                    if pull.head.repo is not None
+                    and pull.head.repo.full_name == head_repository]
 
     def check_conclusions(self, sha: str, name: str) -> list[tuple[str | None, str | None]]:
         """(conclusion, external_id) of the check runs called `name` on `sha`; the

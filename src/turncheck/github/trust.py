@@ -71,7 +71,26 @@ def bind_to_run(bundle: ReportBundle, run: WorkflowRun, repository: str,
         raise TrustError(f"the report names pull request #{number}, whose head is in "
                          f"{head.repository or 'a deleted repository'}, but run {run.id} "
                          f"built {run.head_repository}")
+    if not run.pull_numbers:
+        _bind_fork_run(number, head.ref, run, api)
     return number
+
+
+def _bind_fork_run(number: int, head_ref: str, run: WorkflowRun, api: GitHubApi) -> None:
+    """A fork run's payload names no pull request, so the PR is found from what GitHub
+    says about the run: its head branch, and the open PRs from that branch. Two PRs of one
+    branch (into two base branches) cannot be told apart: the report goes to neither."""
+    if head_ref != run.head_branch:
+        raise TrustError(f"the report names pull request #{number}, whose head is branch "
+                         f"{head_ref or '?'!r}, but run {run.id} built branch "
+                         f"{run.head_branch or '?'!r}")
+    others = sorted(set(api.open_pulls_from(run.head_repository, run.head_branch)) - {number})
+    if others:
+        listed = ", ".join(f"#{n}" for n in [number, *others])
+        raise TrustError(f"pull requests {listed} all come from {run.head_repository} branch "
+                         f"{run.head_branch!r}; run {run.id}'s payload does not say which one "
+                         "it ran for, so its report is posted to none (a maintainer's trusted "
+                         "run gives each its verdict)")
 
 
 def approval_problem(pr: PullRequest, label: str) -> str | None:
