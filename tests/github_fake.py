@@ -88,6 +88,7 @@ class FakeGitHub:
         self.pull_head_shas: dict[int, str] = {}
         self.pull_head_repos: dict[int, str] = {}  # PR → head repository (default: this one)
         self.pull_head_refs: dict[int, str] = {}  # PR → head branch (default: feature)
+        self.trees: dict[str, list[str]] = {}  # commit → its file paths (else 404)
         self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
         # run id → {"head_sha", "head_branch", "created_at", "event", "head_repository"}:
         # the run behind each artifact (defaults: a push run of main in this repository)
@@ -173,6 +174,7 @@ class FakeGitHub:
             ("GET", r"/user", self._get_user),
             ("GET", repo, self._get_repo),
             ("GET", repo + r"/pulls", self._list_pulls),
+            ("GET", repo + r"/git/trees/([0-9a-fA-F]+)", self._get_tree),
             ("GET", repo + r"/pulls/(\d+)", self._get_pull),
             ("GET", repo + r"/pulls/(\d+)/files", self._list_pr_files),
             ("GET", repo + r"/issues/(\d+)/comments", self._list_comments),
@@ -211,6 +213,20 @@ class FakeGitHub:
             pulls = [p for p in pulls if p["head"]["repo"]["owner"]["login"] == owner
                      and p["head"]["ref"] == branch]
         return self._paginate(f"/repos/{self._full_name}/pulls", query, pulls)
+
+    def _get_tree(self, query: dict[str, str], body: Json, sha: str) -> Response:
+        """GET /git/trees/{sha}?recursive=1: blobs, and the directories above them."""
+        if sha not in self.trees:
+            raise ApiError(404, "Not Found")
+        files = self.trees[sha]
+        directories = sorted({"/".join(p.split("/")[:i]) for p in files
+                              for i in range(1, p.count("/") + 1)})
+        entries = [{"path": d, "mode": "040000", "type": "tree", "sha": "d" * 40}
+                   for d in directories]
+        entries += [{"path": f, "mode": "100644", "type": "blob", "sha": "f" * 40, "size": 1}
+                    for f in files]
+        url = self._api(f"/repos/{self._full_name}/git/trees/{sha}")
+        return 200, {"sha": sha, "url": url, "tree": entries, "truncated": False}, {}
 
     def _list_pr_files(self, query: dict[str, str], body: Json, number: str) -> Response:
         files = [self._file_json(f) for f in self.pr_files.get(int(number), [])]

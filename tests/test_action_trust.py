@@ -279,3 +279,85 @@ def test_a_fork_run_with_a_writable_token_posts_only_an_unverified_report(
     assert [c.conclusion for c in github_fake.check_runs_named(UNVERIFIED)] == ["neutral"]
     [comment] = github_fake.comments_on(PR)
     assert f"Unverified report** from the fork {FORK}" in comment.body
+
+
+# ---- issue 23, defect 2: every string of a fork's report is data --------------------------
+
+
+PHISHING = ("x) [Sign in again](https://evil.example/login) ![](https://evil.example/p.png) "
+            "@maintainer #1 [y](https://evil.example")
+
+
+def with_diagnostic(report: dict[str, Any], file: str) -> dict[str, Any]:
+    """The report with a validation problem at `file:3` (the comment links file:line)."""
+    edited = json.loads(json.dumps(report))
+    edited["head"]["diagnostics"] = [{"file": file, "line": 3, "column": 1,
+                                      "severity": "error", "code": "yaml-syntax",
+                                      "message": "bad indentation"}]
+    return edited
+
+
+def everything_posted(github: FakeGitHub) -> str:
+    return "\n".join([*(c.body for c in github.comments),
+                      *(json.dumps(r.output) for r in github.check_runs.values()),
+                      *(json.dumps(r.annotations) for r in github.check_runs.values())])
+
+
+def test_a_hostile_working_directory_never_reaches_the_comment(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    github_fake.trees[head] = repo.git("ls-tree", "-r", "--name-only", head).split("\n")
+    report = with_diagnostic(fork_run_report(repo, tmp_path, github_fake, base, head),
+                             "evals/math.eval.yaml")
+    for workdir in (PHISHING, "../../../../someone/phish", "nowhere"):
+        run = post(tmp_path, github_fake, {**report, "working_directory": workdir}, head)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "is not a directory of the pull request's commit" in run.stdout
+        assert "Traceback" not in run.stdout + run.stderr
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
+def test_links_in_a_fork_report_go_only_to_the_commits_own_files(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    github_fake.trees[head] = repo.git("ls-tree", "-r", "--name-only", head).split("\n")
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    blob = f"https://github.com/{REPOSITORY}/blob/{head}/"
+
+    real = post(tmp_path, github_fake, with_diagnostic(report, "evals/math.eval.yaml"), head,
+                run_id=101)
+    assert real.returncode == 1, real.stdout + real.stderr
+    assert f"]({blob}evals/math.eval.yaml#L3)" in github_fake.comments[0].body
+
+    for number, hostile in enumerate(["../../../../someone/phish", PHISHING,
+                                      "evals/missing.eval.yaml"], start=102):
+        github_fake.comments.clear()
+        github_fake.check_runs.clear()
+        post(tmp_path, github_fake, with_diagnostic(report, hostile), head, run_id=number)
+        [comment] = github_fake.comments
+        assert "bad indentation" in comment.body  # the problem is still shown, as text
+        assert f"]({blob}" not in comment.body  # but not as a link
+        posted = everything_posted(github_fake)
+        assert "](https://evil" not in posted and "![" not in posted
+        assert "@maintainer" not in posted  # no mention: a zero-width space follows the @
+
+
+def test_the_footer_never_prints_the_baseline_a_fork_report_claims(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    report["baseline"] = {
+        "source": "artifact", "artifact": "turncheck-report-approved-by-maintainers",
+        "run_id": 1, "commit": base, "event": "push", "saved_tokens": 10**9,
+        "rejected": ["the real baseline from run 5: forged"]}
+    report["base"]["commit"] = "approved by the security team"
+
+    run = post(tmp_path, github_fake, report, head)
+    assert "Traceback" not in run.stdout + run.stderr, run.stdout
+    posted = everything_posted(github_fake)
+    assert "approved" not in posted and "forged" not in posted and "1,000,000,000" not in posted
+    [comment] = github_fake.comments
+    assert "its provenance is not shown" in comment.body

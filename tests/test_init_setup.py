@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TURNCHECK = [sys.executable, "-m", "turncheck"]
 FORK = "someone/widgets"
 NEGATION = re.compile(r"\b(not|never|nothing|no)\b|n't", re.IGNORECASE)
-REQUIRING = re.compile(r"\brequired?\b[^.]*\b(status )?check|\bto require\b|\brequire (the|a|this)\b",
-                       re.IGNORECASE)
+REQUIRING = re.compile(
+    r"\brequired?\b[^.]*\b(status )?check|\bto require\b|\brequire (the|a|this)\b",
+    re.IGNORECASE)
 
 
 def init(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -127,6 +127,16 @@ class PullHead:
     """The head branch's name (in `repository`)."""
 
 
+@dataclass(frozen=True)
+class RepositoryTree:
+    """The paths of a commit's files and directories, as GitHub lists them."""
+
+    files: frozenset[str]
+    directories: frozenset[str]
+    truncated: bool = False
+    """GitHub lists at most 100,000 entries; beyond that some paths are missing."""
+
+
 class GitHubApiError(Exception):
     """A GitHub API call failed. `status` is None when no HTTP response arrived."""
 
@@ -178,6 +188,8 @@ class GitHubApi(Protocol):
     def pull_head(self, number: int) -> PullHead: ...
 
     def open_pulls_from(self, head_repository: str, branch: str) -> list[int]: ...
+
+    def tree(self, sha: str) -> RepositoryTree: ...
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
 
@@ -336,6 +348,16 @@ class PyGithubApi:
                     self._repo.get_pulls(state="open", head=f"{owner}:{branch}")
                     if pull.head.repo is not None
                     and pull.head.repo.full_name == head_repository]
+
+    def tree(self, sha: str) -> RepositoryTree:
+        """Every path of commit `sha` (a fork PR's commits are readable in its base
+        repository too)."""
+        with _translate_errors("get tree"):
+            listed = self._repo.get_git_tree(sha, recursive=True)
+            entries = [(element.path, element.type) for element in listed.tree]
+            truncated = bool(listed.raw_data.get("truncated"))
+        return RepositoryTree(frozenset(p for p, kind in entries if kind == "blob"),
+                              frozenset(p for p, kind in entries if kind == "tree"), truncated)
 
     def check_conclusions(self, sha: str, name: str) -> list[tuple[str | None, str | None]]:
         """(conclusion, external_id) of the check runs called `name` on `sha`; the
