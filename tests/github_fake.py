@@ -185,6 +185,7 @@ class FakeGitHub:
             ("GET", repo + r"/commits/([0-9a-fA-F]+)/check-runs", self._list_check_runs),
             ("POST", repo + r"/statuses/([0-9a-fA-F]+)", self._create_status),
             ("GET", repo + r"/actions/artifacts", self._list_repo_artifacts),
+            ("GET", repo + r"/actions/runs", self._list_workflow_runs),
             ("GET", repo + r"/actions/runs/(\d+)", self._get_workflow_run),
             ("GET", repo + r"/actions/runs/(\d+)/artifacts", self._list_artifacts),
             ("GET", repo + r"/actions/artifacts/(\d+)/zip", self._download_artifact),
@@ -237,6 +238,20 @@ class FakeGitHub:
                  for run_id, entries in sorted(self.artifacts.items(), reverse=True)
                  for index, (name, data) in enumerate(entries)]
         return 200, {"total_count": len(items), "artifacts": items}, {}
+
+    def _list_workflow_runs(self, query: dict[str, str], body: Json) -> Response:
+        """GET /actions/runs with GitHub's `branch`, `event`, `head_sha` and `created=<=T`
+        filters, newest first: the runs that uploaded artifacts or were described."""
+        ids = sorted(set(self.artifacts) | set(self.artifact_runs),
+                     key=lambda i: (self._run(i)["created_at"], i), reverse=True)
+        runs = [self._get_workflow_run(query, body, str(i))[1] for i in ids]
+        for key in ("branch", "event", "head_sha"):
+            field_name = "head_branch" if key == "branch" else key
+            if key in query:
+                runs = [r for r in runs if r[field_name] == query[key]]
+        if query.get("created", "").startswith("<="):
+            runs = [r for r in runs if r["created_at"] <= query["created"][2:]]
+        return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
 
     def _get_workflow_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
         """GET /actions/runs/{id}: the fields of GitHub's `workflow-run` schema we read."""

@@ -115,6 +115,7 @@ class RunOrigin:
     head_sha: str
     head_repository: str
     repository: str
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,12 @@ class GitHubApi(Protocol):
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes: ...
 
     def workflow_run_origin(self, run_id: int) -> RunOrigin: ...
+
+    def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
+                    created_before: datetime | None = None,
+                    limit: int = 20) -> list[RunOrigin]: ...
+
+    def run_artifacts(self, run_id: int, prefix: str) -> list[ArtifactRef]: ...
 
 
 def default_retry() -> Retry:
@@ -399,13 +406,32 @@ class PyGithubApi:
 
     def workflow_run_origin(self, run_id: int) -> RunOrigin:
         with _translate_errors("get workflow run"):
-            run = self._repo.get_workflow_run(run_id)
-            head = run.head_repository
-            return RunOrigin(
-                id=run_id, event=run.event or "", head_branch=run.head_branch or "",
-                head_sha=run.head_sha or "", head_repository=head.full_name if head else "",
-                repository=run.repository.full_name if run.repository else "",
-            )
+            return _run_origin(self._repo.get_workflow_run(run_id))
+
+    def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
+                    created_before: datetime | None = None,
+                    limit: int = 20) -> list[RunOrigin]:
+        """The newest `limit` runs of `event` on `branch` (filtered by GitHub), of commit
+        `head_sha` or created no later than `created_before` when given."""
+        options: dict[str, Any] = {"branch": branch, "event": event}
+        if head_sha is not None:
+            options["head_sha"] = head_sha
+        if created_before is not None:
+            stamp = created_before.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            options["created"] = f"<={stamp}"
+        found = []
+        with _translate_errors("list workflow runs"):
+            for run in self._repo.get_workflow_runs(**options):
+                found.append(_run_origin(run))
+                if len(found) >= limit:
+                    break
+        return found
+
+    def run_artifacts(self, run_id: int, prefix: str) -> list[ArtifactRef]:
+        """The unexpired artifacts of one run whose name starts with `prefix`."""
+        with _translate_errors("list workflow run artifacts"):
+            return [_artifact_ref(a) for a in self._repo.get_workflow_run(run_id).get_artifacts()
+                    if a.name.startswith(prefix) and not a.expired]
 
     def _download(self, url: str, max_bytes: int) -> bytes:
         headers = {"Authorization": f"Bearer {self._token}",
@@ -451,6 +477,16 @@ class PyGithubApi:
     ) -> None:
         with _translate_errors("update check run", write=True):
             run.edit(output={**output, "annotations": batch})
+
+
+def _run_origin(run: WorkflowRun) -> RunOrigin:
+    head = run.head_repository
+    return RunOrigin(
+        id=run.id, event=run.event or "", head_branch=run.head_branch or "",
+        head_sha=run.head_sha or "", head_repository=head.full_name if head else "",
+        repository=run.repository.full_name if run.repository else "",
+        created_at=run.created_at,
+    )
 
 
 def _artifact_ref(artifact: Artifact) -> ArtifactRef:
