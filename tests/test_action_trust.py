@@ -361,3 +361,40 @@ def test_the_footer_never_prints_the_baseline_a_fork_report_claims(
     assert "approved" not in posted and "forged" not in posted and "1,000,000,000" not in posted
     [comment] = github_fake.comments
     assert "its provenance is not shown" in comment.body
+
+
+# ---- issue 23, defect 16: an oversize fork report gets a clear verdict, not silence --------
+
+
+@pytest.mark.parametrize("oversize", ["report", "artifact"])
+def test_a_fork_report_too_large_to_read_gets_a_clear_comment_and_check(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub, oversize: str
+) -> None:
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    if oversize == "report":  # valid JSON padded past 20 MiB: a small zip, a huge file
+        path = tmp_path / "big" / "turncheck-report.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(report) + " " * (21 * 1024 * 1024))
+        artifact = zipped(path)
+    else:  # the artifact itself is over the 25 MiB download cap
+        artifact = b"PK" + b"\0" * (25 * 1024 * 1024)
+    github_fake.artifacts[99] = [("turncheck-report", artifact)]
+    event = {"workflow_run": {"id": 99, "head_sha": head, "head_branch": "feature",
+                              "event": "pull_request", "conclusion": "success",
+                              "pull_requests": [], "head_repository": {"full_name": FORK}},
+             "repository": {"full_name": REPOSITORY, "default_branch": "main"}}
+    poster = GitRepo(tmp_path / "poster")
+    poster.commit("empty")
+    run = run_action(poster, tmp_path / "poster-runner", github_fake.base_url, "workflow_run",
+                     event, FAILING)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    [comment] = github_fake.comments_on(PR)
+    assert comment.body.startswith("<!-- turncheck:comment -->")
+    assert "the fork's report is too large to show" in comment.body
+    assert f"run 99 of {FORK}" in comment.body and f"`{LABEL}`" in comment.body
+    [unverified] = github_fake.check_runs_named(UNVERIFIED)
+    assert unverified.conclusion == "failure" and "too large" in unverified.output["title"]
+    assert [c.conclusion for c in github_fake.check_runs_named(REQUIRED)] == ["action_required"]

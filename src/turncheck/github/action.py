@@ -49,19 +49,28 @@ from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
+    MAX_BUNDLE_BYTES,
     BaselineInfo,
     BundleError,
+    BundleTooLarge,
     ReportBundle,
     bundle_from_json,
     bundle_from_zip,
 )
 from turncheck.github.changes import SuiteChanges, suite_changes
-from turncheck.github.client import ChangedFile, GitHubApi, GitHubApiError, PyGithubApi
+from turncheck.github.client import (
+    ArtifactTooLarge,
+    ChangedFile,
+    GitHubApi,
+    GitHubApiError,
+    PyGithubApi,
+)
 from turncheck.github.context import (
     ContextError,
     GitHubContext,
     MergeGroup,
     PullRequest,
+    WorkflowRun,
     read_context,
 )
 from turncheck.github.dependencies import (
@@ -96,7 +105,9 @@ from turncheck.github.trust import (
     approval_problem,
     bind_to_run,
     hold_required_check,
+    pull_request_of_run,
     read_tree,
+    too_large_comment,
     unverified_banner,
     vet_bundle,
 )
@@ -629,12 +640,14 @@ def workflow_run_flow(job: Job) -> int:
     if run is None:
         raise ActionError("the event payload has no workflow_run")
     api = job.api()
-    archive = api.download_artifact(run.id, ARTIFACT_NAME, MAX_ARTIFACT_BYTES)
-    if archive is None:
-        log(f"run {run.id} uploaded no {ARTIFACT_NAME!r} artifact; nothing to post")
-        return 0
     try:
+        archive = api.download_artifact(run.id, ARTIFACT_NAME, MAX_ARTIFACT_BYTES)
+        if archive is None:
+            log(f"run {run.id} uploaded no {ARTIFACT_NAME!r} artifact; nothing to post")
+            return 0
         bundle = bundle_from_zip(archive)
+    except (ArtifactTooLarge, BundleTooLarge) as exc:
+        return post_too_large(job, api, run, str(exc))
     except BundleError as exc:
         raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {exc}") from None
     # The artifact is untrusted: post it only to the run's own PR, and never as a pass.
@@ -647,6 +660,27 @@ def workflow_run_flow(job: Job) -> int:
     source = f"run {run.id} of {run.head_repository}"
     return publish(job, bundle, nothing_changed=False,
                    provenance=Provenance(False, source, linkable))
+
+
+def post_too_large(job: Job, api: GitHubApi, run: WorkflowRun, problem: str) -> int:
+    """A fork report over the cap: a clear comment and a failing unverified check on the
+    run's own pull request (found from GitHub's data), the required check held."""
+    try:
+        number = pull_request_of_run(run, api)
+    except TrustError as exc:
+        raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {problem}; not "
+                          f"posting: {exc}") from None
+    source = f"run {run.id} of {run.head_repository or job.context.repository}"
+    label = job.inputs.trusted_label
+    body = too_large_comment(MARKER, source, MAX_BUNDLE_BYTES, label)
+    published = Published()
+    post_comment(api, number, body, MARKER, job.inputs.comment, published)
+    post_check(api, run.head_sha, f"unverified: the fork's report is too large ({problem})",
+               body.removeprefix(MARKER + "\n"), True, [], job.context.run_url, published,
+               name=UNVERIFIED_CHECK_NAME, verified=False)
+    hold_required_check(api, run.head_sha, label, job.context.run_url)
+    log(f"::error title=turncheck::the {ARTIFACT_NAME} artifact of run {run.id}: {problem}")
+    return 1
 
 
 # -- branch runs -----------------------------------------------------------------

@@ -152,6 +152,10 @@ class GitHubPermissionError(GitHubApiError):
     """The token may not do this, e.g. a read-only token on a fork pull request."""
 
 
+class ArtifactTooLarge(GitHubApiError):
+    """An artifact is larger than the caller's cap; it was not (fully) downloaded."""
+
+
 class GitHubApi(Protocol):
     def pr_files(self, number: int) -> list[ChangedFile]: ...
 
@@ -386,8 +390,8 @@ class PyGithubApi:
             return None
         artifact = artifacts[0]
         if artifact.size_in_bytes > max_bytes:
-            raise GitHubApiError("download artifact", None,
-                                 f"artifact {name!r} is larger than {max_bytes} bytes")
+            raise ArtifactTooLarge("download artifact", None,
+                                   f"artifact {name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.archive_download_url, max_bytes)
 
     def find_artifacts(self, prefix: str) -> list[ArtifactRef]:
@@ -400,8 +404,8 @@ class PyGithubApi:
 
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes:
         if artifact.size > max_bytes:
-            raise GitHubApiError("download artifact", None,
-                                 f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
+            raise ArtifactTooLarge("download artifact", None,
+                                   f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.download_url, max_bytes)
 
     def workflow_run_origin(self, run_id: int) -> RunOrigin:
@@ -444,8 +448,8 @@ class PyGithubApi:
             for chunk in response.iter_content(64 * 1024):
                 data.extend(chunk)
                 if len(data) > max_bytes:
-                    raise GitHubApiError("download artifact", None,
-                                         f"artifact is larger than {max_bytes} bytes")
+                    raise ArtifactTooLarge("download artifact", None,
+                                           f"artifact is larger than {max_bytes} bytes")
             return bytes(data)
 
     def comment_author(self) -> str:

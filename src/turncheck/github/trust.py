@@ -171,6 +171,36 @@ def _with_commit(report: Report, commit: str | None) -> Report:
     return report.model_copy(update={"commit": commit})
 
 
+def pull_request_of_run(run: WorkflowRun, api: GitHubApi) -> int:
+    """The one pull request a `pull_request` run built, from GitHub's data alone (for a
+    report that cannot be read, so names none); raises TrustError when it is not one."""
+    if run.event != "pull_request":
+        raise TrustError(f"run {run.id} is a {run.event or 'unknown'} run; the poster only "
+                         "posts reports of pull_request runs")
+    numbers = list(run.pull_numbers)
+    if not numbers and run.head_repository and run.head_branch:
+        numbers = [n for n in api.open_pulls_from(run.head_repository, run.head_branch)
+                   if api.pull_head(n).sha == run.head_sha]
+    if len(numbers) != 1:
+        raise TrustError(f"run {run.id} cannot be tied to one pull request "
+                         f"({len(numbers)} match)")
+    return numbers[0]
+
+
+def too_large_comment(marker: str, source: str, limit: int, label: str) -> str:
+    """The comment for a fork report too large to read: what happened and what now."""
+    return (
+        f"{marker}\n"
+        "## ⛔ turncheck: the fork's report is too large to show\n\n"
+        f"The report uploaded by {md_text(source, 200)} is larger than "
+        f"{limit // (1024 * 1024)} MiB, turncheck's cap for a report it did not compute, so "
+        "it was not read: no figures can be shown. "
+        f"The required `{CHECK_NAME}` check waits until a maintainer reviews the changes "
+        f"and adds the {inline_code(label)} label, which runs turncheck on this pull "
+        "request's files in a trusted workflow.\n"
+    )
+
+
 def approval_problem(pr: PullRequest, label: str) -> str | None:
     """Why a `pull_request_target` run may not give a verdict on this PR, or None."""
     if not pr.from_fork:
