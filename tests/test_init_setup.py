@@ -35,6 +35,7 @@ from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
 from tests.pr_fixtures import BASE_EVALS, HEAD_EVALS, feature_branch_repo
 from tests.scripted_server import ScriptedServer
+from tests.workflow_lint import lint
 
 ROOT = Path(__file__).resolve().parent.parent
 TURNCHECK = [sys.executable, "-m", "turncheck"]
@@ -134,6 +135,8 @@ def test_init_uses_v1_and_says_how_to_pin_a_commit_before_a_release(tmp_path: Pa
         uses = re.findall(r"uses: (turncheck/turncheck@\S+)", path.read_text())
         assert uses and set(uses) == {f"turncheck/turncheck@{sha}"}, path
     assert "a pinned commit, which builds the action's image" in pinned.stdout
+    linted = lint(sorted((repo / ".github" / "workflows").glob("*.yml")), repo)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def test_init_refuses_an_action_ref_that_would_break_the_yaml(tmp_path: Path) -> None:
