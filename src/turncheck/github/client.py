@@ -198,11 +198,7 @@ class GitHubApi(Protocol):
 
     def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
 
-    def find_artifacts(self, prefix: str) -> list[ArtifactRef]: ...
-
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes: ...
-
-    def workflow_run_origin(self, run_id: int) -> RunOrigin: ...
 
     def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
                     created_before: datetime | None = None,
@@ -394,23 +390,11 @@ class PyGithubApi:
                                    f"artifact {name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.archive_download_url, max_bytes)
 
-    def find_artifacts(self, prefix: str) -> list[ArtifactRef]:
-        """Unexpired artifacts whose name starts with `prefix`, newest first."""
-        with _translate_errors("list artifacts"):
-            found = [_artifact_ref(a) for a in self._repo.get_artifacts()
-                     if a.name.startswith(prefix) and not a.expired]
-        return sorted(found, key=lambda a: a.created_at or datetime.min.replace(tzinfo=UTC),
-                      reverse=True)
-
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes:
         if artifact.size > max_bytes:
             raise ArtifactTooLarge("download artifact", None,
                                    f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.download_url, max_bytes)
-
-    def workflow_run_origin(self, run_id: int) -> RunOrigin:
-        with _translate_errors("get workflow run"):
-            return _run_origin(self._repo.get_workflow_run(run_id))
 
     def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
                     created_before: datetime | None = None,
