@@ -52,7 +52,7 @@ def collect_annotations(comparison: Comparison, working_directory: str,
                         head: Report | None = None) -> list[Annotation]:
     """Validation problems, regressions (turn-of-pass shifts included, naming the check
     that failed and its turn) and failing evals at file:line, repo-relative."""
-    prefix = "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
+    prefix = path_prefix(working_directory)
     found = [_diagnostic_annotation(d, prefix) for d in comparison.diagnostics]
     results = {(s.path, e.name): e for s in head.suites for e in s.evals} if head else {}
     for suite in comparison.suites:
@@ -64,6 +64,21 @@ def collect_annotations(comparison: Comparison, working_directory: str,
     found += _case_annotations(comparison, head, prefix)
     found += _calibration_annotations(comparison, prefix)
     return found
+
+
+def path_prefix(working_directory: str) -> str:
+    """What turns a path relative to the working directory into a repository path."""
+    return "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
+
+
+def only_linkable(items: list[Annotation], working_directory: str,
+                  linkable: frozenset[str] | None) -> list[Annotation]:
+    """An untrusted report's annotations at the commit's own files only."""
+    if linkable is None:
+        return items
+    prefix = path_prefix(working_directory)
+    return [a for a in items if a.path.startswith(prefix)
+            and a.path.removeprefix(prefix) in linkable]
 
 
 def _case_annotations(comparison: Comparison, head: Report | None,
