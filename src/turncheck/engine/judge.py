@@ -108,7 +108,14 @@ class Turn(Protocol):
 
 def transcript(conversation: Sequence[Turn]) -> str:
     """The conversation as the judge and grader prompts show it."""
-    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in conversation)
+    return "\n\n".join(f"[{m.role}]\n{_message_text(m)}" for m in conversation)
+
+
+def _message_text(message: Turn) -> str:
+    """The message's text, then each function call it makes (an agent's turn)."""
+    calls = [f"(calls {call.name} with {call.arguments})"
+             for call in getattr(message, "tool_calls", None) or ()]
+    return "\n".join([message.content, *calls]) if message.content else "\n".join(calls)
 
 
 def _framed(conversation: Sequence[Turn], criteria: str) -> str:

@@ -243,13 +243,18 @@ class SuiteSession:
             output = response.output_tokens if isinstance(response, ChatResponse) else 0
             self.live_tokens += (response.input_tokens or 0) + (output or 0)
 
-    async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
+    async def chat(self, messages: list[ChatMessage], tools: tuple[dict[str, Any], ...] = (),
+                   tool_choice: str | dict[str, Any] | None = None) -> ChatResponse:
+        """The model's answer; `tools` (OpenAI's format) are offered when given."""
         request = ChatRequest(
             model=self.model,
             messages=messages,
             temperature=self.metadata.temperature,
             max_output_tokens=self.metadata.max_output_tokens,
             seed=sample_seed(self.metadata.seed),
+            tools=tools,
+            tool_choice=tool_choice if tools else None,
+            reasoning_effort=self.metadata.reasoning_effort,
         )
         response = await guarded_chat(
             self.guard, self.chat_provider, request, self.price_provider_id

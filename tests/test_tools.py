@@ -1,0 +1,130 @@
+"""Tool calls with scripted results and tool checks (issue 24), against a local server
+that really answers with tool calls (tests/tool_agent.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.engine_helpers import run_paths, write_suite
+from tests.scripted_server import ScriptedServer
+from tests.tool_agent import WEATHER_SUITE, weather_agent
+from turncheck.engine.report import EvalResult, Report, Status
+from turncheck.providers.cassettes import cassette_path_for
+
+
+def evals_by_name(report: Report) -> dict[str, EvalResult]:
+    [suite] = report.suites
+    return {result.name: result for result in suite.evals}
+
+
+@pytest.fixture
+def agent() -> ScriptedServer:
+    server = ScriptedServer(default_reply=weather_agent).start()
+    yield server
+    server.stop()
+
+
+def test_the_weather_suite_passes_fails_and_follows_up_on_tool_checks(
+    tmp_path: Path, agent: ScriptedServer
+) -> None:
+    report = run_paths([write_suite(tmp_path, WEATHER_SUITE)], agent)
+    results = evals_by_name(report)
+
+    paris = results["paris"]
+    assert (paris.status, paris.passed_on_turn) == (Status.PASS, 1)
+    [turn] = paris.turns
+    assert [(c.round, c.name, c.arguments) for c in turn.tool_calls] == [
+        (1, "get_weather", {"city": "Paris"})]
+    assert json.loads(turn.tool_calls[0].result or "") == {
+        "city": "Paris", "forecast": "sunny", "celsius": 21}
+    assert "sunny" in turn.response and turn.rounds == 2
+    # Both rounds are counted: the tool-calling answer and the final one.
+    assert turn.usage.input_tokens > 0 and turn.usage == paris.usage
+
+    capital = results["capital"]
+    assert (capital.status, capital.passed_on_turn) == (Status.PASS, 2)
+    first, second = capital.turns
+    assert [c.arguments for c in first.tool_calls] == [{"city": "Lyon"}]
+    assert not first.checks[0].passed and "get_weather(city=\"Lyon\")" in first.checks[0].detail
+    assert [c.arguments for c in second.tool_calls] == [{"city": "Paris"}]
+
+    greeting = results["greeting"]
+    assert (greeting.status, greeting.passed_on_turn) == (Status.PASS, 1)
+    assert greeting.turns[0].tool_calls == [] and greeting.turns[0].rounds == 1
+
+    parallel = results["time then weather"]
+    assert parallel.status is Status.PASS
+    assert [(c.round, c.name) for c in parallel.turns[0].tool_calls] == [
+        (1, "get_time"), (1, "get_weather")]
+
+
+def test_the_second_turn_sends_the_first_turns_calls_and_results(
+    tmp_path: Path, agent: ScriptedServer
+) -> None:
+    run_paths([write_suite(tmp_path, WEATHER_SUITE)], agent)
+    follow_up = next(r.json for r in agent.requests
+                     if "I meant Paris" in json.dumps(r.json["messages"]))
+    roles = [m["role"] for m in follow_up["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+    call = follow_up["messages"][2]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Lyon"}'}
+    assert follow_up["messages"][3] == {"role": "tool", "tool_call_id": call["id"],
+                                        "content": "Lyon: rain, 14 C"}
+    assert [t["function"]["name"] for t in follow_up["tools"]] == ["get_weather", "get_time"]
+
+
+def test_record_then_offline_replay_gives_the_same_report(tmp_path: Path) -> None:
+    server = ScriptedServer(default_reply=weather_agent).start()
+    path = write_suite(tmp_path, WEATHER_SUITE)
+    recorded = run_paths([path], server, mode="record")
+    server.stop()
+    replayed = run_paths([path], server, mode="replay")
+    assert replayed.live_tokens == 0 < recorded.live_tokens
+    assert [r.model_dump() for r in replayed.suites] == [r.model_dump() for r in recorded.suites]
+    cassette = cassette_path_for(path).read_text(encoding="utf-8")
+    assert cassette.count("get_weather") > 4  # each round is its own interaction
+
+
+@pytest.mark.parametrize(("prompt", "error"), [
+    ("Weather in ROME?", 'turn 1: no scripted result for get_weather({"city": "Rome"})'),
+    ("LOOP forever", "turn 1: the model still called tools after max_tool_rounds (3) rounds"),
+    ("BROKEN call", "turn 1: the model called get_weather with malformed arguments (not JSON): "
+     '{"city": "Par'),
+])
+def test_an_unanswerable_call_is_an_error_of_that_eval_only(
+    tmp_path: Path, agent: ScriptedServer, prompt: str, error: str
+) -> None:
+    bad = f"  - name: bad\n    prompt: {prompt}\n    checks: [{{tool_call: get_weather}}]\n"
+    report = run_paths([write_suite(tmp_path, WEATHER_SUITE + bad)], agent)
+    results = evals_by_name(report)
+    assert results["bad"].status is Status.ERROR
+    assert (results["bad"].error or "").startswith(error)
+    assert results["bad"].turns[0].tool_calls  # the calls made so far are in the report
+    others = [r.status for name, r in results.items() if name != "bad"]
+    assert others == [Status.PASS] * 4
+
+
+def test_eval_tools_override_the_metadata_and_times_counts_calls(
+    tmp_path: Path, agent: ScriptedServer
+) -> None:
+    own = (
+        "  - name: own tools\n"
+        "    prompt: What is the weather in Paris?\n"
+        "    tools:\n"
+        "      - {type: function, function: {name: get_weather}}\n"
+        "    tool_results:\n"
+        "      get_weather: [{result: cloudy}]\n"
+        "    checks:\n"
+        "      - tool_call: get_weather\n"
+        "        times: 2\n"
+        "      - match: '*cloudy*'\n"
+    )
+    report = run_paths([write_suite(tmp_path, WEATHER_SUITE + own)], agent)
+    result = evals_by_name(report)["own tools"]
+    assert result.status is Status.FAIL  # called once, not twice
+    assert [c.passed for c in result.turns[0].checks] == [False, True]
+    sent = next(r.json for r in agent.requests if "cloudy" in json.dumps(r.json))
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather"]
