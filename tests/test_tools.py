@@ -128,3 +128,34 @@ def test_eval_tools_override_the_metadata_and_times_counts_calls(
     assert [c.passed for c in result.turns[0].checks] == [False, True]
     sent = next(r.json for r in agent.requests if "cloudy" in json.dumps(r.json))
     assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather"]
+
+
+PROTOCOL_WITH_TOOLS = """\
+metadata:
+  name: weather protocol
+  model: gpt-4o-mini
+  tools:
+    - {type: function, function: {name: get_weather}}
+  tool_results:
+    get_weather: [{when: {city: Paris}, result: sunny}]
+cases:
+  - id: paris
+    vars: {city: Paris}
+  - id: rome
+    vars: {city: ROME}
+turns:
+  - id: ask
+    prompt: "What is the weather in {{ case.vars.city }}?"
+"""
+
+
+def test_protocol_suites_answer_tool_calls_too(tmp_path: Path, agent: ScriptedServer) -> None:
+    report = run_paths([write_suite(tmp_path, PROTOCOL_WITH_TOOLS)], agent)
+    [protocol] = report.protocols
+    cases = {case.id: case for case in protocol.cases}
+    [turn] = cases["paris"].turns
+    assert [(c.name, c.arguments, c.result) for c in turn.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, "sunny")]
+    assert turn.response == "Weather report: sunny" and turn.rounds == 2
+    assert cases["rome"].status is Status.ERROR
+    assert 'no scripted result for get_weather({"city": "Rome"})' in (cases["rome"].error or "")

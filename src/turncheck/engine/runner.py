@@ -31,7 +31,6 @@ from turncheck.engine.report import (
     Status,
     StatusReason,
     SuiteResult,
-    ToolCallResult,
     TurnResult,
     Usage,
 )
@@ -42,7 +41,8 @@ from turncheck.engine.session import (
 from turncheck.engine.settings import RunSettings
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
-from turncheck.engine.tools import ToolScriptError, ToolSetup, parse_arguments
+from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
+from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
@@ -50,10 +50,8 @@ from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import (
     AnswerSchema,
     ChatMessage,
-    ChatResponse,
     ProviderError,
     RecordingMissing,
-    ToolCall,
 )
 from turncheck.providers.cassettes import cassette_path_for
 
@@ -71,37 +69,6 @@ class _EvalState:
     turns: list[TurnResult] = field(default_factory=list)
     judge_usage: Usage = field(default_factory=Usage)
     judge_costs: list[float | None] = field(default_factory=list)
-
-
-@dataclass
-class _Answer:
-    """One turn's model answers so far: the rounds of tool calls and the final answer."""
-
-    messages: list[ChatMessage] = field(default_factory=list)
-    """The turn's assistant and tool messages, its final answer last."""
-    calls: list[ToolCallResult] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    costs: list[float | None] = field(default_factory=list)
-    latency_ms: float = 0.0
-    estimated: bool = False
-    final: ChatResponse | None = None
-
-    def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
-        self.final = response
-        self.usage += usage
-        self.costs.append(cost)
-        self.latency_ms += response.latency_ms
-        self.estimated = self.estimated or response.output_tokens is None
-
-    def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
-        """The tool message answering `call`; the call is recorded even when it cannot be
-        answered (ToolScriptError)."""
-        record = ToolCallResult(round=round_number, name=call.name, arguments=call.arguments)
-        self.calls.append(record)
-        arguments = parse_arguments(call)
-        record.arguments = arguments
-        record.result = tools.answer(call, arguments)
-        return ChatMessage("tool", record.result, tool_call_id=call.id)
 
 
 class _SuiteRun:
@@ -181,7 +148,7 @@ class _SuiteRun:
         level, line = evaluation.checks, evaluation.line
         tools = ToolSetup.of(self.suite.metadata, evaluation)
         for turn_number in range(1, 100):
-            answer = _Answer()
+            answer = TurnAnswer()
             turn, outcome = await self._turn(turn_number, line, level, state, tools, answer)
             state.turns.append(turn)
             if outcome.errors:
@@ -195,29 +162,9 @@ class _SuiteRun:
             level, line = follow_up.checks, follow_up.line
         raise EvalError("conversation did not end")  # unreachable: depth is validated
 
-    async def _answer(self, state: _EvalState, tools: ToolSetup, answer: _Answer) -> None:
-        """The model's final answer of a turn, answering its tool calls round after round
-        (at most `tools.max_rounds` answers with calls before the final one)."""
-        for round_number in range(1, tools.max_rounds + 2):
-            response = await self.session.chat([*state.messages, *answer.messages],
-                                               tools.tools, tools.choice)
-            usage = chat_usage(response)
-            answer.add(response, usage, self.pricer.cost(usage, self.session.model,
-                                                         self.session.price_provider_id))
-            if not response.tool_calls:
-                answer.messages.append(ChatMessage("assistant", response.text))
-                return
-            answer.messages.append(ChatMessage("assistant", response.text,
-                                               tool_calls=response.tool_calls))
-            if round_number > tools.max_rounds:
-                raise ToolScriptError(f"the model still called tools after max_tool_rounds "
-                                      f"({tools.max_rounds}) rounds of tool calls")
-            for call in response.tool_calls:
-                answer.messages.append(answer.answer_call(call, round_number, tools))
-
     async def _turn(
         self, number: int, line: int, level: CheckList, state: _EvalState, tools: ToolSetup,
-        answer: _Answer,
+        answer: TurnAnswer,
     ) -> tuple[TurnResult, LevelOutcome]:
         prompt = state.messages[-1].content
         judged_before = (state.judge_usage, len(state.judge_costs))
@@ -242,7 +189,7 @@ class _SuiteRun:
             )
 
         try:
-            await self._answer(state, tools, answer)
+            await answer_turn(self.session, self.pricer, state.messages, tools, answer)
         except ToolScriptError as exc:
             state.turns.append(turn_result(LevelOutcome(False, [], None)))
             raise EvalError(f"turn {number}: {exc}") from exc
