@@ -4,6 +4,7 @@ that really answers with tool calls (tests/tool_agent.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def evals_by_name(report: Report) -> dict[str, EvalResult]:
 
 
 @pytest.fixture
-def agent() -> ScriptedServer:
+def agent() -> Iterator[ScriptedServer]:
     server = ScriptedServer(default_reply=weather_agent).start()
     yield server
     server.stop()

@@ -20,8 +20,8 @@ from turncheck.engine.judge import (
     parse_verdict,
 )
 from turncheck.engine.report import CheckResult, ToolCallResult
-from turncheck.engine.tools import args_match, arguments_text
 from turncheck.engine.tokens import completion_tokens
+from turncheck.engine.tools import args_match, arguments_text
 from turncheck.formats.suite import (
     Check,
     CheckList,
@@ -31,8 +31,8 @@ from turncheck.formats.suite import (
     MatchCheck,
     MaxTokensCheck,
     MinTokensCheck,
-    NoToolCallCheck,
     NotMatchCheck,
+    NoToolCallCheck,
     OrGroup,
     SemanticCheck,
     ToolCallCheck,

@@ -21,7 +21,7 @@ from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
-from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
+from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
