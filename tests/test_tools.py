@@ -160,3 +160,31 @@ def test_protocol_suites_answer_tool_calls_too(tmp_path: Path, agent: ScriptedSe
     assert turn.response == "Weather report: sunny" and turn.rounds == 2
     assert cases["rome"].status is Status.ERROR
     assert 'no scripted result for get_weather({"city": "Rome"})' in (cases["rome"].error or "")
+
+
+def test_the_same_suite_runs_on_anthropics_messages_api(
+    tmp_path: Path, agent: ScriptedServer
+) -> None:
+    host = agent.base_url.removesuffix("/v1")
+    report = run_paths([write_suite(tmp_path, WEATHER_SUITE)], None, provider="anthropic",
+                       env={"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": host})
+    results = evals_by_name(report)
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, Status.PASS)
+    assert results["capital"].passed_on_turn == 2
+    assert [(c.name, c.arguments) for c in results["paris"].turns[0].tool_calls] == [
+        ("get_weather", {"city": "Paris"})]
+    assert "sunny" in results["paris"].turns[0].response
+    requests = [r for r in agent.requests if r.path == "/v1/messages"]
+    assert len(requests) == len(agent.requests)
+    follow_up = next(r.json for r in requests if "I meant Paris" in json.dumps(r.json))
+    assert follow_up["system"].startswith("You are a weather assistant")
+    assert follow_up["tools"][0] == {
+        "name": "get_weather", "description": "Current weather in a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                         "required": ["city"]}}
+    first_answer, results_message = follow_up["messages"][1:3]
+    assert first_answer == {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_0_0", "name": "get_weather",
+         "input": {"city": "Lyon"}}]}
+    assert results_message == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_0_0", "content": "Lyon: rain, 14 C"}]}
