@@ -323,6 +323,7 @@ class _ProtocolRun:
             output_tokens_estimated=answer.estimated,
             tool_calls=answer.calls,
             rounds=len(answer.costs),
+            **answer.token_details,
             line=variant.line if variant is not None else turn.line,
             score=weighted_score(results),
             weight=turn.weight,

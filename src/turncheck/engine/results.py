@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from turncheck.engine.model import ReportModel
 
@@ -88,6 +88,27 @@ class TurnResult(ReportModel):
     """Function calls made during this turn, in order; `response` is the final answer."""
     rounds: int = 1
     """Model answers this turn took (1 + answers that called tools)."""
+    reasoning_tokens: int | None = None
+    """Of `usage.output_tokens`, those the provider reports as reasoning (priced as output)."""
+    cached_input_tokens: int | None = None
+    """Of `usage.input_tokens`, those read from the provider's prompt cache (priced at the
+    cache-read rate)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unused_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A turn without tool calls or token details serialises as before these fields
+        existed (reports of plain suites are unchanged)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, unused in _UNUSED_TURN_FIELDS.items():
+                if data.get(name, unused) == unused:
+                    data.pop(name, None)
+        return data
+
+
+_UNUSED_TURN_FIELDS: dict[str, Any] = {
+    "tool_calls": [], "rounds": 1, "reasoning_tokens": None, "cached_input_tokens": None,
+}
 
 
 class Metered(Protocol):

@@ -186,6 +186,7 @@ class _SuiteRun:
                 judge_cost_usd=add_costs(state.judge_costs[judged_before[1]:]),
                 tool_calls=answer.calls,
                 rounds=max(1, len(answer.costs)),
+                **answer.token_details,
             )
 
         try:

@@ -26,6 +26,9 @@ class TurnAnswer:
     latency_ms: float = 0.0
     estimated: bool = False
     final: ChatResponse | None = None
+    reasoning_tokens: int | None = None
+    """Summed over rounds; None when no round reported any."""
+    cached_input_tokens: int | None = None
 
     def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
         self.final = response
@@ -33,6 +36,14 @@ class TurnAnswer:
         self.costs.append(cost)
         self.latency_ms += response.latency_ms
         self.estimated = self.estimated or response.output_tokens is None
+        self.reasoning_tokens = _plus(self.reasoning_tokens, response.reasoning_tokens)
+        self.cached_input_tokens = _plus(self.cached_input_tokens, response.cached_input_tokens)
+
+    @property
+    def token_details(self) -> dict[str, int | None]:
+        """The turn's reasoning and cached tokens, as `TurnResult` fields."""
+        return {"reasoning_tokens": self.reasoning_tokens,
+                "cached_input_tokens": self.cached_input_tokens}
 
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
         """The tool message answering `call`; the call is recorded even when it cannot be
@@ -55,7 +66,8 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
         response = await session.chat([*history, *answer.messages], tools.tools, tools.choice)
         usage = chat_usage(response)
         answer.add(response, usage,
-                   pricer.cost(usage, session.model, session.price_provider_id))
+                   pricer.cost(usage, session.model, session.price_provider_id,
+                               response.cached_input_tokens or 0))
         if not response.tool_calls:
             answer.messages.append(ChatMessage("assistant", response.text))
             return
@@ -66,3 +78,7 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
                                   f"({tools.max_rounds}) rounds of tool calls")
         for call in response.tool_calls:
             answer.messages.append(answer.answer_call(call, round_number, tools))
+
+
+def _plus(total: int | None, count: int | None) -> int | None:
+    return total if count is None else (total or 0) + count

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from turncheck.diagnostics import Diagnostic, error, warning
 from turncheck.formats import templates
+from turncheck.formats.model_families import family_warnings
 from turncheck.formats.suite import Metadata
 from turncheck.formats.tools import Tool, ToolChoice, ToolResults
 from turncheck.formats.yamlsource import Path, Pos, Positions
@@ -151,6 +152,8 @@ class SuiteReporter(Reporter):
         metadata.remember_lines({key: self.positions.value((*path, key)).line
                                  for key in (*templates.METADATA_FIELDS, "messages")
                                  if key in known})
+        for key, message in family_warnings(metadata):
+            self.warning_at(self.positions.value((*path, key)), "model-family", message)
         return metadata
 
     # -- tools ---------------------------------------------------------------
