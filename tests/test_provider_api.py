@@ -105,9 +105,11 @@ metadata:
     ("o3", "  temperature: 1\n  reasoning_effort: high\n", []),
     ("gpt-4o-mini", "  temperature: 0\n  reasoning_effort: low\n",
      [(5, "reasoning_effort", "gpt-4o-mini is not an OpenAI reasoning model")]),
-    ("anthropic:claude-sonnet-4-5", "  seed: 7\n  reasoning_effort: low\n",
+    ("anthropic:claude-sonnet-4-5", "  seed: 7\n  reasoning_effort: minimal\n",
      [(4, "seed", "Anthropic's Messages API has no seed"),
-      (5, "reasoning_effort", "Anthropic's Messages API does not take reasoning_effort")]),
+      (5, "reasoning_effort", 'Anthropic takes effort low, medium or high, not "minimal"')]),
+    ("claude-haiku-4-5", "  temperature: 0\n  reasoning_effort: high\n  provider: anthropic\n",
+     [(4, "temperature", "Anthropic's Messages API takes no temperature; it is not sent")]),
 ])
 def test_validation_warns_about_settings_the_model_family_rejects(
     model: str, settings: str, expected: list[tuple[int, str, str]]

@@ -2,8 +2,8 @@
 
 OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 …) reject a `temperature` other than 1
 ("Unsupported value: 'temperature' does not support 0 with this model"), and only they
-take `reasoning_effort`; Anthropic's Messages API takes neither `seed` nor
-`reasoning_effort`. The family is read from the model id alone (`openai/o3`,
+take `reasoning_effort`. Anthropic's Messages API, as its SDK defines it today, takes
+neither `temperature` nor `seed`; its `output_config.effort` takes low, medium or high. The family is read from the model id alone (`openai/o3`,
 `anthropic:claude-…`, `gpt-5-mini`), so a templated or unknown model gets no warning.
 """
 
@@ -39,9 +39,18 @@ def family_warnings(metadata: Metadata) -> Iterator[tuple[str, str]]:
     if reasoning and metadata.temperature is not None and metadata.temperature != 1:
         yield "temperature", (f"{model} is an OpenAI reasoning model: it rejects a temperature "
                               "other than 1 (leave temperature unset)")
-    if metadata.reasoning_effort is not None and not reasoning:
-        yield "reasoning_effort", (
-            "Anthropic's Messages API does not take reasoning_effort; it is not sent" if claude
-            else f"{model} is not an OpenAI reasoning model and may reject reasoning_effort")
-    if claude and metadata.seed is not None:
+    if claude:
+        yield from _anthropic_warnings(metadata)
+    elif metadata.reasoning_effort is not None and not reasoning:
+        yield "reasoning_effort", (f"{model} is not an OpenAI reasoning model and may reject "
+                                   "reasoning_effort")
+
+
+def _anthropic_warnings(metadata: Metadata) -> Iterator[tuple[str, str]]:
+    if metadata.temperature is not None:
+        yield "temperature", "Anthropic's Messages API takes no temperature; it is not sent"
+    if metadata.seed is not None:
         yield "seed", "Anthropic's Messages API has no seed; it is not sent"
+    if metadata.reasoning_effort in ("none", "minimal"):
+        yield "reasoning_effort", (f'Anthropic takes effort low, medium or high, not '
+                                   f'"{metadata.reasoning_effort}"; it is not sent')

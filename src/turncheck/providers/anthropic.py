@@ -20,6 +20,8 @@ from turncheck.providers.structured import first_accepted
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
+ANTHROPIC_EFFORTS = ("low", "medium", "high")
+"""`reasoning_effort` values sent as the Messages API's `output_config.effort`."""
 
 
 class AnthropicProvider:
@@ -153,8 +155,10 @@ def messages_body(request: ChatRequest) -> JsonObject:
     }
     if system:
         body["system"] = "\n\n".join(system)
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    # No `temperature`: the Messages API as Anthropic's SDK defines it today has none.
+    effort = request.reasoning_effort
+    if effort in ANTHROPIC_EFFORTS:
+        body["output_config"] = {"effort": effort}
     if request.tools:
         body["tools"] = [anthropic_tool(tool) for tool in request.tools]
         choice = anthropic_tool_choice(request.tool_choice)

@@ -93,7 +93,10 @@ class OpenAICompatProvider:
         if problem is not None:
             raise self._http.unexpected(problem)
         content = dig(body, "choices", 0, "message", "content")
-        return content if isinstance(content, str) else ""
+        if isinstance(content, str):
+            return content
+        refusal = dig(body, "choices", 0, "message", "refusal")  # the model's answer, too
+        return refusal if isinstance(refusal, str) else ""
 
     def _vectors(self, body: JsonObject, expected: int) -> list[list[float]]:
         data = body.get("data")
