@@ -3,8 +3,9 @@
 OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 …) reject a `temperature` other than 1
 ("Unsupported value: 'temperature' does not support 0 with this model"), and only they
 take `reasoning_effort`. Anthropic's Messages API, as its SDK defines it today, takes
-neither `temperature` nor `seed`; its `output_config.effort` takes low, medium or high. The family is read from the model id alone (`openai/o3`,
-`anthropic:claude-…`, `gpt-5-mini`), so a templated or unknown model gets no warning.
+neither `temperature` nor `seed`; its `output_config.effort` takes low, medium or high.
+The family is read from the model id alone (`openai/o3`, `anthropic:claude-…`,
+`gpt-5-mini`), so a templated or unknown model gets no warning.
 """
 
 from __future__ import annotations
