@@ -130,7 +130,9 @@ def embed_text(text: str) -> list[float]:
 
 
 class ScriptedServer:
-    def __init__(self, default_reply: Reply = "OK", hang_seconds: float = 30.0) -> None:
+    def __init__(self, default_reply: Reply = "OK", hang_seconds: float = 30.0,
+                 port: int = 0) -> None:
+        """`port` 0 takes a free port; a fixed one serves a recording's base URL."""
         self.default_reply = default_reply
         self.hang_seconds = hang_seconds
         self._rules: list[Rule] = []
@@ -142,7 +144,7 @@ class ScriptedServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self.port = 0
+        self.port = port
 
     @property
     def base_url(self) -> str:
@@ -211,7 +213,8 @@ class ScriptedServer:
         self.stop()
 
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, backlog=1024)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port,
+                                                  backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _shutdown(self) -> None:
