@@ -12,7 +12,11 @@ import pytest
 from tests.engine_helpers import run_paths, write_suite
 from tests.scripted_server import ScriptedServer
 from tests.tool_agent import WEATHER_SUITE, weather_agent
+from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
+from turncheck.engine.estimate import estimate
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.report import EvalResult, Report, Status
+from turncheck.formats.suite_loader import load_suite
 from turncheck.providers.cassettes import cassette_path_for
 
 
@@ -188,3 +192,16 @@ def test_the_same_suite_runs_on_anthropics_messages_api(
          "input": {"city": "Lyon"}}]}
     assert results_message == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_0_0", "content": "Lyon: rain, 14 C"}]}
+
+
+def test_the_worst_case_estimate_takes_every_tool_round(tmp_path: Path) -> None:
+    plain = WEATHER_SUITE.split("  max_tool_rounds: 3\n")
+    rounds_3 = write_suite(tmp_path, WEATHER_SUITE, "three.eval.yaml")
+    rounds_1 = write_suite(tmp_path, "  max_tool_rounds: 1\n".join(plain), "one.eval.yaml")
+    pricer = Pricer.at("2026-11-01T00:00:00Z")
+    three, one = (estimate([load_suite(path)], pricer) for path in (rounds_3, rounds_1))
+    # 5 turns on the costliest paths (capital has a follow-up), each of 4 (or 2) rounds
+    # of at most DEFAULT_MAX_OUTPUT_TOKENS output tokens.
+    assert three.worst.usage.output_tokens == 5 * 4 * DEFAULT_MAX_OUTPUT_TOKENS
+    assert one.worst.usage.output_tokens == 5 * 2 * DEFAULT_MAX_OUTPUT_TOKENS
+    assert three.worst.usage.input_tokens > 2 * one.worst.usage.input_tokens

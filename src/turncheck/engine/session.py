@@ -8,6 +8,7 @@ likewise calls through the sample file's own cassette (`GraderSession`).
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -320,7 +321,8 @@ async def guarded_chat(
     if guard is None:
         return await provider.chat(request)
     return await guard.call(
-        lambda: chat_plan(request.model, price_id, request.messages, request.max_output_tokens),
+        lambda: chat_plan(request.model, price_id, request.messages, request.max_output_tokens,
+                          json.dumps(request.tools) if request.tools else ""),
         lambda: provider.chat(request),
         _chat_used,
     )
