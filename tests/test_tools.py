@@ -14,8 +14,10 @@ from tests.scripted_server import ScriptedServer
 from tests.tool_agent import WEATHER_SUITE, weather_agent
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.estimate import estimate
+from turncheck.engine.judge import grader_messages, transcript
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.report import EvalResult, Report, Status
+from turncheck.formats.samples import parse_samples
 from turncheck.formats.suite_loader import load_suite
 from turncheck.providers.cassettes import cassette_path_for
 
@@ -205,3 +207,36 @@ def test_the_worst_case_estimate_takes_every_tool_round(tmp_path: Path) -> None:
     assert three.worst.usage.output_tokens == 5 * 4 * DEFAULT_MAX_OUTPUT_TOKENS
     assert one.worst.usage.output_tokens == 5 * 2 * DEFAULT_MAX_OUTPUT_TOKENS
     assert three.worst.usage.input_tokens > 2 * one.worst.usage.input_tokens
+
+
+CALL = """function = { name = "get_weather", arguments = '{"city": "Paris"}' }"""
+AGENT_SAMPLES = f"""\
+[[samples]]
+id = "looked-up"
+expected = {{ score = 3 }}
+messages = [
+  {{ role = "user", content = "Weather in Paris?" }},
+  {{ role = "assistant", tool_calls = [{{ id = "call_1", type = "function", {CALL} }}] }},
+  {{ role = "tool", tool_call_id = "call_1", content = "sunny, 21 C" }},
+  {{ role = "assistant", content = "It is sunny in Paris." }},
+]
+
+[[samples]]
+id = "silent"
+expected = {{ score = -3 }}
+messages = [{{ role = "assistant" }}]
+"""
+
+
+def test_sample_files_take_tool_calls_and_graders_see_them() -> None:
+    loaded = parse_samples(AGENT_SAMPLES, "agent.samples.toml")
+    [problem] = loaded.diagnostics
+    assert (problem.code, problem.message) == (
+        "invalid-message", 'sample "silent": message 1 has no "content"')
+    [sample] = loaded.samples
+    assert [m.role for m in sample.messages] == ["user", "assistant", "tool", "assistant"]
+    shown = transcript(sample.messages)
+    assert '[assistant]\n(calls get_weather with {"city": "Paris"})' in shown
+    assert "[tool]\nsunny, 21 C" in shown
+    criteria = grader_messages(sample.messages, "Did it look the weather up?")[1].content
+    assert "(calls get_weather" in criteria

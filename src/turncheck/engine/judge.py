@@ -97,13 +97,14 @@ class JudgeAnswerError(ValueError):
 
 
 class Turn(Protocol):
-    """A conversation message: `ChatMessage`, or a sample file's message (any role)."""
+    """A conversation message: `ChatMessage`, or a sample file's message (any role; an
+    assistant's with only tool calls has no content)."""
 
     @property
     def role(self) -> str: ...
 
     @property
-    def content(self) -> str: ...
+    def content(self) -> str | None: ...
 
 
 def transcript(conversation: Sequence[Turn]) -> str:
@@ -115,7 +116,7 @@ def _message_text(message: Turn) -> str:
     """The message's text, then each function call it makes (an agent's turn)."""
     calls = [f"(calls {call.name} with {call.arguments})"
              for call in getattr(message, "tool_calls", None) or ()]
-    return "\n".join([message.content, *calls]) if message.content else "\n".join(calls)
+    return "\n".join([message.content, *calls] if message.content else calls)
 
 
 def _framed(conversation: Sequence[Turn], criteria: str) -> str:

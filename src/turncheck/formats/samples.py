@@ -33,9 +33,19 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from turncheck.diagnostics import Diagnostic, error, warning
@@ -70,9 +80,54 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SampleFunction(_Strict):
+    name: NonEmptyStr
+    arguments: StrictStr = "{}"
+
+
+class SampleToolCall(_Strict):
+    """A function call of an assistant message, in OpenAI's format."""
+
+    id: StrictStr = ""
+    type: Literal["function"] = "function"
+    function: SampleFunction
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+    @property
+    def arguments(self) -> str:
+        return self.function.arguments
+
+
 class Message(_Strict):
+    """An OpenAI chat message: any role; an assistant's may hold `tool_calls` (its
+    `content` may then be left out) and a `tool` message its `tool_call_id`."""
+
     role: NonEmptyStr
-    content: NonEmptyStr
+    content: NonEmptyStr | None = None
+    tool_calls: list[SampleToolCall] | None = None
+    tool_call_id: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Message:
+        if self.content is None and not self.tool_calls:
+            raise ValueError(MISSING_CONTENT)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _plain_when_plain(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A message without tool fields serialises as `{role, content}`, as before."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("content", "tool_calls", "tool_call_id"):
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
+
+
+MISSING_CONTENT = 'a message needs "content" (or, from an assistant, "tool_calls")'
 
 
 class Expected(_Strict):
@@ -508,6 +563,8 @@ def _messages_problem(loc: TomlPath, kind: str, value: object) -> tuple[str, str
         shape = _VALUE_SHAPES["messages"]
         return "invalid-sample", f'"messages" must be {shape}, got {_show(value)}'
     message = f"message {_ordinal(loc)}"
+    if len(loc) == 2 and kind == "value_error":
+        return "invalid-message", f'{message} has no "content"'
     if len(loc) == 2:
         shape = 'a table with "role" and "content"'
         return "invalid-message", f"{message} must be {shape}, got {_show(value)}"
