@@ -11,15 +11,17 @@ import pytest
 
 from tests.engine_helpers import run_paths, write_suite
 from tests.scripted_server import ScriptedServer
+from tests.test_comment_rendering import assert_inert, comment_for, eval_result, report, suite, turn
 from tests.tool_agent import WEATHER_SUITE, weather_agent
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.estimate import estimate
 from turncheck.engine.judge import grader_messages, transcript
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import EvalResult, Report, Status
+from turncheck.engine.report import EvalResult, Report, Status, ToolCallResult
 from turncheck.formats.samples import parse_samples
 from turncheck.formats.suite_loader import load_suite
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.render.console import eval_lines
 
 
 def evals_by_name(report: Report) -> dict[str, EvalResult]:
@@ -240,3 +242,32 @@ def test_sample_files_take_tool_calls_and_graders_see_them() -> None:
     assert "[tool]\nsunny, 21 C" in shown
     criteria = grader_messages(sample.messages, "Did it look the weather up?")[1].content
     assert "(calls get_weather" in criteria
+
+
+def test_the_console_shows_each_call_under_its_turn(tmp_path: Path, agent: ScriptedServer) -> None:
+    report = run_paths([write_suite(tmp_path, WEATHER_SUITE)], agent)
+    capital = evals_by_name(report)["capital"]
+    lines = list(eval_lines(2, capital))
+    assert lines[:4] == [
+        "Eval 2: capital",
+        "  Turn 1:",
+        "    Prompt: What is the weather in the French capital?",
+        '    Tool call round 1: get_weather(city="Lyon") → Lyon: rain, 14 C',
+    ]
+    assert '    Tool call round 1: get_weather(city="Paris") → ' \
+        '{"city": "Paris", "forecast": "sunny", "celsius": 21}' in lines
+
+
+def test_the_comment_transcript_shows_the_calls_inert(tmp_path: Path) -> None:
+    hostile_city = "Paris</details><!-- @org/team #1 | x |"
+    calls = [ToolCallResult(round=1, name="get_weather", arguments={"city": hostile_city},
+                            result="sunny")]
+    good = turn(1, "Weather in Paris?", "It is sunny.", True)
+    bad = turn(1, "Weather in Paris?", "It is sunny.", False).model_copy(
+        update={"tool_calls": calls})
+    base = report([suite("w.eval.yaml", "weather", [eval_result("paris", [good])])], "b")
+    head = report([suite("w.eval.yaml", "weather", [eval_result("paris", [bad])])], "h")
+    body, _comparison, _context = comment_for(base, head)
+    assert_inert(body)
+    assert "🔧 round 1: get\\_weather\\(city=" in body  # Markdown-escaped, in the head cell
+    assert "</details><!-- @org" not in body
