@@ -272,6 +272,9 @@ class ScriptedServer:
         return rule, (rule.fault if rule and rule.fault else random_fault)
 
     def _answer(self, path: str, rule: Rule | None, body: Json) -> tuple[int, Json]:
+        """Routes by the path's end (Azure's deployment paths, Gemini's `/v1beta/openai`);
+        the query string is ignored (recorded with the request)."""
+        path = _route(path)
         if path == "/v1/embeddings":
             return 200, embeddings_payload(body)
         if path not in ("/v1/chat/completions", "/v1/messages"):
@@ -310,6 +313,14 @@ class ScriptedServer:
             await asyncio.sleep(self.hang_seconds)
             return False
         return fault != "drop"  # drop: close without writing anything
+
+
+def _route(path: str) -> str:
+    path = path.split("?", 1)[0]
+    for route in ("/chat/completions", "/embeddings"):
+        if path.endswith(route):
+            return "/v1" + route
+    return path
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, str], bytes] | None:

@@ -16,7 +16,7 @@ from genai_prices import calc_price
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.report import Usage
 from turncheck.formats.suite_loader import parse_suite
-from turncheck.providers.base import ChatRequest, ChatResponse
+from turncheck.providers.base import ChatRequest, ChatResponse, ProviderError
 from turncheck.providers.factory import make_provider
 
 REASONING_USAGE = {
@@ -122,3 +122,53 @@ def test_validation_warns_about_settings_the_model_family_rejects(
             expected, found, strict=True):
         assert (got_line, severity, code) == (line, "warning", "model-family")
         assert text in message
+
+
+def chat_through(provider_name: str, env: dict[str, str], base_url: str | None) -> ChatResponse:
+    async def call() -> ChatResponse:
+        provider = make_provider(provider_name, env=env, base_url=base_url)
+        try:
+            return await provider.chat(ChatRequest(model="gpt-4.1-mini", max_output_tokens=50))
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(call())
+
+
+def test_azure_openai_deployment_urls_api_key_header_and_api_version(
+    scripted_server: Any
+) -> None:
+    host = scripted_server.base_url.removesuffix("/v1")
+    deployment = f"{host}/openai/deployments/weather-gpt41"
+    env = {"AZURE_OPENAI_API_KEY": "azure-key-123456"}
+    chat_through("azure", env, deployment)
+    chat_through("azure", {**env, "AZURE_OPENAI_API_VERSION": "2025-04-01-preview"},
+                 deployment)
+    chat_through("azure", env, f"{host}/openai/v1")
+    first, second, third = scripted_server.requests
+    assert first.path == "/openai/deployments/weather-gpt41/chat/completions" \
+        "?api-version=2024-10-21"
+    assert second.path.endswith("?api-version=2025-04-01-preview")
+    assert third.path == "/openai/v1/chat/completions"  # the v1 API takes no version
+    assert first.headers["api-key"] == "azure-key-123456"
+    assert "authorization" not in first.headers
+    assert first.json["max_completion_tokens"] == 50 and "max_tokens" not in first.json
+
+
+def test_azure_without_a_base_url_is_a_clear_error_per_call() -> None:
+    with pytest.raises(ProviderError, match="azure needs base_url: the deployment URL"):
+        chat_through("azure", {"AZURE_OPENAI_API_KEY": "k" * 8}, None)
+
+
+def test_gemini_openai_compatible_endpoint_with_its_key(scripted_server: Any) -> None:
+    host = scripted_server.base_url.removesuffix("/v1")
+    response = chat_through("gemini", {"GEMINI_API_KEY": "gemini-key-123456"},
+                            f"{host}/v1beta/openai")
+    [request] = scripted_server.requests
+    assert request.path == "/v1beta/openai/chat/completions"
+    assert request.headers["authorization"] == "Bearer gemini-key-123456"
+    assert request.json["max_tokens"] == 50
+    assert response.text == "OK"
+    default = make_provider("gemini", env={})
+    assert default.price_provider_id == "google"
+    assert default.base_url == "https://generativelanguage.googleapis.com/v1beta/openai"  # type: ignore[attr-defined]

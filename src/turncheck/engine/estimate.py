@@ -166,7 +166,7 @@ class _Models:
 def _price_id(name: str, base_url: str | None) -> str | None:
     if name == "openai":
         return "openai" if base_url is None or "api.openai.com" in base_url else None
-    return name
+    return {"gemini": "google"}.get(name, name)
 
 
 def _models(meta: Metadata, provider: str | None, base_url: str | None) -> _Models:

@@ -37,7 +37,12 @@ from turncheck.providers.base import (
     Provider,
 )
 from turncheck.providers.cassettes import CassetteTransport
-from turncheck.providers.factory import make_provider, open_cassette, select_provider
+from turncheck.providers.factory import (
+    URL_PROVIDERS,
+    make_provider,
+    open_cassette,
+    select_provider,
+)
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
 
@@ -363,7 +368,7 @@ def open_session(
 
     def provider_for(name: str) -> Provider:
         if name not in built:
-            url = base_url if name == "openai" else None
+            url = base_url if name in URL_PROVIDERS else None
             built[name] = make_provider(
                 name,
                 env=env,
@@ -459,7 +464,7 @@ def open_grader_session(
         env=env,
         policy=settings.policy(),
         transport=transport,
-        base_url=base_url if name == "openai" else None,
+        base_url=base_url if name in URL_PROVIDERS else None,
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)

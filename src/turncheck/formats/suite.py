@@ -95,7 +95,7 @@ class Metadata(BaseModel):
     temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = None
     max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: StrictInt | None = None
-    provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
+    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = Field(
         default=None, description="Overrides the provider chosen from the model id.",
         json_schema_extra=_or_template,
     )

@@ -37,7 +37,13 @@ class OpenAICompatProvider:
         price_provider_id: str | None,
         extra_headers: Mapping[str, str] | None = None,
         token_limit_field: str = "max_tokens",
+        key_header: str = "authorization",
+        query: str = "",
+        unusable: str | None = None,
     ) -> None:
+        """`key_header` carries the key (`authorization: Bearer KEY`, or Azure's
+        `api-key: KEY`); `query` is appended to every URL (Azure's `?api-version=…`);
+        `unusable` says why no request can be sent (reported by each call)."""
         self.name = name
         self.token_limit_field = token_limit_field
         """OpenAI's own API takes `max_completion_tokens` (its current models reject
@@ -47,7 +53,10 @@ class OpenAICompatProvider:
         self._key = connection.api_key(key_env, name, required=key_required)
         self._headers = dict(extra_headers or {})
         if self._key.value:
-            self._headers["authorization"] = f"Bearer {self._key.value}"
+            bearer = key_header == "authorization"
+            self._headers[key_header] = f"Bearer {self._key.value}" if bearer else self._key.value
+        self._query = query
+        self._unusable = unusable
         self._http = connection.http_client(name, self._key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -82,10 +91,13 @@ class OpenAICompatProvider:
         await self._http.aclose()
 
     async def _post(self, path: str, body: JsonObject) -> JsonResult:
+        if self._unusable is not None:
+            raise ProviderError(self._unusable)
         extensions = self._key.request_extensions()
         usable = chat_problem if path == "/chat/completions" else None
         return await self._http.post_json(
-            self.base_url + path, body, self._headers, extensions=extensions, usable=usable
+            self.base_url + path + self._query, body, self._headers, extensions=extensions,
+            usable=usable,
         )
 
     def _reply_text(self, body: JsonObject) -> str:
@@ -288,6 +300,46 @@ def openai_compatible(connection: Connection) -> OpenAICompatProvider:
         key_required=is_openai,
         price_provider_id="openai" if is_openai else None,
         token_limit_field="max_completion_tokens" if is_openai else "max_tokens",
+    )
+
+
+AZURE_API_VERSION = "2024-10-21"
+"""The Azure OpenAI data-plane API version sent when AZURE_OPENAI_API_VERSION is unset
+(the latest GA version with tools, structured output and `max_completion_tokens`)."""
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai"
+
+
+def azure_openai(connection: Connection) -> OpenAICompatProvider:
+    """Azure OpenAI: a deployment URL (`https://RESOURCE.openai.azure.com/openai/deployments/
+    DEPLOYMENT`) with `?api-version=…`, or the v1 API (`…/openai/v1`, no version); the key
+    goes in the `api-key` header."""
+    url = (connection.base_url or connection.env.get("AZURE_OPENAI_BASE_URL") or "").rstrip("/")
+    version = connection.env.get("AZURE_OPENAI_API_VERSION") or AZURE_API_VERSION
+    query = "" if url.endswith("/openai/v1") else f"?api-version={version}"
+    return OpenAICompatProvider(
+        connection,
+        name="azure",
+        base_url=url,
+        key_env="AZURE_OPENAI_API_KEY",
+        key_required=True,
+        price_provider_id="azure",
+        token_limit_field="max_completion_tokens",
+        key_header="api-key",
+        query=query,
+        unusable=None if url else "azure needs base_url: the deployment URL, https://"
+        "RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT (or AZURE_OPENAI_BASE_URL)",
+    )
+
+
+def gemini(connection: Connection) -> OpenAICompatProvider:
+    """Google Gemini through its OpenAI-compatible endpoint, with GEMINI_API_KEY."""
+    return OpenAICompatProvider(
+        connection,
+        name="gemini",
+        base_url=connection.base_url or GEMINI_BASE_URL,
+        key_env="GEMINI_API_KEY",
+        key_required=True,
+        price_provider_id="google",
     )
 
 
