@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine_helpers import run_paths, write_suite
-from tests.scripted_server import ScriptedServer
+from tests.scripted_server import ScriptedServer, ToolCalls
 from tests.test_comment_rendering import assert_inert, comment_for, eval_result, report, suite, turn
 from tests.tool_agent import WEATHER_SUITE, weather_agent
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
@@ -271,3 +271,36 @@ def test_the_comment_transcript_shows_the_calls_inert(tmp_path: Path) -> None:
     assert_inert(body)
     assert "🔧 round 1: get\\_weather\\(city=" in body  # Markdown-escaped, in the head cell
     assert "</details><!-- @org" not in body
+
+
+@pytest.mark.parametrize(("reply", "error"), [
+    (ToolCalls(tuple(("get_time", {}) for _ in range(65))),
+     "the model made 65 tool calls in one answer; at most 64 are answered"),
+    (ToolCalls((("get_time", "[" * 100_000 + "]" * 100_000),)),
+     "the model called get_time with malformed arguments (not JSON)"),
+    (ToolCalls((("get_time", "[1, 2]"),)),
+     "the model called get_time with arguments that are not a JSON object"),
+])
+def test_hostile_tool_calls_are_errors_of_their_eval(
+    tmp_path: Path, scripted_server: ScriptedServer, reply: ToolCalls, error: str
+) -> None:
+    scripted_server.add_rule(reply, contains="HOSTILE")
+    scripted_server.add_rule(weather_agent)
+    bad = "  - name: bad\n    prompt: HOSTILE\n    checks: [{no_tool_call: '*'}]\n"
+    results = evals_by_name(run_paths([write_suite(tmp_path, WEATHER_SUITE + bad)],
+                                      scripted_server))
+    assert results["bad"].status is Status.ERROR
+    assert error in (results["bad"].error or "")
+    assert [r.status for n, r in results.items() if n != "bad"] == [Status.PASS] * 4
+
+
+def test_a_tools_file_outside_the_repository_is_refused(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    suite_dir = tmp_path / "evals"
+    suite_dir.mkdir()
+    (tmp_path / "outside.json").write_text("[]", encoding="utf-8")
+    text = WEATHER_SUITE.replace("  tools:\n", "  tools: {file: ../../outside.json}\n  x_old:\n")
+    loaded = load_suite(write_suite(suite_dir, text), root=tmp_path)
+    assert loaded.suite is None
+    assert any(d.code == "invalid-reference" and "outside the repository" in d.message
+               for d in loaded.diagnostics)

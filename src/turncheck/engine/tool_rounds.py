@@ -10,7 +10,12 @@ from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.report import ToolCallResult, Usage
 from turncheck.engine.session import SuiteSession
-from turncheck.engine.tools import ToolScriptError, ToolSetup, parse_arguments
+from turncheck.engine.tools import (
+    MAX_CALLS_PER_ANSWER,
+    ToolScriptError,
+    ToolSetup,
+    parse_arguments,
+)
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 
 
@@ -76,6 +81,9 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
         if round_number > tools.max_rounds:
             raise ToolScriptError(f"the model still called tools after max_tool_rounds "
                                   f"({tools.max_rounds}) rounds of tool calls")
+        if len(response.tool_calls) > MAX_CALLS_PER_ANSWER:
+            raise ToolScriptError(f"the model made {len(response.tool_calls)} tool calls in "
+                                  f"one answer; at most {MAX_CALLS_PER_ANSWER} are answered")
         for call in response.tool_calls:
             answer.messages.append(answer.answer_call(call, round_number, tools))
 

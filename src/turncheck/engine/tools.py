@@ -26,6 +26,9 @@ from turncheck.providers.base import ToolCall
 
 MAX_SHOWN_ARGUMENTS = 200
 """Characters of a call's arguments an error message quotes."""
+MAX_CALLS_PER_ANSWER = 64
+"""Parallel calls one answer may make: model output is untrusted, and each call is
+answered, resent and reported."""
 
 
 class ToolScriptError(Exception):
@@ -68,7 +71,7 @@ def parse_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments: a JSON object, else ToolScriptError."""
     try:
         value = json.loads(call.arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: hostile nesting
         raise ToolScriptError(f"the model called {call.name} with malformed arguments "
                               f"(not JSON): {shorten(call.arguments)}") from None
     if not isinstance(value, dict):
