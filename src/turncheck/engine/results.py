@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from turncheck.engine.model import ReportModel
 
@@ -69,6 +69,18 @@ class ToolCallResult(ReportModel):
     """The tool message sent back; None when the call could not be answered."""
 
 
+def _empty(value: object) -> bool:
+    return not value
+
+
+def _one(value: object) -> bool:
+    return value == 1
+
+
+def _none(value: object) -> bool:
+    return value is None
+
+
 class TurnResult(ReportModel):
     turn: int
     prompt: str
@@ -84,31 +96,17 @@ class TurnResult(ReportModel):
     judge_usage: Usage = Field(default_factory=Usage)
     """Judge and embedding calls made to check this turn (also summed on the eval)."""
     judge_cost_usd: float | None = 0.0
-    tool_calls: list[ToolCallResult] = Field(default_factory=list)
+    # Left out of a report when unused (`exclude_if`), so plain suites' reports read as
+    # before these fields existed.
+    tool_calls: list[ToolCallResult] = Field(default_factory=list, exclude_if=_empty)
     """Function calls made during this turn, in order; `response` is the final answer."""
-    rounds: int = 1
+    rounds: int = Field(default=1, exclude_if=_one)
     """Model answers this turn took (1 + answers that called tools)."""
-    reasoning_tokens: int | None = None
+    reasoning_tokens: int | None = Field(default=None, exclude_if=_none)
     """Of `usage.output_tokens`, those the provider reports as reasoning (priced as output)."""
-    cached_input_tokens: int | None = None
+    cached_input_tokens: int | None = Field(default=None, exclude_if=_none)
     """Of `usage.input_tokens`, those read from the provider's prompt cache (priced at the
     cache-read rate)."""
-
-    @model_serializer(mode="wrap")
-    def _without_unused_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A turn without tool calls or token details serialises as before these fields
-        existed (reports of plain suites are unchanged)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for name, unused in _UNUSED_TURN_FIELDS.items():
-                if data.get(name, unused) == unused:
-                    data.pop(name, None)
-        return data
-
-
-_UNUSED_TURN_FIELDS: dict[str, Any] = {
-    "tool_calls": [], "rounds": 1, "reasoning_tokens": None, "cached_input_tokens": None,
-}
 
 
 class Metered(Protocol):

@@ -33,17 +33,15 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StrictInt,
     StrictStr,
     ValidationError,
-    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails
@@ -101,30 +99,25 @@ class SampleToolCall(_Strict):
         return self.function.arguments
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class Message(_Strict):
     """An OpenAI chat message: any role; an assistant's may hold `tool_calls` (its
     `content` may then be left out) and a `tool` message its `tool_call_id`."""
 
+    # Unset tool fields are left out of a dump: a plain message is `{role, content}`.
     role: NonEmptyStr
-    content: NonEmptyStr | None = None
-    tool_calls: list[SampleToolCall] | None = None
-    tool_call_id: StrictStr | None = None
+    content: NonEmptyStr | None = Field(default=None, exclude_if=_is_none)
+    tool_calls: list[SampleToolCall] | None = Field(default=None, exclude_if=_is_none)
+    tool_call_id: StrictStr | None = Field(default=None, exclude_if=_is_none)
 
     @model_validator(mode="after")
     def _says_something(self) -> Message:
         if self.content is None and not self.tool_calls:
             raise ValueError(MISSING_CONTENT)
         return self
-
-    @model_serializer(mode="wrap")
-    def _plain_when_plain(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A message without tool fields serialises as `{role, content}`, as before."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for key in ("content", "tool_calls", "tool_call_id"):
-                if data.get(key, 0) is None:
-                    del data[key]
-        return data
 
 
 MISSING_CONTENT = 'a message needs "content" (or, from an assistant, "tool_calls")'
