@@ -46,7 +46,7 @@ class GraderTable(BaseModel):
     model: NonEmptyStr
     criteria: NonEmptyStr | None = None
     prompt: NonEmptyStr | None = None
-    provider: Literal["openrouter", "openai", "anthropic"] | None = None
+    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = None
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = None
     temperature: Annotated[Number, Field(ge=0, le=2)] = DEFAULT_GRADER_TEMPERATURE
     seed: StrictInt | None = None
@@ -75,7 +75,7 @@ VALUE_SHAPES = {
     "model": "a non-empty string (the model id)",
     "criteria": "a non-empty string",
     "prompt": "a non-empty string (a Jinja template)",
-    "provider": 'one of "openrouter", "openai", "anthropic"',
+    "provider": 'one of "openrouter", "openai", "anthropic", "azure", "gemini"',
     "base_url": "an http:// or https:// URL",
     "temperature": "a number from 0 to 2",
     "seed": "an integer",

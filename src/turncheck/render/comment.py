@@ -37,6 +37,7 @@ from turncheck.render.severity import (
     eval_group,
     findings,
 )
+from turncheck.render.tool_calls import call_text
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow, signed_int, usd
 
@@ -239,7 +240,8 @@ def _turn_cell(turn: TurnResult | None) -> str:
     if turn is None:
         return "—"
     checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
-    return f"{checks} {turn.response}"
+    calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
+    return f"{checks} {calls}{turn.response}"
 
 
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
