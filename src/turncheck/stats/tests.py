@@ -15,8 +15,10 @@ import numpy as np
 from scipy.stats import fisher_exact, rankdata
 
 Outcome = int | None
-MID_P = 0.5
-"""Lancaster's mid-p: half the probability of the observed statistic counts (see below)."""
+MID_P = 0.0
+"""Share of the probability of the observed statistic left out of a p-value: 0, the
+exact test. (Lancaster's mid-p, 0.5, is closer to α on average but not a level-α test,
+and Tarone's screen below is only a theorem for exact tests.)"""
 
 
 def fisher_worse(base_passes: int, base_samples: int,
@@ -77,10 +79,10 @@ def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTe
     is computed exactly for those tied ranks, so it stays exact for small samples.
     With pass/fail outcomes only, this is Fisher's exact test.
 
-    The p-values are Lancaster's mid-p (half the probability of the observed
-    rank sum is counted): exact tests on small discrete samples are conservative
-    (their real false-alarm rate is well under α), and mid-p brings the rate close
-    to α, recovering power (Lancaster 1961; Fagerland, Lydersen & Laake 2013)."""
+    The p-values are exact (the probability of the observed rank sum counts in
+    full), so P(p ≤ α) ≤ α holds for every α under "no change", conditionally on the
+    pooled samples: the property Tarone's screen and Holm's step-down need for their
+    family-wise guarantee to be a theorem (docs/statistics.md)."""
     if not base or not head:
         return ShiftTest(1.0, 1.0)
     ranks, _ = outcome_ranks(base, head)
@@ -181,4 +183,51 @@ def _random_statistics(cases: list[tuple[list[float], list[float]]], resamples: 
         drawn = pooled[order]
         total += drawn[:, len(b):].mean(axis=1) - drawn[:, :len(b)].mean(axis=1)
     values: np.ndarray = total / len(cases)
+    return values
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One stratum (an eval) of a stratified pass/fail test: its passes and samples."""
+
+    base_passes: int
+    base_samples: int
+    head_passes: int
+    head_samples: int
+
+
+def stratified_pass_test(strata: Sequence[Stratum]) -> ShiftTest:
+    """Exact stratified test of "head passes less (more) often than base" over strata.
+
+    The exact form of the Cochran–Mantel–Haenszel test (Birch 1964): within each
+    stratum, given its pooled passes, head's passes follow a hypergeometric law when
+    head and base behave the same; strata are independent, so the sum of head's passes
+    follows the convolution of those laws, computed exactly. `worse` is the probability
+    of at most the observed sum, `better` of at least it; `least_*` the smallest value
+    either can take given the pooled samples (for Tarone's screen)."""
+    law = np.ones(1)
+    observed = 0
+    for stratum in strata:
+        if stratum.base_samples <= 0 or stratum.head_samples <= 0:
+            continue
+        law = np.convolve(law, _head_pass_law(stratum))
+        observed += stratum.head_passes
+    possible = np.nonzero(law > 0)[0]
+    if len(possible) <= 1:
+        return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
+    low, high = int(possible[0]), int(possible[-1])
+    worse = float(min(1.0, law[: observed + 1].sum()))
+    better = float(min(1.0, law[observed:].sum()))
+    return ShiftTest(worse, better, least_worse=float(law[low]),
+                     least_better=float(law[high]))
+
+
+def _head_pass_law(stratum: Stratum) -> np.ndarray:
+    """P(head passes = j) for j = 0..head_samples, given the stratum's pooled passes."""
+    from scipy.stats import hypergeom
+
+    total = stratum.base_samples + stratum.head_samples
+    pooled = stratum.base_passes + stratum.head_passes
+    values: np.ndarray = hypergeom.pmf(np.arange(stratum.head_samples + 1), total, pooled,
+                                      stratum.head_samples)
     return values
