@@ -245,7 +245,7 @@ def test_a_small_drop_in_every_eval_is_a_suite_level_regression(tmp_path: Path) 
     reasons = fail_reasons(comparison, {FailOn.REGRESSION})
     assert reasons == ["suite-level regression of 1 suite(s): s"]
     markdown = render_comment(comparison, CommentContext(fail_reasons=reasons, head=report()))
-    assert "suite s" in markdown and "suite-level test" in markdown
+    assert "**suite s**" in markdown and "suite\\-level test" in markdown
     assert comment_headline(comparison, reasons).text.startswith("1 regression · suite s")
 
 

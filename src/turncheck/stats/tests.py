@@ -88,15 +88,48 @@ def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTe
     ranks, _ = outcome_ranks(base, head)
     head_ranks = ranks[len(base):]
     observed = sum(head_ranks)
-    counts = _rank_sum_distribution(ranks, len(head_ranks))
-    total = counts.sum()
-    half = MID_P * counts[observed]
-    worse = float((counts[observed:].sum() - half) / total)
-    better = float((counts[: observed + 1].sum() - half) / total)
-    possible = np.nonzero(counts)[0]
+    law = _category_law(ranks, len(head_ranks))
+    if law is None:
+        counts = _rank_sum_distribution(ranks, len(head_ranks))
+        possible = np.nonzero(counts)[0]
+        law = (possible, counts[possible] / counts.sum())
+    sums, chances = law
+    worse = float(chances[sums >= observed].sum())
+    better = float(chances[sums <= observed].sum())
     return ShiftTest(min(1.0, worse), min(1.0, better),
-                     least_worse=float((1 - MID_P) * counts[possible[-1]] / total),
-                     least_better=float((1 - MID_P) * counts[possible[0]] / total))
+                     least_worse=float(chances[sums == sums.max()].sum()),
+                     least_better=float(chances[sums == sums.min()].sum()))
+
+
+MAX_CATEGORY_SPLITS = 2_000_000
+
+
+def _category_law(ranks: Sequence[int], chosen: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The head rank sum's exact law when outcomes fall into few tied categories (a few
+    turns and "fail"): head's count per category is multivariate hypergeometric, so the
+    law is enumerated over those counts — fast where the subset-sum recursion is
+    quadratic in the samples. None when there are too many count vectors."""
+    from scipy.special import gammaln
+
+    values, sizes = np.unique(np.asarray(ranks), return_counts=True)
+    order = np.argsort(sizes)  # the largest category is implied by the others
+    values, sizes = values[order], sizes[order]
+    if np.prod(sizes[:-1] + 1.0) > MAX_CATEGORY_SPLITS:
+        return None
+    grids = np.meshgrid(*[np.arange(m + 1) for m in sizes[:-1]], indexing="ij")
+    picked = [g.ravel() for g in grids] if grids else []
+    rest = chosen - (sum(picked) if picked else 0)
+    valid = (rest >= 0) & (rest <= sizes[-1])
+    counts = [p[valid] for p in picked] + [np.broadcast_to(rest, valid.shape)[valid]]
+
+    def log_comb(n: float, k: np.ndarray) -> np.ndarray:
+        result: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+        return result
+
+    log_weight = sum(log_comb(float(m), x) for m, x in zip(sizes, counts, strict=True))
+    chances = np.exp(log_weight - log_comb(float(sizes.sum()), np.asarray(chosen)))
+    sums = sum(x * int(v) for v, x in zip(values, counts, strict=True))
+    return np.asarray(sums), np.asarray(chances)
 
 
 def mean_outcome_shift(base: Sequence[Outcome], head: Sequence[Outcome]) -> float:
