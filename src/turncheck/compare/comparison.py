@@ -290,7 +290,8 @@ def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
 
 
 SUITE_VERDICTS = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-"""The suite-level tiers: anything short of them is no news about the suite."""
+"""The suite-level tiers: anything short of them is no news about the suite. A suite
+whose own evals already carry the same verdict gets none: they explain it."""
 
 
 def with_suite_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
@@ -298,7 +299,8 @@ def with_suite_decisions(suites: list[SuiteComparison], evidence: Sequence[Evide
     """Every suite with its suite-level verdict (see `SuiteComparison.verdict`)."""
     updated = []
     for suite, found, decision in zip(suites, evidence, decisions, strict=True):
-        news = not found.empty and decision.verdict in SUITE_VERDICTS
+        explained = any(e.verdict is decision.verdict for e in suite.evals)
+        news = not found.empty and decision.verdict in SUITE_VERDICTS and not explained
         updated.append(suite.model_copy(update={
             "verdict": decision.verdict if news else Verdict.UNCHANGED,
             "p_value": rounded(decision.p_value) if not found.empty else None,

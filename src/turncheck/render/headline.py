@@ -16,10 +16,10 @@ _LEADS = (
     (Group.ERROR, "error", "errors"),
     (Group.BROKEN, "broke", "broke"),
     (Group.LIKELY_REGRESSION, "likely regression", "likely regressions"),
-    (Group.LATER_TURN, "passes on a later turn", "pass on a later turn"),
+    (Group.LATER_TURN, "later turn", "later turns"),
     (Group.IMPROVEMENT, "improvement", "improvements"),
     (Group.FIXED, "fixed", "fixed"),
-    (Group.EARLIER_TURN, "passes on an earlier turn", "pass on an earlier turn"),
+    (Group.EARLIER_TURN, "earlier turn", "earlier turns"),
     (Group.NEW, "new", "new"),
     (Group.REMOVED, "removed", "removed"),
 )
