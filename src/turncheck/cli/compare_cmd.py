@@ -216,8 +216,8 @@ def print_comparison(comparison: Comparison, reasons: Sequence[str] | None = Non
 
 def verdict_lines(comparison: Comparison, reasons: Sequence[str]) -> Iterator[str]:
     top = headline(comparison, findings(comparison), reasons)
-    yield f"verdict: {cell(top.title)}"
-    yield top.counts.replace("**", "")
+    yield f"verdict: {one_line(top.title)}"
+    yield one_line(top.counts.replace("**", ""))
 
 
 def comparison_lines(comparison: Comparison) -> Iterator[str]:
@@ -270,8 +270,13 @@ def table(rows: Iterable[tuple[str, ...]]) -> Iterator[str]:
 
 def cell(text: str) -> str:
     """One short printable line: untrusted names must not break the table or the terminal."""
-    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    flat = one_line(text)
     return flat if len(flat) <= MAX_CELL_CHARS else flat[: MAX_CELL_CHARS - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """`text` printable on one line: untrusted names must not break the terminal."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def turn_cell(side: EvalSide | None) -> str:

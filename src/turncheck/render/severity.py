@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from turncheck.compare.comparison import Comparison, EvalComparison, Transition
 from turncheck.compare.protocol import CaseComparison, CaseSide
+from turncheck.compare.rows import SampleSide
 from turncheck.engine.report import Status
 
 
@@ -166,8 +167,8 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
     base, head = item.base, item.head
     if base is None or head is None:
         return None
-    if base.samples <= 1 and head.samples <= 1 and not (base.errored or head.errored):
-        return None  # one sample a side: no news
+    if max(_taken(base), _taken(head)) <= 1:  # one sample a side: no news
+        return None
     text = f"{base.passes}/{base.samples} → {head.passes}/{head.samples} samples pass"
     unusable = [f"{side} {n} {what}" for side, found in (("base", base), ("head", head))
                 for n, what in ((found.errored, "errored"), (found.skipped, "skipped")) if n]
@@ -178,6 +179,10 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
         text = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {text}"
     p_value = item.p_value
     return text if p_value is None else f"{text}, p = {p_value:.3g}"
+
+
+def _taken(side: SampleSide) -> int:
+    return side.samples + side.errored + side.skipped
 
 
 def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
