@@ -3,7 +3,8 @@
 A case's *evidence* is built from its two sides' usable samples (`outcome_evidence`
 for pass/fail-with-turn outcomes, `score_evidence` for scores, `suite_evidence` for a
 suite's evals together); `decide` then adjusts the exact p-values of all cases of a
-pull request together (Tarone's screen, then Holm) and picks a tier:
+pull request together (a discrete step-down min-p procedure over the tests' exact
+null laws, `multiplicity.discrete_holm`) and picks a tier:
 
 1. `new` / `removed` when a side is missing. `inconclusive` when a side has fewer
    usable samples than `usable_minimum` (errored and budget-skipped samples are not
