@@ -352,15 +352,19 @@ class Side:
 
 async def run_both_sides(head: Side, base: Side | None,
                          renames: Mapping[str, str] | None = None) -> tuple[Report, Report | None]:
-    """Run a comparison's head and base at the same time under one concurrency limit (the
-    head's `concurrency`), `repeat: auto` deciding each eval's looks on both sides'
-    samples together (`engine/pairing.py`). `renames` maps head suite paths to base ones."""
+    """Run a comparison's head and base at the same time, `repeat: auto` deciding each
+    eval's looks on both sides' samples together (`engine/pairing.py`). `renames` maps
+    head suite paths to base ones.
+
+    `concurrency` stays what it was when the sides ran one after the other, per side: both
+    share one limit of twice the head's `concurrency`, so a pull request takes about one
+    side's time, and a side with less to do leaves its slots to the other."""
     if base is None:
         return await run_suites(head.files, head.settings, head.diagnostics,
                                 samples=head.samples), None
     pairing = Pairing()
     to_head = {old: new for new, old in (renames or {}).items()}
-    limit = asyncio.Semaphore(max(1, head.settings.concurrency))
+    limit = asyncio.Semaphore(2 * max(1, head.settings.concurrency))
 
     def run(side: Side, handle: SideOfPair) -> Coroutine[Any, Any, Report]:
         settings = replace(side.settings, pairing=handle)
