@@ -13,6 +13,8 @@ import pytest
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES, run_paths, suite_yaml, write_suite
 from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
+from turncheck.compare.protocol import CaseComparison, CaseSide, case_evidence
+from turncheck.compare.rows import Transition
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, Side, run_both_sides
 from turncheck.formats.suite_loader import load_suite
@@ -168,3 +170,20 @@ def test_a_side_without_a_partner_decides_alone_and_is_not_paired(tmp_path: Path
     other_eval = base.suites[0].evals[0]
     assert other_eval.repeats is not None and other_eval.repeats.paired is None
     assert other_eval.repeats.samples == 10
+
+
+def _case(base: CaseSide, head: CaseSide) -> CaseComparison:
+    return CaseComparison(id="c", transition=Transition.UNCHANGED, regression=False,
+                          base_status=None, head_status=None, base=base, head=head)
+
+
+def test_adaptive_protocol_cases_are_tested_on_their_first_look_only() -> None:
+    # Base stopped at 10 perfect scores; head scored 0.8 ten times, then 0.0 ten times.
+    base = CaseSide(passes=10, samples=10, scores=[1.0] * 10, first_look=10)
+    head_scores = [0.8] * 10 + [0.0] * 10
+    adaptive = case_evidence(_case(base, CaseSide(passes=10, samples=20, scores=head_scores,
+                                                  first_look=10)))
+    fixed = case_evidence(_case(base.model_copy(update={"first_look": None}),
+                                CaseSide(passes=10, samples=20, scores=head_scores)))
+    assert adaptive.rate_change == pytest.approx(-0.2)  # the first look's 1.0 → 0.8
+    assert fixed.rate_change == pytest.approx(-0.6)  # all samples, as a fixed repeat

@@ -36,6 +36,7 @@ from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import Report, Status
+from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -73,6 +74,9 @@ class CaseSide(SampleSide):
     """Mean of the samples' weighted scores (a sample without a score counts as 0)."""
     scores: list[float] = Field(default_factory=list)
     """Each sample's weighted score, as the verdict's test sees it."""
+    first_look: int | None = None
+    """`repeat: auto`: the samples of the first look. Each side stopped on its own
+    samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
 
 
 class CaseComparison(VerdictRow):
@@ -200,6 +204,8 @@ def case_side(case: CaseResult) -> CaseSide:
         **spend_of(case).model_dump(), **sample_stats([s is Status.PASS for s in statuses]),
         status=case.status, mean_score=rounded(sum(scores) / len(scores)),
         scores=[round(score, 6) for score in scores],
+        first_look=first_look(case.repeats.max_repeat)
+        if case.repeats is not None and case.repeats.adaptive else None,
     )
 
 
@@ -210,7 +216,8 @@ def case_evidence(case: CaseComparison, settings: VerdictSettings = DEFAULT_SETT
     if case.base is None or case.head is None:
         return missing_evidence(case.base is not None)
     unreliable = case.base.passes / case.base.samples < settings.min_base_rate - 1e-9
-    return score_evidence([case.base.scores], [case.head.scores], unreliable, settings)
+    return score_evidence([case.base.scores[:case.base.first_look]],
+                          [case.head.scores[:case.head.first_look]], unreliable, settings)
 
 
 def protocol_evidence(comparison: ProtocolComparison,
