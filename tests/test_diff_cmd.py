@@ -98,6 +98,8 @@ def test_diff_outside_a_repository_or_at_an_unknown_ref_is_a_usage_error(
     assert outside.returncode == 2 and "git repository" in outside.stderr
     repo = GitRepo(tmp_path / "repo")
     repo.commit_files({"evals/geo.eval.yaml": BASE_SUITE})
+    unchanged = _turncheck(repo.path, "diff", "HEAD")
+    assert unchanged.returncode == 0 and "nothing to do" in unchanged.stderr
     unknown = _turncheck(repo.path, "diff", "no-such-ref")
     assert unknown.returncode == 2 and "no-such-ref" in unknown.stderr
     assert "Traceback" not in outside.stderr + unknown.stderr

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from turncheck.cli.common import (
+    NOTHING_TO_DO,
     UsageError,
     add_glob_options,
     add_provider_options,
@@ -22,6 +23,7 @@ from turncheck.cli.common import (
     discover_from,
     globs_from,
     interruptible_run,
+    nothing_to_do,
     one_line,
     print_diagnostics,
     settings_from,
@@ -80,6 +82,9 @@ def diff(args: argparse.Namespace) -> int:
     try:
         checkout, base_sha = checkout_from(args)
         changes = changes_from(args, checkout, base_sha)
+        if changes.empty:
+            nothing_to_do(f"no suite or sample file changed since {base_sha[:12]}")
+            return NOTHING_TO_DO
         head, base = run_sides(args, checkout, base_sha, changes)
     except UsageError as exc:
         return usage_error(str(exc))
