@@ -19,7 +19,7 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from turncheck.compare.calibration import CalibrationThresholds
@@ -253,9 +253,13 @@ def run_sides(job: Job, head: Side, base_sha: str, changes: SuiteChanges
               ) -> tuple[Report, Report | None]:
     """Head and base (re-run at `base_sha`) at the same time, sampling together
     (`engine.runner.run_both_sides`): a PR takes about one side's time, not two."""
+    # Both sides priced at one instant: the head commit's time, else now.
+    instant = head.settings.price_timestamp or datetime.now(UTC).isoformat(
+        timespec="seconds").replace("+00:00", "Z")
+    head = replace(head, settings=replace(head.settings, price_timestamp=instant))
     with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
-        base = base_side(job, base_sha, changes.base_suites, head.settings.price_timestamp,
-                         changes.base_samples, Path(tmp))
+        base = base_side(job, base_sha, changes.base_suites, instant, changes.base_samples,
+                         Path(tmp))
         head, head_shard = shard_side(job, head)
         base, base_shard = (None, None) if base is None else shard_side(job, base)
         head_report, base_report = run_coroutine(run_both_sides(head, base, changes.renames))
