@@ -18,12 +18,8 @@ from turncheck.compare.rows import Transition
 from turncheck.engine.report import Report
 from turncheck.engine.runner import RunSettings, Side, run_both_sides
 from turncheck.formats.suite_loader import load_suite
-from turncheck.stats.adaptive import (
-    Look,
-    joint_more_samples,
-    more_samples,
-    stratified_shift_test,
-)
+from turncheck.stats.adaptive import joint_more_samples, more_samples
+from turncheck.stats.looks import Look, stratified_shift_test
 from turncheck.stats.tests import turn_shift_test
 from turncheck.stats.verdicts import Verdict
 

@@ -48,7 +48,7 @@ from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spen
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
-from turncheck.stats.adaptive import stratified_shift_test, testable_looks
+from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,

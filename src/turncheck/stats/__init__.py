@@ -5,7 +5,8 @@
   permutation rank test on turn-of-pass), a clustered permutation test for scores.
 - `multiplicity`: Holm's step-down adjustment.
 - `verdicts`: the verdict tiers and the rule that picks one per case.
-- `adaptive`: the stopping rule of `repeat: auto`.
+- `adaptive`: the stopping rule of `repeat: auto` (both sides together); `looks`: the test
+  that stays exact after it (stratified by look).
 - `agreement`: Cohen's κ (plain and quadratically weighted), bootstrap interval,
   within-one agreement, confusion matrix, TPR/TNR.
 
