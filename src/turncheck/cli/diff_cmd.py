@@ -133,7 +133,11 @@ def changes_from(args: argparse.Namespace, checkout: Checkout, base_sha: str) ->
     found = discover_from(replace_paths(args, args.targets))
     changes = SuiteChanges()
     for file in found.files:
-        relative = file.path.resolve().relative_to(checkout.workdir.resolve()).as_posix()
+        try:
+            relative = file.path.resolve().relative_to(checkout.workdir.resolve()).as_posix()
+        except ValueError:
+            raise UsageError(f"{file.path} is outside this directory: run diff from a "
+                             "directory that holds it") from None
         target = changes.head_suites if file.kind is FileKind.SUITE else changes.samples
         target.append(relative)
         if file.kind is FileKind.SUITE:
