@@ -4,6 +4,7 @@ commit, locally, and the same verdicts as `run` + `run` + `compare` on the same 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,31 @@ def test_diff_outside_a_repository_or_at_an_unknown_ref_is_a_usage_error(
     unknown = _turncheck(repo.path, "diff", "no-such-ref")
     assert unknown.returncode == 2 and "no-such-ref" in unknown.stderr
     assert "Traceback" not in outside.stderr + unknown.stderr
+
+
+def test_diff_tops_the_base_up_when_the_head_varies(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    base_sha = repo.commit_files({"evals/geo.eval.yaml": BASE_SUITE})
+    repo.write("evals/geo.eval.yaml", BASE_SUITE.replace("capital of France?",
+                                                         "capital of France, please?"))
+    with ScriptedServer() as server:
+        server.add_rule("Paris it is", contains="please", times=7)
+        server.add_rule("Lyon", contains="please")
+        server.default_reply = "Paris, blue"
+        done = subprocess.run(
+            [sys.executable, "-m", "turncheck", "diff", base_sha, "--mode", "live",
+             "--base-url", server.base_url, "--repeat", "auto",
+             "--json", str(tmp_path / "diff.json")],
+            cwd=repo.path, capture_output=True, text=True, encoding="utf-8", timeout=300,
+            check=False, env={**os.environ, "OPENAI_API_KEY": "sk-test-not-a-key"})
+    assert "Traceback" not in done.stderr, done.stderr
+    data = json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
+    rows = {row["name"]: row for row in data["suites"][0]["evals"]}
+    capital, sky = rows["capital"], rows["sky"]
+    # Alone, the base's 10 of 10 would have stopped; the head's 7 of 10 tops both up.
+    assert (capital["base"]["passes"], capital["base"]["samples"]) == (20, 20)
+    assert (capital["head"]["passes"], capital["head"]["samples"]) == (7, 20)
+    assert capital["base"]["paired"] == capital["head"]["paired"] is not None
+    assert capital["verdict"] == "regression"
+    # Every sample of both sides agreed: both stopped at the first look.
+    assert (sky["base"]["samples"], sky["head"]["samples"]) == (10, 10)
