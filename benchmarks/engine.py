@@ -12,6 +12,10 @@ Three measurements, then a summary table (run: python benchmarks/engine.py --hel
    is the one the ratio is taken against; both are printed.
 2. Zero-latency live run: turns per second of pure overhead (the engine, its
    HTTP client and the loopback round-trip to the scripted server).
+7. Pull request (`--only pr`): base and head of E_p x T evals each, run the way the
+   action and `turncheck diff` run them (`run_both_sides`: at the same time, one
+   shared limit of 2 x C). The ratio is taken against ONE side's critical path
+   (target <= 1.15): running the sides one after the other would be 2x.
 3. Cassette replay: record E_r x T_r turns (default 1,000 x 5 = 5,000) in record
    mode, stop the server, then replay offline. The timed part is the whole
    `run_suites` call, which includes opening and parsing the cassette.
@@ -50,7 +54,7 @@ from tests.scripted_server import ScriptedServer  # noqa: E402
 
 from turncheck.engine.loop import run_coroutine  # noqa: E402
 from turncheck.engine.report import Report, Status  # noqa: E402
-from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
+from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites  # noqa: E402
 from turncheck.engine.session import Mode  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
@@ -67,8 +71,9 @@ PEAK_MEMORY_BUDGET_MB = 400.0
 OVERHEAD_TARGET_TURNS_PER_S = 400.0
 REPLAY_TARGET_S = 5.0
 REPLAY_TARGET_TURNS = 5_000
-MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay")
-DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay")
+PR_RATIO_TARGET = 1.15
+MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay", "pr")
+DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay", "pr")
 
 
 # --------------------------------------------------------------------------- server
@@ -472,6 +477,55 @@ def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     )
 
 
+def pr_side(directory: Path, evals: int, turns: int, base_url: str,
+            concurrency: int) -> Side:
+    directory.mkdir(exist_ok=True)
+    path = write_suite(directory, evals, turns, base_url).path
+    suite = load_suite(Path(path), "bench.eval.yaml")  # one name: the sides pair up
+    settings = RunSettings(mode="live", concurrency=concurrency,
+                           env={"OPENAI_API_KEY": FAKE_KEY})
+    return Side([suite], settings)
+
+
+def pr_run(args: argparse.Namespace, tmp: Path) -> Row:
+    """Base and head at the same time, as the action runs a pull request: wall / one side."""
+    e, t, c, latency = args.pr_evals, args.turns, args.concurrency, args.latency
+    ms = latency * 1000
+    print(f"\n== 7. pull request: base and head of {e} evals x {t} turns each, "
+          f"concurrency {c} per side, latency {ms:g} ms")
+    print_load()
+    with scripted(t, latency, args.in_process_server) as server:
+        warm_up(tmp, t, server, args)
+        walls = []
+        for number in range(1, args.repeat + 1):
+            head = pr_side(tmp / "head", e, t, server.base_url, c)
+            base = pr_side(tmp / "base", e, t, server.base_url, c)
+            started = time.perf_counter()
+            head_report, base_report = run_coroutine(run_both_sides(head, base))
+            walls.append(time.perf_counter() - started)
+            print(f"  run {number}: wall {walls[-1]:.3f} s")
+            for report in (head_report, base_report):
+                assert report is not None
+                verify(Run(walls[-1], 0.0, None, sum(len(x.turns) for s in report.suites
+                                                      for x in s.evals), report), e, t, "pr")
+        alone = pr_side(tmp / "head", e, t, server.base_url, c)
+        started = time.perf_counter()
+        run_coroutine(run_suites(alone.files, alone.settings))
+        alone_wall = time.perf_counter() - started
+    wall = min(walls)
+    one_side = math.ceil(e / c) * t * latency
+    ratio = wall / one_side
+    print(f"one side's critical path ceil(E/C) * T * latency = {one_side:.3f} s; "
+          f"one after the other: {2 * one_side:.3f} s")
+    print(f"one side alone, measured now: {alone_wall:.3f} s; both sides / one side alone = "
+          f"{wall / alone_wall:.3f} (1 when the sides fully overlap, 2 one after the other; "
+          "the bound ratio also counts this machine's load)")
+    print(f"ratio wall/one side = {ratio:.3f} (target <= {PR_RATIO_TARGET})")
+    return Row(f"PR {e}x{t} base+head @C={c}/side, {ms:g} ms: wall", f"{wall:.3f} s",
+               f"one side {one_side:.3f} s, ratio <= {PR_RATIO_TARGET}", ratio,
+               ratio <= PR_RATIO_TARGET)
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("measurement", "value", "bound/target", "ratio", "result")
     table = [header] + [
@@ -498,6 +552,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--overhead-evals", type=int, default=1000, help="evals (run 5)")
     parser.add_argument("--replay-evals", type=int, default=1000, help="evals (run 6)")
     parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 6)")
+    parser.add_argument("--pr-evals", type=int, default=1000,
+                        help="evals per side (run 7, --only pr)")
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs per measurement; the best is kept"
     )
@@ -513,7 +569,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if not 1 <= turns <= MAX_DEPTH + 1:
             parser.error(f"turns must be between 1 and {MAX_DEPTH + 1} (follow-up depth limit)")
     counts = (args.evals, args.concurrency, args.overhead_evals, args.replay_evals, args.repeat,
-              args.scale_evals, args.scale_concurrency)
+              args.scale_evals, args.scale_concurrency, args.pr_evals)
     if min(counts) < 1:
         parser.error("counts must be positive")
     return args
@@ -544,6 +600,8 @@ def main(argv: list[str]) -> None:
             rows.append(overhead_run(args, Path(tmp)))
         if "replay" in only:
             rows.append(replay_run(args, Path(tmp)))
+        if "pr" in only:
+            rows.append(pr_run(args, Path(tmp)))
     print_table(rows)
     print_load()
 

@@ -57,6 +57,11 @@ def add_discovery_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="files or directories to look in (default: the config's paths, else .)",
     )
+    add_glob_options(parser)
+
+
+def add_glob_options(parser: argparse.ArgumentParser) -> None:
+    """The globs, excludes, `--max-depth` and `--config` of `add_discovery_options`."""
     parser.add_argument(
         "--suite-glob",
         action="append",

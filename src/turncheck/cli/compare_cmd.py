@@ -48,6 +48,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("base", type=Path, metavar="BASE.json", help="run report of the base")
     parser.add_argument("head", type=Path, metavar="HEAD.json", help="run report of the head")
+    parser.add_argument("--rename", action="append", default=[], metavar="HEAD=BASE",
+                        help="compare the head suite at path HEAD with the base suite at "
+                        "path BASE; repeatable")
+    add_comparison_options(parser)
+    add_config_option(parser)  # fail-on and the thresholds default to the config's
+    parser.set_defaults(handler=run)
+
+
+def add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """`--json`, `--markdown`, the cost thresholds, `--fail-on` and the calibration
+    thresholds (`compare` and `diff`)."""
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison here")
     parser.add_argument("--markdown", type=Path, metavar="PATH",
                         help="write here the pull-request comment the action would post "
@@ -56,9 +67,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="alert when the total cost grows by more than P%% of the base")
     parser.add_argument("--cost-threshold-usd", type=float, metavar="USD",
                         help="alert when the total cost grows by more than USD dollars")
-    parser.add_argument("--rename", action="append", default=[], metavar="HEAD=BASE",
-                        help="compare the head suite at path HEAD with the base suite at "
-                        "path BASE; repeatable")
     parser.add_argument("--fail-on", default=None, metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
                         "invalid (validation errors), error (evals that errored: "
@@ -77,18 +85,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--min-kappa", type=float, metavar="KAPPA",
                         help="with --fail-on calibration: a sample file's head quadratically "
                         "weighted kappa must be at least this (-1 to 1)")
-    add_config_option(parser)  # fail-on and the thresholds default to the config's
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        renames = parse_renames(args.rename)
+        base, head = load_report(args.base), load_report(args.head)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    return report_comparison(args, base, head, renames)
+
+
+def report_comparison(args: argparse.Namespace, base: Report, head: Report,
+                      renames: dict[str, str], removed: Iterable[str] = ()) -> int:
+    """Compare, print, write `--json`/`--markdown` and exit by `--fail-on` (shared by
+    `compare` and `diff`)."""
+    try:
         conditions = conditions_from(args.fail_on)
         thresholds = thresholds_from(args, conditions)
         calibration = calibration_thresholds_from(args)
-        renames = parse_renames(args.rename)
-        base, head = load_report(args.base), load_report(args.head)
-        comparison = compare_reports(base, head, renames=renames, thresholds=thresholds)
+        comparison = compare_reports(base, head, renames=renames, removed=removed,
+                                     thresholds=thresholds)
         if args.json is not None:
             write_json(comparison, args.json)
     except UsageError as exc:

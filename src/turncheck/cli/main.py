@@ -51,6 +51,8 @@ COMMANDS = (
         "grade sample files with their [grader] and report agreement with the labels",
     ),
     Command("compare", "compare_cmd", "compare a head run report with its base"),
+    Command("diff", "diff_cmd",
+            "run the changed suites at a base commit and in the work tree, and compare"),
     Command("merge", "merge_cmd", "merge the JSON reports of `run --shard I/N` jobs into one"),
     Command(
         "action",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Literal
 
@@ -49,6 +50,7 @@ from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
 from turncheck.engine.results import SampleResult
+from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -86,6 +88,10 @@ class EvalSide(SampleSide):
     line: int
     turn_of_pass: dict[str, int] = Field(default_factory=dict)
     """Samples per turn they passed on; the others under `fail`."""
+    looks: list[dict[str, int]] = Field(default_factory=list)
+    """`repeat: auto`: `turn_of_pass` of each look (empty for a fixed number of samples)."""
+    paired: str | None = None
+    """The pairing token of a `repeat: auto` eval stopped together with the other side."""
 
 
 class EvalComparison(VerdictRow):
@@ -226,6 +232,19 @@ def outcomes_of(result: EvalResult) -> list[int | None]:
             for s in samples if s.status in USABLE]
 
 
+def look_outcomes(result: EvalResult) -> list[list[int | None]]:
+    """`repeat: auto`: the usable outcomes of each look (none for a fixed number of
+    samples)."""
+    if result.repeats is None or not result.repeats.adaptive:
+        return []
+    looks: list[list[int | None]] = [[] for _ in range(max(s.look for s in result.samples) + 1)]
+    for sample in result.samples:
+        if sample.status in USABLE:
+            looks[sample.look].append(
+                sample.passed_on_turn if sample.status is Status.PASS else None)
+    return looks
+
+
 def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
     return EvalSide(
@@ -233,21 +252,47 @@ def eval_side(result: EvalResult) -> EvalSide:
         turns=len(result.turns), error=result.error, line=result.line,
         **sample_stats(sample_statuses(result), result.reason),
         turn_of_pass=turn_distribution(outcomes),
+        looks=[turn_distribution(look) for look in look_outcomes(result)],
+        paired=result.repeats.paired if result.repeats is not None else None,
     )
+
+
+def distribution_outcomes(turn_of_pass: Mapping[str, int]) -> list[int | None]:
+    return [None if key == "fail" else int(key)
+            for key, count in turn_of_pass.items() for _ in range(count)]
 
 
 def side_outcomes(side: EvalSide) -> list[int | None]:
     """The side's samples as outcomes, rebuilt from its turn-of-pass distribution."""
-    return [None if key == "fail" else int(key)
-            for key, count in side.turn_of_pass.items() for _ in range(count)]
+    return distribution_outcomes(side.turn_of_pass)
+
+
+def side_looks(side: EvalSide) -> list[list[int | None]]:
+    """The side's outcomes per look; one look holding every sample when not adaptive."""
+    if not side.looks:
+        return [side_outcomes(side)]
+    return [distribution_outcomes(look) for look in side.looks]
 
 
 def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETTINGS
                   ) -> Evidence:
+    """The evidence of the samples a valid test may use for how they were sampled
+    (`turncheck.stats.adaptive`): all looks, stratified, when both sides stopped
+    together; else each side's first look (all of a fixed side's samples)."""
     if item.base is None or item.head is None:
         return missing_evidence(item.base is not None)
-    return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
-                            base_lost=item.base.unusable, head_lost=item.head.unusable)
+    lost = {"base_lost": item.base.unusable, "head_lost": item.head.unusable}
+    if not item.base.looks and not item.head.looks:
+        return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
+                                **lost)
+    joint = item.base.paired is not None and item.base.paired == item.head.paired
+    looks = testable_looks(side_looks(item.base), side_looks(item.head), joint)
+    base = [o for look in looks for o in look.base]
+    head = [o for look in looks for o in look.head]
+    evidence = outcome_evidence(base, head, settings, **lost)
+    if evidence.empty or len(looks) < 2:
+        return evidence
+    return replace(evidence, test=stratified_shift_test(looks))
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],

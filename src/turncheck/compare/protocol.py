@@ -37,6 +37,7 @@ from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import Report, Status
+from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -75,6 +76,9 @@ class CaseSide(SampleSide):
     """Mean of the samples' weighted scores (a sample without a score counts as 0)."""
     scores: list[float] = Field(default_factory=list)
     """Each sample's weighted score, as the verdict's test sees it."""
+    first_look: int | None = None
+    """`repeat: auto`: the samples of the first look. Each side stopped on its own
+    samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
 
 
 class CaseComparison(VerdictRow):
@@ -214,6 +218,8 @@ def case_side(case: CaseResult) -> CaseSide:
         **sample_stats(statuses, "budget" if Status.SKIPPED in statuses else None),
         status=case.status, mean_score=rounded(sum(scores) / len(scores)) if scores else None,
         scores=[round(score, 6) for score in scores],
+        first_look=first_look(case.repeats.max_repeat)
+        if case.repeats is not None and case.repeats.adaptive else None,
     )
 
 
@@ -226,7 +232,7 @@ def case_evidence(case: CaseComparison, settings: VerdictSettings = DEFAULT_SETT
     base, head = case.base, case.head
     unreliable = base.samples > 0 and base.passes / base.samples < settings.min_base_rate - 1e-9
     return score_evidence(
-        [base.scores], [head.scores], unreliable, settings,
+        [base.scores[:base.first_look]], [head.scores[:head.first_look]], unreliable, settings,
         base_lost=base.unusable, head_lost=head.unusable,
         transition=status_transition(base.passes == base.samples == 1,
                                      head.passes == head.samples == 1))

@@ -241,9 +241,9 @@ class _ProtocolRun:
 
     async def run_case(self, case: Case) -> CaseResult:
         """All samples of the case, each holding the run's limits while it runs."""
-        samples = await run_samples(self.plan, self.limits, partial(self.run_sample, case),
+        sampled = await run_samples(self.plan, self.limits, partial(self.run_sample, case),
                                     partial(self.interrupted, case), case_outcome)
-        return combine_cases(samples, self.plan, self.protocol.metadata.seed)
+        return combine_cases(sampled.results, self.plan, self.protocol.metadata.seed)
 
     async def run_sample(self, case: Case) -> CaseResult:
         """One conversation of the case."""

@@ -5,7 +5,10 @@ per-kind sample model differ.
 Each sample is an independent conversation with its own index; provider calls
 made while it runs are keyed by that index in the cassette (`use_sample`), and
 with a fixed `seed` sample i sends `seed + i` so samples differ. `repeat: auto`
-takes samples in looks (`turncheck.stats.adaptive`).
+takes samples in looks (`turncheck.stats.adaptive`); each sample records its look, and
+an eval whose stopping was decided together with the other side of a comparison
+(`turncheck.engine.pairing`) records that pairing, so the comparison knows which test
+is valid for how it was sampled.
 
 A case's status from its samples: only samples that passed or failed are evidence
 about the model. With fewer usable samples than `usable_minimum` (half the samples
@@ -22,7 +25,7 @@ import statistics
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from turncheck.engine.interruption import STOP
 from turncheck.engine.protocol_report import CaseResult, CaseSample
@@ -81,29 +84,57 @@ def case_outcome(result: CaseResult | CaseSample) -> Hashable:
     return result.status, None if score is None else round(score, 6)
 
 
+class Stopping(Protocol):
+    """Decides after each look how many more samples an adaptive case takes."""
+
+    async def more(self, outcomes: Sequence[Hashable], max_repeat: int) -> int: ...
+
+
+class AloneStopping:
+    """One side decides on its own samples (no other side to decide with)."""
+
+    async def more(self, outcomes: Sequence[Hashable], max_repeat: int) -> int:
+        return more_samples(outcomes, max_repeat)
+
+
+@dataclass(frozen=True)
+class Sampled(Generic[Result]):
+    results: list[Result]
+    looks: list[int]
+    """Each sample's look (0: the first)."""
+    paired: str | None = None
+    """The pairing token when every stopping decision was made with the other side."""
+
+
 async def take_samples(plan: RepeatPlan, run_one: Callable[[int], Awaitable[Result]],
-                       outcome: Callable[[Result], Hashable]) -> list[Result]:
+                       outcome: Callable[[Result], Hashable],
+                       stopping: Stopping | None = None) -> Sampled[Result]:
     """Run the plan's samples (concurrently within a look), in index order."""
 
     async def one(index: int) -> Result:
         use_sample(index)  # this task's context only
         return await run_one(index)
 
+    decide = stopping or AloneStopping()
     results: list[Result] = []
+    looks: list[int] = []
     while True:
         wanted = (plan.fixed - len(results) if plan.fixed is not None
-                  else more_samples([outcome(r) for r in results], plan.max_repeat))
+                  else await decide.more([outcome(r) for r in results], plan.max_repeat))
         if wanted <= 0:
-            return results
+            return Sampled(results, looks)
         start = len(results)
+        looks += [max(looks, default=-1) + 1] * wanted
         results += await asyncio.gather(*(one(i) for i in range(start, start + wanted)))
 
 
 async def run_samples(plan: RepeatPlan, limits: Sequence[asyncio.Semaphore],
                       run_one: Callable[[], Awaitable[Result]], interrupted: Callable[[], Result],
-                      outcome: Callable[[Result], Hashable]) -> list[Result]:
+                      outcome: Callable[[Result], Hashable],
+                      stopping: Stopping | None = None) -> Sampled[Result]:
     """The plan's samples, each holding every limit (in order) while it runs, so repeats
-    share the run's concurrency fairly; once stopping, no new conversation starts."""
+    share the run's concurrency fairly; once stopping, no new conversation starts. A
+    `stopping` rule shared with the other side is waited on holding no limit."""
 
     async def sample(index: int) -> Result:
         async with AsyncExitStack() as held:
@@ -113,7 +144,7 @@ async def run_samples(plan: RepeatPlan, limits: Sequence[asyncio.Semaphore],
                 return interrupted()
             return await run_one()
 
-    return await take_samples(plan, sample, outcome)
+    return await take_samples(plan, sample, outcome, stopping)
 
 
 class _Sampled(Protocol):
@@ -155,20 +186,24 @@ def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
 # -- evals -------------------------------------------------------------------------------
 
 
-def _sample(index: int, result: EvalResult, seed: int | None) -> SampleResult:
+def _sample(index: int, result: EvalResult, seed: int | None, look: int = 0) -> SampleResult:
     return SampleResult(
-        index=index, seed=sample_seed(seed, index), status=result.status,
+        index=index, seed=sample_seed(seed, index), look=look, status=result.status,
         passed_on_turn=result.passed_on_turn, error=result.error, usage=result.usage,
         cost_usd=result.cost_usd, judge_usage=result.judge_usage,
         judge_cost_usd=result.judge_cost_usd, turns=result.turns,
     )
 
 
-def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -> EvalResult:
-    """One eval result from its samples; a single unrepeated sample is returned as is."""
+def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None,
+            looks: Sequence[int] = (), paired: str | None = None) -> EvalResult:
+    """One eval result from its samples (taken at `looks`, decided with the other side
+    under the pairing token `paired`); a single unrepeated sample is returned as is."""
     if not plan.repeated and len(results) == 1:
         return results[0]
-    samples = [_sample(i, r, seed) for i, r in enumerate(results)]
+    looks = list(looks) or [0] * len(results)
+    samples = [_sample(i, r, seed, look) for i, (r, look) in
+               enumerate(zip(results, looks, strict=True))]
     status = status_of(samples, plan.min_pass)
     passing = sorted(s.passed_on_turn for s in samples
                      if s.status is Status.PASS and s.passed_on_turn is not None)
@@ -179,7 +214,8 @@ def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -
         "error": next((s.error for s in samples if s.error), None),
         "reason": _reason(results, status),
         **spend_totals(samples),
-        "repeats": summarize(samples, plan, [outcome_of(s) for s in samples]),
+        "repeats": summarize(samples, plan, [outcome_of(s) for s in samples]).model_copy(
+            update={"paired": paired if plan.fixed is None else None}),
         "samples": samples,
     })
 

@@ -151,6 +151,8 @@ class SampleResult(Sample):
     """One sample of a repeated eval."""
 
     passed_on_turn: int | None
+    look: int = 0
+    """The look of `repeat: auto` that took this sample (0: the first)."""
     turns: list[TurnResult] = Field(default_factory=list)
 
 
@@ -181,6 +183,9 @@ class RepeatSummary(ReportModel):
     """Most samples the eval could have taken."""
     samples_saved: int = 0
     """max_repeat − samples: calls adaptive sampling did not make."""
+    paired: str | None = None
+    """`repeat: auto` stopped together with the other side of a comparison (the pairing
+    token both sides carry): the comparison may then test every look (stratified)."""
 
 
 def add_costs(costs: list[float | None]) -> float | None:

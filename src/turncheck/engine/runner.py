@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
@@ -22,6 +23,7 @@ from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
+from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
@@ -56,7 +58,7 @@ from turncheck.providers.base import (
 from turncheck.providers.cassettes import cassette_path_for
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
-__all__ = ["EvalCallback", "RunSettings", "run_suites"]
+__all__ = ["EvalCallback", "RunSettings", "Side", "run_both_sides", "run_suites"]
 
 
 class EvalError(Exception):
@@ -109,9 +111,22 @@ class _SuiteRun:
 
     async def run_case(self, evaluation: Eval) -> EvalResult:
         """All samples of the eval, each holding the run's limits while it runs."""
-        samples = await run_samples(self.plan, self.limits, partial(self.run_sample, evaluation),
-                                    partial(self.interrupted, evaluation), outcome_of)
-        return combine(samples, self.plan, self.suite.metadata.seed)
+        pairing = self.settings.pairing
+        sampler = None
+        if pairing is not None and self.plan.fixed is None:
+            sampler = pairing.sampler(pairing.key(self.file.path, evaluation.display_name))
+        try:
+            sampled = await run_samples(self.plan, self.limits,
+                                        partial(self.run_sample, evaluation),
+                                        partial(self.interrupted, evaluation), outcome_of,
+                                        sampler)
+        finally:
+            if sampler is not None:
+                sampler.finish()
+        paired = None if pairing is None or sampler is None or not sampler.paired \
+            else pairing.pairing.token
+        return combine(sampled.results, self.plan, self.suite.metadata.seed, sampled.looks,
+                       paired)
 
     async def run_sample(self, evaluation: Eval) -> EvalResult:
         """One conversation of the eval."""
@@ -295,24 +310,36 @@ async def run_suites(
     samples: Sequence[SampleFile] = (),
     on_sample: SampleCallback | None = None,
     on_case: CaseCallback | None = None,
+    limit: asyncio.Semaphore | None = None,
 ) -> Report:
     """Run the suites and grade the sample files (`samples`) that have a grader.
 
-    Protocol suites (`SuiteFile.protocol`) run under the same global limit."""
+    Protocol suites (`SuiteFile.protocol`) run under the same global limit: `limit`, when
+    given (shared with the other side of a comparison running at the same time), else
+    one of `settings.concurrency` slots."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
     ledger = Ledger(pricer, settings.budget)
     settings = replace(settings, session=replace(settings.session, ledger=ledger))
-    limit = asyncio.Semaphore(max(1, settings.concurrency))
+    limit = limit or asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
     protocols = [(f, f.protocol) for f in suite_files if f.protocol is not None]
-    ran, grading, scripted = await asyncio.gather(
-        asyncio.gather(*(_run_suite(f, s, settings, pricer, limit, on_eval) for f, s in runnable)),
-        grade_sample_files(samples, settings, pricer, limit, on_sample),
-        asyncio.gather(*(run_protocol(f, p, settings, pricer, limit, on_case)
-                         for f, p in protocols)),
-    )
+    pairing = settings.pairing
+    if pairing is not None:
+        pairing.declare(pairing.key(f.path, e.display_name) for f, s in runnable
+                        for e in s.evals)
+    try:
+        ran, grading, scripted = await asyncio.gather(
+            asyncio.gather(*(_run_suite(f, s, settings, pricer, limit, on_eval)
+                             for f, s in runnable)),
+            grade_sample_files(samples, settings, pricer, limit, on_sample),
+            asyncio.gather(*(run_protocol(f, p, settings, pricer, limit, on_case)
+                             for f, p in protocols)),
+        )
+    finally:
+        if pairing is not None:
+            pairing.close()
     suites = [suite for suite, _ in ran]
     return Report(
         turncheck_version=__version__,
@@ -330,3 +357,39 @@ async def run_suites(
         protocols=[result for result, _ in scripted],
         budgets=ledger.outcomes(),
     )
+
+
+@dataclass
+class Side:
+    """One side of a comparison to run: its suites, settings and sample files."""
+
+    files: list[SuiteFile]
+    settings: RunSettings
+    diagnostics: list[Diagnostic] | None = None
+    samples: Sequence[SampleFile] = ()
+
+
+async def run_both_sides(head: Side, base: Side | None,
+                         renames: Mapping[str, str] | None = None) -> tuple[Report, Report | None]:
+    """Run a comparison's head and base at the same time, `repeat: auto` deciding each
+    eval's looks on both sides' samples together (`engine/pairing.py`). `renames` maps
+    head suite paths to base ones.
+
+    `concurrency` stays what it was when the sides ran one after the other, per side: both
+    share one limit of twice the head's `concurrency`, so a pull request takes about one
+    side's time, and a side with less to do leaves its slots to the other."""
+    if base is None:
+        return await run_suites(head.files, head.settings, head.diagnostics,
+                                samples=head.samples), None
+    pairing = Pairing()
+    to_head = {old: new for new, old in (renames or {}).items()}
+    limit = asyncio.Semaphore(2 * max(1, head.settings.concurrency))
+
+    def run(side: Side, handle: SideOfPair) -> Coroutine[Any, Any, Report]:
+        settings = replace(side.settings, pairing=handle)
+        return run_suites(side.files, settings, side.diagnostics, samples=side.samples,
+                          limit=limit)
+
+    head_report, base_report = await asyncio.gather(
+        run(head, pairing.side("head")), run(base, pairing.side("base", to_head)))
+    return head_report, base_report

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from turncheck.engine.pairing import SideOfPair
 from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.session import Mode, SessionSettings
 from turncheck.formats.budget import BudgetLimits
@@ -26,3 +27,6 @@ class RunSettings:
     """Hard limits on the whole run's live calls (docs/budgets.md)."""
     repeat: RepeatSetting | None = None
     """Overrides every suite's `repeat` (the command line's `--repeat`)."""
+    pairing: SideOfPair | None = None
+    """This run is one side of a comparison whose other side runs at the same time:
+    `repeat: auto` stops each eval on both sides' samples (`engine/pairing.py`)."""

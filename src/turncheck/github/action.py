@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,19 +32,19 @@ from turncheck.engine.estimate import estimate
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import Report
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.report import Report, ShardInfo
+from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.budget import BudgetLimits
-from turncheck.formats.discovery import FileKind, FoundFile, discover
+from turncheck.formats.discovery import FileKind, discover
 from turncheck.formats.files import (
     MAX_DATA_BYTES,
     read_bytes_bounded,
     refusal_reason,
     write_text_confined,
 )
-from turncheck.formats.samples import SampleFile, load_samples
-from turncheck.formats.suite_loader import SuiteFile, load_suite
+from turncheck.formats.samples import SampleFile
+from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
@@ -57,7 +57,8 @@ from turncheck.github.bundle import (
     bundle_from_json,
     bundle_from_zip,
 )
-from turncheck.github.changes import SuiteChanges, suite_changes
+from turncheck.github.changes import SuiteChanges
+from turncheck.github.checkout import Checkout
 from turncheck.github.client import (
     ArtifactTooLarge,
     ChangedFile,
@@ -72,12 +73,6 @@ from turncheck.github.context import (
     PullRequest,
     WorkflowRun,
     read_context,
-)
-from turncheck.github.dependencies import (
-    MAX_EXPORT_ROUNDS,
-    add_dependency_changes,
-    base_references,
-    dependencies_of,
 )
 from turncheck.github.inputs import ActionInputs, InputError, read_inputs
 from turncheck.github.project_config import with_project_config
@@ -157,6 +152,11 @@ class Job:
         return self.root / self.inputs.working_directory
 
     @property
+    def checkout(self) -> Checkout:
+        return Checkout(self.root, self.inputs.working_directory, self.inputs.globs,
+                        self.inputs.watch, self.inputs.max_depth)
+
+    @property
     def report_path(self) -> Path:
         return self.context.workspace / self.inputs.report_path
 
@@ -198,11 +198,6 @@ class Job:
 # -- running suites ---------------------------------------------------------------
 
 
-def _found(workdir: Path, relative: list[str], kind: FileKind) -> list[FoundFile]:
-    return [FoundFile(workdir / path, kind) for path in relative
-            if os.path.lexists(workdir / path)]
-
-
 def commit_timestamp(job: Job, commit: str) -> str | None:
     """Prices are taken at the head commit's time: every shard and re-run prices alike."""
     try:
@@ -212,75 +207,81 @@ def commit_timestamp(job: Job, commit: str) -> str | None:
     return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def shard_side(job: Job, side: Side) -> tuple[Side, ShardInfo | None]:
+    """This job's shard of `side`'s suites; its sample files are graded in shard 1 only."""
+    if job.inputs.shard is None:
+        return side, None
+    files, shard = select_shard(side.files, job.inputs.shard)
+    samples = side.samples if job.inputs.shard.index == 1 else ()
+    return replace(side, files=files, samples=samples), shard
+
+
 def run_files(job: Job, files: list[SuiteFile], settings: RunSettings,
               diagnostics: list[Diagnostic] | None = None,
               samples: Sequence[SampleFile] = ()) -> Report:
     """Run `files` (or this job's shard of them) and grade `samples` (in shard 1 only)."""
-    shard = None
-    if job.inputs.shard is not None:
-        files, shard = select_shard(files, job.inputs.shard)
-        samples = samples if job.inputs.shard.index == 1 else ()
-    report = run_coroutine(run_suites(files, settings, diagnostics, samples=samples))
+    side, shard = shard_side(job, Side(files, settings, diagnostics, samples))
+    report = run_coroutine(run_suites(side.files, side.settings, side.diagnostics,
+                                      samples=side.samples))
     return report.model_copy(update={"shard": shard})
 
 
-def run_head(job: Job, suites: list[str], samples: list[str], commit: str) -> Report:
-    files = _found(job.workdir, suites, FileKind.SUITE) + _found(job.workdir, samples,
-                                                                 FileKind.SAMPLES)
+def head_side(job: Job, suites: list[str], samples: list[str], commit: str) -> Side:
+    checkout = job.checkout
+    files = checkout.found(suites, FileKind.SUITE) + checkout.found(samples, FileKind.SAMPLES)
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     log(f"head: {len(validation.suites)} suite(s), {len(validation.samples)} sample file(s)")
     settings = job.settings(job.inputs.mode, commit_timestamp(job, commit), commit)
-    return run_files(job, validation.suites, settings, validation.diagnostics,
-                     validation.samples)
+    return Side(validation.suites, settings, validation.diagnostics, validation.samples)
 
 
-def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str,
+def run_head(job: Job, suites: list[str], samples: list[str], commit: str) -> Report:
+    side = head_side(job, suites, samples, commit)
+    return run_files(job, side.files, side.settings, side.diagnostics, side.samples)
+
+
+def base_side(job: Job, base_sha: str, suites: Sequence[str], price_timestamp: str | None,
+              samples: Sequence[str], root: Path) -> Side | None:
+    """The base side: `suites` and `samples` (paths as named at base) exported from the
+    base commit under `root` and loaded; None when the base commit cannot be read."""
+    found = job.checkout.base_files(base_sha, suites, samples, root, log)
+    if found is None:
+        return None
+    loaded, graded = found
+    mode = "live" if job.inputs.mode == "live" else "replay"
+    log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {len(graded)} sample file(s), "
+        f"{mode} mode")
+    return Side(loaded, job.settings(mode, price_timestamp, base_sha), samples=graded)
+
+
+def run_base(job: Job, base_sha: str, suites: list[str], price_timestamp: str | None,
              samples: Sequence[str] = ()) -> Report | None:
     """Run `suites` and grade `samples` (paths as named at base) at the base commit."""
     if not suites and not samples:
         return None
-    prefix = Path(job.inputs.working_directory)
     with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
-        root = Path(tmp)
-        repo_paths = [(prefix / s).as_posix() for s in suites]
-        sample_paths = [(prefix / s).as_posix() for s in samples]
-        try:
-            missing = set(git.export_suites(job.root, base_sha,
-                                            repo_paths + sample_paths, root))
-        except git.GitError as exc:
-            log(f"::warning title=turncheck::cannot read the base commit: {exc}")
+        side = base_side(job, base_sha, suites, price_timestamp, samples, Path(tmp))
+        if side is None:
             return None
-        present = [(s, root / prefix / s) for s, repo in zip(suites, repo_paths, strict=True)
-                   if repo not in missing]
-        present_samples = [(s, root / prefix / s) for s, repo in
-                           zip(samples, sample_paths, strict=True) if repo not in missing]
-        export_base_references(job, base_sha, root, [p for _, p in present],
-                               [p for _, p in present_samples])
-        loaded = [load_suite(path, s, job.inputs.max_depth, root=root) for s, path in present]
-        graded = [load_samples(path, s, root=root) for s, path in present_samples]
-        mode = "live" if job.inputs.mode == "live" else "replay"
-        log(f"base {base_sha[:12]}: {len(loaded)} suite(s), {len(graded)} sample file(s), "
-            f"{mode} mode")
-        return run_files(job, loaded, job.settings(mode, price_timestamp, base_sha),
-                         samples=graded)
+        return run_files(job, side.files, side.settings, samples=side.samples)
 
 
-def export_base_references(job: Job, base_sha: str, root: Path, suites: list[Path],
-                           samples: list[Path]) -> None:
-    """Write every file the base `suites` and sample files reference (prompts, messages,
-    cases files, and the files those reference) under `root` as it is at `base_sha`, one
-    chain link a round."""
-    exported: set[str] = set()
-    for _ in range(MAX_EXPORT_ROUNDS):
-        wanted = base_references(root, suites, exported, samples)
-        if not wanted:
-            return
-        exported |= wanted
-        try:
-            git.export_paths(job.root, base_sha, sorted(wanted), root)
-        except git.GitError as exc:
-            log(f"::warning title=turncheck::cannot read a referenced file at base: {exc}")
-            return
+def run_sides(job: Job, head: Side, base_sha: str, changes: SuiteChanges
+              ) -> tuple[Report, Report | None]:
+    """Head and base (re-run at `base_sha`) at the same time, sampling together
+    (`engine.runner.run_both_sides`): a PR takes about one side's time, not two."""
+    # Both sides priced at one instant: the head commit's time, else now.
+    instant = head.settings.price_timestamp or datetime.now(UTC).isoformat(
+        timespec="seconds").replace("+00:00", "Z")
+    head = replace(head, settings=replace(head.settings, price_timestamp=instant))
+    with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
+        base = base_side(job, base_sha, changes.base_suites, instant, changes.base_samples,
+                         Path(tmp))
+        head, head_shard = shard_side(job, head)
+        base, base_shard = (None, None) if base is None else shard_side(job, base)
+        head_report, base_report = run_coroutine(run_both_sides(head, base, changes.renames))
+    return head_report.model_copy(update={"shard": head_shard}), \
+        None if base_report is None else base_report.model_copy(update={"shard": base_shard})
 
 
 # -- pull requests ---------------------------------------------------------------
@@ -301,21 +302,7 @@ def changed_files_of(job: Job, pr: PullRequest, base: str) -> SuiteChanges:
 
 def changes_among(job: Job, files: list[ChangedFile]) -> SuiteChanges:
     """The suites and sample files among changed `files` (repo-relative paths)."""
-    existing = set(_all_relative(job))
-    changes = suite_changes(files, job.inputs.globs, job.inputs.working_directory.as_posix(),
-                            existing)
-    # A suite's referenced files (prompts, messages, cases) and watched globs are part of it.
-    suites = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SUITE)
-    samples = sorted(p for p in existing if job.inputs.globs.kind_of(p) is FileKind.SAMPLES)
-    add_dependency_changes(changes, files,
-                           dependencies_of(job.workdir, job.root, suites, samples),
-                           suites, job.inputs.watch)
-    return changes
-
-
-def _all_relative(job: Job) -> list[str]:
-    found = discover([str(job.workdir)], job.inputs.globs)
-    return [f.path.relative_to(job.workdir).as_posix() for f in found.files]
+    return job.checkout.changes_among(files)
 
 
 def pull_request_flow(job: Job) -> int:
@@ -362,9 +349,7 @@ def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:
 def compare_flow(job: Job, base_sha: str, head_sha: str, changes: SuiteChanges,
                  number: int | None, provenance: Provenance = VERIFIED) -> int:
     """Run `changes` at head and base, write the report, publish (unless a shard)."""
-    head = run_head(job, changes.head_suites, changes.samples, head_sha)
-    base_report, baseline = baseline_for(job, base_sha, changes.base_suites, head,
-                                         changes.base_samples)
+    head, base_report, baseline = head_and_base(job, base_sha, head_sha, changes)
     bundle = with_token_counts(ReportBundle(
         repository=job.context.repository, event=job.context.event_name, pull_number=number,
         base_sha=base_sha, head_sha=head_sha,
@@ -415,6 +400,31 @@ def trusted_baseline(job: Job, base_sha: str,
         base_time = None
     trust = Trust(job.context.repository, job.context.default_branch)
     return load_artifact_baseline(job.api(), base_sha, base_time, trust, names)
+
+
+def head_and_base(job: Job, base_sha: str, head_sha: str, changes: SuiteChanges
+                  ) -> tuple[Report, Report | None, BaselineInfo | None]:
+    """The head run, and the base: a main-branch artifact when asked and found (the head
+    then runs alone), else re-run at the same time as the head."""
+    head = head_side(job, changes.head_suites, changes.samples, head_sha)
+    if not changes.base_suites and not changes.base_samples:
+        return run_files(job, head.files, head.settings, head.diagnostics, head.samples), \
+            None, None
+    if resolve_mode(job.inputs.baseline, job.inputs.mode) == "artifact":
+        if job.inputs.shard is not None:  # the report job fetches the artifact once
+            return run_files(job, head.files, head.settings, head.diagnostics,
+                             head.samples), None, None
+        found, info = trusted_baseline(job, base_sha, {*changes.base_suites,
+                                                       *changes.base_samples})
+        log(info.describe())
+        if found is not None:
+            return run_files(job, head.files, head.settings, head.diagnostics,
+                             head.samples), found, info
+        log("re-running the base commit instead")
+    else:
+        info = BaselineInfo(source="rerun")
+    head_report, base_report = run_sides(job, head, base_sha, changes)
+    return head_report, base_report, None if base_report is None else info
 
 
 def baseline_for(job: Job, base_sha: str, suites: list[str], head: Report,
@@ -563,8 +573,8 @@ def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_
     """Run nothing: post what a live run of the changed suites would cost (docs/budgets.md).
 
     Expected figures come from the main-branch baseline artifact when there is one."""
-    files = _found(job.workdir, suites, FileKind.SUITE) + _found(job.workdir, list(samples),
-                                                                 FileKind.SAMPLES)
+    files = job.checkout.found(suites, FileKind.SUITE) + job.checkout.found(
+        list(samples), FileKind.SAMPLES)
     validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
     history = None
     history, info = trusted_baseline(job, base_sha, {*suites, *samples})

@@ -67,6 +67,11 @@ def is_repository(repo: Path) -> bool:
     return True
 
 
+def top_level(repo: Path) -> Path:
+    """The root of the work tree `repo` is in."""
+    return Path(_stdout_line(_run(repo, ["rev-parse", "--show-toplevel"])))
+
+
 def current_sha(repo: Path) -> str:
     return _stdout_line(_run(repo, ["rev-parse", "--verify", "HEAD^{commit}"]))
 
@@ -110,6 +115,18 @@ def changed_files(repo: Path, base: str, head: str) -> list[ChangedFile] | None:
     args = ["diff", "--name-status", "-M", "--no-color", "--no-ext-diff", "--no-relative", "-z"]
     result = _run(repo, [*args, f"{base}...{head}"])
     return _parse_name_status(result.stdout)
+
+
+def worktree_changes(repo: Path, base: str) -> list[ChangedFile]:
+    """Files the work tree (committed, staged, unstaged and untracked but not ignored)
+    changed since the commit `base`: what `turncheck diff` runs."""
+    commit = _require_commit(repo, base)
+    args = ["diff", "--name-status", "-M", "--no-color", "--no-ext-diff", "--no-relative", "-z"]
+    files = _parse_name_status(_run(repo, [*args, commit]).stdout)
+    untracked = _run(_work_tree_root(repo), ["ls-files", "--others", "--exclude-standard", "-z"])
+    files += [ChangedFile(os.fsdecode(path), "added")
+              for path in untracked.stdout.split(b"\0") if path]
+    return files
 
 
 def export_paths(repo: Path, sha: str, paths: Iterable[str], dest: Path) -> list[str]:

@@ -7,7 +7,8 @@
   step-down min-p procedure `decide` uses.
 - `power`: the exact power of an eval's verdict and the samples it needs.
 - `verdicts`: the verdict tiers and the rule that picks one per case.
-- `adaptive`: the stopping rule of `repeat: auto`.
+- `adaptive`: the stopping rule of `repeat: auto` (both sides together); `looks`: the test
+  that stays exact after it (stratified by look).
 - `agreement`: Cohen's κ (plain and quadratically weighted), bootstrap interval,
   within-one agreement, confusion matrix, TPR/TNR.
 
