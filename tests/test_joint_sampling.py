@@ -105,12 +105,12 @@ def test_separately_sampled_sides_are_compared_on_their_first_look_only(
     assert base_eval.repeats.paired is None
     renames = {head.suites[0].path: base.suites[0].path}
     [row] = compare_reports(base, head, renames=renames).suites[0].evals
-    # 10/10 against 8/20 pooled would be p < 0.001: a biased test of optional stopping.
+    # 10/10 against 8/20 pooled would be p < 0.002: a biased test of optional stopping.
     # Valid is 10/10 against the head's first look, 8/10: no regression can be proven.
     assert row.verdict is not Verdict.REGRESSION
     assert row.p_value is not None and row.p_value > 0.05
     # The same samples had both sides been sampled jointly to 20 would be tested in full.
-    assert turn_shift_test([1] * 10, [1] * 8 + [None] * 12).worse < 0.001
+    assert turn_shift_test([1] * 10, [1] * 8 + [None] * 12).worse < 0.002
 
 
 def _brute_force_worse(looks: list[Look]) -> float:

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from turncheck.stats.tests import MID_P, Outcome, ShiftTest, _rank_sum_distribution, outcome_ranks
+from turncheck.stats.tests import (
+    Outcome,
+    ShiftTest,
+    _null_law,
+    _rank_sum_distribution,
+    outcome_ranks,
+    turn_shift_test,
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ def stratified_shift_test(looks: Sequence[Look]) -> ShiftTest:
     looks = [look for look in looks if look.base and look.head]
     if not looks:
         return ShiftTest(1.0, 1.0)
+    if len(looks) == 1:
+        return turn_shift_test(looks[0].base, looks[0].head)
     base = [o for look in looks for o in look.base]
     head = [o for look in looks for o in look.head]
     ranks, _ = outcome_ranks(base, head)
@@ -61,11 +70,13 @@ def stratified_shift_test(looks: Sequence[Look]) -> ShiftTest:
 
 
 def _tail_test(counts: np.ndarray, observed: int) -> ShiftTest:
-    total = counts.sum()
-    half = MID_P * counts[observed]
-    worse = float((counts[observed:].sum() - half) / total)
-    better = float((counts[: observed + 1].sum() - half) / total)
-    possible = np.nonzero(counts)[0]
+    """Exact one-sided p-values of the observed rank sum under the law `counts`, with
+    that law's attainable p-values (for the discrete multiplicity procedure)."""
+    sums = np.nonzero(counts)[0]
+    chances = counts[sums] / counts.sum()
+    worse = float(chances[sums >= observed].sum())
+    better = float(chances[sums <= observed].sum())
     return ShiftTest(min(1.0, worse), min(1.0, better),
-                     least_worse=float((1 - MID_P) * counts[possible[-1]] / total),
-                     least_better=float((1 - MID_P) * counts[possible[0]] / total))
+                     least_worse=float(chances[-1]), least_better=float(chances[0]),
+                     worse_null=_null_law(sums, chances, worse=True),
+                     better_null=_null_law(sums, chances, worse=False))
