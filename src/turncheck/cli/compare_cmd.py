@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from turncheck.cli.common import UsageError, usage_error
+from turncheck.cli.common import UsageError, usage_error, write_html
 from turncheck.cli.config import add_config_option
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import (
@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("base", type=Path, metavar="BASE.json", help="run report of the base")
     parser.add_argument("head", type=Path, metavar="HEAD.json", help="run report of the head")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison here")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help="write the browsable HTML report here: every eval's base and "
+                        "head conversations side by side (see turncheck report)")
     parser.add_argument("--markdown", type=Path, metavar="PATH",
                         help="write here the pull-request comment the action would post "
                         "(GitHub Markdown), to preview it")
@@ -86,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         comparison = compare_reports(base, head, renames=renames, thresholds=thresholds)
         if args.json is not None:
             write_json(comparison, args.json)
+        if args.html is not None:
+            write_html(args.html, head=head, base=base, comparison=comparison)
     except UsageError as exc:
         return usage_error(str(exc))
     print_comparison(comparison)
@@ -150,14 +155,18 @@ def parse_renames(pairs: list[str]) -> dict[str, str]:
     return renames
 
 
-def load_report(path: Path) -> Report:
+def read_report_text(path: Path) -> str:
     try:
-        text = read_text_bounded(path, limit=MAX_DATA_BYTES)
+        return read_text_bounded(path, limit=MAX_DATA_BYTES)
     except FileNotFoundError:
         raise UsageError(f"no such report: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = refusal_reason(exc) if isinstance(exc, OSError) else str(exc)
         raise UsageError(f"cannot read report {path}: {reason}") from None
+
+
+def load_report(path: Path) -> Report:
+    text = read_report_text(path)
     try:
         report = Report.model_validate_json(text)
     except ValidationError as exc:

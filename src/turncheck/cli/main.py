@@ -51,6 +51,7 @@ COMMANDS = (
         "grade sample files with their [grader] and report agreement with the labels",
     ),
     Command("compare", "compare_cmd", "compare a head run report with its base"),
+    Command("report", "report_cmd", "write the browsable HTML report of a JSON report"),
     Command("merge", "merge_cmd", "merge the JSON reports of `run --shard I/N` jobs into one"),
     Command(
         "action",

@@ -20,6 +20,7 @@ from turncheck.cli.common import (
     settings_from,
     untrusted_output,
     usage_error,
+    write_html,
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
@@ -73,6 +74,8 @@ def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help="write the browsable HTML report here (see turncheck report)")
     add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--repeat", type=repeat_setting, metavar="N|auto",
@@ -142,6 +145,14 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     return report.model_copy(update={"shard": shard})
 
 
+def write_html_report(path: Path, report: Report) -> None:
+    try:
+        write_html(path, head=report)
+    except UsageError as exc:
+        print(f"turncheck: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def handle_interruptible_run(args: argparse.Namespace) -> int:
     return interruptible_run(partial(handle_run, args))
 
@@ -161,6 +172,8 @@ def handle_run(args: argparse.Namespace) -> int:
         write_json(args.json, report)
     if args.junit:
         write_junit(report, args.junit)
+    if args.html:
+        write_html_report(args.html, report)
     invalid = any(d.is_error for d in validation.diagnostics)
     problems = calibration_problems(report.calibrations)
     print_problems(problems)

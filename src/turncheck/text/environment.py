@@ -52,6 +52,25 @@ def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.
     return env
 
 
+def html_environment(
+    package_templates: str = "turncheck.render", folder: str = "templates"
+) -> jinja2.Environment:
+    """The environment of the HTML report: sandboxed and always autoescaped.
+
+    The report shows model output and suite text (hostile): every value is escaped, the
+    templates never mark a value safe, and nothing in them builds a link from a value.
+    """
+    env = ImmutableSandboxedEnvironment(
+        loader=jinja2.PackageLoader(package_templates, folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
 def render_template(env: jinja2.Environment, name: str, /, **context: Any) -> str:
     # Positional-only, so `name` and `env` stay usable as template variables.
     return env.get_template(name).render(**context)
