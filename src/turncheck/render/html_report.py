@@ -59,6 +59,9 @@ class TurnPair:
     number: int
     base: TurnView | None
     head: TurnView | None
+    base_gap: str = ""
+    """Why the base has no such turn, when it has none."""
+    head_gap: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ class RowView:
     base_samples: list[SampleView] = field(default_factory=list)
     head_samples: list[SampleView] = field(default_factory=list)
     error: str | None = None
+    why: str = ""
+    """Why the row has its verdict (the comparison's reason), when known."""
     has_base: bool = False
     has_head: bool = False
 
@@ -155,11 +160,18 @@ def turn_view(turn: TurnResult) -> TurnView:
     )
 
 
+def _gap(turns: Sequence[TurnResult]) -> str:
+    if not turns:
+        return "no conversation on this side"
+    return f"not sent: the conversation ended after turn {len(turns)}"
+
+
 def pair_turns(base: Sequence[TurnResult], head: Sequence[TurnResult]) -> list[TurnPair]:
     """Turn by turn: the base's n-th turn beside the head's n-th turn."""
     return [TurnPair(number=i + 1,
                      base=turn_view(base[i]) if i < len(base) else None,
-                     head=turn_view(head[i]) if i < len(head) else None)
+                     head=turn_view(head[i]) if i < len(head) else None,
+                     base_gap=_gap(base), head_gap=_gap(head))
             for i in range(max(len(base), len(head)))]
 
 
@@ -245,7 +257,8 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
                 head_evals.get((suite.path, item.name)),
                 verdict=item.verdict.value, transition=item.label)
             if item.p_value is not None:
-                row.facts.append(f"p = {item.p_value:.3g}")
+                row.facts.append(f"adjusted p = {item.p_value:.3g}")
+            row.why = item.verdict_reason
             row.has_base, row.has_head = item.base is not None, item.head is not None
             rows.append(row)
     return rows
