@@ -102,7 +102,25 @@ def run(args: argparse.Namespace) -> int:
             return usage_error(str(exc))
     for reason in reasons:
         print(f"turncheck: failing: {reason}", file=sys.stderr)
+    sys.stderr.flush()
+    print(exit_line(comparison, conditions, reasons), flush=True)
     return 1 if reasons else 0
+
+
+WHAT_A_REVIEWER_FAILS_ON = frozenset({FailOn.INVALID, FailOn.FAILURE, FailOn.LIKELY_REGRESSION})
+
+
+def exit_line(comparison: Comparison, conditions: set[FailOn], reasons: list[str]) -> str:
+    """The last line: why `compare` exits as it does."""
+    named = ",".join(c.value for c in FailOn if c in conditions)
+    if reasons:
+        return f"Exit 1: --fail-on {named}: " + "; ".join(reasons)
+    if conditions:
+        return f"Exit 0: no --fail-on condition holds ({named})"
+    notable = fail_reasons(comparison, set(WHAT_A_REVIEWER_FAILS_ON))
+    would = ",".join(c.value for c in FailOn if c in WHAT_A_REVIEWER_FAILS_ON)
+    return ("Exit 0: no --fail-on condition is set, so nothing fails the comparison"
+            + (f"; --fail-on {would} would fail it: {'; '.join(notable)}" if notable else ""))
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
@@ -313,6 +331,7 @@ def notes_lines(comparison: Comparison) -> Iterator[str]:
         yield f"note: {comparison.cost_note}"
     if comparison.diagnostics:
         yield f"validation problems at head: {len(comparison.diagnostics)}"
-    yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
+    if comparison.base_commit or comparison.head_commit:  # local reports name none
+        yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
     if comparison.alert is not None:
         yield "COST ALERT: " + "; ".join(comparison.alert.reasons)

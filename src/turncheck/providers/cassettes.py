@@ -51,19 +51,27 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, quote_plus
 
 import httpx
 import yaml
-from vcr.request import Request as VcrRequest
-from vcr.serialize import deserialize, serialize
-from vcr.serializers import yamlserializer
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
+from turncheck.lazy import submodules_without_package_init
 from turncheck.providers.aiohttp_transport import AiohttpTransport
+
+if TYPE_CHECKING:
+    from vcr.request import Request as VcrRequest
+    from vcr.serialize import deserialize, serialize
+    from vcr.serializers import yamlserializer
+else:  # vcrpy's cassette format only, not its patching of every HTTP client
+    _request, _serialize, yamlserializer = submodules_without_package_init(
+        "vcr", "request", "serialize", "serializers.yamlserializer")
+    VcrRequest, deserialize, serialize = (_request.Request, _serialize.deserialize,
+                                          _serialize.serialize)
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,

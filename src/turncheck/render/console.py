@@ -173,7 +173,6 @@ def summary(report: Report, out: TextIO) -> None:
         print(line, file=out)
     for line in budget_lines(report):
         print(line, file=out)
-    print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
 
 
 MAX_ERRORS_LISTED = 20
@@ -192,9 +191,11 @@ def error_lines(report: Report) -> list[str]:
 class Progress:
     """A live counter on a terminal; one plain line per finished eval otherwise."""
 
-    def __init__(self, total: int, out: TextIO | None = None) -> None:
+    def __init__(self, total: int, out: TextIO | None = None, quiet: bool = False) -> None:
         self.total = total
         self.done = 0
+        self.quiet = quiet
+        """`--quiet`: count, print nothing."""
         # Looked up per instance: the CLI imports this module lazily, whatever
         # `sys.stderr` was at that moment (a test's capture) may be closed since.
         self.out = sys.stderr if out is None else out
@@ -209,6 +210,8 @@ class Progress:
 
     def tick(self, text: str) -> None:
         self.done += 1
+        if self.quiet:
+            return
         # One line whatever the names hold: a name must not start a workflow command.
         label = terminal_safe(f"[{self.done}/{self.total}] {text}").replace("\n", " ")
         if self.live:
