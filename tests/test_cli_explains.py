@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted_server import ScriptedServer
 from turncheck.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,3 +117,25 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130() -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 130
     assert done.stderr == "turncheck: interrupted\n"
+
+
+def test_a_refused_key_is_said_once_with_the_variable_to_check(
+    tmp_path: Path, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    scripted_server.add_rule(fault="unauthorized")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-0000")
+    suite = tmp_path / "keys.eval.yaml"
+    suite.write_text("metadata:\n  name: keys\n  model: gpt-4o-mini\nevals:\n" + "".join(
+        f"  - name: e{i}\n    prompt: question {i}\n    checks: [{{match: '*'}}]\n"
+        for i in range(3)))
+    code = main(["run", str(suite), "--mode", "live", "--base-url", scripted_server.base_url])
+    out = capsys.readouterr().out
+    assert code == 1
+    errors = out.split("Errors:\n", 1)[1].splitlines()
+    assert errors[0].startswith("  💥 3 evals (keys › e0 and 2 more): ")
+    assert errors[0].endswith(" — check OPENAI_API_KEY: the openai API key is missing or wrong")
+    assert not errors[1].startswith("  💥")  # said once
+    assert out.count("Incorrect API key provided") == 2  # the transcript's first eval, the list
+    assert out.count("Overall: 💥 ERROR: the same as keys › e0") == 2
+    assert "sk-wrong-key-0000" not in out
