@@ -223,3 +223,21 @@ def test_a_bad_report_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("turncheck: error: ") and err.count("\n") == 1
     assert not (tmp_path / "bad.html").exists()
+
+
+def test_protocol_cases_and_calibration_samples_have_their_own_views(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    page = tmp_path / "examples.html"
+    main(["run", str(root / "examples"), "--quiet", "--html", str(page)])
+    sections = {attrs.get("id"): attrs for name, attrs in start_tags(page.read_text())
+                if name == "section" and "data-section" in attrs}
+    assert set(sections) == {"evals", "cases", "samples"}
+    html = page.read_text()
+    cases = html.split('id="cases"', 1)[1].split('id="samples"', 1)[0]
+    assert cases.count('<details class="row"') == 3  # the flow-gating protocol's cases
+    assert "judge_scale" in cases  # each turn's scorers, as its checks
+    samples = html.split('id="samples"', 1)[1]
+    assert samples.count('<details class="row"') == 11  # both sample files
+    assert "grader score" in samples and "label " in samples
