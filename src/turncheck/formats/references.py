@@ -31,6 +31,7 @@ from typing import Any
 
 from turncheck.diagnostics import Diagnostic, error
 from turncheck.formats.files import FileRefused, read_bytes_bounded
+from turncheck.formats.nesting import json_structure_problem, toml_structure_problem
 from turncheck.formats.yamlsource import Path, Positions, load_yaml
 
 MAX_REFERENCED_BYTES = 1024 * 1024
@@ -267,12 +268,18 @@ def read_bounded_text(real: FsPath, shown: str) -> str:
 
 
 def parse_data(text: str, shown: str, toml: bool = False) -> Any:
+    json_text = not toml and shown.endswith(".json")
+    if toml or json_text:
+        scan = toml_structure_problem if toml else json_structure_problem
+        problem = scan(text)
+        if problem is not None:
+            raise ReferenceProblem(f"{shown}:{problem.line}:{problem.column}: {problem.message}")
     if toml:
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ReferenceProblem(f"{shown}: invalid TOML: {exc}") from None
-    if shown.endswith(".json"):
+    if json_text:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

@@ -48,6 +48,7 @@ from turncheck.formats.grader import (
     instruction_problems,
 )
 from turncheck.formats.grader import VALUE_SHAPES as GRADER_SHAPES
+from turncheck.formats.nesting import toml_structure_problem
 from turncheck.formats.references import (
     Reference,
     ReferenceProblem,
@@ -186,6 +187,10 @@ def parse_samples(text: str, file: str, directory: Path | None = None,
                   root: Path | None = None) -> SampleFile:
     """Validate sample-file text; problems are returned as diagnostics, never raised."""
     text = text.removeprefix("\ufeff")
+    problem = toml_structure_problem(text)
+    if problem is not None:
+        return _failed(file, error(file, problem.line, problem.column, "toml-structure",
+                                   problem.message))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

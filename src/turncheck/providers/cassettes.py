@@ -59,6 +59,7 @@ import yaml
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
+from turncheck.formats.yamlsource import is_parser_nesting_limit
 from turncheck.gc_pause import gc_paused
 from turncheck.lazy import submodules_without_package_init
 from turncheck.providers.aiohttp_transport import AiohttpTransport
@@ -585,12 +586,22 @@ def _check_yaml_shape(text: str, path: Path) -> None:
     (segfault) on ~20,000 nested `[`; alias chains make tiny files expand into
     millions of interactions. The event stream is produced without recursion.
     """
+    try:
+        _count_nesting_and_aliases(yaml.parse(text, Loader=_EVENT_LOADER), path)
+    except yaml.YAMLError as exc:
+        # libyaml ≥ 0.2.6 stops at its own limit (1,000 levels, beyond ours) first.
+        if is_parser_nesting_limit(exc):
+            raise _too_deep(path) from None
+        raise
+
+
+def _count_nesting_and_aliases(events: Iterable[yaml.Event], path: Path) -> None:
     depth = aliases = 0
-    for event in yaml.parse(text, Loader=_EVENT_LOADER):
+    for event in events:
         if isinstance(event, _OPENING_EVENTS):
             depth += 1
             if depth > MAX_YAML_DEPTH:
-                raise CassetteFormatError(f"cassette {path} nests deeper than {MAX_YAML_DEPTH}")
+                raise _too_deep(path)
         elif isinstance(event, _CLOSING_EVENTS):
             depth -= 1
         elif isinstance(event, yaml.AliasEvent):
@@ -599,6 +610,10 @@ def _check_yaml_shape(text: str, path: Path) -> None:
                 raise CassetteFormatError(
                     f"cassette {path} has more than {MAX_YAML_ALIASES} YAML aliases"
                 )
+
+
+def _too_deep(path: Path) -> CassetteFormatError:
+    return CassetteFormatError(f"cassette {path} nests deeper than {MAX_YAML_DEPTH}")
 
 
 def _read_capped(path: Path, max_bytes: int) -> str | None:
