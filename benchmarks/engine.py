@@ -67,6 +67,8 @@ LATENCY_RATIO_TARGET = 1.10
 SCALE_RATIO_TARGET = 1.15
 CPU_PER_TURN_TARGET_MS = 0.4
 STARTUP_TARGET_S = 0.35
+REPLAY_ONE_SUITE_TARGET_S = 0.25
+"""Whole process, `turncheck run` of one replayed suite: start-up, run, report (issue 25)."""
 PEAK_MEMORY_BUDGET_MB = 400.0
 OVERHEAD_TARGET_TURNS_PER_S = 400.0
 REPLAY_TARGET_S = 5.0
@@ -395,17 +397,21 @@ def startup_seconds(argv: list[str], repeat: int) -> tuple[float, float]:
 
 def startup_run(args: argparse.Namespace) -> list[Row]:
     one_file = "examples/math/arithmetic.eval.yaml"
-    print(f"\n== 4. start-up: turncheck --help, turncheck validate {one_file}")
+    print(f"\n== 4. start-up: turncheck --help, validate {one_file}; whole process: run "
+          "of it (replayed)")
     print_load()
     rows = []
-    for argv in (["--help"], ["validate", one_file]):
+    for argv, target in ((["--help"], STARTUP_TARGET_S),
+                         (["validate", one_file], STARTUP_TARGET_S),
+                         (["run", "--quiet", one_file], REPLAY_ONE_SUITE_TARGET_S)):
         wall, cpu = startup_seconds(argv, max(5, args.repeat))
         name = " ".join(argv)
+        what = "whole process" if argv[0] == "run" else "start-up"
         print(f"turncheck {name}: best wall {wall:.3f} s, best CPU {cpu:.3f} s "
-              f"(target <= {STARTUP_TARGET_S} s wall)")
+              f"(target <= {target} s wall)")
         rows.append(Row(
-            f"start-up: turncheck {name}", f"{wall:.3f} s (CPU {cpu:.3f} s)",
-            f"<= {STARTUP_TARGET_S} s", wall / STARTUP_TARGET_S, wall <= STARTUP_TARGET_S,
+            f"{what}: turncheck {name}", f"{wall:.3f} s (CPU {cpu:.3f} s)",
+            f"<= {target} s", wall / target, wall <= target,
         ))
     return rows
 

@@ -12,7 +12,8 @@ from tests.scripted_server import ScriptedServer
 # Never let an installed tiktoken fetch its encodings: token counts in tests are bounds.
 os.environ.setdefault("TURNCHECK_TOKENIZER", "estimate")
 
-pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama", "tests.pr_fixtures"]
+pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama", "tests.pr_fixtures",
+                  "tests.browser"]
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from typing import Any, Literal
 Json = dict[str, Any]
 Fault = Literal[
     "rate_limit", "server_error", "bad_request", "hang", "malformed", "drop", "no_choices",
-    "llama_validation",
+    "llama_validation", "unauthorized",
 ]
 
 
@@ -305,6 +305,8 @@ class ScriptedServer:
         elif fault == "llama_validation":  # llama-cpp-python: HTTP 500 for a bad field
             message = "1 validation error: {'loc': ('body', 'response_format', 'type')}"
             await _write(writer, 500, {"error": {"message": message}})
+        elif fault == "unauthorized":
+            await _write(writer, 401, {"error": {"message": "Incorrect API key provided"}})
         elif fault == "malformed":
             await _write_raw(writer, 200, b'{"choices": [{"message": ')
         elif fault == "no_choices":  # valid JSON, status 200, but no completion in it

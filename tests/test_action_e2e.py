@@ -84,6 +84,21 @@ def test_check_passes_when_policy_allows(
     assert check.conclusion == "success"
 
 
+def test_the_browsable_report_is_written_beside_the_json_and_linked(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    html = (repo.path / "turncheck-report.html").read_text(encoding="utf-8")
+    assert 'class="two-sided"' in html and 'data-verdict="likely-regression"' in html
+    link = "browsable report: artifact `turncheck-html-report` of [the run]("
+    [comment] = github_fake.comments_on(PR)
+    assert link in comment.body and link in run.summary
+    assert "HTML report written to turncheck-report.html" in run.stdout
+
+
 def test_fork_pull_request_leaves_a_report_and_exits_by_policy(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
@@ -129,6 +144,7 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
     assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "browsable report" not in comment.body  # no page of a fork's run is vouched for
     # The fork's figures, under their own check name; the required check waits.
     [check] = github_fake.check_runs_named("turncheck (unverified fork report)")
     assert check.head_sha == head and check.conclusion == "failure"

@@ -146,6 +146,21 @@ def test_replay_miss_names_the_request_and_how_to_record(suite: Path) -> None:
     assert f"turncheck record {suite}" in message
 
 
+def test_a_miss_after_record_with_base_url_names_that_url(suite: Path) -> None:
+    """Recorded with `record --base-url http://…`, replayed without it: the message
+    names the URL the cassette was recorded against instead of suggesting a re-record
+    against the default provider."""
+    with ScriptedServer() as server:
+        recorded_at = server.base_url
+        record(suite, server, ["recorded prompt"])
+    elsewhere = "http://127.0.0.1:9/api/v1"
+    with pytest.raises(RecordingMissing) as caught:
+        replay(suite, elsewhere, ["recorded prompt"])
+    message = caught.value.message
+    assert f"whose recordings were made against {recorded_at}: " in message
+    assert f"replay with --base-url {recorded_at} " in message
+
+
 def test_replay_without_a_cassette_is_a_miss(suite: Path) -> None:
     with pytest.raises(RecordingMissing, match="turncheck record"):
         replay(suite, "http://127.0.0.1:9/v1", ["anything"])

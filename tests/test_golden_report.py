@@ -26,7 +26,7 @@ PRICE_TIMESTAMP = "2025-06-01T00:00:00Z"
 ENV = {"OPENAI_API_KEY": "sk-golden-not-a-real-key-4567", "GOLDEN_TOKEN": "golden-secret-value-123"}
 VAR = "NOTE=key sk-golden-not-a-real-key-4567 inside"
 TIMING_KEYS = ("started_at", "duration_s")
-RAN_IN = re.compile(r"Ran in [0-9.]+s")
+RAN_IN = re.compile(r"ran in [0-9.]+s")
 
 
 def replay(tree: Path, tmp: Path) -> tuple[dict[str, Any], str]:
@@ -44,7 +44,7 @@ def replay(tree: Path, tmp: Path) -> tuple[dict[str, Any], str]:
     for key in TIMING_KEYS:
         assert key in data
         del data[key]
-    return data, RAN_IN.sub("Ran in <time>", done.stdout)
+    return data, RAN_IN.sub("ran in <time>", done.stdout)
 
 
 def copy_tree(source: Path, tmp: Path) -> Path:

@@ -126,3 +126,38 @@ def test_run_loads_no_scipy_but_compare_does(tmp_path: Path) -> None:
                                    "--json", str(report)])
     assert scipy_loaded_after(["compare", str(report), str(report), "--json",
                                str(tmp_path / "comparison.json")])
+
+
+REPLAY_NEEDS_NONE_OF = ("aiohttp.client", "aiohttp.connector", "requests", "urllib3", "numpy",
+                        "scipy", "jinja2", "vcr.patch", "vcr.config",
+                        "turncheck.engine.calibration", "turncheck.engine.protocol",
+                        "turncheck.formats.grader", "turncheck.stats.agreement")
+"""What a replay of one plain suite never uses (issue 25: ≤ 0.25 s whole-process): the
+live network client, vcrpy's patching of every HTTP client, grading (numpy, Jinja) and
+protocol scoring. Each loads when its part of a run is used."""
+
+
+def loaded_after(argv: list[str], names: tuple[str, ...]) -> set[str]:
+    code = (
+        "import sys\nfrom turncheck.cli.main import main\n"
+        f"main({argv!r})\n"
+        # a lazily loaded module is in sys.modules before it runs: count executed ones
+        f"print(sorted(n for n in {names!r} if n in sys.modules and "
+        "type(sys.modules[n]).__name__ != '_LazyModule'), file=sys.__stdout__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+
+def test_a_replay_of_one_suite_loads_no_network_client_grader_or_scorer(tmp_path: Path) -> None:
+    assert loaded_after(["run", str(SUITE), "--quiet"], REPLAY_NEEDS_NONE_OF) == set()
+
+
+def test_the_parts_a_replay_leaves_out_load_when_used(tmp_path: Path) -> None:
+    """The test above can fail: samples and protocol suites bring their modules in."""
+    examples = ROOT / "examples"
+    loaded = loaded_after(["run", str(examples), "--quiet"], REPLAY_NEEDS_NONE_OF)
+    assert {"turncheck.engine.calibration", "turncheck.engine.protocol", "numpy",
+            "jinja2"} <= loaded

@@ -30,6 +30,9 @@ from turncheck.github.workflow import StopCommands
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from turncheck.compare.comparison import Comparison
+    from turncheck.engine.report import Report
+
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
     from turncheck.engine.runner import RunSettings
     from turncheck.formats.budget import BudgetLimits
@@ -287,6 +290,19 @@ def write_json(path: Path, model: BaseModel) -> None:
     except OSError as exc:
         print(f"turncheck: error: cannot write {path}: {refusal_reason(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def write_html(path: Path, *, head: Report | None, base: Report | None = None,
+               comparison: Comparison | None = None) -> None:
+    """The browsable HTML report (docs/html-report.md) at `path`; UsageError when it
+    cannot be written."""
+    from turncheck.render.html_report import render_report
+
+    html = render_report(head=head, base=base, comparison=comparison)
+    try:
+        write_text_confined(path, html)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
 
 
 def usage_error(message: str) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from turncheck.cli.common import UsageError, usage_error
+from turncheck.cli.common import UsageError, usage_error, write_html
 from turncheck.cli.config import add_config_option
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import (
@@ -60,6 +60,9 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
     """`--json`, `--markdown`, the cost thresholds, `--fail-on` and the calibration
     thresholds (`compare` and `diff`)."""
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the comparison here")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help="write the browsable HTML report here: every eval's base and "
+                        "head conversations side by side (see turncheck report)")
     parser.add_argument("--markdown", type=Path, metavar="PATH",
                         help="write here the pull-request comment the action would post "
                         "(GitHub Markdown), to preview it")
@@ -108,6 +111,8 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
                                      thresholds=thresholds)
         if args.json is not None:
             write_json(comparison, args.json)
+        if args.html is not None:
+            write_html(args.html, head=head, base=base, comparison=comparison)
     except UsageError as exc:
         return usage_error(str(exc))
     reasons = fail_reasons(comparison, conditions, calibration=calibration)
@@ -119,7 +124,25 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
             return usage_error(str(exc))
     for reason in reasons:
         print(f"turncheck: failing: {reason}", file=sys.stderr)
+    sys.stderr.flush()
+    print(exit_line(comparison, conditions, reasons), flush=True)
     return 1 if reasons else 0
+
+
+WHAT_A_REVIEWER_FAILS_ON = frozenset({FailOn.INVALID, FailOn.FAILURE, FailOn.LIKELY_REGRESSION})
+
+
+def exit_line(comparison: Comparison, conditions: set[FailOn], reasons: list[str]) -> str:
+    """The last line: why `compare` exits as it does."""
+    named = ",".join(c.value for c in FailOn if c in conditions)
+    if reasons:
+        return f"Exit 1: --fail-on {named}: " + "; ".join(reasons)
+    if conditions:
+        return f"Exit 0: no --fail-on condition holds ({named})"
+    notable = fail_reasons(comparison, set(WHAT_A_REVIEWER_FAILS_ON))
+    would = ",".join(c.value for c in FailOn if c in WHAT_A_REVIEWER_FAILS_ON)
+    return ("Exit 0: no --fail-on condition is set, so nothing fails the comparison"
+            + (f"; --fail-on {would} would fail it: {'; '.join(notable)}" if notable else ""))
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
@@ -172,14 +195,18 @@ def parse_renames(pairs: list[str]) -> dict[str, str]:
     return renames
 
 
-def load_report(path: Path) -> Report:
+def read_report_text(path: Path) -> str:
     try:
-        text = read_text_bounded(path, limit=MAX_DATA_BYTES)
+        return read_text_bounded(path, limit=MAX_DATA_BYTES)
     except FileNotFoundError:
         raise UsageError(f"no such report: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = refusal_reason(exc) if isinstance(exc, OSError) else str(exc)
         raise UsageError(f"cannot read report {path}: {reason}") from None
+
+
+def load_report(path: Path) -> Report:
+    text = read_report_text(path)
     try:
         report = Report.model_validate_json(text)
     except ValidationError as exc:
@@ -347,6 +374,7 @@ def notes_lines(comparison: Comparison) -> Iterator[str]:
         yield f"note: {comparison.cost_note}"
     if comparison.diagnostics:
         yield f"validation problems at head: {len(comparison.diagnostics)}"
-    yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
+    if comparison.base_commit or comparison.head_commit:  # local reports name none
+        yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
     if comparison.alert is not None:
         yield "COST ALERT: " + "; ".join(comparison.alert.reasons)

@@ -61,6 +61,14 @@ jobs:
         with:
           fetch-depth: 0     # so turncheck can read the base versions of your suites
       - uses: @ACTION@
+      # The browsable HTML report (turncheck report), linked from the comment.
+      - uses: actions/upload-artifact@v6
+        if: always()
+        with:
+          name: turncheck-html-report
+          path: turncheck-report.html
+          if-no-files-found: ignore
+          retention-days: 14
       # A fork's token is read-only: keep the report; turncheck-fork-comment.yml posts it.
       - uses: actions/upload-artifact@v6
         if: >-

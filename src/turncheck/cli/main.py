@@ -20,6 +20,7 @@ all. To add a command, add its module and a `Command` line here.
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import importlib
 import os
@@ -53,6 +54,7 @@ COMMANDS = (
     Command("compare", "compare_cmd", "compare a head run report with its base"),
     Command("diff", "diff_cmd",
             "run the changed suites at a base commit and in the work tree, and compare"),
+    Command("report", "report_cmd", "write the browsable HTML report of a JSON report"),
     Command("merge", "merge_cmd", "merge the JSON reports of `run --shard I/N` jobs into one"),
     Command(
         "action",
@@ -71,7 +73,32 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (plus a hint), exit code 2, like the other usage errors."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"turncheck: error: {message} (see `{self.prog} --help`)\n")
+        hint = self.suggestion(message)
+        self.exit(2, f"turncheck: error: {message}{hint} (see `{self.prog} --help`)\n")
+
+    def suggestion(self, message: str) -> str:
+        """`; did you mean --json?` for an unrecognized option close to a known one."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        known = self.option_strings()
+        for argument in message.removeprefix(prefix).split():
+            if argument.startswith("--"):
+                close = difflib.get_close_matches(argument.split("=")[0], known, n=1)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
+
+    def option_strings(self) -> list[str]:
+        """Every long option of this parser and of its (registered) subcommands."""
+        options = []
+        for action in self._actions:
+            options += [o for o in action.option_strings if o.startswith("--")]
+            if isinstance(action, argparse._SubParsersAction):
+                for parser in action.choices.values():
+                    options += [o for a in parser._actions for o in a.option_strings
+                                if o.startswith("--")]
+        return options
 
 
 def chosen_command(argv: Sequence[str]) -> Command | None:
@@ -123,7 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _to_devnull()
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load: no traceback
+        return interrupted()
     return code
+
+
+def interrupted() -> int:
+    print("turncheck: interrupted", file=sys.stderr)
+    return 130
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -141,8 +175,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
-        print("turncheck: interrupted", file=sys.stderr)
-        return 130
+        return interrupted()
     return code
 
 

@@ -20,13 +20,13 @@ from turncheck.cli.common import (
     settings_from,
     untrusted_output,
     usage_error,
+    write_html,
     write_json,
 )
-from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.report import Report, ShardInfo
+from turncheck.engine.report import Report, ShardInfo, Status
 from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite import MAX_REPEAT
@@ -73,6 +73,8 @@ def _add_run_options(parser: argparse.ArgumentParser, with_mode: bool) -> None:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    parser.add_argument("--html", type=Path, metavar="PATH",
+                        help="write the browsable HTML report here (see turncheck report)")
     add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--repeat", type=repeat_setting, metavar="N|auto",
@@ -129,7 +131,7 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
-    progress = console.Progress(total)
+    progress = console.Progress(total, quiet=args.quiet)
     # Every shard finds the same sample files; the first one grades them.
     samples = validation.samples if shard is None or shard.index == 1 else []
     try:
@@ -140,6 +142,14 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     finally:
         progress.finish()
     return report.model_copy(update={"shard": shard})
+
+
+def write_html_report(path: Path, report: Report) -> None:
+    try:
+        write_html(path, head=report)
+    except UsageError as exc:
+        print(f"turncheck: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def handle_interruptible_run(args: argparse.Namespace) -> int:
@@ -161,10 +171,55 @@ def handle_run(args: argparse.Namespace) -> int:
         write_json(args.json, report)
     if args.junit:
         write_junit(report, args.junit)
-    invalid = any(d.is_error for d in validation.diagnostics)
-    problems = calibration_problems(report.calibrations)
+    if args.html:
+        write_html_report(args.html, report)
+    problems = calibration_problems(report)
     print_problems(problems)
-    failed = report.totals.failed or report.totals.errors or protocol_console.failed(report)
-    if invalid or problems or failed:
-        return 1
-    return BUDGET_STOPPED_EXIT_CODE if report.budget_stopped else 0
+    code, why = run_outcome(report, validation, problems)
+    if not STOP.requested:  # else the interruption's own line is the last
+        sys.stderr.flush()
+        print(f"{why} · ran in {report.duration_s:.2f}s ({report.mode} mode)", flush=True)
+    return code
+
+
+def calibration_problems(report: Report) -> list[str]:
+    if not report.calibrations:
+        return []
+    from turncheck.engine.calibration import calibration_problems as problems_of
+
+    return problems_of(report.calibrations)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def run_outcome(report: Report, validation: ValidationResult, problems: list[str]
+                ) -> tuple[int, str]:
+    """The exit code and the line that says why: what failed, else what stopped the run,
+    else what passed."""
+    invalid = {d.file for d in validation.diagnostics if d.is_error}
+    totals = report.totals
+    cases = [c for s in report.protocols for c in s.cases]
+    bad_cases = sum(c.status in (Status.FAIL, Status.ERROR) for c in cases)
+    failing = [
+        f"{_counted(len(invalid), 'invalid file')}" if invalid else "",
+        f"{totals.failed} of {_counted(totals.evals, 'eval')} failed" if totals.failed else "",
+        f"{_counted(totals.errors, 'eval')} errored" if totals.errors else "",
+        f"{bad_cases} of {_counted(len(cases), 'protocol case')} failed or errored"
+        if bad_cases else "",
+        f"{_counted(len(problems), 'grader calibration problem')} (above)" if problems else "",
+    ]
+    reasons = [reason for reason in failing if reason]
+    if reasons:
+        return 1, "Exit 1: " + "; ".join(reasons)
+    if report.budget_stopped:
+        return BUDGET_STOPPED_EXIT_CODE, (
+            f"Exit {BUDGET_STOPPED_EXIT_CODE}: a budget stopped the run: "
+            f"{_counted(totals.skipped, 'eval')} not run; nothing failed")
+    ran = [_counted(totals.evals, "eval") if totals.evals else "",
+           _counted(len(cases), "protocol case") if cases else "",
+           _counted(sum(len(c.samples) for c in report.calibrations), "calibration sample")
+           if report.calibrations else ""]
+    done = ", ".join(part for part in ran if part)
+    return 0, f"Exit 0: nothing failed ({done})" if done else "Exit 0: nothing ran"

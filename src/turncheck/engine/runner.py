@@ -14,18 +14,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turncheck import __version__
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
-from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.engine.protocol import CaseCallback, run_protocol
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
 from turncheck.engine.report import (
     EvalResult,
@@ -46,7 +44,6 @@ from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
-from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import (
@@ -56,6 +53,15 @@ from turncheck.providers.base import (
     RecordingMissing,
 )
 from turncheck.providers.cassettes import cassette_path_for
+
+if TYPE_CHECKING:
+    # Grading sample files (numpy, Jinja) loads only when a run has sample files.
+    from turncheck.engine.calibration import SampleCallback
+    from turncheck.engine.calibration_report import CalibrationFileResult
+    from turncheck.engine.protocol import CaseCallback
+    from turncheck.engine.protocol_report import ProtocolSuiteResult
+    from turncheck.formats.protocol import ProtocolSuite
+    from turncheck.formats.samples import SampleFile
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
 __all__ = ["EvalCallback", "RunSettings", "Side", "run_both_sides", "run_suites"]
@@ -301,6 +307,31 @@ async def _run_suite(
         partial(_suite_result, suite_file, suite, session), on_eval)
 
 
+async def _grade(samples: Sequence[SampleFile], settings: RunSettings, pricer: Pricer,
+                 limit: asyncio.Semaphore, on_sample: SampleCallback | None
+                 ) -> tuple[list[CalibrationFileResult], int]:
+    """The graded sample files and the live tokens grading spent."""
+    if not samples:
+        return [], 0
+    from turncheck.engine.calibration import grade_sample_files
+
+    grading = await grade_sample_files(samples, settings, pricer, limit, on_sample)
+    return grading.results, grading.live_tokens
+
+
+async def _run_protocols(protocols: Sequence[tuple[SuiteFile, ProtocolSuite]],
+                         settings: RunSettings, pricer: Pricer, limit: asyncio.Semaphore,
+                         on_case: CaseCallback | None
+                         ) -> list[tuple[ProtocolSuiteResult, int]]:
+    """Each protocol suite's result and live tokens (scorers, Jinja: loaded only then)."""
+    if not protocols:
+        return []
+    from turncheck.engine.protocol import run_protocol
+
+    return list(await asyncio.gather(*(run_protocol(f, p, settings, pricer, limit, on_case)
+                                       for f, p in protocols)))
+
+
 async def run_suites(
     suite_files: list[SuiteFile],
     settings: RunSettings,
@@ -330,12 +361,11 @@ async def run_suites(
         pairing.declare(pairing.key(f.path, e.display_name) for f, s in runnable
                         for e in s.evals)
     try:
-        ran, grading, scripted = await asyncio.gather(
+        ran, (calibrations, grading_tokens), scripted = await asyncio.gather(
             asyncio.gather(*(_run_suite(f, s, settings, pricer, limit, on_eval)
                              for f, s in runnable)),
-            grade_sample_files(samples, settings, pricer, limit, on_sample),
-            asyncio.gather(*(run_protocol(f, p, settings, pricer, limit, on_case)
-                             for f, p in protocols)),
+            _grade(samples, settings, pricer, limit, on_sample),
+            _run_protocols(protocols, settings, pricer, limit, on_case),
         )
     finally:
         if pairing is not None:
@@ -351,9 +381,9 @@ async def run_suites(
         totals=run_totals(list(suites), pricer.unpriced),
         started_at=started.isoformat().replace("+00:00", "Z"),
         duration_s=round(time.perf_counter() - clock, 3),
-        live_tokens=sum(tokens for _, tokens in ran) + grading.live_tokens
+        live_tokens=sum(tokens for _, tokens in ran) + grading_tokens
         + sum(tokens for _, tokens in scripted),
-        calibrations=grading.results,
+        calibrations=calibrations,
         protocols=[result for result, _ in scripted],
         budgets=ledger.outcomes(),
     )

@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -25,7 +25,6 @@ from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import sample_seed
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
-from turncheck.formats.grader import Grader
 from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
@@ -45,6 +44,9 @@ from turncheck.providers.factory import (
 )
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
+
+if TYPE_CHECKING:
+    from turncheck.formats.grader import Grader  # Jinja: only for sample files
 
 Mode = Literal["replay", "record", "live"]
 Item = TypeVar("Item")

@@ -134,10 +134,12 @@ class SuiteReporter(Reporter):
             return None
         for key in raw:
             if key not in model.model_fields:
+                close = difflib.get_close_matches(str(key), list(model.model_fields), n=1)
                 self.warning_at(
                     self.positions.key((*path, key)),
                     "unknown-metadata-key",
-                    f'unknown metadata key "{key}" is ignored',
+                    f'unknown metadata key "{key}" is ignored'
+                    + (f'; did you mean "{close[0]}"?' if close else ""),
                 )
         known = {k: v for k, v in raw.items() if k in model.model_fields}
         self.templated_fields(path, {k: v for k, v in known.items() if k != "messages"},

@@ -111,6 +111,7 @@ from turncheck.providers.factory import API_KEY_ENV_VARS
 from turncheck.render.budget_text import budget_title_note
 from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
 from turncheck.render.estimate_view import estimate_markdown
+from turncheck.render.html_report import render_report
 
 PULL_REQUEST_EVENTS = ("pull_request", TRUSTED_RUN_EVENT)
 MERGE_GROUP_EVENT = "merge_group"
@@ -506,20 +507,39 @@ def token_notes(bundle: ReportBundle, provenance: Provenance = VERIFIED) -> list
     return notes
 
 
+HTML_ARTIFACT = "turncheck-html-report"
+"""The artifact name our workflows (and `turncheck init`'s) upload the HTML report as."""
+
 CHECK_SUMMARY_LIMIT = 16_000
 """The check run's summary is the brief form; its text carries the full detail."""
 
 
+def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison) -> str | None:
+    """The browsable report beside the JSON report (`report-path` with `.html`), for the
+    workflow to upload as the `HTML_ARTIFACT` artifact; the artifact's name, if written."""
+    path = job.report_path.with_suffix(".html")
+    html = render_report(head=bundle.head, base=bundle.base, comparison=comparison)
+    try:
+        write_text_confined(path, html, root=job.context.workspace)
+    except OSError as exc:
+        log(f"::warning title=turncheck::HTML report not written: "
+            f"{escape_data(refusal_reason(exc))}")
+        return None
+    log(f"HTML report written to {job.inputs.report_path.with_suffix('.html')}")
+    return HTML_ARTIFACT
+
+
 def comment_context(job: Job, bundle: ReportBundle, reasons: list[str],
                     banner: str | None = None,
-                    provenance: Provenance = VERIFIED) -> CommentContext:
+                    provenance: Provenance = VERIFIED,
+                    html: str | None = None) -> CommentContext:
     workdir = path_prefix(bundle.working_directory)
     blob = (f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/"
             f"{quote(workdir, safe='/')}")
     return CommentContext(fail_reasons=reasons, head=bundle.head, base=bundle.base,
                           run_url=job.context.run_url, notes=token_notes(bundle, provenance),
                           reasons=bundle.reasons, blob_url=blob, banner=banner,
-                          linkable=provenance.linkable)
+                          linkable=provenance.linkable, html_artifact=html)
 
 
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
@@ -529,7 +549,9 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
                            calibration=job.calibration_thresholds())
     banner = None if provenance.verified else unverified_banner(provenance.source,
                                                                 job.inputs.trusted_label)
-    context = comment_context(job, bundle, reasons, banner, provenance)
+    # An unverified (fork) report is posted from its JSON only: no page of it is vouched for.
+    html = write_html_report(job, bundle, comparison) if provenance.verified else None
+    context = comment_context(job, bundle, reasons, banner, provenance, html)
     items = only_linkable(collect_annotations(comparison, bundle.working_directory,
                                               bundle.head),
                           bundle.working_directory, provenance.linkable)
@@ -710,7 +732,8 @@ def branch_flow(job: Job) -> int:
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
-    context = comment_context(job, bundle, reasons)
+    context = comment_context(job, bundle, reasons, html=write_html_report(job, bundle,
+                                                                           comparison))
     print_annotations(collect_annotations(comparison, bundle.working_directory, head))
     write_runner_files(job.context.output_path, job.context.summary_path,
                        outputs(comparison, job.inputs.report_path, ""),

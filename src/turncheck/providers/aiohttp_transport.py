@@ -26,10 +26,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx
+
+from turncheck.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import aiohttp
+else:  # loaded on first use: a replay never opens a connection
+    aiohttp = lazy_module("aiohttp")
 
 KEEPALIVE_SECONDS = 30.0
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})

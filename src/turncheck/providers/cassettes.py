@@ -51,20 +51,28 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, quote_plus
 
 import httpx
 import yaml
-from vcr.request import Request as VcrRequest
-from vcr.serialize import deserialize, serialize
-from vcr.serializers import yamlserializer
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.formats.yamlsource import is_parser_nesting_limit
 from turncheck.gc_pause import gc_paused
+from turncheck.lazy import submodules_without_package_init
 from turncheck.providers.aiohttp_transport import AiohttpTransport
+
+if TYPE_CHECKING:
+    from vcr.request import Request as VcrRequest
+    from vcr.serialize import deserialize, serialize
+    from vcr.serializers import yamlserializer
+else:  # vcrpy's cassette format only, not its patching of every HTTP client
+    _request, _serialize, yamlserializer = submodules_without_package_init(
+        "vcr", "request", "serialize", "serializers.yamlserializer")
+    VcrRequest, deserialize, serialize = (_request.Request, _serialize.deserialize,
+                                          _serialize.serialize)
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
@@ -392,10 +400,28 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         model = _model_of(body)
         what = f"model {model}, " if model else ""
         what += f"sample {sample}, " if sample else ""
+        elsewhere = self._recorded_base_url(key)
+        if elsewhere is not None:  # recorded with `record --base-url`, replayed without
+            return (
+                f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
+                f"{self.path}, whose recordings were made against {elsewhere}: replay with "
+                f"--base-url {elsewhere} (or record it with: {self.record_command})"
+            )
         return (
             f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
             f"{self.path}; record it with: {self.record_command}"
         )
+
+    def _recorded_base_url(self, key: Key) -> str | None:
+        """The base URL this request was recorded against, when not `key`'s URL: the
+        same request elsewhere, else the cassette's only other endpoint base."""
+        method, url, *rest = key
+        same = [i.uri for i in self._interactions
+                if i.key[0] == method and list(i.key[2:]) == rest and i.uri != url]
+        bases = {_base_url(uri) for uri in same} or {
+            _base_url(i.uri) for i in self._interactions if i.key[0] == method}
+        bases.discard(_base_url(url))
+        return bases.pop() if len(bases) == 1 else None
 
     async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
         if self._inner is None:
@@ -538,6 +564,19 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Inter
             message = f"cassette {path}: interaction {number} is malformed ({exc})"
             raise CassetteFormatError(message) from None
     return interactions
+
+
+ENDPOINTS = ("/chat/completions", "/embeddings", "/messages")
+"""Paths providers append to a base URL (OpenAI-compatible, Anthropic)."""
+
+
+def _base_url(uri: str) -> str:
+    """`http://host:8080/v1` of `http://host:8080/v1/chat/completions`."""
+    without_query = uri.split("?", 1)[0]
+    for endpoint in ENDPOINTS:
+        if without_query.endswith(endpoint):
+            return without_query.removesuffix(endpoint)
+    return without_query
 
 
 def _check_yaml_shape(text: str, path: Path) -> None:

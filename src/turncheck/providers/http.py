@@ -190,7 +190,8 @@ class JsonHttpClient:
         self._transport = transport
         self._network = AiohttpSession(max_in_flight) if transport is None else None
         self._timeouts = httpx.Timeout(policy.timeout).as_dict()
-        self._network_timeout = client_timeout(policy.timeout)
+        # Built for live calls only: a replay never loads aiohttp.
+        self._network_timeout = client_timeout(policy.timeout) if transport is None else None
         self._urls: dict[str, httpx.URL] = {}
         self._binder = binder
 
@@ -275,6 +276,7 @@ class JsonHttpClient:
         if self._network is not None:
             if self._binder:  # the one place a secret's value enters a live request
                 headers, content = self._binder.bind(headers, content)
+            assert self._network_timeout is not None
             return await self._network.request(
                 "POST", url, headers, content, self._network_timeout
             )

@@ -74,6 +74,8 @@ class CommentContext:
     base: Report | None = None
     blob_url: str | None = None
     """`https://github.com/OWNER/REPO/blob/HEAD_SHA/WORKDIR/`: file:line links at head."""
+    html_artifact: str | None = None
+    """The artifact of this run holding the browsable HTML report, when one was written."""
     banner: str | None = None
     """Trusted Markdown shown above the verdict, e.g. that the report is unverified."""
     linkable: frozenset[str] | None = None
@@ -374,6 +376,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         detail=detail, full_responses=caps is _SUMMARY_CAPS,
         footer=_footer(comparison, context, exact_time),
         run_url=_link_target(context.run_url),
+        html_artifact=context.html_artifact,
         calibration=calibration_view(comparison.calibration, context.head),
         protocol=protocol_view(comparison.protocols, context.head, comparison.has_base,
                                min(detail - 1, 3)) if detail > BRIEF else

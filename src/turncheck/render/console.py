@@ -87,10 +87,17 @@ def suite_header(suite: SuiteResult, mode: str) -> str:
 
 
 def transcript(report: Report, out: TextIO) -> None:
+    first_with: dict[str, str] = {}  # error text → the eval that showed it first
     for suite in report.suites:
         print(terminal_safe(suite_header(suite, report.mode)), file=out)
         for index, result in enumerate(suite.evals, 1):
-            for line in eval_lines(index, result):
+            lines = list(eval_lines(index, result))
+            if result.status is Status.ERROR and result.error:
+                if result.error in first_with:  # one bad key: said once, not per eval
+                    lines[-1] = f"  Overall: 💥 ERROR: the same as {first_with[result.error]}"
+                else:
+                    first_with[result.error] = f"{suite.name} › {result.name}"
+            for line in lines:
                 print(terminal_safe(line), file=out)
         print(file=out)
 
@@ -176,28 +183,57 @@ def summary(report: Report, out: TextIO) -> None:
         print(line, file=out)
     for line in budget_lines(report):
         print(line, file=out)
-    print(f"Ran in {report.duration_s:.2f}s ({report.mode} mode).", file=out)
 
 
 MAX_ERRORS_LISTED = 20
 
 
 def error_lines(report: Report) -> list[str]:
-    """Why evals errored, so the reason shows even with --quiet."""
-    errored = [(s, e) for s in report.suites for e in s.evals if e.status is Status.ERROR]
-    lines = [terminal_safe(f"  💥 {s.name} › {e.name}: {e.error}").replace("\n", " ")
-             for s, e in errored[:MAX_ERRORS_LISTED]]
-    if len(errored) > MAX_ERRORS_LISTED:
-        lines.append(f"  … and {len(errored) - MAX_ERRORS_LISTED} more")
+    """Why evals errored, so the reason shows even with --quiet: each distinct error once
+    (a bad API key fails every eval alike), with the key to check on a 401 or 403."""
+    by_error: dict[str, list[tuple[SuiteResult, EvalResult]]] = {}
+    for suite in report.suites:
+        for result in suite.evals:
+            if result.status is Status.ERROR:
+                by_error.setdefault(result.error or "", []).append((suite, result))
+    lines = []
+    for error, evals in list(by_error.items())[:MAX_ERRORS_LISTED]:
+        suite, result = evals[0]
+        who = f"{suite.name} › {result.name}"
+        if len(evals) > 1:
+            who = f"{len(evals)} evals ({who} and {len(evals) - 1} more)"
+        text = f"  💥 {who}: {error}{key_hint(error, suite.provider)}"
+        lines.append(terminal_safe(text).replace("\n", " "))
+    if len(by_error) > MAX_ERRORS_LISTED:
+        lines.append(f"  … and {len(by_error) - MAX_ERRORS_LISTED} more")
     return ["Errors:", *lines] if lines else []
+
+
+_REFUSED = re.compile(r"\bHTTP (401|403)\b")
+
+
+def key_hint(error: str, provider: str) -> str:
+    """For a provider's 401/403: which environment variable holds the key it refused."""
+    refused = _REFUSED.search(error)
+    if refused is None:
+        return ""
+    from turncheck.providers.factory import API_KEY_ENV_VARS, PROVIDER_NAMES
+
+    variable = dict(zip(PROVIDER_NAMES, API_KEY_ENV_VARS, strict=True)).get(provider)
+    if variable is None:
+        return ""
+    problem = "missing or wrong" if refused.group(1) == "401" else "not allowed this call"
+    return f" — check {variable}: the {provider} API key is {problem}"
 
 
 class Progress:
     """A live counter on a terminal; one plain line per finished eval otherwise."""
 
-    def __init__(self, total: int, out: TextIO | None = None) -> None:
+    def __init__(self, total: int, out: TextIO | None = None, quiet: bool = False) -> None:
         self.total = total
         self.done = 0
+        self.quiet = quiet
+        """`--quiet`: count, print nothing."""
         # Looked up per instance: the CLI imports this module lazily, whatever
         # `sys.stderr` was at that moment (a test's capture) may be closed since.
         self.out = sys.stderr if out is None else out
@@ -212,6 +248,8 @@ class Progress:
 
     def tick(self, text: str) -> None:
         self.done += 1
+        if self.quiet:
+            return
         # One line whatever the names hold: a name must not start a workflow command.
         label = terminal_safe(f"[{self.done}/{self.total}] {text}").replace("\n", " ")
         if self.live:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turncheck.text.markdown import code_block, html_text, inline_code, md_cell, md_text
 from turncheck.text.money import pct, signed_int, signed_usd, usd
@@ -50,6 +51,26 @@ def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.
         keep_trailing_newline=True,
     )
     env.filters.update(bounded_filters(FILTERS))
+    return env
+
+
+def html_environment(
+    package_templates: str = "turncheck.render", folder: str = "templates"
+) -> jinja2.Environment:
+    """The environment of the HTML report: sandboxed and always autoescaped.
+
+    The report shows model output and suite text (hostile): every value is escaped, the
+    templates never mark a value safe, and nothing in them builds a link from a value.
+    Not `BoundedSandbox`: the templates are ours, and a 1,000-eval page is megabytes.
+    """
+    env = ImmutableSandboxedEnvironment(
+        loader=jinja2.PackageLoader(package_templates, folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
     return env
 
 

@@ -1,0 +1,456 @@
+"""The browsable HTML report: one self-contained file built from the JSON report(s).
+
+Sources, all optional but one side: the head run report, the base run report and the
+comparison of the two (computed by the caller, or read from `compare --json`). Without
+a comparison every row's verdict is its head status; without run reports there are no
+conversations, only the verdicts.
+
+Everything shown comes from the PR (suite text, model output) and is hostile: the page
+is rendered by the sandboxed, always-autoescaping environment (`text.html_environment`),
+values are never marked safe, no link is built from a value, and a Content-Security-Policy
+allows only the page's own inline style and script (by hash): no network, no other script.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+
+from markupsafe import Markup
+
+from turncheck.compare.comparison import Comparison
+from turncheck.engine.calibration_report import CalibrationFileResult, SampleGrade
+from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult, ProtocolTurn
+from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
+from turncheck.engine.results import CheckResult, Usage
+from turncheck.text.environment import html_environment, render_template
+from turncheck.text.money import usd
+
+MAX_TEXT_CHARS = 20_000
+"""Longest prompt or response shown in full; longer ones are cut with a note."""
+
+
+@dataclass(frozen=True)
+class CheckView:
+    passed: bool | None
+    """None: could not be evaluated (or a score without a pass/fail)."""
+    text: str
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class TurnView:
+    number: int
+    prompt: str
+    response: str
+    checks: list[CheckView]
+    passed: bool | None
+    tokens: str
+    cost: str
+    latency: str
+
+
+@dataclass(frozen=True)
+class TurnPair:
+    number: int
+    base: TurnView | None
+    head: TurnView | None
+    base_gap: str = ""
+    """Why the base has no such turn, when it has none."""
+    head_gap: str = ""
+
+
+@dataclass(frozen=True)
+class SampleView:
+    label: str
+    status: str
+    turns: list[TurnView]
+
+
+@dataclass
+class RowView:
+    """One eval, protocol case or calibration sample, both sides."""
+
+    key: str
+    suite: str
+    name: str
+    verdict: str
+    status: str
+    """Head status (base status for a removed row)."""
+    transition: str
+    facts: list[str] = field(default_factory=list)
+    """Short figures for the row's line: pass rate, p-value, tokens, cost."""
+    pairs: list[TurnPair] = field(default_factory=list)
+    base_samples: list[SampleView] = field(default_factory=list)
+    head_samples: list[SampleView] = field(default_factory=list)
+    error: str | None = None
+    why: str = ""
+    """Why the row has its verdict (the comparison's reason), when known."""
+    has_base: bool = False
+    has_head: bool = False
+
+
+@dataclass
+class SectionView:
+    kind: str
+    title: str
+    rows: list[RowView]
+    note: str | None = None
+
+    def options(self, attribute: str) -> list[tuple[str, int]]:
+        """Each value of `attribute` (verdict, suite, status) with its number of rows."""
+        counts = Counter(getattr(row, attribute) for row in self.rows)
+        return sorted(counts.items())
+
+
+@dataclass
+class ReportView:
+    title: str
+    facts: list[str]
+    sections: list[SectionView]
+    diagnostics: list[str]
+    two_sided: bool
+    """Base and head columns (else the one run's conversations alone)."""
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return text[:MAX_TEXT_CHARS] + f"\n… ({len(text) - MAX_TEXT_CHARS:,} more characters)"
+
+
+def _tokens(usage: Usage, judge: Usage | None = None) -> str:
+    text = f"{usage.input_tokens:,} in · {usage.output_tokens:,} out"
+    if judge is not None and judge.total:
+        text += f" · judge {judge.total:,}"
+    return text
+
+
+def _cost(cost: float | None, judge: float | None = None) -> str:
+    if cost is None:
+        return "unpriced"
+    return usd(cost + (judge or 0.0))
+
+
+def _check(check: CheckResult) -> CheckView:
+    text = f"{check.type}: {check.detail}" + (f" — {check.error}" if check.error else "")
+    return CheckView(passed=None if check.error else check.passed, text=text, depth=check.depth)
+
+
+def turn_view(turn: TurnResult) -> TurnView:
+    checks = [_check(c) for c in turn.checks]
+    if isinstance(turn, ProtocolTurn):
+        checks += [CheckView(passed=None,
+                             text=f"{s.id} ({s.type}): "
+                             + ("error" if s.score is None else f"{s.score:.2f}")
+                             + f" × {s.weight:g} — {s.error or s.detail}")
+                   for s in turn.scorers]
+    return TurnView(
+        number=turn.turn, prompt=_cut(turn.prompt), response=_cut(turn.response),
+        checks=checks, passed=turn.passed if not isinstance(turn, ProtocolTurn) else None,
+        tokens=_tokens(turn.usage, turn.judge_usage),
+        cost=_cost(turn.cost_usd, turn.judge_cost_usd), latency=f"{turn.latency_ms:,.0f} ms",
+    )
+
+
+def _gap(turns: Sequence[TurnResult]) -> str:
+    if not turns:
+        return "no conversation on this side"
+    return f"not sent: the conversation ended after turn {len(turns)}"
+
+
+def pair_turns(base: Sequence[TurnResult], head: Sequence[TurnResult]) -> list[TurnPair]:
+    """Turn by turn: the base's n-th turn beside the head's n-th turn."""
+    return [TurnPair(number=i + 1,
+                     base=turn_view(base[i]) if i < len(base) else None,
+                     head=turn_view(head[i]) if i < len(head) else None,
+                     base_gap=_gap(base), head_gap=_gap(head))
+            for i in range(max(len(base), len(head)))]
+
+
+def _eval_samples(result: EvalResult | None) -> list[SampleView]:
+    if result is None or not result.samples:
+        return []
+    return [SampleView(label=f"sample {s.index}" + (f" (seed {s.seed})" if s.seed is not None
+                                                     else ""),
+                       status=_outcome(s.status.value, s.passed_on_turn),
+                       turns=[turn_view(t) for t in s.turns]) for s in result.samples]
+
+
+def _outcome(status: str, passed_on_turn: int | None) -> str:
+    return f"passed on turn {passed_on_turn}" if status == "pass" and passed_on_turn else status
+
+
+def _informative_turns(result: EvalResult | None, failing_first: bool) -> list[TurnResult]:
+    """The conversation to show: with repeats, a failing sample's (head) or a passing
+    sample's (base) when there is one, so a flaky eval shows what went wrong."""
+    if result is None:
+        return []
+    if not result.samples:
+        return list(result.turns)
+    wanted = [s for s in result.samples if (s.status.value != "pass") == failing_first]
+    return list((wanted or result.samples)[0].turns)
+
+
+def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
+    facts = []
+    for side, result in (("base", base), ("head", head)):
+        if result is None:
+            continue
+        if result.repeats is not None:
+            r = result.repeats
+            facts.append(f"{side} {r.passes}/{r.samples} samples pass "
+                         f"({r.pass_rate_low:.0%}–{r.pass_rate_high:.0%})")
+        else:
+            facts.append(f"{side} {_outcome(result.status.value, result.passed_on_turn)}")
+    if head is not None:
+        facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
+        facts.append(_cost(head.cost_usd, head.judge_cost_usd))
+    return facts
+
+
+def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
+             verdict: str | None = None, transition: str = "") -> RowView:
+    main = head if head is not None else base
+    status = main.status.value if main is not None else "unknown"
+    row = RowView(
+        key=f"eval:{suite}:{name}", suite=suite, name=name, verdict=verdict or status,
+        status=status, transition=transition, facts=_eval_facts(base, head),
+        pairs=pair_turns(_informative_turns(base, failing_first=False),
+                         _informative_turns(head, failing_first=True)),
+        base_samples=_eval_samples(base), head_samples=_eval_samples(head),
+        error=head.error if head is not None else None,
+        has_base=base is not None, has_head=head is not None,
+    )
+    return row
+
+
+def _evals_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
+    if report is None:
+        return {}
+    return {(s.path, e.name): e for s in report.suites for e in s.evals}
+
+
+def eval_rows(comparison: Comparison | None, base: Report | None,
+              head: Report | None) -> list[RowView]:
+    base_evals, head_evals = _evals_by_key(base), _evals_by_key(head)
+    if comparison is None:
+        side = head if head is not None else base
+        suites: list[SuiteResult] = side.suites if side is not None else []
+        return [eval_row(s.path, e.name, base_evals.get((s.path, e.name)) if head else e,
+                         e if head else None)
+                for s in suites for e in s.evals]
+    rows = []
+    for suite in comparison.suites:
+        base_path = suite.previous_path or suite.path
+        for item in suite.evals:
+            row = eval_row(
+                suite.path, item.name,
+                base_evals.get((base_path, item.previous_name or item.name)),
+                head_evals.get((suite.path, item.name)),
+                verdict=item.verdict.value, transition=item.label)
+            if item.p_value is not None:
+                row.facts.append(f"adjusted p = {item.p_value:.3g}")
+            row.why = item.verdict_reason
+            row.has_base, row.has_head = item.base is not None, item.head is not None
+            rows.append(row)
+    return rows
+
+
+# -- protocol cases ---------------------------------------------------------------------
+
+
+def _cases_by_key(report: Report | None) -> dict[tuple[str, str], CaseResult]:
+    if report is None:
+        return {}
+    return {(s.path, c.id): c for s in report.protocols for c in s.cases}
+
+
+def _case_facts(base: CaseResult | None, head: CaseResult | None) -> list[str]:
+    facts = []
+    for side, case in (("base", base), ("head", head)):
+        if case is not None:
+            score = case.aggregates.interactive_reasoning
+            facts.append(f"{side} {case.status.value}"
+                         + ("" if score is None else f", score {score:.2f}"))
+    if head is not None:
+        facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
+        facts.append(_cost(head.cost_usd, head.judge_cost_usd))
+    return facts
+
+
+def _case_samples(case: CaseResult | None) -> list[SampleView]:
+    if case is None:
+        return []
+    return [SampleView(label=f"sample {s.index}",
+                       status=s.status.value + ("" if s.score is None else f", {s.score:.2f}"),
+                       turns=[turn_view(t) for t in s.turns]) for s in case.samples]
+
+
+def case_row(suite: str, case_id: str, base: CaseResult | None, head: CaseResult | None,
+             verdict: str | None = None, transition: str = "") -> RowView:
+    main = head if head is not None else base
+    status = main.status.value if main is not None else "unknown"
+    return RowView(
+        key=f"case:{suite}:{case_id}", suite=suite, name=case_id, verdict=verdict or status,
+        status=status, transition=transition, facts=_case_facts(base, head),
+        pairs=pair_turns(base.turns if base else [], head.turns if head else []),
+        base_samples=_case_samples(base), head_samples=_case_samples(head),
+        error=head.error if head is not None else None,
+        has_base=base is not None, has_head=head is not None)
+
+
+def case_rows(comparison: Comparison | None, base: Report | None,
+              head: Report | None) -> list[RowView]:
+    base_cases, head_cases = _cases_by_key(base), _cases_by_key(head)
+    if comparison is None or comparison.protocols is None:
+        side = head if head is not None else base
+        suites: list[ProtocolSuiteResult] = side.protocols if side is not None else []
+        return [case_row(s.path, c.id, None if head else c, c if head else None)
+                for s in suites for c in s.cases]
+    rows = []
+    for suite in comparison.protocols.suites:
+        base_path = suite.previous_path or suite.path
+        for item in suite.cases:
+            rows.append(case_row(suite.path, item.id, base_cases.get((base_path, item.id)),
+                                 head_cases.get((suite.path, item.id)),
+                                 verdict=item.verdict.value, transition=item.transition.value))
+    return rows
+
+
+# -- calibration samples ----------------------------------------------------------------
+
+
+def _grade_turn(grade: SampleGrade) -> TurnView:
+    score = "error" if grade.score is None else str(grade.score)
+    return TurnView(
+        number=1, prompt=f"label {grade.label}" + (f": {grade.label_reason}"
+                                                    if grade.label_reason else ""),
+        response=_cut(grade.reason or grade.error or ""),
+        checks=[CheckView(passed=grade.badge.value == "agree",
+                          text=f"grader score {score}, label {grade.label} ({grade.badge.value})")],
+        passed=grade.badge.value == "agree",
+        tokens=_tokens(Usage(input_tokens=grade.input_tokens, output_tokens=grade.output_tokens)),
+        cost=_cost(grade.cost_usd), latency=f"{grade.latency_ms:,.0f} ms")
+
+
+def _grade_verdict(base: SampleGrade | None, head: SampleGrade | None) -> str:
+    if base is None:
+        return "new"
+    if head is None:
+        return "removed"
+    if base.verdict is head.verdict:
+        return "unchanged"
+    if base.verdict.value == "agree":
+        return "regression"
+    return "improvement" if head.verdict.value == "agree" else "changed"
+
+
+def _files(report: Report | None) -> dict[str, CalibrationFileResult]:
+    return {} if report is None else {f.path: f for f in report.calibrations}
+
+
+def calibration_rows(comparison: Comparison | None, base: Report | None,
+                     head: Report | None) -> list[RowView]:
+    base_files, head_files = _files(base), _files(head)
+    previous = {c.path: c.previous_path for c in comparison.calibration} if comparison else {}
+    rows = []
+    for path in list(head_files) + [p for p in base_files if p not in head_files
+                                    and p not in previous.values()]:
+        base_file = base_files.get(previous.get(path) or path)
+        head_file = head_files.get(path)
+        base_grades = {g.id: g for g in base_file.samples} if base_file else {}
+        head_grades = {g.id: g for g in head_file.samples} if head_file else {}
+        for sample_id in list(head_grades) + [i for i in base_grades if i not in head_grades]:
+            b, h = base_grades.get(sample_id), head_grades.get(sample_id)
+            main = h or b
+            assert main is not None
+            verdict = _grade_verdict(b, h) if base is not None else main.verdict.value
+            rows.append(RowView(
+                key=f"sample:{path}:{sample_id}", suite=path, name=sample_id, verdict=verdict,
+                status=main.verdict.value, transition="",
+                facts=[f"{side} score {'error' if g.score is None else g.score}"
+                       for side, g in (("base", b), ("head", h)) if g is not None]
+                + [f"label {main.label}"],
+                pairs=[TurnPair(1, _grade_turn(b) if b else None, _grade_turn(h) if h else None)],
+                error=h.error if h else None, has_base=b is not None, has_head=h is not None))
+    return rows
+
+
+# -- the page ---------------------------------------------------------------------------
+
+
+def _facts(comparison: Comparison | None, base: Report | None, head: Report | None
+           ) -> list[str]:
+    facts = []
+    side = head or base
+    if side is not None:
+        facts.append(f"{side.mode} mode")
+        facts.append(f"turncheck {side.turncheck_version}")
+    commits = [f"{name} {report.commit[:12]}" for name, report in (("base", base), ("head", head))
+               if report is not None and report.commit]
+    facts.extend(commits)
+    if comparison is not None:
+        totals = comparison.totals
+        facts.append(f"cost {_cost(totals.base.total_cost_usd) if totals.base else '–'}"
+                     f" → {_cost(totals.head.total_cost_usd if totals.head else None)}")
+    elif head is not None:
+        facts.append(f"cost {_cost(head.totals.cost_usd, head.totals.judge_cost_usd)}")
+    return facts
+
+
+def _diagnostics(comparison: Comparison | None, head: Report | None) -> list[str]:
+    found = comparison.diagnostics if comparison is not None else \
+        head.diagnostics if head is not None else []
+    return [d.compiler_style() for d in found]
+
+
+def build_view(*, head: Report | None, base: Report | None = None,
+               comparison: Comparison | None = None) -> ReportView:
+    no_runs = head is None and base is None
+    note = ("This comparison file has no conversations: pass the run reports "
+            "(`turncheck report HEAD.json --base BASE.json`) to see them.") if no_runs else None
+    sections = [
+        SectionView("evals", "Evals", eval_rows(comparison, base, head), note),
+        SectionView("cases", "Protocol cases", case_rows(comparison, base, head)),
+        SectionView("samples", "Calibration samples", calibration_rows(comparison, base, head)),
+    ]
+    title = "turncheck report" + (": base → head" if (base and head) or comparison else "")
+    return ReportView(title=title, facts=_facts(comparison, base, head),
+                      sections=[s for s in sections if s.rows or s.note],
+                      diagnostics=_diagnostics(comparison, head),
+                      two_sided=base is not None or bool(comparison and comparison.has_base))
+
+
+def _asset(name: str) -> str:
+    return (files("turncheck.render") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def render_html(view: ReportView) -> str:
+    style, script = _asset("report.css"), _asset("report.js")
+    policy = (f"default-src 'none'; style-src {_csp_hash(style)}; "
+              f"script-src {_csp_hash(script)}; img-src data:; base-uri 'none'; "
+              "form-action 'none'")
+    # Our own constant assets, not report content: the only values marked safe.
+    return render_template(_ENVIRONMENT, "report.html.j2", view=view, style=Markup(style),
+                           script=Markup(script), policy=policy)
+
+
+def render_report(*, head: Report | None, base: Report | None = None,
+                  comparison: Comparison | None = None) -> str:
+    return render_html(build_view(head=head, base=base, comparison=comparison))
+
+
+_ENVIRONMENT = html_environment()
