@@ -92,7 +92,7 @@ def test_the_browsable_report_is_written_beside_the_json_and_linked(
                            {"fail-on": "failure"})
     assert run.returncode == 0, run.stdout + run.stderr
     html = (repo.path / "turncheck-report.html").read_text(encoding="utf-8")
-    assert 'class="two-sided"' in html and 'data-verdict="likely-regression"' in html
+    assert 'class="two-sided"' in html and 'data-verdict="later-turn"' in html
     link = "browsable report: artifact `turncheck-html-report` of [the run]("
     [comment] = github_fake.comments_on(PR)
     assert link in comment.body and link in run.summary

@@ -137,12 +137,13 @@ def exit_line(comparison: Comparison, conditions: set[FailOn], reasons: list[str
     named = ",".join(c.value for c in FailOn if c in conditions)
     if reasons:
         return f"Exit 1: --fail-on {named}: " + "; ".join(reasons)
+    others = set(WHAT_A_REVIEWER_FAILS_ON) - conditions
+    notable = fail_reasons(comparison, others)
+    would = ",".join(c.value for c in FailOn if c in others)
+    hint = f"; --fail-on {would} would fail it: {'; '.join(notable)}" if notable else ""
     if conditions:
-        return f"Exit 0: no --fail-on condition holds ({named})"
-    notable = fail_reasons(comparison, set(WHAT_A_REVIEWER_FAILS_ON))
-    would = ",".join(c.value for c in FailOn if c in WHAT_A_REVIEWER_FAILS_ON)
-    return ("Exit 0: no --fail-on condition is set, so nothing fails the comparison"
-            + (f"; --fail-on {would} would fail it: {'; '.join(notable)}" if notable else ""))
+        return f"Exit 0: no --fail-on condition holds ({named}){hint}"
+    return "Exit 0: no --fail-on condition is set, so nothing fails the comparison" + hint
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
