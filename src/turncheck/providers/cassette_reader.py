@@ -196,8 +196,8 @@ def _constructed(event: yaml.ScalarEvent) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         plain = event.implicit[0] and not event.style
-        tag = _resolver.resolve(yaml.ScalarNode, event.value, (plain, False)) if plain \
-            else _STR_TAG
+        resolve: Any = _resolver.resolve  # untyped in types-PyYAML
+        tag = resolve(yaml.ScalarNode, event.value, (plain, False)) if plain else _STR_TAG
     make = SafeConstructor.yaml_constructors.get(tag)
     if make is None or tag in (_MAP_TAG, _SEQ_TAG):
         raise CassetteShapeError(f"unsupported YAML tag {tag}")

@@ -55,7 +55,6 @@ from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 import httpx
-
 from vcr.request import Request as VcrRequest
 from vcr.serialize import serialize
 from vcr.serializers import yamlserializer
@@ -63,7 +62,7 @@ from vcr.serializers import yamlserializer
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
-from turncheck.providers.aiohttp_transport import AiohttpTransport
+from turncheck.providers.aiohttp_transport import AiohttpTransport, Reply
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
@@ -234,6 +233,12 @@ class Interaction:
             },
         )
 
+    def to_reply(self) -> Reply:
+        """As replayed: header names lower-cased (look-ups ignore case, as httpx's do)."""
+        headers = {name.lower(): value for name, value in self.response_headers}
+        return Reply(self.status, self.reason, headers, self.response_body,
+                     {REPLAYED_EXTENSION: True})
+
     def stored_parts(self) -> list[object]:
         return [
             self.uri,
@@ -319,6 +324,15 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         """The stored request bodies, as recorded (secrets scrubbed)."""
         return (interaction.request_body for interaction in self._interactions)
 
+    def replay_reply(self, method: str, url: str, body: bytes, usable: object) -> Reply:
+        """Replay mode's answer as a `Reply`, without httpx's request and response objects
+        (the replay hot path of `JsonHttpClient`); the same answer `handle_async_request`
+        gives."""
+        if self.load_error is not None:
+            raise CassetteFormatError(self.load_error)
+        key, _ = self._key_of(method, url, body)
+        return self._replay(key, usable).to_reply()
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
@@ -326,7 +340,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         key, stored_body = self._key_of(request.method, str(request.url), raw_body)
         usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
-            return self._replay(key, usable)
+            return self._replay(key, usable).to_httpx(replayed=True)
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._usable_hit(key, usable)
             if hit is None:
@@ -385,7 +399,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         key = (method.upper(), self._scrubber.url(url), _token_blind(match_body), current_sample())
         return key, stored_body
 
-    def _replay(self, key: Key, usable: object) -> httpx.Response:
+    def _replay(self, key: Key, usable: object) -> Interaction:
         hit = self._next(key)
         if hit is None:
             raise RecordingMissing(self._missing_message(key))
@@ -395,7 +409,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
                 f"the recorded answer in {self.path} is not usable ({problem}); re-record "
                 f"it with: turncheck record {self.suite_path}"
             )
-        return hit.to_httpx(replayed=True)
+        return hit
 
     def _usable_hit(self, key: Key, usable: object) -> Interaction | None:
         hit = self._next(key)
@@ -423,7 +437,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         try:
             with gc_paused():
                 for interaction in _read_cassette(self.path, self._max_bytes, self._scrubber):
-                    if interaction.key not in self._index and interaction.key not in self._forgotten:
+                    key = interaction.key
+                    if key not in self._index and key not in self._forgotten:
                         self._add(interaction)
         except CassetteFormatError:
             return  # keep what this run has; its save rewrites the file whole
@@ -545,9 +560,10 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
 def _serialized(interactions: list[Interaction]) -> str:
     pairs = [interaction.to_vcr() for interaction in interactions]
-    return serialize(
+    text: str = serialize(
         {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]}, yamlserializer
     )
+    return text
 
 
 _EMPTY_CASSETTE_BYTES = len(_serialized([]).encode("utf-8"))
@@ -629,7 +645,8 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> Iterator[I
     limits = ReadLimits(MAX_YAML_DEPTH, MAX_YAML_ALIASES, MAX_INTERACTIONS)
     number = 0
     try:
-        for number, (request, response) in enumerate(iter_raw_interactions(data, limits), 1):
+        for request, response in iter_raw_interactions(data, limits):
+            number += 1
             yield _from_vcr(request, response, scrubber)
     except CassetteShapeError as exc:
         raise CassetteFormatError(f"cassette {path} is not a valid vcrpy cassette: {exc}") from None

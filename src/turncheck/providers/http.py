@@ -41,6 +41,7 @@ from turncheck.providers.base import (
     USABILITY_EXTENSION,
     ProviderError,
 )
+from turncheck.providers.cassettes import CassetteTransport
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.secret_forms import FormRedactor
 from turncheck.providers.secrets import SecretBinder
@@ -292,6 +293,9 @@ class JsonHttpClient:
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = httpx.URL(url)
+        if isinstance(self._transport, CassetteTransport) and self._transport.mode == "replay":
+            usable = extensions.get(USABILITY_EXTENSION)
+            return self._transport.replay_reply("POST", str(parsed), content, usable)
         request = httpx.Request(
             "POST", parsed, headers=headers, content=content, extensions=extensions
         )
