@@ -13,6 +13,7 @@ import base64
 import contextlib
 import json
 import os
+import string
 import struct
 import subprocess
 import sys
@@ -26,10 +27,13 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.local_http import QuietHandler, serving
 from tests.provider_helpers import run
 from tests.scripted_server import ScriptedServer
+from turncheck.engine.redaction import Redactor
 from turncheck.providers import (
     CassetteTransport,
     ChatMessage,
@@ -445,3 +449,34 @@ def test_transformed_api_key_echoed_by_the_model_reaches_no_output(
     assert outputs["report"].count(placeholder) >= len(transforms(API_KEY))
     for where, text in outputs.items():
         assert leaked(text, API_KEY) == [], where
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=16,
+                   max_size=64),
+    before=st.binary(max_size=12),
+    after=st.binary(max_size=12),
+)
+def test_base64_of_a_secret_anywhere_in_a_longer_text_is_redacted(
+    secret: str, before: bytes, after: bytes
+) -> None:
+    redactor = Redactor([secret])
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        text = encode(before + secret.encode() + after).decode()
+        redacted = redactor.text(text)
+        assert "[REDACTED]" in redacted
+        # What is left can decode to at most a few bytes of the secret at either edge.
+        assert len(redacted.replace("[REDACTED]", "")) <= len(text) - len(secret)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=st.text(alphabet=string.ascii_letters + string.digits, min_size=16, max_size=64),
+       cut=st.integers(min_value=0, max_value=64))
+def test_a_secret_split_in_two_loses_every_piece_of_15_characters_or_more(
+    secret: str, cut: int
+) -> None:
+    redactor = Redactor([secret])
+    for piece in (secret[:cut], secret[cut:]):
+        if len(piece) >= 15:
+            assert piece not in redactor.text(f"turn: {piece} end")
