@@ -30,6 +30,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.action_harness import PR, run_pull_request
+from tests.git_repo import GitRepo
+from tests.github_fake import FakeGitHub
 from tests.local_http import QuietHandler, serving
 from tests.provider_helpers import run
 from tests.scripted_server import ScriptedServer
@@ -480,3 +483,42 @@ def test_a_secret_split_in_two_loses_every_piece_of_15_characters_or_more(
     for piece in (secret[:cut], secret[cut:]):
         if len(piece) >= 15:
             assert piece not in redactor.text(f"turn: {piece} end")
+
+
+def test_transformed_api_key_reaches_no_comment_or_check_run(
+    tmp_path: Path, scripted_server: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    scripted_server.add_rule(hostile_reply)
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write("README.md", "x")
+    base = repo.commit("base")
+    repo.branch("feature", checkout=True)
+    repo.write("evals/echo.eval.yaml",
+               f"metadata: {{name: echo, model: gpt-4o-mini, provider: openai, "
+               f"base_url: '{scripted_server.base_url}'}}\n"
+               "evals:\n"
+               "  - name: echo\n    prompt: turn one\n    checks:\n"
+               "      - match: '*never*'\n"
+               "      - prompt: turn two\n        checks: [{match: '*never*'}]\n")
+    head = repo.commit("echo")
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "fail-on": "none"},
+                           extra_env={"OPENAI_API_KEY": API_KEY})
+    assert scripted_server.requests, run.stdout + run.stderr
+    comments = github_fake.comments_on(PR)
+    assert len(comments) == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    [comment] = comments
+    [check] = github_fake.check_runs.values()
+    console = run.stdout + run.stderr
+    masks = [line for line in console.splitlines() if line.startswith("::add-mask::")]
+    assert masks == [f"::add-mask::{API_KEY}"]  # GitHub hides the key from the log
+    published = {
+        "console": console.replace(masks[0], ""),
+        "step summary": run.summary,
+        "report": json.dumps(run.report),
+        "comment": comment.body,
+        "check run": json.dumps([check.output, check.annotations], default=str),
+    }
+    assert "[REDACTED]" in published["report"]
+    for where, text in published.items():
+        assert leaked(text, API_KEY) == [], where
