@@ -477,10 +477,11 @@ def replay_child(mode: Mode, suite_path: str, concurrency: int) -> None:
     """`--replay-child`: one run of an existing suite in a fresh process; prints JSON
     figures (its wall time and the process's peak memory, interpreter included)."""
     suite = load_suite(Path(suite_path))
+    loaded_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     run = run_engine(suite, mode, concurrency, None)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures = {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "turns": run.turns,
-               "peak_mib": peak_kib / 1024}
+               "peak_mib": peak_kib / 1024, "loaded_mib": loaded_kib / 1024}
     print(json.dumps(figures))
 
 
@@ -492,7 +493,8 @@ def child_run(mode: Mode, suite: SuiteFile, concurrency: int) -> dict[str, float
         raise SystemExit(f"{mode} run failed:\n{done.stderr[-2000:]}")
     figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"  {mode}: wall {figures['wall_s']:.2f} s, CPU {figures['cpu_s']:.2f} s, "
-          f"{figures['turns']:.0f} turns, peak memory {figures['peak_mib']:.0f} MiB")
+          f"{figures['turns']:.0f} turns, peak memory {figures['peak_mib']:.0f} MiB "
+          f"({figures['loaded_mib']:.0f} MiB once imports and the suite were loaded)")
     return figures
 
 

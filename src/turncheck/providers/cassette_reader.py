@@ -82,7 +82,10 @@ def iter_raw_interactions(data: bytes, limits: ReadLimits) -> Iterator[RawIntera
     except CassetteShapeError:
         raise
     except Exception as exc:  # the parser and constructors raise many types
-        raise CassetteShapeError(" ".join(str(exc).split())[:300]) from None
+        reason = " ".join(str(exc).split())[:300]
+        if "maximum nesting depth" in reason:  # libyaml's own, far deeper, limit
+            reason = f"nests deeper than {limits.max_depth}"
+        raise CassetteShapeError(reason) from None
     finally:
         loader.dispose()
     _check_root(builder.root)
