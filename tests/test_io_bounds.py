@@ -522,3 +522,23 @@ def test_transformed_api_key_reaches_no_comment_or_check_run(
     assert "[REDACTED]" in published["report"]
     for where, text in published.items():
         assert leaked(text, API_KEY) == [], where
+
+
+def test_two_recorders_of_one_cassette_in_one_process_share_the_lock(tmp_path: Path) -> None:
+    cassette = tmp_path / "x.eval.cassette.yaml"  # x.eval.yaml and x.eval.yml share it
+    with ScriptedServer() as server:
+        first = CassetteTransport(cassette, "record")
+        second = CassetteTransport(cassette, "record")
+
+        async def both() -> list[list[str]]:
+            return list(await asyncio.wait_for(asyncio.gather(
+                chat_all(openai_via(server.base_url, first), ["a"]),
+                chat_all(openai_via(server.base_url, second), ["b"]),
+            ), timeout=30))
+
+        assert run(both) == [["OK"], ["OK"]]
+        first.save()
+        second.save()
+        run(first.close)
+        run(second.close)
+    assert len(CassetteTransport(cassette, "replay")) == 2

@@ -363,6 +363,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         if self._new_count == 0 or self.load_error is not None:
             self._recorder_lock.release()
             return False
+        self._merge_saved()  # what another holder of the lock saved meanwhile is kept
         ordered = sorted(self._interactions,
                          key=lambda i: (i.method, i.uri, i.request_body, i.key[3]))
         if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):

@@ -27,6 +27,9 @@ except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
 POLL_SECONDS = 0.1
+# Transports of one process share its hold on a cassette (two suites `x.eval.yaml` and
+# `x.eval.yml` share a cassette): lock file name -> [descriptor, holders].
+_held_here: dict[str, list[int]] = {}
 
 
 class RecorderLock:
@@ -43,6 +46,11 @@ class RecorderLock:
         """Wait (polling, so a signal still stops the run) until this process holds it."""
         if self._fd is not None or fcntl is None:
             return
+        shared = _held_here.get(self._name)
+        if shared is not None:
+            shared[1] += 1
+            self._fd = shared[0]
+            return
         fd = _open_lock_file(self._name)
         if fd is None:
             return
@@ -56,15 +64,21 @@ class RecorderLock:
                 os.close(fd)
                 return
             self._fd = fd
+            _held_here[self._name] = [fd, 1]
             return
 
     def __del__(self) -> None:
         self.release()  # a transport dropped without `close()` must not block others
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)  # closing the descriptor releases the flock
+        if self._fd is None:
+            return
+        self._fd = None
+        shared = _held_here[self._name]
+        shared[1] -= 1
+        if shared[1] == 0:
+            del _held_here[self._name]
+            os.close(shared[0])  # closing the descriptor releases the flock
 
 
 def _open_lock_file(name: str) -> int | None:
