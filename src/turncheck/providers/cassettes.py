@@ -103,7 +103,9 @@ _UNSTORED_REQUEST_HEADERS = frozenset(
 _STORED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "retry-after-ms"})
 _LOADED_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
-Key = tuple[str, str, str | bytes, int]
+Key = tuple[str, str, bytes, int]
+"""(method, URL, SHA-256 of the body's match form, sample): a digest, not the body, so
+the index of a large cassette costs 32 bytes per request, not a second copy of it."""
 Headers = list[tuple[str, str]]
 SAMPLE_HEADER = "x-turncheck-sample"
 MAX_SAMPLE_INDEX = 10_000
@@ -330,17 +332,17 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         gives."""
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
-        key, _ = self._key_of(method, url, body)
-        return self._replay(key, usable).to_reply()
+        key, _, match_body = self._key_of(method, url, body)
+        return self._replay(key, usable, match_body).to_reply()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
         raw_body = await request.aread()
-        key, stored_body = self._key_of(request.method, str(request.url), raw_body)
+        key, stored_body, match_body = self._key_of(request.method, str(request.url), raw_body)
         usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
-            return self._replay(key, usable).to_httpx(replayed=True)
+            return self._replay(key, usable, match_body).to_httpx(replayed=True)
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._usable_hit(key, usable)
             if hit is None:
@@ -392,18 +394,20 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         if self._inner is not None:
             await self._inner.aclose()
 
-    def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
+    def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, str | bytes]:
+        """(the key, the scrubbed body to store, the body's match form)."""
         try:
             match_body, stored_body = self._scrubber.body(body)
         except JsonTooDeep as exc:
             raise ProviderError(f"cannot send the request: its body's {exc}") from None
-        key = (method.upper(), self._scrubber.url(url), _token_blind(match_body), current_sample())
-        return key, stored_body
+        match_body = _token_blind(match_body)
+        key = (method.upper(), self._scrubber.url(url), _digest(match_body), current_sample())
+        return key, stored_body, match_body
 
-    def _replay(self, key: Key, usable: object) -> Interaction:
+    def _replay(self, key: Key, usable: object, match_body: str | bytes) -> Interaction:
         hit = self._next(key)
         if hit is None:
-            raise RecordingMissing(self._missing_message(key))
+            raise RecordingMissing(self._missing_message(key, match_body))
         problem = _problem_of(hit.response_body, usable)
         if problem is not None:
             raise RecordingMissing(
@@ -461,9 +465,9 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self._cursor[key] = position + 1
         return entries[min(position, len(entries) - 1)]
 
-    def _missing_message(self, key: Key) -> str:
-        method, url, body, sample = key
-        digest = hashlib.sha256(body.encode() if isinstance(body, str) else body).hexdigest()
+    def _missing_message(self, key: Key, body: str | bytes) -> str:
+        method, url, body_digest, sample = key
+        digest = body_digest.hex()
         model = _model_of(body)
         what = f"model {model}, " if model else ""
         what += f"sample {sample}, " if sample else ""
@@ -590,6 +594,12 @@ def _file_size(path: Path) -> int:
         return 0
 
 
+def _digest(match_body: str | bytes) -> bytes:
+    raw = match_body.encode("utf-8", "surrogatepass") if isinstance(match_body, str) \
+        else match_body
+    return hashlib.sha256(raw).digest()
+
+
 def _token_blind(body: str | bytes) -> str | bytes:
     """The match form of a body: a `<SECRET:NAME>` token matches a recording made before
     secrets were bound late, which holds the scrubbed value `<SECRET>` in its place."""
@@ -681,7 +691,7 @@ def _from_vcr(request: dict[Any, Any], response: dict[Any, Any], scrubber: Scrub
     method, uri = _require_str(request["method"], "method"), _require_str(request["uri"], "uri")
     body = _as_bytes(request.get("body"), "request body")
     request_headers = _request_headers(request.get("headers") or {})
-    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]),
+    key = (method.upper(), scrubber.url(uri), _digest(_token_blind(scrubber.body(body)[0])),
            _sample_of(dict(request_headers)))
     status = response["status"]
     code = status["code"]
