@@ -14,8 +14,13 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 
+# Every dependency (and the build backend) at the version and hash the tests ran
+# with: requirements.lock, refreshed by the command in docs/development.md.
+COPY requirements.lock /opt/turncheck/
+RUN pip install --require-hashes --only-binary=:all: -r /opt/turncheck/requirements.lock
+
 COPY pyproject.toml README.md /opt/turncheck/
 COPY src /opt/turncheck/src
-RUN pip install /opt/turncheck
+RUN pip install --no-deps --no-build-isolation /opt/turncheck
 
 ENTRYPOINT ["/usr/local/bin/turncheck", "action"]

@@ -110,6 +110,8 @@ def run_action(repo: GitRepo, runner_dir: Path, api_url: str, event_name: str,
         path.write_text("", encoding="utf-8")
     env = {
         "PATH": os.environ.get("PATH", ""),
+        # A worktree's sources (PYTHONPATH=src) must win over the installed package.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
         "HOME": str(runner_dir),
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": event_name,

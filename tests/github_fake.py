@@ -87,6 +87,8 @@ class FakeGitHub:
         self.writes_forbidden = False  # fork pull request: read-only token
         self.pull_head_shas: dict[int, str] = {}
         self.pull_head_repos: dict[int, str] = {}  # PR → head repository (default: this one)
+        self.pull_head_refs: dict[int, str] = {}  # PR → head branch (default: feature)
+        self.trees: dict[str, list[str]] = {}  # commit → its file paths (else 404)
         self.artifacts: dict[int, list[tuple[str, bytes]]] = {}  # run id → (name, zip bytes)
         # run id → {"head_sha", "head_branch", "created_at", "event", "head_repository"}:
         # the run behind each artifact (defaults: a push run of main in this repository)
@@ -171,6 +173,8 @@ class FakeGitHub:
         table: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/user", self._get_user),
             ("GET", repo, self._get_repo),
+            ("GET", repo + r"/pulls", self._list_pulls),
+            ("GET", repo + r"/git/trees/([0-9a-fA-F]+)", self._get_tree),
             ("GET", repo + r"/pulls/(\d+)", self._get_pull),
             ("GET", repo + r"/pulls/(\d+)/files", self._list_pr_files),
             ("GET", repo + r"/issues/(\d+)/comments", self._list_comments),
@@ -181,6 +185,7 @@ class FakeGitHub:
             ("GET", repo + r"/commits/([0-9a-fA-F]+)/check-runs", self._list_check_runs),
             ("POST", repo + r"/statuses/([0-9a-fA-F]+)", self._create_status),
             ("GET", repo + r"/actions/artifacts", self._list_repo_artifacts),
+            ("GET", repo + r"/actions/runs", self._list_workflow_runs),
             ("GET", repo + r"/actions/runs/(\d+)", self._get_workflow_run),
             ("GET", repo + r"/actions/runs/(\d+)/artifacts", self._list_artifacts),
             ("GET", repo + r"/actions/artifacts/(\d+)/zip", self._download_artifact),
@@ -200,6 +205,30 @@ class FakeGitHub:
     def _get_pull(self, query: dict[str, str], body: Json, number: str) -> Response:
         return 200, self._pull_json(int(number)), {}
 
+    def _list_pulls(self, query: dict[str, str], body: Json) -> Response:
+        """GET /pulls with its `head=owner:branch` filter; the open PRs are those the
+        test gave a head commit."""
+        pulls = [self._pull_json(n) for n in sorted(self.pull_head_shas)]
+        if "head" in query:
+            owner, _, branch = query["head"].partition(":")
+            pulls = [p for p in pulls if p["head"]["repo"]["owner"]["login"] == owner
+                     and p["head"]["ref"] == branch]
+        return self._paginate(f"/repos/{self._full_name}/pulls", query, pulls)
+
+    def _get_tree(self, query: dict[str, str], body: Json, sha: str) -> Response:
+        """GET /git/trees/{sha}?recursive=1: blobs, and the directories above them."""
+        if sha not in self.trees:
+            raise ApiError(404, "Not Found")
+        files = self.trees[sha]
+        directories = sorted({"/".join(p.split("/")[:i]) for p in files
+                              for i in range(1, p.count("/") + 1)})
+        entries = [{"path": d, "mode": "040000", "type": "tree", "sha": "d" * 40}
+                   for d in directories]
+        entries += [{"path": f, "mode": "100644", "type": "blob", "sha": "f" * 40, "size": 1}
+                    for f in files]
+        url = self._api(f"/repos/{self._full_name}/git/trees/{sha}")
+        return 200, {"sha": sha, "url": url, "tree": entries, "truncated": False}, {}
+
     def _list_pr_files(self, query: dict[str, str], body: Json, number: str) -> Response:
         files = [self._file_json(f) for f in self.pr_files.get(int(number), [])]
         return self._paginate(f"/repos/{self._full_name}/pulls/{number}/files", query, files)
@@ -209,6 +238,20 @@ class FakeGitHub:
                  for run_id, entries in sorted(self.artifacts.items(), reverse=True)
                  for index, (name, data) in enumerate(entries)]
         return 200, {"total_count": len(items), "artifacts": items}, {}
+
+    def _list_workflow_runs(self, query: dict[str, str], body: Json) -> Response:
+        """GET /actions/runs with GitHub's `branch`, `event`, `head_sha` and `created=<=T`
+        filters, newest first: the runs that uploaded artifacts or were described."""
+        ids = sorted(set(self.artifacts) | set(self.artifact_runs),
+                     key=lambda i: (self._run(i)["created_at"], i), reverse=True)
+        runs = [self._get_workflow_run(query, body, str(i))[1] for i in ids]
+        for key in ("branch", "event", "head_sha"):
+            field_name = "head_branch" if key == "branch" else key
+            if key in query:
+                runs = [r for r in runs if r[field_name] == query[key]]
+        if query.get("created", "").startswith("<="):
+            runs = [r for r in runs if r["created_at"] <= query["created"][2:]]
+        return 200, {"total_count": len(runs), "workflow_runs": runs}, {}
 
     def _get_workflow_run(self, query: dict[str, str], body: Json, run_id: str) -> Response:
         """GET /actions/runs/{id}: the fields of GitHub's `workflow-run` schema we read."""
@@ -404,7 +447,8 @@ class FakeGitHub:
             "state": "open",
             "url": self._api(f"/repos/{self._full_name}/pulls/{number}"),
             "html_url": f"https://github.com/{self._full_name}/pull/{number}",
-            "head": {"sha": self.pull_head_shas.get(number, "a" * 40), "ref": "feature",
+            "head": {"sha": self.pull_head_shas.get(number, "a" * 40),
+                     "ref": self.pull_head_refs.get(number, "feature"),
                      "repo": self._repo_json(self.pull_head_repos.get(number))},
             "base": {"sha": "b" * 40, "ref": "main", "repo": self._repo_json()},
             "changed_files": len(self.pr_files.get(number, [])),

@@ -35,7 +35,22 @@ Fault = Literal[
     "rate_limit", "server_error", "bad_request", "hang", "malformed", "drop", "no_choices",
     "llama_validation",
 ]
-Reply = str | Callable[[Json], str]
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """A reply that calls tools: `(name, arguments)` pairs, arguments a mapping or the
+    raw (possibly malformed) JSON text; several pairs are parallel calls in one answer."""
+
+    calls: tuple[tuple[str, Any], ...]
+    text: str = ""
+
+    @classmethod
+    def one(cls, name: str, **arguments: Any) -> ToolCalls:
+        return cls(((name, arguments),))
+
+
+Reply = str | ToolCalls | Callable[[Json], "str | ToolCalls"]
 EMBEDDING_DIMENSIONS = 64
 
 
@@ -115,7 +130,9 @@ def embed_text(text: str) -> list[float]:
 
 
 class ScriptedServer:
-    def __init__(self, default_reply: Reply = "OK", hang_seconds: float = 30.0) -> None:
+    def __init__(self, default_reply: Reply = "OK", hang_seconds: float = 30.0,
+                 port: int = 0) -> None:
+        """`port` 0 takes a free port; a fixed one serves a recording's base URL."""
         self.default_reply = default_reply
         self.hang_seconds = hang_seconds
         self._rules: list[Rule] = []
@@ -127,7 +144,7 @@ class ScriptedServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self.port = 0
+        self.port = port
 
     @property
     def base_url(self) -> str:
@@ -196,7 +213,8 @@ class ScriptedServer:
         self.stop()
 
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, backlog=1024)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port,
+                                                  backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _shutdown(self) -> None:
@@ -254,16 +272,21 @@ class ScriptedServer:
         return rule, (rule.fault if rule and rule.fault else random_fault)
 
     def _answer(self, path: str, rule: Rule | None, body: Json) -> tuple[int, Json]:
+        """Routes by the path's end (Azure's deployment paths, Gemini's `/v1beta/openai`);
+        the query string is ignored (recorded with the request)."""
+        path = _route(path)
         if path == "/v1/embeddings":
             return 200, embeddings_payload(body)
         if path not in ("/v1/chat/completions", "/v1/messages"):
             return 404, {"error": {"message": f"no route {path}"}}
         reply = rule.reply if rule is not None and rule.reply is not None else self.default_reply
-        text = reply(body) if callable(reply) else reply
-        usage = _usage(rule, body, text)
+        answer = reply(body) if callable(reply) else reply
+        calls = answer if isinstance(answer, ToolCalls) else None
+        text = answer.text if isinstance(answer, ToolCalls) else answer
+        usage = _usage(rule, body, text + (json.dumps(calls.calls) if calls else ""))
         if path == "/v1/messages":
-            return 200, messages_payload(body, text, usage)
-        return 200, chat_payload(body, text, usage)
+            return 200, messages_payload(body, text, usage, calls)
+        return 200, chat_payload(body, text, usage, calls)
 
     async def _send_fault(
         self, writer: asyncio.StreamWriter, fault: str, rule: Rule | None
@@ -290,6 +313,14 @@ class ScriptedServer:
             await asyncio.sleep(self.hang_seconds)
             return False
         return fault != "drop"  # drop: close without writing anything
+
+
+def _route(path: str) -> str:
+    path = path.split("?", 1)[0]
+    for route in ("/chat/completions", "/embeddings"):
+        if path.endswith(route):
+            return "/v1" + route
+    return path
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, str], bytes] | None:
@@ -331,7 +362,39 @@ def _usage(rule: Rule | None, body: Json, reply: str) -> tuple[int, int]:
     return prompt_words + word_count(str(body.get("system", ""))), word_count(reply)
 
 
-def chat_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
+def tool_results(body: Json) -> list[str]:
+    """The tool results a request sends back (OpenAI `tool` messages, Anthropic
+    `tool_result` blocks), in order."""
+    results: list[str] = []
+    for message in body.get("messages", []):
+        if message.get("role") == "tool":
+            results.append(str(message.get("content")))
+        content = message.get("content")
+        if isinstance(content, list):
+            results += [_content_text(b.get("content")) for b in content
+                        if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return results
+
+
+def answered_rounds(body: Json) -> int:
+    """Assistant messages already in the request: tells one round's call ids from another's."""
+    return sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+
+
+def _openai_calls(body: Json, calls: ToolCalls) -> list[Json]:
+    round_number = answered_rounds(body)
+    return [{"id": f"call_{round_number}_{index}", "type": "function",
+             "function": {"name": name, "arguments": arguments if isinstance(arguments, str)
+                          else json.dumps(arguments)}}
+            for index, (name, arguments) in enumerate(calls.calls)]
+
+
+def chat_payload(body: Json, reply: str, usage: tuple[int, int],
+                 calls: ToolCalls | None = None) -> Json:
+    message: Json = {"role": "assistant", "content": reply}
+    if calls is not None:
+        message = {"role": "assistant", "content": reply or None,
+                   "tool_calls": _openai_calls(body, calls)}
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
@@ -339,8 +402,8 @@ def chat_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if calls is not None else "stop",
             }
         ],
         "usage": {
@@ -351,11 +414,22 @@ def chat_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
     }
 
 
-def messages_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
+def messages_payload(body: Json, reply: str, usage: tuple[int, int],
+                     calls: ToolCalls | None = None) -> Json:
     """A text block, or a `tool_use` block (the reply's JSON as its input) when the
-    request forces a tool call."""
+    request forces a tool call; `calls` become `tool_use` blocks after the text."""
     forced = body.get("tool_choice") or {}
     content: Json = {"type": "text", "text": reply}
+    if calls is not None:
+        round_number = answered_rounds(body)
+        blocks = [{"type": "text", "text": reply}] if reply else []
+        blocks += [{"type": "tool_use", "id": f"toolu_{round_number}_{index}", "name": name,
+                    "input": arguments if isinstance(arguments, dict) else {"raw": arguments}}
+                   for index, (name, arguments) in enumerate(calls.calls)]
+        return {"id": "msg_scripted", "type": "message", "role": "assistant",
+                "model": body.get("model"), "content": blocks, "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
     if forced.get("type") == "tool":
         try:
             arguments = json.loads(reply)

@@ -59,7 +59,7 @@ def test_artifact_baseline_is_used_without_calling_the_provider(
     assert report is not None and report["baseline"]["source"] == "artifact"
     assert report["saved_tokens"] > 0 and report["live_tokens"] > 0
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "tokens saved" in comment.body and "live tokens spent" in comment.body
 
 
@@ -177,9 +177,10 @@ def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
     assert run.report is not None and run.report["baseline"]["run_id"] == 500
     [comment] = github_fake.comments_on(PR)
     # Against the genuine baseline the turn regression shows; the forged one would hide it.
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "from run 500" in comment.body and "a push run" in comment.body
-    assert "run 900: built from another repository \\(a fork\\)" in comment.body
+    # The fork's run is not a default-branch push run: its artifacts are never read.
+    assert not github_fake.requests_matching("GET", "/actions/runs/900/artifacts")
 
 
 @pytest.mark.parametrize("origin", UNTRUSTED_RUNS.values(), ids=UNTRUSTED_RUNS.keys())
@@ -203,7 +204,40 @@ def test_with_only_an_untrusted_artifact_the_base_is_re_run(
     assert "re-running the base commit instead" in run.stdout
     assert requests_for(model, "What is 15 * 7?") > base_calls_before  # base ran again
     assert run.report is not None and run.report["baseline"]["source"] == "rerun"
-    [rejected] = run.report["baseline"]["rejected"]
-    assert rejected.startswith(f"turncheck-report-{base} from run 900: ")
+    assert run.report["baseline"]["reason"].startswith("no trusted turncheck-report-* artifact")
+    assert not github_fake.requests_matching("GET", "/actions/runs/900/artifacts")
     [comment] = github_fake.comments_on(PR)
-    assert "baseline: rerun" in comment.body and "from run 900:" in comment.body
+    assert "run 900" not in comment.body
+
+
+def test_many_pull_request_artifacts_cannot_push_the_baseline_out(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    # Issue 23, defect 14: 25 same-repository PR runs (write access) upload reports named
+    # for the base commit, all newer than main's; the lookup used to check the newest 20
+    # candidate runs and never reached main's.
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
+    base = repo.commit("base")
+    github_fake.artifacts[500] = [(f"turncheck-report-{base}",
+                                   main_branch_report(repo, tmp_path, github_fake))]
+    github_fake.artifact_runs[500] = {"head_sha": base, "head_branch": "main",
+                                      "created_at": "2026-01-01T00:00:00Z"}
+    forged = forged_report(repo.path / "turncheck-report.json", tmp_path)
+    for index in range(25):
+        github_fake.artifacts[600 + index] = [(f"turncheck-report-{base}", forged)]
+        github_fake.artifact_runs[600 + index] = {
+            "event": "pull_request", "head_sha": base,
+            "head_branch": "main" if index % 2 else f"pr-{index}",
+            "created_at": f"2026-01-02T00:00:{index:02d}Z"}
+    repo.branch("feature", checkout=True)
+    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
+    head = repo.commit("prompt change")
+
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"baseline: artifact turncheck-report-{base} from run 500" in run.stdout
+    assert not github_fake.requests_matching("GET", r"/actions/runs/6\d\d")
+    [comment] = github_fake.comments_on(PR)
+    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body

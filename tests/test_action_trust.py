@@ -145,6 +145,41 @@ def test_a_report_naming_another_pull_request_is_not_posted_there(
     assert github_fake.comments == [] and not github_fake.check_runs
 
 
+def test_a_fork_report_is_not_posted_to_another_pr_of_the_same_fork_at_the_same_commit(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    # Issue 23, defect 15: the fork opens PR 8 from another branch at the same commit;
+    # the report of PR 7's run, edited to name #8, must not land on #8.
+    repo, base, head = pr_repo
+    report = all_pass(fork_run_report(repo, tmp_path, github_fake, base, head))
+    github_fake.pull_head_shas[8], github_fake.pull_head_repos[8] = head, FORK
+    github_fake.pull_head_refs[8] = "other-branch"
+    report["pull_number"] = 8
+
+    run = post(tmp_path, github_fake, report, head)
+    assert run.returncode == 1
+    assert "whose head is branch 'other-branch', but run 99 built branch 'feature'" in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
+def test_two_prs_of_one_fork_branch_get_neither_report(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    # The same fork branch opened against two base branches: a fork run's payload names no
+    # pull request, so which PR a report belongs to is only the fork's word.
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    github_fake.pull_head_shas[8], github_fake.pull_head_repos[8] = head, FORK
+
+    for number, run_id in ((PR, 99), (8, 100)):
+        run = post(tmp_path, github_fake, {**report, "pull_number": number}, head,
+                   run_id=run_id)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert f"pull requests #{number}, #{15 - number} all come from {FORK}" in run.stdout
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
 def test_the_poster_only_posts_pull_request_runs(
     tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
 ) -> None:
@@ -186,7 +221,7 @@ def test_a_labeled_trusted_run_gives_the_real_verdict_and_the_poster_keeps_it(
     [verdict] = github_fake.check_runs_named(REQUIRED)
     assert (verdict.head_sha, verdict.conclusion) == (head, "failure")
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "Unverified" not in comment.body
 
     # The forged report's poster runs late: it must not cover the verdict.
@@ -244,3 +279,122 @@ def test_a_fork_run_with_a_writable_token_posts_only_an_unverified_report(
     assert [c.conclusion for c in github_fake.check_runs_named(UNVERIFIED)] == ["neutral"]
     [comment] = github_fake.comments_on(PR)
     assert f"Unverified report** from the fork {FORK}" in comment.body
+
+
+# ---- issue 23, defect 2: every string of a fork's report is data --------------------------
+
+
+PHISHING = ("x) [Sign in again](https://evil.example/login) ![](https://evil.example/p.png) "
+            "@maintainer #1 [y](https://evil.example")
+
+
+def with_diagnostic(report: dict[str, Any], file: str) -> dict[str, Any]:
+    """The report with a validation problem at `file:3` (the comment links file:line)."""
+    edited = json.loads(json.dumps(report))
+    edited["head"]["diagnostics"] = [{"file": file, "line": 3, "column": 1,
+                                      "severity": "error", "code": "yaml-syntax",
+                                      "message": "bad indentation"}]
+    return edited
+
+
+def everything_posted(github: FakeGitHub) -> str:
+    return "\n".join([*(c.body for c in github.comments),
+                      *(json.dumps(r.output) for r in github.check_runs.values()),
+                      *(json.dumps(r.annotations) for r in github.check_runs.values())])
+
+
+def test_a_hostile_working_directory_never_reaches_the_comment(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    github_fake.trees[head] = repo.git("ls-tree", "-r", "--name-only", head).split("\n")
+    report = with_diagnostic(fork_run_report(repo, tmp_path, github_fake, base, head),
+                             "evals/math.eval.yaml")
+    for workdir in (PHISHING, "../../../../someone/phish", "nowhere"):
+        run = post(tmp_path, github_fake, {**report, "working_directory": workdir}, head)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "is not a directory of the pull request's commit" in run.stdout
+        assert "Traceback" not in run.stdout + run.stderr
+    assert github_fake.comments == [] and not github_fake.check_runs
+
+
+def test_links_in_a_fork_report_go_only_to_the_commits_own_files(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    github_fake.trees[head] = repo.git("ls-tree", "-r", "--name-only", head).split("\n")
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    blob = f"https://github.com/{REPOSITORY}/blob/{head}/"
+
+    real = post(tmp_path, github_fake, with_diagnostic(report, "evals/math.eval.yaml"), head,
+                run_id=101)
+    assert real.returncode == 1, real.stdout + real.stderr
+    assert f"]({blob}evals/math.eval.yaml#L3)" in github_fake.comments[0].body
+
+    for number, hostile in enumerate(["../../../../someone/phish", PHISHING,
+                                      "evals/missing.eval.yaml"], start=102):
+        github_fake.comments.clear()
+        github_fake.check_runs.clear()
+        post(tmp_path, github_fake, with_diagnostic(report, hostile), head, run_id=number)
+        [comment] = github_fake.comments
+        assert "bad indentation" in comment.body  # the problem is still shown, as text
+        assert f"]({blob}" not in comment.body  # but not as a link
+        posted = everything_posted(github_fake)
+        assert "](https://evil" not in posted and "![" not in posted
+        assert "@maintainer" not in posted  # no mention: a zero-width space follows the @
+
+
+def test_the_footer_never_prints_the_baseline_a_fork_report_claims(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    report["baseline"] = {
+        "source": "artifact", "artifact": "turncheck-report-approved-by-maintainers",
+        "run_id": 1, "commit": base, "event": "push", "saved_tokens": 10**9,
+        "rejected": ["the real baseline from run 5: forged"]}
+    report["base"]["commit"] = "approved by the security team"
+
+    run = post(tmp_path, github_fake, report, head)
+    assert "Traceback" not in run.stdout + run.stderr, run.stdout
+    posted = everything_posted(github_fake)
+    assert "approved" not in posted and "forged" not in posted and "1,000,000,000" not in posted
+    [comment] = github_fake.comments
+    assert "its provenance is not shown" in comment.body
+
+
+# ---- issue 23, defect 16: an oversize fork report gets a clear verdict, not silence --------
+
+
+@pytest.mark.parametrize("oversize", ["report", "artifact"])
+def test_a_fork_report_too_large_to_read_gets_a_clear_comment_and_check(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub, oversize: str
+) -> None:
+    repo, base, head = pr_repo
+    report = fork_run_report(repo, tmp_path, github_fake, base, head)
+    if oversize == "report":  # valid JSON padded past 20 MiB: a small zip, a huge file
+        path = tmp_path / "big" / "turncheck-report.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(report) + " " * (21 * 1024 * 1024))
+        artifact = zipped(path)
+    else:  # the artifact itself is over the 25 MiB download cap
+        artifact = b"PK" + b"\0" * (25 * 1024 * 1024)
+    github_fake.artifacts[99] = [("turncheck-report", artifact)]
+    event = {"workflow_run": {"id": 99, "head_sha": head, "head_branch": "feature",
+                              "event": "pull_request", "conclusion": "success",
+                              "pull_requests": [], "head_repository": {"full_name": FORK}},
+             "repository": {"full_name": REPOSITORY, "default_branch": "main"}}
+    poster = GitRepo(tmp_path / "poster")
+    poster.commit("empty")
+    run = run_action(poster, tmp_path / "poster-runner", github_fake.base_url, "workflow_run",
+                     event, FAILING)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    [comment] = github_fake.comments_on(PR)
+    assert comment.body.startswith("<!-- turncheck:comment -->")
+    assert "the fork's report is too large to show" in comment.body
+    assert f"run 99 of {FORK}" in comment.body and f"`{LABEL}`" in comment.body
+    [unverified] = github_fake.check_runs_named(UNVERIFIED)
+    assert unverified.conclusion == "failure" and "too large" in unverified.output["title"]
+    assert [c.conclusion for c in github_fake.check_runs_named(REQUIRED)] == ["action_required"]

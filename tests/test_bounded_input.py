@@ -13,12 +13,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.action_harness import PR, run_pull_request
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
+from turncheck.formats import yamlsource
 from turncheck.formats.files import (
     FileRefused,
     read_bytes_bounded,
@@ -140,6 +143,60 @@ def test_yaml_depth_is_refused_at_its_position_at_any_depth() -> None:
     [diagnostic] = load_yaml(block, "block.yaml").diagnostics
     assert diagnostic.code == "yaml-structure" and diagnostic.line == 202  # level 201
     assert load_yaml("a: [[[1]]]\n", "ok.yaml").data == {"a": [[[1]]]}
+
+
+class _LimitedParser(yaml.SafeLoader):
+    """Emulates libyaml 0.2.6 (PyYAML 6.0.4): a document nested deeper than 1,000 levels
+    is refused by the parser itself before any event, as libyaml does for flow nesting."""
+
+    checked = False
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.text = stream
+
+    def check_event(self, *choices: Any) -> bool:
+        if not self.checked:
+            self.checked = True
+            depth = deepest = 0
+            for event in yaml.parse(self.text, Loader=yaml.SafeLoader):
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    deepest = max(deepest, depth)
+                elif isinstance(event, yaml.CollectionEndEvent):
+                    depth -= 1
+            if deepest > 1_000:
+                raise yaml.scanner.ScannerError("while increasing flow level", None,
+                                                "exceeded maximum nesting depth", None)
+        return bool(super().check_event(*choices))
+
+
+DEEP_DOCUMENTS = {
+    f"{kind} {depth}": text
+    for depth in (1_100, 10_000)
+    for kind, text in (
+        ("flow", "key:\n  " + "[" * depth + "]" * depth + "\n"),
+        ("block", "- " * depth + "v\n"),
+    )
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_DOCUMENTS))
+def test_depth_diagnostic_is_turncheck_s_own_whatever_the_parser_limits(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same code, message and position with the installed parser, with a parser that has
+    no nesting limit (libyaml before 0.2.6, pure Python) and with one that refuses deep
+    documents itself (libyaml 0.2.6, bundled with PyYAML 6.0.4)."""
+    text = DEEP_DOCUMENTS[name]
+    seen = set()
+    for loader in (yamlsource._SAFE_LOADER, yaml.SafeLoader, _LimitedParser):
+        monkeypatch.setattr(yamlsource, "_SAFE_LOADER", loader)
+        [diagnostic] = load_yaml(text, "deep.yaml").diagnostics
+        seen.add((diagnostic.code, diagnostic.message, diagnostic.line, diagnostic.column))
+    expected_position = (2, 203) if name.startswith("flow") else (1, 403)
+    assert seen == {("yaml-structure", "YAML nested more than 200 levels deep",
+                     *expected_position)}
 
 
 def test_writes_refuse_symlinks_and_paths_outside_the_workspace(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ Every test runs the real CLI in a subprocess, as a shell would.
 
 from __future__ import annotations
 
+import fcntl
 import os
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TURNCHECK = [sys.executable, "-m", "turncheck"]
 NOISE = ("Traceback", "BrokenPipeError", "Exception ignored")
-TRIES = 50
 
 
 def into_closed_pipe(args: list[str], cwd: Path,
@@ -79,23 +78,45 @@ def test_init_and_action_into_a_closed_pipe(tmp_path: Path) -> None:
     assert code == 1
 
 
-@pytest.mark.skipif(shutil.which("head") is None, reason="needs head(1)")
+F_SETPIPE_SZ = 1031  # Linux fcntl: a pipe's capacity
+PIPE_CAPACITY = 4096  # the smallest Linux allows: one page
+
+
+def closed_after(cut: int, args: list[str]) -> str:
+    """Run turncheck into a one-page pipe whose reader takes `cut` bytes and leaves, as
+    `head` does: turncheck is then blocked writing, or writes later, into a pipe that is
+    closed. Returns its standard error."""
+    read_end, write_end = os.pipe()
+    if sys.platform == "linux":
+        fcntl.fcntl(write_end, F_SETPIPE_SZ, PIPE_CAPACITY)
+    process = subprocess.Popen([*TURNCHECK, *args], cwd=ROOT, stdout=write_end,
+                               stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        taken = 0
+        while taken < cut and (chunk := reader.read1(cut - taken)):
+            taken += len(chunk)
+    _, stderr = process.communicate(timeout=120)
+    return stderr
+
+
 def test_run_piped_into_head_never_shows_a_traceback() -> None:
-    """The shell case from the issue: `turncheck run examples/ | head -1`, 50 times.
+    """The shell case from the issue: `turncheck run examples/ | head -c N`.
 
-    `head` exits after its line while turncheck is still writing, at a different
-    moment each time; every try must end quietly."""
-    command = f"{sys.executable} -m turncheck run examples/ | head -1"
-
-    def one_try(_: int) -> str:
-        done = subprocess.run(["sh", "-c", f"{command} >/dev/null"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120, check=False)
-        return done.stderr
-
+    Instead of many racing tries, the reader leaves at chosen places of the output
+    (before the first byte, after the first line, across the middle, one byte before
+    the end) of a pipe one page large, so turncheck meets the closed pipe while
+    printing progress, while printing the tables and at its final flush."""
+    full = subprocess.run([*TURNCHECK, "run", "examples/"], cwd=ROOT, capture_output=True,
+                          timeout=120, check=False).stdout
+    assert len(full) > 3 * PIPE_CAPACITY, "the output must outgrow the pipe for this test"
+    cuts = [0, full.index(b"\n") + 1, *(len(full) * tenth // 10 for tenth in (2, 4, 6, 8)),
+            len(full) - 1]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        errors = list(pool.map(one_try, range(TRIES)))
-    noisy = [e for e in errors if any(noise in e for noise in NOISE)]
-    assert not noisy, f"{len(noisy)} of {TRIES} tries printed a traceback:\n{noisy[0]}"
+        errors = list(pool.map(lambda cut: closed_after(cut, ["run", "examples/"]), cuts))
+    noisy = [(cut, e) for cut, e in zip(cuts, errors, strict=True)
+             if any(noise in e for noise in NOISE)]
+    assert not noisy, f"closed after {noisy[0][0]} bytes, it printed:\n{noisy[0][1]}"
 
 
 # -- nothing to do ---------------------------------------------------------------------

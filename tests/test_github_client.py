@@ -41,7 +41,7 @@ def api(github_fake: FakeGitHub) -> PyGithubApi:
 
 
 def report(text: str) -> str:
-    return f"{text}\n{MARKER}"
+    return f"{MARKER}\n{text}"
 
 
 def make_annotations(count: int) -> list[Annotation]:
@@ -95,6 +95,33 @@ def test_marker_in_a_comment_by_someone_else_is_not_edited(
     assert result.action == "created"
     assert forged.body == report("forged")
     assert not github_fake.requests_matching("PATCH", "/comments/")
+
+
+def test_a_comment_by_the_same_bot_that_only_quotes_the_marker_is_not_edited(
+    api: PyGithubApi,
+    github_fake: FakeGitHub,
+) -> None:
+    # Issue 23, defect 11: every workflow using GITHUB_TOKEN posts as github-actions[bot];
+    # another bot's comment quoting our marker is not ours and must never be overwritten.
+    github_fake.simulate_github_token()
+    quoting = github_fake.add_comment(
+        PR, f"Deploy preview ready. turncheck said:\n> {MARKER}\n> 2 regressions",
+        login=ACTIONS_BOT_LOGIN)
+    trailing = github_fake.add_comment(PR, f"coverage report\n{MARKER}", login=ACTIONS_BOT_LOGIN)
+
+    result = api.upsert_comment(PR, report("real"), MARKER)
+
+    assert result.action == "created"
+    assert MARKER in quoting.body and quoting.body.startswith("Deploy preview")
+    assert trailing.body == f"coverage report\n{MARKER}"
+    assert not github_fake.requests_matching("PATCH", "/comments/")
+    # Our own comment (marker first) is found and edited on the next run.
+    assert api.upsert_comment(PR, report("again"), MARKER).id == result.id
+
+
+def test_a_body_that_does_not_start_with_the_marker_is_refused(api: PyGithubApi) -> None:
+    with pytest.raises(ValueError, match="start with the marker"):
+        api.upsert_comment(PR, f"text first\n{MARKER}", MARKER)
 
 
 def test_on_change_skips_an_identical_body(

@@ -48,10 +48,11 @@ def test_init_in_an_empty_repository_writes_valid_lint_clean_files(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     files = snapshot(repo)
     assert sorted(files) == [".github/workflows/turncheck-fork-comment.yml",
+                             ".github/workflows/turncheck-trusted.yml",
                              ".github/workflows/turncheck.yml", "evals/starter.eval.yaml",
                              "turncheck.toml"]
     assert "turncheck record evals/   with OPENAI_API_KEY set" in done.stdout
-    assert "required status check" in done.stdout
+    assert "require the check run `turncheck`" in done.stdout
 
     workflow = yaml.safe_load(files[".github/workflows/turncheck.yml"])
     triggers = workflow[True]  # PyYAML reads the key `on` as True
@@ -59,6 +60,12 @@ def test_init_in_an_empty_repository_writes_valid_lint_clean_files(tmp_path: Pat
     assert triggers["push"] == {"branches": ["trunk"]}  # the repository's own branch
     fork = yaml.safe_load(files[".github/workflows/turncheck-fork-comment.yml"])
     assert fork[True]["workflow_run"]["workflows"] == [workflow["name"]]
+    trusted = yaml.safe_load(files[".github/workflows/turncheck-trusted.yml"])
+    assert trusted[True] == {"pull_request_target": {"types": ["labeled"]}}
+    # No job is called `turncheck`: only turncheck's own check run carries that name.
+    for text in map(bytes.decode, files.values()):
+        if text.startswith("#") and "jobs:" in text:
+            assert "turncheck" not in yaml.safe_load(text)["jobs"]
 
     validated = turncheck(repo, "validate", "--format", "json")
     assert validated.returncode == 0, validated.stdout + validated.stderr
@@ -76,7 +83,7 @@ def test_a_second_init_changes_nothing_and_never_overwrites_without_force(
     first = snapshot(repo)
     again = turncheck(repo, "init")
     assert again.returncode == 0 and snapshot(repo) == first
-    assert again.stdout.count("unchanged") == 4, again.stdout
+    assert again.stdout.count("unchanged") == 5, again.stdout
 
     (repo / "turncheck.toml").write_text("concurrency = 2\n")
     kept = turncheck(repo, "init")

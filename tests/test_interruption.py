@@ -7,17 +7,22 @@ evals are errors with reason `interrupted`, prints one line and exits 143 / 130.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from turncheck.engine.interruption import STOP, interruptible
 from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +114,74 @@ def test_calls_that_outlast_the_grace_period_are_cancelled(
     assert statuses[0] == ("pass", None)
     assert statuses.count(("error", "interrupted")) == EVALS - 1
     assert len(CassetteTransport(cassette_path_for(suite), "replay")) == 1
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_cpu_bound_check_does_not_make_the_run_deaf(
+    tmp_path: Path, scripted_server: ScriptedServer, signum: int, code: int
+) -> None:
+    """Issue 23, defect 13: a check that blocks the event loop is cancelled within a second
+    of the signal; the finished evals, their recordings and the partial report are kept."""
+    scripted_server.add_rule("spin ok", contains="question 3")
+    scripted_server.add_rule("ok")
+    suite = slow_suite(tmp_path, scripted_server)
+    report_path = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.cpu_bound_cli", "record", str(suite), "--concurrency", "1",
+         "--json", str(report_path)],
+        cwd=ROOT, env={**env, "OPENAI_API_KEY": "sk-test-0000"}, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    wait_for_requests(scripted_server, 4, process)
+    assert process.stderr is not None
+    while "spinning" not in process.stderr.readline():  # the check of question 3 is busy
+        assert process.poll() is None
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)  # the check alone would spin 120 s
+    assert process.returncode == code, stdout + stderr
+    assert "Traceback" not in stdout + stderr
+
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    statuses = [(e["status"], e.get("reason")) for e in report["suites"][0]["evals"]]
+    assert statuses[:3] == [("pass", None)] * 3
+    assert statuses[3:] == [("error", "interrupted")] * (EVALS - 3)
+    assert len(scripted_server.requests) == 4
+    assert len(CassetteTransport(cassette_path_for(suite), "replay")) == 4  # question 3 too
+
+
+def _spin(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+def _signalled_run(coroutine: Callable[[], Coroutine[Any, Any, str]]) -> str:
+    """Run `coroutine` under `interruptible()`, with SIGTERM sent to this process at 0.3 s."""
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        with interruptible():
+            timer.start()
+            return asyncio.run(coroutine())
+    finally:
+        timer.cancel()
+        STOP.signal = None  # this process goes on running tests
+
+
+def test_the_watchdog_cancels_guarded_work_that_keeps_the_loop_busy() -> None:
+    async def busy() -> str:
+        _spin(30)
+        return "finished"
+
+    async def main() -> str:
+        return await STOP.guard(busy, lambda: "interrupted")
+
+    assert _signalled_run(main) == "interrupted"  # not "finished", 30 s later
+
+
+def test_work_outside_a_guarded_item_is_never_cancelled_by_the_watchdog() -> None:
+    async def main() -> str:
+        _spin(1.5)  # the run's own bookkeeping, say: busy, but not an item
+        return "finished"
+
+    assert _signalled_run(main) == "finished"

@@ -372,8 +372,8 @@ def test_select_provider(
 
 
 def test_unknown_provider_is_a_clear_error() -> None:
-    with pytest.raises(ProviderError, match="unknown provider 'gemini'"):
-        select_provider("x", "gemini", None)
+    with pytest.raises(ProviderError, match="unknown provider 'cohere'"):
+        select_provider("x", "cohere", None)
 
 
 def test_provider_attributes() -> None:

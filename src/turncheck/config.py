@@ -39,6 +39,7 @@ from pydantic import (
 from turncheck.diagnostics import Diagnostic, error, sort_key
 from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, Globs
 from turncheck.formats.files import read_text_bounded, refusal_reason
+from turncheck.formats.nesting import toml_structure_problem
 from turncheck.formats.suite import MAX_DEPTH
 
 if TYPE_CHECKING:
@@ -182,6 +183,10 @@ def read_config(path: Path, display: str) -> ProjectConfig:
 
 
 def parse_config(text: str, display: str, pyproject: bool = False) -> ProjectConfig:
+    problem = toml_structure_problem(text)
+    if problem is not None:
+        raise ConfigError([error(display, problem.line, problem.column, "toml-structure",
+                                 problem.message)])
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:

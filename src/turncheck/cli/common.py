@@ -100,7 +100,8 @@ def add_provider_options(
         "--concurrency", type=int, default=None, metavar="N", help=concurrency_help
     )
     parser.add_argument(
-        "--provider", choices=("openrouter", "openai", "anthropic"), help=provider_help
+        "--provider", choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
+        help=provider_help
     )
     parser.add_argument(
         "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"

@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the estimate here")
     parser.add_argument("--price-timestamp", metavar="ISO8601",
                         help="price at this instant (default: now)")
-    parser.add_argument("--provider", choices=("openrouter", "openai", "anthropic"),
+    parser.add_argument("--provider",
+                        choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
                         help="provider for every suite (default: from each suite's model id)")
     parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL")
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",

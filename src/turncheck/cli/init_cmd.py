@@ -1,8 +1,11 @@
 """`turncheck init`: the files a repository needs to run turncheck on pull requests.
 
 Writes the pull-request workflow (with `merge_group` and the default-branch
-baseline job), the fork-safe poster, a starter suite when the repository has no
-suite, and `turncheck.toml` (with globs for vibecheck-style suites it finds).
+baseline job), the fork-safe poster and the maintainer-approved trusted run (so a
+fork's pull request gets a verdict that the fork cannot forge), a starter suite
+when the repository has no suite, and `turncheck.toml` (with globs for
+vibecheck-style suites it finds). Everything it writes and prints names the check
+run `turncheck` as the required check, never a job.
 Idempotent: an existing file is kept unless `--force`; a second run changes
 nothing.
 """
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,12 +33,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write the GitHub workflows, a starter suite and turncheck.toml",
         description="Set up turncheck in a repository: a pull-request workflow (with the "
         "merge queue and the default-branch baseline job), the fork-safe comment workflow, "
-        "a starter suite when there is none, and turncheck.toml. Existing files are kept "
-        "unless --force; running it again changes nothing.",
+        "the maintainer-approved trusted run for fork pull requests, a starter suite when "
+        "there is none, and turncheck.toml. Existing files are kept unless --force; "
+        "running it again changes nothing.",
     )
     parser.add_argument("directory", nargs="?", default=".", type=Path,
                         help="the repository's root (default: .)")
     parser.add_argument("--force", action="store_true", help="overwrite files that differ")
+    parser.add_argument("--action-ref", default=init_files.DEFAULT_ACTION_REF, metavar="REF",
+                        help="the turncheck/turncheck version the workflows use: v1 (default; "
+                        "the released, prebuilt image) or, before a release, a commit SHA "
+                        "(builds the image in every job)")
+    parser.add_argument("--default-branch", metavar="BRANCH",
+                        help="the repository's default branch (default: found from "
+                        "origin/HEAD, else the remote, else asked)")
     parser.set_defaults(handler=handle_init)
 
 
@@ -51,22 +64,35 @@ def handle_init(args: argparse.Namespace) -> int:
     if not (root / ".git").exists():
         print(f"turncheck: warning: {root} is not the root of a git repository; GitHub reads "
               "workflows from .github/workflows at the root", file=sys.stderr)
+    if not SAFE_REF.fullmatch(args.action_ref):
+        print(f"turncheck: error: --action-ref {args.action_ref!r}: use a tag such as v1 "
+              "or a 40-character commit SHA", file=sys.stderr)
+        return 2
+    branch = args.default_branch or default_branch(root)
+    if not SAFE_REF.fullmatch(branch):
+        print(f"turncheck: error: --default-branch {branch!r} is not a branch name",
+              file=sys.stderr)
+        return 2
     detected = missed_suites(root)
-    files = planned_files(root, detected)
+    files = planned_files(root, detected, branch, args.action_ref)
     for item in files:
         print(f"  {write(root, item, args.force):<9} {item.path}")
-    print_next_steps(root, files, detected)
+    print_next_steps(root, files, detected, args.action_ref)
     return 0
 
 
-def planned_files(root: Path, detected: list[str]) -> list[Planned]:
-    branch = default_branch(root)
-    workflow = init_files.WORKFLOW.replace("@BRANCH@", branch)
-    files = [
-        Planned(init_files.WORKFLOW_PATH, workflow.replace("@ACTION@", init_files.ACTION)),
-        Planned(init_files.FORK_WORKFLOW_PATH,
-                init_files.FORK_WORKFLOW.replace("@ACTION@", init_files.ACTION)),
-    ]
+SAFE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+"""A branch or tag name that needs no quoting in YAML (and a commit SHA)."""
+COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def planned_files(root: Path, detected: list[str], branch: str,
+                  action_ref: str = init_files.DEFAULT_ACTION_REF) -> list[Planned]:
+    files = [Planned(path, init_files.fill(template, action_ref, branch))
+             for path, template in ((init_files.WORKFLOW_PATH, init_files.WORKFLOW),
+                                    (init_files.FORK_WORKFLOW_PATH, init_files.FORK_WORKFLOW),
+                                    (init_files.TRUSTED_WORKFLOW_PATH,
+                                     init_files.TRUSTED_WORKFLOW))]
     if not detected and not _has_suites(root):
         files.append(Planned(init_files.STARTER_PATH, init_files.STARTER))
     existing = find_config(root, stop=root)
@@ -102,14 +128,49 @@ def _toml_list(items: list[str]) -> str:
 
 
 def default_branch(root: Path) -> str:
-    """The branch HEAD names (also in a repository with no commit yet), else main."""
+    """The repository's default branch, which the baseline job runs on: origin's HEAD
+    (as last fetched), else what the remote says, else the only local branch, else asked
+    (on a terminal) or `main`. Never merely the branch checked out: `init` is often run
+    on a feature branch."""
+    remote = _git(root, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote and remote.startswith("origin/"):
+        return remote.removeprefix("origin/")
+    advertised = _git(root, "ls-remote", "--symref", "origin", "HEAD")
+    found = re.match(r"ref: refs/heads/(\S+)\tHEAD", advertised or "")
+    if found:
+        return found.group(1)
+    current = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD")
+    branches = (_git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads") or "").split()
+    if current and set(branches) <= {current}:
+        return current  # a new repository: its one branch is the default
+    for usual in ("main", "master"):
+        if usual in branches:
+            return usual
+    return _ask_default_branch(current)
+
+
+def _ask_default_branch(current: str | None) -> str:
+    fallback = "main"
+    if sys.stdin.isatty():
+        answer = input(f"The repository's default branch (the one pull requests merge into) "
+                       f"[{fallback}]: ").strip()
+        return answer or fallback
+    print(f"turncheck: warning: cannot tell the repository's default branch (no origin/HEAD; "
+          f"checked out: {current or 'none'}); the workflows use {fallback!r}. Pass "
+          "--default-branch NAME to change it.", file=sys.stderr)
+    return fallback
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """The stripped output of a git command, or None when it fails."""
     try:
-        found = subprocess.run(["git", "symbolic-ref", "--short", "HEAD"], cwd=root,
-                               capture_output=True, text=True, timeout=10, check=False)
+        found = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                               timeout=20, check=False,
+                               env={"GIT_SSH_COMMAND": "ssh -o BatchMode=yes", **os.environ,
+                                    "GIT_TERMINAL_PROMPT": "0"})
     except (OSError, subprocess.TimeoutExpired):
-        return "main"
-    name = found.stdout.strip()
-    return name if found.returncode == 0 and name and "'" not in name else "main"
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def write(root: Path, item: Planned, force: bool) -> str:
@@ -127,7 +188,8 @@ def write(root: Path, item: Planned, force: bool) -> str:
     return "replaced" if existed else "wrote"
 
 
-def print_next_steps(root: Path, files: list[Planned], detected: list[str]) -> None:
+def print_next_steps(root: Path, files: list[Planned], detected: list[str],
+                     action_ref: str = init_files.DEFAULT_ACTION_REF) -> None:
     kept = [f.path for f in files
             if (root / f.path).read_text(encoding="utf-8", errors="replace") != f.content]
     if kept:
@@ -138,12 +200,32 @@ def print_next_steps(root: Path, files: list[Planned], detected: list[str]) -> N
     starter = any(f.path == init_files.STARTER_PATH for f in files)
     suites, key = ("evals/", "OPENAI_API_KEY") if starter else (
         ".", "OPENROUTER_API_KEY (or OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+    label = init_files.TRUSTED_LABEL
     print(f"""
 Next:
   1. Record the suites' answers once (calls the provider; cassettes are written beside them):
        turncheck record {suites}   with {key} set
   2. Check that they replay offline, with no key:  turncheck run
   3. Commit the suites, their *.cassette.yaml files, turncheck.toml and .github/workflows/.
-  4. After the first pull request, make the `evals` job of the `turncheck` workflow a
-     required status check (branch protection or a ruleset). With a merge queue it also
-     runs on merge_group, so the requirement holds there too.""")
+  4. After the first pull request, require the check run `turncheck` (branch protection
+     or a ruleset: "Require status checks to pass" → turncheck). Require that check,
+     not a job: on a fork's pull request the workflow is the fork's copy, so its jobs
+     prove nothing. turncheck also sets the check on merge_group, for merge queues.
+  5. Fork pull requests: turncheck-fork-comment.yml posts the fork's own figures marked
+     unverified and holds `turncheck` at action_required; review the pull request (its
+     cassettes too) and add the label `{label}` (create it once:
+     gh label create {label}) to run turncheck-trusted.yml, which sets the verdict.""")
+    print(action_ref_advice(action_ref))
+
+
+def action_ref_advice(action_ref: str) -> str:
+    action = f"{init_files.ACTION_REPOSITORY}@{action_ref}"
+    if COMMIT_SHA.fullmatch(action_ref):
+        return (f"\nThe workflows use {action}: a pinned commit, which builds the action's "
+                "image from its Dockerfile in every job (a minute or two each). Once turncheck "
+                "has a tagged release, `turncheck init --force` switches them to @v1, which "
+                "pulls the prebuilt image.")
+    return (f"\nThe workflows use {action}: a release tag pulls the prebuilt image. Before "
+            "turncheck's first tagged release there is no v1: pin a commit instead, with "
+            "`turncheck init --action-ref <40-hex commit SHA of turncheck/turncheck> "
+            "--force`; a commit builds the image from its Dockerfile in every job.")

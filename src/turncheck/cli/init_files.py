@@ -1,24 +1,44 @@
 """What `turncheck init` writes: the workflows, a starter suite and the configuration.
 
-`@BRANCH@` is the repository's default branch; `@ACTION@` the action reference.
+`@BRANCH@` is the repository's default branch; `@ACTION@` the action reference;
+`@LABEL@` the label that approves a fork's pull request. Every file names the check run
+`turncheck` as the required check, never a job (docs/trust-model.md).
 """
 
 from __future__ import annotations
 
-ACTION = "turncheck/turncheck@v1"
+ACTION_REPOSITORY = "turncheck/turncheck"
+DEFAULT_ACTION_REF = "v1"
 WORKFLOW_PATH = ".github/workflows/turncheck.yml"
 FORK_WORKFLOW_PATH = ".github/workflows/turncheck-fork-comment.yml"
+TRUSTED_WORKFLOW_PATH = ".github/workflows/turncheck-trusted.yml"
 STARTER_PATH = "evals/starter.eval.yaml"
 CONFIG_PATH = "turncheck.toml"
+TRUSTED_LABEL = "turncheck:trusted"
+
+ACTION_REF_NOTE = """\
+# The action: `@v1` runs turncheck's newest v1 release, a prebuilt image pulled from
+# ghcr.io. Before turncheck's first tagged release there is no v1: pin a commit of
+# turncheck/turncheck instead (`turncheck init --action-ref <40-hex SHA> --force`); a
+# commit (like a branch or a full version tag) builds the image from its Dockerfile in
+# every job, a minute or two each."""
+
+REQUIRED_CHECK_NOTE = """\
+# Require the check run `turncheck` (branch protection or a ruleset), never a job of
+# this workflow: on a fork's pull request GitHub runs the fork's copy of this file, so
+# its jobs prove nothing. turncheck creates the `turncheck` check itself; a fork's run
+# cannot pass it (see turncheck-fork-comment.yml and turncheck-trusted.yml)."""
 
 WORKFLOW = """\
 # turncheck: multi-turn LLM evals on every pull request (written by `turncheck init`).
 # Settings come from turncheck.toml; inputs given here override it.
+@REQUIRED@
+@ACTION_NOTE@
 name: turncheck
 
 on:
   pull_request:
-  merge_group:       # a merge queue needs the required check on its groups too
+  merge_group:       # a merge queue needs the `turncheck` check on its groups too
   push:
     branches: [@BRANCH@]
 
@@ -27,7 +47,7 @@ permissions:
 
 jobs:
   # Pull requests and merge groups: the changed suites at head and at base, one PR
-  # comment and a check run. Make this job a required status check.
+  # comment and the check run `turncheck` (the check to require; not this job).
   evals:
     if: github.event_name != 'push'
     runs-on: ubuntu-latest
@@ -68,9 +88,13 @@ jobs:
 """
 
 FORK_WORKFLOW = """\
-# The fork-safe half of turncheck (written by `turncheck init`): after a fork's pull
-# request run, this trusted workflow downloads its report, validates it and posts the
-# comment and check. It never runs code from the pull request.
+# The fork-safe poster (written by `turncheck init`). After a fork's pull-request run,
+# this trusted workflow downloads its report (untrusted data: size-capped, validated,
+# bound to the run's own pull request), posts it marked "unverified" under the check
+# `turncheck (unverified fork report)` and holds the required `turncheck` check at
+# action_required until a maintainer approves a trusted run (turncheck-trusted.yml).
+# It never runs code from the pull request.
+@ACTION_NOTE@
 name: turncheck fork comment
 
 on:
@@ -93,8 +117,73 @@ jobs:
     steps:
       # The default branch (trusted): only for turncheck.toml.
       - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
       - uses: @ACTION@
+        with:
+          trusted-label: @LABEL@
 """
+
+TRUSTED_WORKFLOW = """\
+# The verdict for a fork's pull request (written by `turncheck init`).
+# A maintainer reviews the pull request (suites, samples *and cassettes*: in replay
+# mode the cassettes are the model's answers) and adds the label `@LABEL@`. This
+# workflow then runs from the default branch with a write token, checks the pull
+# request's commit out into `pr/` as data (no credentials; nothing from it is
+# executed), replays its cassettes and sets the required `turncheck` check and the
+# comment. The label is removed afterwards, so every new commit needs a new approval.
+# Pass no provider keys or other secrets here. Create the label once:
+#   gh label create @LABEL@
+@ACTION_NOTE@
+name: turncheck trusted run
+
+on:
+  pull_request_target:
+    types: [labeled]
+
+permissions:
+  contents: read
+  pull-requests: write   # the comment, and removing the label
+  checks: write          # the required `turncheck` check
+  statuses: write
+
+jobs:
+  verdict:
+    if: github.event.label.name == '@LABEL@'
+    runs-on: ubuntu-latest
+    steps:
+      # The default branch (trusted): turncheck.toml.
+      - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
+      # The pull request's files, as data only, at the reviewed commit.
+      - uses: actions/checkout@v5
+        with:
+          ref: ${{ github.event.pull_request.head.sha }}
+          path: pr
+          fetch-depth: 0     # turncheck reads the base versions of the suites
+          persist-credentials: false
+      - uses: @ACTION@
+        with:
+          pr-checkout: pr
+          mode: replay
+          trusted-label: @LABEL@
+      - name: Remove the label, so the next commit needs a new approval
+        if: always()
+        env:
+          GH_TOKEN: ${{ github.token }}
+          PR: ${{ github.event.pull_request.number }}
+        run: gh pr edit "$PR" --repo "$GITHUB_REPOSITORY" --remove-label '@LABEL@'
+"""
+
+
+def fill(template: str, action_ref: str, branch: str) -> str:
+    """`template` with its placeholders: the action at `action_ref`, the default branch."""
+    return (template.replace("@REQUIRED@", REQUIRED_CHECK_NOTE)
+            .replace("@ACTION_NOTE@", ACTION_REF_NOTE)
+            .replace("@ACTION@", f"{ACTION_REPOSITORY}@{action_ref}")
+            .replace("@BRANCH@", branch).replace("@LABEL@", TRUSTED_LABEL))
+
 
 STARTER = """\
 # A starter suite (written by `turncheck init`). Record it once with a key, commit the

@@ -22,7 +22,8 @@ FILE_REFERENCE: dict[str, Any] = {
     "description": "Take the value from a file in the repository.",
 }
 _FIELDS_OF = {"SemanticSpec": TEXT_KEYS_UNDER["semantic"],
-              "Metadata": {"messages", "vars"}, "ProtocolMetadata": {"messages", "vars"}}
+              "Metadata": {"messages", "vars", "tools"}, "Eval": {"tools"},
+              "ProtocolMetadata": {"messages", "vars", "tools"}}
 
 
 def _allow_file_references(defs: dict[str, Any]) -> None:

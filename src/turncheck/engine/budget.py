@@ -227,9 +227,16 @@ def chat_plan(
     price_provider_id: str | None,
     messages: Sequence[ChatMessage],
     max_output_tokens: int | None,
+    tools_text: str = "",
 ) -> CallPlan:
+    """The worst case of one chat call; `tools_text` is the tools it offers (JSON), and
+    the messages' tool calls count with their text."""
+    texts = [m.content for m in messages]
+    texts += [call.name + call.arguments for m in messages for call in m.tool_calls]
+    if tools_text:
+        texts.append(tools_text)
     return CallPlan(
-        model, price_provider_id, input_token_bound(model, [m.content for m in messages]),
+        model, price_provider_id, input_token_bound(model, texts),
         max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
     )
 

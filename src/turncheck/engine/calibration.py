@@ -85,7 +85,7 @@ def grader_prompt(template: jinja2.Template, sample: Sample) -> str:
     """A `prompt` grader's prompt for `sample`; the label is never passed in."""
     try:
         text = template.render(
-            messages=[{"role": m.role, "content": m.content} for m in sample.messages],
+            messages=[{"role": m.role, "content": m.content or ""} for m in sample.messages],
             conversation=transcript(sample.messages),
             sample={"id": sample.id, "tags": list(sample.tags)},
         )

@@ -19,8 +19,9 @@ from turncheck.engine.judge import (
     judge_messages,
     parse_verdict,
 )
-from turncheck.engine.report import CheckResult
+from turncheck.engine.report import CheckResult, ToolCallResult
 from turncheck.engine.tokens import completion_tokens
+from turncheck.engine.tools import args_match, arguments_text
 from turncheck.formats.suite import (
     Check,
     CheckList,
@@ -31,8 +32,11 @@ from turncheck.formats.suite import (
     MaxTokensCheck,
     MinTokensCheck,
     NotMatchCheck,
+    NoToolCallCheck,
     OrGroup,
     SemanticCheck,
+    ToolCallCheck,
+    ToolOrderCheck,
     level_items,
 )
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
@@ -48,6 +52,8 @@ class TurnContext:
     render: Callable[[str], str]
     judge: Callable[[list[ChatMessage], AnswerSchema], Awaitable[str]]
     embed: Callable[[list[str]], Awaitable[list[list[float]]]]
+    tool_calls: Sequence[ToolCallResult] = ()
+    """The function calls made during this turn (tool checks judge these)."""
 
 
 @dataclass
@@ -149,7 +155,50 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
     )
 
 
+def _calls_text(calls: Sequence[ToolCallResult]) -> str:
+    if not calls:
+        return "no tool calls"
+    return "called " + ", ".join(f"{call.name}({arguments_text(call.arguments)})"
+                                 for call in calls)
+
+
+def _tool_call(check: ToolCallCheck, ctx: TurnContext) -> CheckResult:
+    named = [call for call in ctx.tool_calls if call.name == check.tool_call]
+    matching = [call for call in named if check.args is None or (
+        isinstance(call.arguments, dict) and args_match(check.args, call.arguments))]
+    passed = len(matching) == check.times if check.times is not None else bool(matching)
+    wanted = check.tool_call
+    if check.args is not None:
+        wanted += f"({arguments_text(check.args)})"
+    if check.times is not None:
+        wanted += f" × {check.times}"
+    return CheckResult(type="tool_call", passed=passed,
+                       detail=f"tool_call {wanted}: {_calls_text(ctx.tool_calls)}")
+
+
+def _no_tool_call(check: NoToolCallCheck, ctx: TurnContext) -> CheckResult:
+    name = check.no_tool_call
+    offending = [c for c in ctx.tool_calls if name == "*" or c.name == name]
+    return CheckResult(type="no_tool_call", passed=not offending,
+                       detail=f"no_tool_call {name}: {_calls_text(ctx.tool_calls)}")
+
+
+def _tool_order(check: ToolOrderCheck, ctx: TurnContext) -> CheckResult:
+    """The named tools were called in this order; other calls may come between them."""
+    calls = iter(call.name for call in ctx.tool_calls)
+    passed = all(any(name == called for called in calls) for name in check.tool_order)
+    return CheckResult(type="tool_order", passed=passed,
+                       detail=f"tool_order {' → '.join(check.tool_order)}: "
+                       f"{_calls_text(ctx.tool_calls)}")
+
+
 async def evaluate_check(check: Check, ctx: TurnContext) -> CheckResult:
+    if isinstance(check, ToolCallCheck):
+        return _tool_call(check, ctx)
+    if isinstance(check, NoToolCallCheck):
+        return _no_tool_call(check, ctx)
+    if isinstance(check, ToolOrderCheck):
+        return _tool_order(check, ctx)
     if isinstance(check, MatchCheck | NotMatchCheck):
         return await _match(check, ctx)
     if isinstance(check, MinTokensCheck | MaxTokensCheck):

@@ -9,7 +9,9 @@ Two figures per suite and in total (docs/budgets.md):
   the same upper bound a budget reserves (`tokens.input_token_bound`): exact with
   the model's tokenizer where one is available offline, else one token per UTF-8
   byte, flagged as estimated. A live run never uses more, so a budget set to the
-  worst case never stops it.
+  worst case never stops it. An eval with tools takes `max_tool_rounds + 1` rounds on
+  every turn, each call answered by the longest scripted result (one call per round:
+  parallel calls are not bounded, so with them this is an approximation).
 - protocol suites: every case runs every turn with its longest variant; a rendered
   prompt is taken as its template plus the case's data plus every earlier answer
   (prompts are rendered from earlier answers, so this is an approximation), and each
@@ -47,6 +49,7 @@ from turncheck.engine.tokens import (
     input_token_bound,
     input_token_guess,
 )
+from turncheck.engine.tools import ToolSetup, result_text
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
 from turncheck.formats.protocol import Case, ProtocolSuite
@@ -163,7 +166,7 @@ class _Models:
 def _price_id(name: str, base_url: str | None) -> str | None:
     if name == "openai":
         return "openai" if base_url is None or "api.openai.com" in base_url else None
-    return name
+    return {"gemini": "google"}.get(name, name)
 
 
 def _models(meta: Metadata, provider: str | None, base_url: str | None) -> _Models:
@@ -194,6 +197,7 @@ class _SuiteWalk:
         self.pricer = pricer
         self.variables = {**(suite.metadata.vars or {}), **variables}
         self.max_out = suite.metadata.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.tools = _ToolRounds()
 
     def render(self, text: str) -> str:
         try:
@@ -204,22 +208,33 @@ class _SuiteWalk:
     def worst_eval(self, evaluation: Eval) -> Figures:
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
+        self.tools = _ToolRounds.of(ToolSetup.of(self.suite.metadata, evaluation))
         paths = self._paths(evaluation.checks, [*texts, self.render(evaluation.prompt)], 0)
         return max((self._figures(p) for p in paths), key=_weight)
+
+    def _turn_usage(self, texts: list[str], replies: int) -> Usage:
+        """One turn: each of its rounds resends the conversation, the tools, and every
+        earlier round's answer and tool result."""
+        tools = self.tools
+        inputs = sum(
+            input_token_bound(self.models.model, [*texts, *tools.texts, *tools.results(k)])
+            + (replies + k) * self.max_out
+            for k in range(tools.rounds))
+        return Usage(input_tokens=inputs, output_tokens=tools.rounds * self.max_out)
 
     def _paths(self, level: CheckList, texts: list[str], replies: int) -> list[_Path]:
         """Every path from this level on (one per chain of follow-ups that can fire)."""
         here = _Path()
         m = self.models
-        inputs = input_token_bound(m.model, texts) + replies * self.max_out
-        here.model = Usage(input_tokens=inputs, output_tokens=self.max_out)
+        here.model = self._turn_usage(texts, replies)
+        rounds = self.tools.rounds
         checks, follow_ups = _level_contents(level)
         for check in checks:
             if isinstance(check, LlmJudgeCheck):
                 conversation = [ChatMessage("user", t) for t in texts]
                 framed = judge_messages(conversation, self.render(check.llm_judge.criteria))
                 tokens = input_token_bound(m.judge, [x.content for x in framed]) \
-                    + (replies + 1) * self.max_out
+                    + (replies + rounds) * self.max_out
                 here.judge.append((m.judge, m.judge_price,
                                    Usage(input_tokens=tokens,
                                          output_tokens=JUDGE_MAX_OUTPUT_TOKENS)))
@@ -232,8 +247,9 @@ class _SuiteWalk:
         paths = []
         for follow_up in follow_ups:
             reply = ""  # the assistant's reply: counted as max_out tokens via `replies`
-            for rest in self._paths(follow_up.checks,
-                                    [*texts, reply, self.render(follow_up.prompt)], replies + 1):
+            history = [*texts, *self.tools.results(rounds - 1), reply,
+                       self.render(follow_up.prompt)]
+            for rest in self._paths(follow_up.checks, history, replies + rounds):
                 paths.append(_Path(here.model + rest.model, here.judge + rest.judge))
         return paths
 
@@ -267,6 +283,29 @@ class _SuiteWalk:
             judge_usage=result.judge_usage,
             judge_cost_usd=result.judge_cost_usd,
         )
+
+
+@dataclass(frozen=True)
+class _ToolRounds:
+    """How tools grow a turn's worst case: `max_tool_rounds` answers with calls before
+    the final one, each call answered by the longest scripted result (one call per
+    round: parallel calls make a true bound impossible, so this is an approximation)."""
+
+    rounds: int = 1
+    texts: tuple[str, ...] = ()
+    longest_result: str = ""
+
+    @classmethod
+    def of(cls, setup: ToolSetup) -> _ToolRounds:
+        if not setup.tools:
+            return cls()
+        results = [result_text(entry) for entries in setup.results.values()
+                   for entry in entries]
+        return cls(setup.max_rounds + 1, (json.dumps(list(setup.tools)),),
+                   max(results, key=len, default=""))
+
+    def results(self, count: int) -> list[str]:
+        return [self.longest_result] * count
 
 
 def _weight(figures: Figures) -> tuple[float, int]:

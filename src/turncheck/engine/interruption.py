@@ -10,12 +10,24 @@ line and exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
 
 Work is guarded item by item with `STOP.guard(...)`; without `interruptible()`
 (a library call, a test) `guard` simply awaits the work.
+
+CPU-bound work (a check over a huge answer, a template at its limits) would keep
+the event loop from ever seeing the stop request. So after a signal a watchdog
+thread pings the loop; when the loop has not answered within `BUSY_SECONDS`, the
+watchdog re-delivers the signal to the main thread (`_thread.interrupt_main`),
+whose handler raises `CancelledError` inside the busy step if it belongs to guarded
+work: that item ends `interrupted` like one cancelled after the grace period, and
+everything else (closing sessions, saving cassettes, the partial report) proceeds.
+Work outside a guarded item (loading, the report itself) is bounded and is never
+cancelled this way.
 """
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
+import contextvars
 import signal
 import sys
 import threading
@@ -25,8 +37,12 @@ from typing import TypeVar
 
 Result = TypeVar("Result")
 GRACE_SECONDS = 3.0
+BUSY_SECONDS = 0.5
+"""After a stop request, a guarded step that keeps the event loop this long is cancelled."""
 INTERRUPTED = "interrupted"
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_GUARDED: contextvars.ContextVar[bool] = contextvars.ContextVar("guarded", default=False)
+"""True inside guarded work and every task it starts (tasks copy the context)."""
 
 
 class Interruption:
@@ -39,6 +55,7 @@ class Interruption:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._cancel_now: asyncio.Event | None = None
+        self._watchdog: _Watchdog | None = None
 
     @property
     def requested(self) -> bool:
@@ -59,12 +76,25 @@ class Interruption:
         """Called from the signal handler (the main thread, between bytecodes)."""
         first = self.signal is None
         self.signal = self.signal or signum
+        if self._watchdog is not None:
+            self._watchdog.start_watching()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         event = self._stopping if first else self._cancel_now
         if event is not None:
             loop.call_soon_threadsafe(event.set)
+
+    def handle(self, signum: int) -> None:
+        """The signal handler: a stop request, or the watchdog's poke at a busy loop."""
+        if self._watchdog is not None and self._watchdog.take_poke():
+            _cancel_busy_guarded_work(self.message())
+            return
+        self.request(signum)
+
+    def running_loop(self) -> asyncio.AbstractEventLoop | None:
+        loop = self._loop
+        return loop if loop is not None and loop.is_running() else None
 
     def _events(self) -> tuple[asyncio.Event, asyncio.Event]:
         loop = asyncio.get_running_loop()
@@ -82,12 +112,14 @@ class Interruption:
         stopping, cancel_now = self._events()
         if self.requested:
             return interrupted()
-        task = asyncio.ensure_future(work())
+        guarded = contextvars.copy_context()
+        guarded.run(_GUARDED.set, True)
+        task = asyncio.get_running_loop().create_task(_awaited(work), context=guarded)
         try:
             if await _first(task, stopping.wait()):
-                return task.result()
+                return _outcome(task, interrupted)
             if await _first(task, _sleep_or(cancel_now, self.grace)):
-                return task.result()  # finished within the grace period: a real result
+                return _outcome(task, interrupted)  # finished within the grace period
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -95,6 +127,78 @@ class Interruption:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         return interrupted()
+
+
+async def _awaited(work: Callable[[], Awaitable[Result]]) -> Result:
+    return await work()
+
+
+def _outcome(task: asyncio.Future[Result], interrupted: Callable[[], Result]) -> Result:
+    """The task's result, or `interrupted()` when the watchdog cancelled it mid-step."""
+    return interrupted() if task.cancelled() else task.result()
+
+
+def _cancel_busy_guarded_work(reason: str) -> None:
+    """Raise CancelledError into the running step when it belongs to guarded work.
+
+    Runs in the signal handler, so it raises at whatever bytecode the main thread was
+    executing: only a guarded task (or one it started) may be ended this way."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop: the busy code is not a task step
+        return
+    if task is not None and _GUARDED.get():
+        raise asyncio.CancelledError(reason)
+
+
+class _Watchdog:
+    """After a stop request, pokes the main thread whenever the event loop stays busy."""
+
+    def __init__(self, stop: Interruption) -> None:
+        self.stop = stop
+        self.closed = threading.Event()
+        self._poked = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start_watching(self) -> None:
+        if self._thread is None and not self.closed.is_set():
+            self._thread = threading.Thread(target=self._watch, name="turncheck-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def take_poke(self) -> bool:
+        """Whether the signal being handled is our poke (and forget it)."""
+        poked = self._poked.is_set()
+        self._poked.clear()
+        return poked
+
+    def close(self) -> None:
+        self.closed.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self.closed.is_set():
+            loop = self.stop.running_loop()
+            beat = threading.Event()
+            if loop is None or not _ping(loop, beat):
+                self.closed.wait(0.05)
+                continue
+            if beat.wait(BUSY_SECONDS) or self.closed.is_set():
+                self.closed.wait(0.05)
+                continue
+            self._poked.set()
+            _thread.interrupt_main(signal.Signals(self.stop.signal or signal.SIGTERM))
+            while not (beat.wait(0.05) or self.closed.is_set() or not self._poked.is_set()):
+                pass  # wait until the poke was handled (or the loop answered)
+
+
+def _ping(loop: asyncio.AbstractEventLoop, beat: threading.Event) -> bool:
+    try:
+        loop.call_soon_threadsafe(beat.set)
+    except RuntimeError:  # closed meanwhile
+        return False
+    return True
 
 
 async def _sleep_or(event: asyncio.Event, seconds: float) -> None:
@@ -125,17 +229,19 @@ def interruptible() -> Iterator[Interruption]:
     previous = {sig: signal.getsignal(sig) for sig in _SIGNALS}
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        STOP.request(signum)
+        STOP.handle(signum)
 
     STOP.signal, STOP.installed = None, True
+    watchdog = STOP._watchdog = _Watchdog(STOP)
     for sig in _SIGNALS:
         signal.signal(sig, handler)
     try:
         yield STOP
     finally:
+        watchdog.close()  # before the old handlers return: no poke may reach them
         for sig, old in previous.items():
             signal.signal(sig, old)
-        STOP.installed = False
+        STOP.installed, STOP._watchdog = False, None
 
 
 def report_interruption() -> int:

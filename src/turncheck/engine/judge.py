@@ -97,18 +97,26 @@ class JudgeAnswerError(ValueError):
 
 
 class Turn(Protocol):
-    """A conversation message: `ChatMessage`, or a sample file's message (any role)."""
+    """A conversation message: `ChatMessage`, or a sample file's message (any role; an
+    assistant's with only tool calls has no content)."""
 
     @property
     def role(self) -> str: ...
 
     @property
-    def content(self) -> str: ...
+    def content(self) -> str | None: ...
 
 
 def transcript(conversation: Sequence[Turn]) -> str:
     """The conversation as the judge and grader prompts show it."""
-    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in conversation)
+    return "\n\n".join(f"[{m.role}]\n{_message_text(m)}" for m in conversation)
+
+
+def _message_text(message: Turn) -> str:
+    """The message's text, then each function call it makes (an agent's turn)."""
+    calls = [f"(calls {call.name} with {call.arguments})"
+             for call in getattr(message, "tool_calls", None) or ()]
+    return "\n".join([message.content, *calls] if message.content else calls)
 
 
 def _framed(conversation: Sequence[Turn], criteria: str) -> str:

@@ -27,9 +27,9 @@ class Pricer:
     timestamp: datetime
     unpriced: set[str] = field(default_factory=set)
     _cache: dict[tuple[str, str | None], bool] = field(default_factory=dict)
-    # The price of each (model, provider, input tokens, output tokens) seen: a look-up
+    # The price of each (model, provider, input, output and cached tokens) seen: a look-up
     # in genai-prices matches the model id against every provider's patterns.
-    _costs: dict[tuple[str, str | None, int, int], float] = field(default_factory=dict)
+    _costs: dict[tuple[str, str | None, int, int, int], float] = field(default_factory=dict)
 
     @classmethod
     def at(cls, timestamp: str | datetime | None = None) -> Pricer:
@@ -47,22 +47,30 @@ class Pricer:
             timestamp=self.timestamp.isoformat().replace("+00:00", "Z"),
         )
 
-    def cost(self, usage: Usage, model: str, provider_id: str | None) -> float | None:
-        """USD for `usage` of `model`, or None when the model has no known price."""
+    def cost(self, usage: Usage, model: str, provider_id: str | None,
+             cached_input_tokens: int = 0) -> float | None:
+        """USD for `usage` of `model`, or None when the model has no known price.
+
+        `cached_input_tokens` (of `usage.input_tokens`) are priced at the model's
+        cache-read rate; reasoning tokens are part of the output tokens, as providers
+        count and bill them."""
         if self._cache.get((model, provider_id)) is False:
             return None
-        key = (model, provider_id, usage.input_tokens, usage.output_tokens)
+        cached = min(cached_input_tokens, usage.input_tokens)
+        key = (model, provider_id, usage.input_tokens, usage.output_tokens, cached)
         cost = self._costs.get(key)
         if cost is None:
-            cost = self._calculate(usage, model, provider_id)
+            cost = self._calculate(usage, model, provider_id, cached)
             if cost is not None:
                 self._costs[key] = cost
         return cost
 
-    def _calculate(self, usage: Usage, model: str, provider_id: str | None) -> float | None:
+    def _calculate(self, usage: Usage, model: str, provider_id: str | None,
+                   cached: int) -> float | None:
         try:
             price = calc_price(
-                PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+                PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                           cache_read_tokens=cached or None),
                 model_ref=model,
                 provider_id=provider_id,
                 genai_request_timestamp=self.timestamp,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from turncheck.engine.interruption import STOP
-from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
+from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol_report import (
     CaseAggregates,
@@ -43,6 +43,8 @@ from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
 from turncheck.engine.session import SuiteSession
+from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
+from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
@@ -176,6 +178,7 @@ class _ProtocolRun:
         self.pricer = pricer
         self.variables = {**(protocol.metadata.vars or {}), **settings.variables}
         self.redactor = session_redactor(session, settings.env)
+        self.tools = ToolSetup.of(protocol.metadata)
         self.env = protocol_environment()
         self._templates: dict[str, jinja2.Template] = {}
         self._expressions: dict[str, Any] = {}
@@ -282,9 +285,14 @@ class _ProtocolRun:
             prompt_context = context
         prompt = self._checked(what, lambda: self.render(source, prompt_context))
         state.messages.append(ChatMessage("user", prompt))
-        response = await self.session.chat(list(state.messages))
-        state.messages.append(ChatMessage("assistant", response.text))
-        usage = chat_usage(response)
+        answer = TurnAnswer()
+        try:
+            await answer_turn(self.session, self.pricer, state.messages, self.tools, answer)
+        except ToolScriptError as exc:
+            raise CaseError(f'turn "{turn.id}": {exc}') from exc
+        state.messages += answer.messages
+        response = answer.final
+        assert response is not None
         extraction = extract(response.text)
         meter = _Meter()
         scoring = ScoringContext(
@@ -307,12 +315,15 @@ class _ProtocolRun:
             variant=variant.id if variant is not None else None,
             prompt=prompt,
             response=response.text,
-            usage=usage,
-            cost_usd=self.pricer.cost(usage, self.session.model, self.session.price_provider_id),
-            latency_ms=round(response.latency_ms, 1),
+            usage=answer.usage,
+            cost_usd=add_costs(answer.costs),
+            latency_ms=round(answer.latency_ms, 1),
             checks=checks,
             passed=all(r.error is None for r in results) and all(c.passed for c in checks),
-            output_tokens_estimated=response.output_tokens is None,
+            output_tokens_estimated=answer.estimated,
+            tool_calls=answer.calls,
+            rounds=len(answer.costs),
+            **answer.token_details,
             line=variant.line if variant is not None else turn.line,
             score=weighted_score(results),
             weight=turn.weight,

@@ -22,13 +22,14 @@ from turncheck.engine.results import (
     Status,
     StatusReason,
     SuiteHeader,
+    ToolCallResult,
     TurnResult,
     Usage,
 )
 
 __all__ = [
     "CheckResult", "EvalResult", "Metered", "RepeatSummary", "Report", "Sample", "SampleResult",
-    "Status", "StatusReason", "SuiteResult", "TurnResult", "Usage",
+    "Status", "StatusReason", "SuiteResult", "ToolCallResult", "TurnResult", "Usage",
 ]
 
 SCHEMA_VERSION = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
@@ -57,6 +57,30 @@ class CheckResult(ReportModel):
     """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
 
 
+class ToolCallResult(ReportModel):
+    """One function call the model made during a turn, and the scripted result it got."""
+
+    round: int
+    """Which answer of the turn made the call (1 = the turn's first answer)."""
+    name: str
+    arguments: Any
+    """The call's arguments: a JSON object, or the raw text when it was not valid JSON."""
+    result: str | None = None
+    """The tool message sent back; None when the call could not be answered."""
+
+
+def _empty(value: object) -> bool:
+    return not value
+
+
+def _one(value: object) -> bool:
+    return value == 1
+
+
+def _none(value: object) -> bool:
+    return value is None
+
+
 class TurnResult(ReportModel):
     turn: int
     prompt: str
@@ -72,6 +96,17 @@ class TurnResult(ReportModel):
     judge_usage: Usage = Field(default_factory=Usage)
     """Judge and embedding calls made to check this turn (also summed on the eval)."""
     judge_cost_usd: float | None = 0.0
+    # Left out of a report when unused (`exclude_if`), so plain suites' reports read as
+    # before these fields existed.
+    tool_calls: list[ToolCallResult] = Field(default_factory=list, exclude_if=_empty)
+    """Function calls made during this turn, in order; `response` is the final answer."""
+    rounds: int = Field(default=1, exclude_if=_one)
+    """Model answers this turn took (1 + answers that called tools)."""
+    reasoning_tokens: int | None = Field(default=None, exclude_if=_none)
+    """Of `usage.output_tokens`, those the provider reports as reasoning (priced as output)."""
+    cached_input_tokens: int | None = Field(default=None, exclude_if=_none)
+    """Of `usage.input_tokens`, those read from the provider's prompt cache (priced at the
+    cache-read rate)."""
 
 
 class Metered(Protocol):

@@ -21,7 +21,7 @@ from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.calibration import SampleCallback, grade_sample_files
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
-from turncheck.engine.metering import chat_usage, metered_embed, metered_judge, session_redactor
+from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.protocol import CaseCallback, run_protocol
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
@@ -41,11 +41,18 @@ from turncheck.engine.session import (
 from turncheck.engine.settings import RunSettings
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
+from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
+from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
-from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError, RecordingMissing
+from turncheck.providers.base import (
+    AnswerSchema,
+    ChatMessage,
+    ProviderError,
+    RecordingMissing,
+)
 from turncheck.providers.cassettes import cassette_path_for
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
@@ -139,8 +146,10 @@ class _SuiteRun:
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
         level, line = evaluation.checks, evaluation.line
+        tools = ToolSetup.of(self.suite.metadata, evaluation)
         for turn_number in range(1, 100):
-            turn, outcome = await self._turn(turn_number, line, level, state)
+            answer = TurnAnswer()
+            turn, outcome = await self._turn(turn_number, line, level, state, tools, answer)
             state.turns.append(turn)
             if outcome.errors:
                 raise EvalError(f"turn {turn_number}: {outcome.errors[0]}")
@@ -149,46 +158,56 @@ class _SuiteRun:
             if outcome.follow_up is None:
                 return Status.FAIL, None
             follow_up = outcome.follow_up
-            state.messages += [
-                ChatMessage("assistant", turn.response),
-                ChatMessage("user", self.render(follow_up.prompt)),
-            ]
+            state.messages += [*answer.messages, ChatMessage("user", self.render(follow_up.prompt))]
             level, line = follow_up.checks, follow_up.line
         raise EvalError("conversation did not end")  # unreachable: depth is validated
 
     async def _turn(
-        self, number: int, line: int, level: CheckList, state: _EvalState
+        self, number: int, line: int, level: CheckList, state: _EvalState, tools: ToolSetup,
+        answer: TurnAnswer,
     ) -> tuple[TurnResult, LevelOutcome]:
-        response = await self.session.chat(list(state.messages))
-        usage = chat_usage(response)
-        ctx = TurnContext(
-            response=response.text,
-            reported_output_tokens=response.output_tokens,
-            conversation=[*state.messages, ChatMessage("assistant", response.text)],
-            render=self.render,
-            judge=lambda messages, schema: self._judge(messages, schema, state),
-            embed=lambda inputs: self._embed(inputs, state),
-        )
+        prompt = state.messages[-1].content
         judged_before = (state.judge_usage, len(state.judge_costs))
 
         def turn_result(outcome: LevelOutcome) -> TurnResult:
+            final = answer.final
             return TurnResult(
                 turn=number,
-                prompt=state.messages[-1].content,
-                response=response.text,
-                usage=usage,
-                cost_usd=self.pricer.cost(
-                    usage, self.session.model, self.session.price_provider_id
-                ),
-                latency_ms=round(response.latency_ms, 1),
+                prompt=prompt,
+                response=final.text if final else "",
+                usage=answer.usage,
+                cost_usd=add_costs(answer.costs),
+                latency_ms=round(answer.latency_ms, 1),
                 checks=outcome.results,
                 passed=outcome.passed,
-                output_tokens_estimated=response.output_tokens is None,
+                output_tokens_estimated=answer.estimated,
                 line=line,
                 judge_usage=_minus(state.judge_usage, judged_before[0]),
                 judge_cost_usd=add_costs(state.judge_costs[judged_before[1]:]),
+                tool_calls=answer.calls,
+                rounds=max(1, len(answer.costs)),
+                **answer.token_details,
             )
 
+        try:
+            await answer_turn(self.session, self.pricer, state.messages, tools, answer)
+        except ToolScriptError as exc:
+            state.turns.append(turn_result(LevelOutcome(False, [], None)))
+            raise EvalError(f"turn {number}: {exc}") from exc
+        except (BudgetExceeded, ProviderError):
+            if answer.costs:  # earlier rounds were paid for: keep them in the report
+                state.turns.append(turn_result(LevelOutcome(False, [], None)))
+            raise
+        assert answer.final is not None
+        ctx = TurnContext(
+            response=answer.final.text,
+            reported_output_tokens=answer.final.output_tokens,
+            conversation=[*state.messages, *answer.messages],
+            render=self.render,
+            judge=lambda messages, schema: self._judge(messages, schema, state),
+            embed=lambda inputs: self._embed(inputs, state),
+            tool_calls=answer.calls,
+        )
         try:
             outcome = await evaluate_level(level, ctx)
         except BudgetExceeded:

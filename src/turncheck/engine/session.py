@@ -8,6 +8,7 @@ likewise calls through the sample file's own cassette (`GraderSession`).
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -36,7 +37,12 @@ from turncheck.providers.base import (
     Provider,
 )
 from turncheck.providers.cassettes import CassetteTransport
-from turncheck.providers.factory import make_provider, open_cassette, select_provider
+from turncheck.providers.factory import (
+    URL_PROVIDERS,
+    make_provider,
+    open_cassette,
+    select_provider,
+)
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
 
@@ -243,13 +249,18 @@ class SuiteSession:
             output = response.output_tokens if isinstance(response, ChatResponse) else 0
             self.live_tokens += (response.input_tokens or 0) + (output or 0)
 
-    async def chat(self, messages: list[ChatMessage]) -> ChatResponse:
+    async def chat(self, messages: list[ChatMessage], tools: tuple[dict[str, Any], ...] = (),
+                   tool_choice: str | dict[str, Any] | None = None) -> ChatResponse:
+        """The model's answer; `tools` (OpenAI's format) are offered when given."""
         request = ChatRequest(
             model=self.model,
             messages=messages,
             temperature=self.metadata.temperature,
             max_output_tokens=self.metadata.max_output_tokens,
             seed=sample_seed(self.metadata.seed),
+            tools=tools,
+            tool_choice=tool_choice if tools else None,
+            reasoning_effort=self.metadata.reasoning_effort,
         )
         response = await guarded_chat(
             self.guard, self.chat_provider, request, self.price_provider_id
@@ -315,7 +326,8 @@ async def guarded_chat(
     if guard is None:
         return await provider.chat(request)
     return await guard.call(
-        lambda: chat_plan(request.model, price_id, request.messages, request.max_output_tokens),
+        lambda: chat_plan(request.model, price_id, request.messages, request.max_output_tokens,
+                          json.dumps(request.tools) if request.tools else ""),
         lambda: provider.chat(request),
         _chat_used,
     )
@@ -356,7 +368,7 @@ def open_session(
 
     def provider_for(name: str) -> Provider:
         if name not in built:
-            url = base_url if name == "openai" else None
+            url = base_url if name in URL_PROVIDERS else None
             built[name] = make_provider(
                 name,
                 env=env,
@@ -452,7 +464,7 @@ def open_grader_session(
         env=env,
         policy=settings.policy(),
         transport=transport,
-        base_url=base_url if name == "openai" else None,
+        base_url=base_url if name in URL_PROVIDERS else None,
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)

@@ -26,6 +26,7 @@ from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from turncheck.text.environment import sandboxed_environment
+from turncheck.text.template_limits import COMPILE_LIMIT_ERRORS, TOO_DEEP, limit_problems
 
 GraderKind = Literal["criteria", "prompt"]
 TomlPath = tuple[str | int, ...]
@@ -45,7 +46,7 @@ class GraderTable(BaseModel):
     model: NonEmptyStr
     criteria: NonEmptyStr | None = None
     prompt: NonEmptyStr | None = None
-    provider: Literal["openrouter", "openai", "anthropic"] | None = None
+    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = None
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = None
     temperature: Annotated[Number, Field(ge=0, le=2)] = DEFAULT_GRADER_TEMPERATURE
     seed: StrictInt | None = None
@@ -74,7 +75,7 @@ VALUE_SHAPES = {
     "model": "a non-empty string (the model id)",
     "criteria": "a non-empty string",
     "prompt": "a non-empty string (a Jinja template)",
-    "provider": 'one of "openrouter", "openai", "anthropic"',
+    "provider": 'one of "openrouter", "openai", "anthropic", "azure", "gemini"',
     "base_url": "an http:// or https:// URL",
     "temperature": "a number from 0 to 2",
     "seed": "an integer",
@@ -106,9 +107,12 @@ def template_problems(source: str) -> list[str]:
         env.compile(parsed)  # unknown filters and tests fail here, not in parse
     except jinja2.TemplateSyntaxError as exc:
         return [f"grader prompt: template error at template line {exc.lineno}: {exc.message}"]
+    except COMPILE_LIMIT_ERRORS:
+        return [f"grader prompt: template error: {TOO_DEEP}"]
     provided = set(TEMPLATE_VARIABLES) | set(env.globals)
     unknown = sorted(meta.find_undeclared_variables(parsed) - provided)
     return [
         f"grader prompt: unknown variable {name!r} (available: {', '.join(TEMPLATE_VARIABLES)})"
         for name in unknown
-    ]
+    ] + [f"grader prompt: template line {line}: {message}"
+         for line, message in limit_problems(parsed)]

@@ -154,6 +154,8 @@ class ProtocolValidator(SuiteReporter):
             if key not in PROTOCOL_KEYS:
                 self.unknown_key((), key, PROTOCOL_KEYS)
         metadata = self.metadata(data.get("metadata"), ProtocolMetadata)
+        if metadata is not None and not self.metadata_tools(metadata):
+            metadata = None
         cases = self.cases(data.get("cases"))
         before = len(self.diagnostics)
         turns, invalid = self.turns(data.get("turns"), cases)

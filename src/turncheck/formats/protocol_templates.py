@@ -32,6 +32,12 @@ from turncheck.formats.protocol import (
 )
 from turncheck.formats.templates import reserved_secret, secret_token
 from turncheck.text.environment import sandboxed_environment
+from turncheck.text.template_limits import (
+    COMPILE_LIMIT_ERRORS,
+    TOO_DEEP,
+    bounded_filters,
+    limit_problems,
+)
 
 _CAPTURING = (nodes.AssignBlock, nodes.FilterBlock, nodes.Macro, nodes.CallBlock)
 """Blocks whose output becomes a value (that a filter or method could then transform)."""
@@ -120,7 +126,7 @@ _GUARD_FILTERS = ("default", "d")
 @lru_cache(maxsize=1)
 def protocol_environment() -> jinja2.Environment:
     env = sandboxed_environment()
-    env.filters.update(hierarchy.FILTERS)
+    env.filters.update(bounded_filters(hierarchy.FILTERS))
     env.filters = {name: _refusing_secrets(f) for name, f in env.filters.items()}
     return env
 
@@ -340,7 +346,15 @@ def _syntax(compile_it: Callable[[], object]) -> Problem | None:
         compile_it()
     except jinja2.TemplateSyntaxError as exc:
         return Problem(exc.lineno or 1, "template-syntax", f"template error: {exc.message}")
+    except COMPILE_LIMIT_ERRORS:
+        return Problem(1, "template-syntax", f"template error: {TOO_DEEP}")
     return None
+
+
+def _check_limits(tree: nodes.Template, analysis: Analysis) -> None:
+    """Operations refused whatever the data (`{{ 9**(9**9) }}`), reported before any run."""
+    analysis.problems.extend(Problem(line, "template-limit", message)
+                             for line, message in limit_problems(tree))
 
 
 def check_template(source: str, scope: Scope) -> Analysis:
@@ -356,6 +370,7 @@ def check_template(source: str, scope: Scope) -> Analysis:
     _undeclared(tree, scope, analysis)
     _Checker(scope, analysis).visit(tree)
     _check_secret_uses(tree, analysis, may_output=True)
+    _check_limits(tree, analysis)
     return analysis
 
 
@@ -373,4 +388,5 @@ def check_expression(source: str, scope: Scope) -> Analysis:
     _undeclared(tree, scope, analysis)
     _Checker(scope, analysis).visit(tree)
     _check_secret_uses(tree, analysis, may_output=False)
+    _check_limits(tree, analysis)
     return analysis

@@ -7,7 +7,9 @@ validated. `metadata.messages: {file: conversation.json}` takes the opening conv
 from a messages file (JSON or YAML, OpenAI messages format; a message's `content` may
 itself be `{file: …}`, and an entry `{file: other.json}` splices another messages
 file), and `metadata.vars: {file: vars.yaml}` takes the template variables from a
-data file (JSON, YAML or TOML mapping of names to strings).
+data file (JSON, YAML or TOML mapping of names to strings). `tools` (the metadata's or
+an eval's) may be `{file: tools.json}`, a JSON or YAML file holding one tool or a list
+of them, and so may each entry of a `tools` list.
 
 PATH is relative to the directory of the file that holds the reference and must stay
 inside the repository root (no absolute paths, no `..` leaving it, no symlink whose
@@ -31,6 +33,7 @@ from typing import Any
 
 from turncheck.diagnostics import Diagnostic, error
 from turncheck.formats.files import FileRefused, read_bytes_bounded
+from turncheck.formats.nesting import json_structure_problem, toml_structure_problem
 from turncheck.formats.yamlsource import Path, Positions, load_yaml
 
 MAX_REFERENCED_BYTES = 1024 * 1024
@@ -118,6 +121,9 @@ class _Resolver:
             elif path == ("metadata",) and key == "messages" and isinstance(item, list):
                 out[key] = self.guarded(where, [], self.message_list, item, self.directory, [],
                                         "metadata.messages")
+            elif key == "tools" and _declares_tools(path) and \
+                    (is_reference(item) or isinstance(item, list)):
+                out[key] = self.guarded(where, [], self.tools, item, self.directory)
             elif path == ("metadata",) and key == "vars" and is_reference(item):
                 out[key] = self.guarded(where, {}, self.variables, item, self.directory)
             elif path == () and key == "cases" and is_reference(item):
@@ -224,6 +230,24 @@ class _Resolver:
             raise ReferenceProblem(f"{where}: role and content must be non-empty strings")
         return {"role": role, "content": content}
 
+    def tools(self, value: Any, directory: FsPath) -> Any:
+        """`tools: {file: PATH}` (a JSON/YAML list of tools, or one tool), or a list whose
+        entries may each be `{file: PATH}` (spliced in the same way)."""
+        if not is_reference(value):
+            out: list[Any] = []
+            for entry in value:
+                out += self.tools(entry, directory) if is_reference(entry) else [entry]
+            return out
+        text, real, relative = self.read(value, directory, [])
+        if real.suffix not in MESSAGES_SUFFIXES:
+            raise ReferenceProblem(f"{relative}: a tools file is .json, .yaml or .yml")
+        data = parse_data(text, relative)
+        if isinstance(data, dict):
+            return [data]
+        if not isinstance(data, list) or not data:
+            raise ReferenceProblem(f"{relative}: expected a tool or a non-empty list of tools")
+        return data
+
     def variables(self, value: Any, directory: FsPath) -> dict[str, str]:
         text, real, relative = self.read(value, directory, [])
         if real.suffix not in VARS_SUFFIXES:
@@ -233,6 +257,11 @@ class _Resolver:
                 isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise ReferenceProblem(f"{relative}: expected a mapping of names to strings")
         return data
+
+
+def _declares_tools(path: Path) -> bool:
+    """`metadata.tools` and an eval's `tools` take `{file: …}`."""
+    return path == ("metadata",) or (len(path) == 2 and path[0] == "evals")
 
 
 def read_text_reference(value: Any, directory: FsPath,
@@ -267,12 +296,18 @@ def read_bounded_text(real: FsPath, shown: str) -> str:
 
 
 def parse_data(text: str, shown: str, toml: bool = False) -> Any:
+    json_text = not toml and shown.endswith(".json")
+    if toml or json_text:
+        scan = toml_structure_problem if toml else json_structure_problem
+        problem = scan(text)
+        if problem is not None:
+            raise ReferenceProblem(f"{shown}:{problem.line}:{problem.column}: {problem.message}")
     if toml:
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ReferenceProblem(f"{shown}: invalid TOML: {exc}") from None
-    if shown.endswith(".json"):
+    if json_text:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

@@ -7,13 +7,16 @@ problem at the line and column of the offending key or value.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from turncheck.diagnostics import Diagnostic, error, warning
 from turncheck.formats import templates
+from turncheck.formats.model_families import family_warnings
 from turncheck.formats.suite import Metadata
+from turncheck.formats.tools import Tool, ToolChoice, ToolResults
 from turncheck.formats.yamlsource import Path, Pos, Positions
 
 
@@ -78,7 +81,10 @@ def explain(problem: Any) -> str:
 
 
 class SuiteReporter(Reporter):
-    """A `Reporter` that also knows the metadata block and `{{var()}}` templates."""
+    """A `Reporter` that also knows the metadata block, its tools and `{{var()}}` templates."""
+
+    declared_tools: set[str] | None = None
+    """Names of the metadata's tools (None: the suite declares none)."""
 
     def templates_in(self, path: Path, text: str) -> None:
         problem = templates.check_syntax(text)
@@ -146,4 +152,61 @@ class SuiteReporter(Reporter):
         metadata.remember_lines({key: self.positions.value((*path, key)).line
                                  for key in (*templates.METADATA_FIELDS, "messages")
                                  if key in known})
+        for key, message in family_warnings(metadata):
+            self.warning_at(self.positions.value((*path, key)), "model-family", message)
         return metadata
+
+    # -- tools ---------------------------------------------------------------
+
+    def metadata_tools(self, metadata: Metadata) -> bool:
+        """Check the metadata's tools (remembering their names); False when they are invalid:
+        no eval may then run."""
+        before = len(self.diagnostics)
+        self.declared_tools = self.tool_setup(("metadata",), metadata.tools,
+                                              metadata.tool_results, metadata.tool_choice)
+        return not self.errors_since(before)
+
+    def tool_setup(self, path: Path, tools: list[Tool] | None,
+                   results: ToolResults | None, choice: ToolChoice | None) -> set[str] | None:
+        """Check one tool declaration (metadata's or an eval's); the tool names it declares."""
+        names = None if tools is None else self.tool_names(path, tools)
+        self.scripted(path, results, choice, names)
+        return names
+
+    def tool_names(self, path: Path, tools: list[Tool]) -> set[str]:
+        names: dict[str, int] = {}
+        for index, tool in enumerate(tools):
+            if tool.name in names:
+                first = self.positions.value(
+                    (*path, "tools", names[tool.name], "function", "name")).line
+                self.error_at_value((*path, "tools", index, "function", "name"),
+                                    "duplicate-tool-name", f'duplicate tool name "{tool.name}" '
+                                    f"(first declared at line {first})")
+            names.setdefault(tool.name, index)
+        return set(names)
+
+    def scripted(self, path: Path, results: ToolResults | None, choice: ToolChoice | None,
+                 names: set[str] | None) -> None:
+        """`tool_results` and a forced `tool_choice` must name declared tools."""
+        if names is None:
+            for key, value in (("tool_results", results), ("tool_choice", choice)):
+                if value is not None:
+                    self.error_at_key((*path, key), "no-tools",
+                                      f"{key} is set, but no tools are declared")
+            return
+        for name in results or {}:
+            if name not in names:
+                self.unknown_tool((*path, "tool_results", name), name, names, key=True)
+        if not isinstance(choice, str) and choice is not None \
+                and choice.function.name not in names:
+            self.unknown_tool((*path, "tool_choice", "function", "name"),
+                              choice.function.name, names)
+
+    def unknown_tool(self, path: Path, name: str, declared: Iterable[str],
+                     key: bool = False) -> None:
+        known = sorted(declared)
+        hint = difflib.get_close_matches(name, known, n=1)
+        suggestion = f'; did you mean "{hint[0]}"?' if hint else \
+            f"; declared: {', '.join(known) or 'none'}"
+        report = self.error_at_key if key else self.error_at_value
+        report(path, "unknown-tool", f'unknown tool "{name}"{suggestion}')

@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from turncheck.diagnostics import Diagnostic, error, warning
@@ -48,6 +56,7 @@ from turncheck.formats.grader import (
     instruction_problems,
 )
 from turncheck.formats.grader import VALUE_SHAPES as GRADER_SHAPES
+from turncheck.formats.nesting import toml_structure_problem
 from turncheck.formats.references import (
     Reference,
     ReferenceProblem,
@@ -70,9 +79,49 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SampleFunction(_Strict):
+    name: NonEmptyStr
+    arguments: StrictStr = "{}"
+
+
+class SampleToolCall(_Strict):
+    """A function call of an assistant message, in OpenAI's format."""
+
+    id: StrictStr = ""
+    type: Literal["function"] = "function"
+    function: SampleFunction
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+    @property
+    def arguments(self) -> str:
+        return self.function.arguments
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class Message(_Strict):
+    """An OpenAI chat message: any role; an assistant's may hold `tool_calls` (its
+    `content` may then be left out) and a `tool` message its `tool_call_id`."""
+
+    # Unset tool fields are left out of a dump: a plain message is `{role, content}`.
     role: NonEmptyStr
-    content: NonEmptyStr
+    content: NonEmptyStr | None = Field(default=None, exclude_if=_is_none)
+    tool_calls: list[SampleToolCall] | None = Field(default=None, exclude_if=_is_none)
+    tool_call_id: StrictStr | None = Field(default=None, exclude_if=_is_none)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Message:
+        if self.content is None and not self.tool_calls:
+            raise ValueError(MISSING_CONTENT)
+        return self
+
+
+MISSING_CONTENT = 'a message needs "content" (or, from an assistant, "tool_calls")'
 
 
 class Expected(_Strict):
@@ -186,6 +235,10 @@ def parse_samples(text: str, file: str, directory: Path | None = None,
                   root: Path | None = None) -> SampleFile:
     """Validate sample-file text; problems are returned as diagnostics, never raised."""
     text = text.removeprefix("\ufeff")
+    problem = toml_structure_problem(text)
+    if problem is not None:
+        return _failed(file, error(file, problem.line, problem.column, "toml-structure",
+                                   problem.message))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -508,6 +561,8 @@ def _messages_problem(loc: TomlPath, kind: str, value: object) -> tuple[str, str
         shape = _VALUE_SHAPES["messages"]
         return "invalid-sample", f'"messages" must be {shape}, got {_show(value)}'
     message = f"message {_ordinal(loc)}"
+    if len(loc) == 2 and kind == "value_error":
+        return "invalid-message", f'{message} has no "content"'
     if len(loc) == 2:
         shape = 'a table with "role" and "content"'
         return "invalid-message", f"{message} must be {shape}, got {_show(value)}"

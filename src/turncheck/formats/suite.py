@@ -22,6 +22,14 @@ from pydantic import (
 
 from turncheck.formats import templates
 from turncheck.formats.budget import BudgetLimits
+from turncheck.formats.tools import (
+    DEFAULT_MAX_TOOL_ROUNDS,
+    MaxToolRounds,
+    ToolChoice,
+    ToolList,
+    ToolName,
+    ToolResults,
+)
 
 MAX_DEPTH = 5
 """Most nested follow-up levels a path may have (so at most 6 turns)."""
@@ -87,7 +95,7 @@ class Metadata(BaseModel):
     temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = None
     max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: StrictInt | None = None
-    provider: Literal["openrouter", "openai", "anthropic"] | None = Field(
+    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = Field(
         default=None, description="Overrides the provider chosen from the model id.",
         json_schema_extra=_or_template,
     )
@@ -132,6 +140,24 @@ class Metadata(BaseModel):
     )
     min_pass: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | None = Field(
         default=None, description="Passing samples an eval needs to pass (default: all of them)."
+    )
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="Sent to OpenAI reasoning models as `reasoning_effort`."
+    )
+    tools: ToolList | None = Field(
+        default=None, description="Function tools offered to the model (OpenAI's format), "
+        "or {file: PATH} of a JSON/YAML file holding them."
+    )
+    tool_choice: ToolChoice | None = Field(
+        default=None, description="auto, none, required or {type: function, function: {name}}."
+    )
+    tool_results: ToolResults | None = Field(
+        default=None, description="Scripted results: per tool name, {when, result} entries; "
+        "the first whose `when` is a subset of the call's arguments answers."
+    )
+    max_tool_rounds: MaxToolRounds | None = Field(
+        default=None, description="Answers with tool calls one turn may take before its "
+        f"final answer (default {DEFAULT_MAX_TOOL_ROUNDS})."
     )
 
     __slots__ = ("field_lines",)
@@ -202,8 +228,31 @@ class LlmJudgeCheck(_FollowUpFields):
     llm_judge: JudgeSpec
 
 
+class ToolCallCheck(_FollowUpFields):
+    tool_call: ToolName = Field(description="A tool the model must call during this turn.")
+    args: dict[str, Any] | None = Field(
+        default=None, description="Arguments one call must have (subset; strings are globs)."
+    )
+    times: Annotated[StrictInt, Field(ge=0)] | None = Field(
+        default=None, description="Exact number of matching calls (default: at least one)."
+    )
+
+
+class NoToolCallCheck(_FollowUpFields):
+    no_tool_call: Annotated[StrictStr, Field(pattern=r"^(\*|[A-Za-z0-9_-]{1,64})$")] = Field(
+        description='A tool the model must not call during this turn ("*": no tool at all).'
+    )
+
+
+class ToolOrderCheck(_FollowUpFields):
+    tool_order: Annotated[list[ToolName], Field(min_length=1)] = Field(
+        description="Tools that must be called in this order (other calls may interleave)."
+    )
+
+
 Check: TypeAlias = (
     MatchCheck | NotMatchCheck | MinTokensCheck | MaxTokensCheck | SemanticCheck | LlmJudgeCheck
+    | ToolCallCheck | NoToolCallCheck | ToolOrderCheck
 )
 
 CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
@@ -213,7 +262,11 @@ CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
     "max_tokens": MaxTokensCheck,
     "semantic": SemanticCheck,
     "llm_judge": LlmJudgeCheck,
+    "tool_call": ToolCallCheck,
+    "no_tool_call": NoToolCallCheck,
+    "tool_order": ToolOrderCheck,
 }
+TOOL_CHECK_TYPES = ("tool_call", "no_tool_call", "tool_order")
 
 
 class FollowUp(_Node):
@@ -245,6 +298,13 @@ class Eval(_Node):
     name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
     prompt: NonEmptyStr
     checks: CheckList
+    tools: ToolList | None = Field(default=None, description="Overrides metadata.tools.")
+    tool_choice: ToolChoice | None = Field(
+        default=None, description="Overrides metadata.tool_choice."
+    )
+    tool_results: ToolResults | None = Field(
+        default=None, description="Overrides metadata.tool_results."
+    )
 
     __slots__ = ("unique_name",)
 

@@ -8,6 +8,7 @@ model. An invalid eval is reported and skipped; the others survive.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,13 @@ from turncheck.formats.suite import (
     Eval,
     FollowUp,
     Item,
+    NoToolCallCheck,
     OrGroup,
     Suite,
+    ToolCallCheck,
+    ToolOrderCheck,
+    check_type,
+    level_items,
 )
 from turncheck.formats.yamlsource import LoadedYaml, Path, Positions, load_yaml
 from turncheck.gc_pause import gc_paused
@@ -37,7 +43,8 @@ if TYPE_CHECKING:
     from turncheck.formats.protocol import ProtocolSuite
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
-EVAL_KEYS = ("name", "prompt", "checks")
+EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results")
+TOOL_KEYS = ("tools", "tool_choice", "tool_results")
 
 
 @dataclass
@@ -73,6 +80,7 @@ class _SuiteValidator(SuiteReporter):
     def __init__(self, file: str, positions: Positions, max_depth: int) -> None:
         super().__init__(file, positions)
         self.max_depth = max_depth
+        self.metadata_valid = False
 
     # -- suite ---------------------------------------------------------------
 
@@ -87,8 +95,10 @@ class _SuiteValidator(SuiteReporter):
             if key not in TOP_LEVEL_KEYS:
                 self.unknown_key((), key, TOP_LEVEL_KEYS)
         metadata = self.metadata(data.get("metadata"))
+        self.metadata_valid = metadata is not None
+        tools_ok = metadata is not None and self.metadata_tools(metadata)
         evals = self.evals(data.get("evals"))
-        if metadata is None or not evals:
+        if metadata is None or not evals or not tools_ok:
             return None
         return Suite.model_construct(metadata=metadata, evals=evals)
 
@@ -142,11 +152,36 @@ class _SuiteValidator(SuiteReporter):
         checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
         if checks is None:
             return None
-        fields = {k: v for k, v in raw.items() if k in ("name", "prompt")}
+        fields = {k: v for k, v in raw.items() if k in ("name", "prompt", *TOOL_KEYS)}
         # An eval is placed at its prompt.
         built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path,
                                         at=self.positions.value((*path, "prompt")))
+        if built is not None:
+            self.eval_tools(path, built)
         return built
+
+    # -- tools ---------------------------------------------------------------
+
+    def eval_tools(self, path: Path, built: Eval) -> None:
+        """An eval's own tools override the metadata's; its tool checks must name them."""
+        if built.tools is not None:
+            declared = self.tool_setup(path, built.tools, built.tool_results, built.tool_choice)
+        elif not self.metadata_valid:
+            return  # what the metadata declares is unknown: its own errors are reported
+        else:
+            declared = self.declared_tools
+            self.scripted(path, built.tool_results, built.tool_choice, declared)
+        for check_path, check in _tool_checks((*path, "checks"), built.checks):
+            for name, where in _named_tools(check_path, check):
+                if name == "*" and isinstance(check, NoToolCallCheck):
+                    continue
+                if declared is None:
+                    self.error_at_value(where, "no-tools",
+                                        f'"{check_type(check)}" checks a tool call, but '
+                                        "no tools are declared (metadata.tools or the eval's "
+                                        "tools)")
+                elif name not in declared:
+                    self.unknown_tool(where, name, declared)
 
     # -- checks --------------------------------------------------------------
 
@@ -296,6 +331,33 @@ class _SuiteValidator(SuiteReporter):
             return None
         group: OrGroup | None = self.build(OrGroup, {"or": items}, path)
         return group
+
+
+def _tool_checks(path: Path, checks: CheckList) -> Iterator[tuple[Path, Check]]:
+    """Every tool check of a check list, nested follow-ups and `or` groups included,
+    with its path in the file."""
+    items, is_or = level_items(checks)
+    base = (*path, "or") if is_or else path
+    for index, item in enumerate(items):
+        where = (*base, index)
+        if isinstance(item, OrGroup):
+            yield from _tool_checks(where, item)
+            continue
+        nested = item.checks
+        if isinstance(item, ToolCallCheck | NoToolCallCheck | ToolOrderCheck):
+            yield where, item
+        if nested is not None:
+            yield from _tool_checks((*where, "checks"), nested)
+
+
+def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:
+    if isinstance(check, ToolCallCheck):
+        yield check.tool_call, (*path, "tool_call")
+    elif isinstance(check, NoToolCallCheck):
+        yield check.no_tool_call, (*path, "no_tool_call")
+    elif isinstance(check, ToolOrderCheck):
+        for index, name in enumerate(check.tool_order):
+            yield name, (*path, "tool_order", index)
 
 
 def _is_standalone_follow_up(raw: Any) -> bool:

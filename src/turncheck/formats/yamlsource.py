@@ -10,6 +10,7 @@ Recording a position for every node up front cost more than the rest of loading
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -325,12 +326,31 @@ def too_deep(text: str, limit: int = MAX_NESTING) -> Pos | None:
     """Where the nesting first exceeds `limit`, or None; never recurses.
 
     The exact check walks libyaml's event stream (a state machine, no recursion),
-    and only runs when the cheap bound cannot rule deep nesting out.
+    and only runs when the cheap bound cannot rule deep nesting out. libyaml 0.2.6
+    (bundled with PyYAML 6.0.4) refuses nesting beyond its own limit (1,000 levels)
+    before it yields the events that show where ours is passed, so the same
+    document would get its diagnostic from the parser instead of from turncheck:
+    then the pure-Python parser, which has no limit, finds the position. It stops
+    at the first level past `limit`, so only the text before that is read slowly.
     """
     if nesting_upper_bound(text) <= SAFE_NESTING_BOUND:  # the converter checks `limit`
         return None
+    try:
+        return _first_too_deep(yaml.parse(text, Loader=_SAFE_LOADER), limit)
+    except yaml.YAMLError as exc:
+        if not is_parser_nesting_limit(exc):
+            raise
+    return _first_too_deep(yaml.parse(text, Loader=yaml.SafeLoader), limit) or START
+
+
+def is_parser_nesting_limit(exc: yaml.YAMLError) -> bool:
+    """True for the parser's own nesting limit (libyaml ≥ 0.2.6), not a syntax error."""
+    return "maximum nesting depth" in str(getattr(exc, "problem", None) or exc)
+
+
+def _first_too_deep(events: Iterable[yaml.Event], limit: int) -> Pos | None:
     depth = -1  # the document's top collection is level 0, as in `_Converter`
-    for event in yaml.parse(text, Loader=_SAFE_LOADER):
+    for event in events:
         if isinstance(event, _OPENING_EVENTS):
             depth += 1
             if depth > limit:

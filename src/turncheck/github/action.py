@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
+from urllib.parse import quote
 
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
@@ -48,19 +49,28 @@ from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
+    MAX_BUNDLE_BYTES,
     BaselineInfo,
     BundleError,
+    BundleTooLarge,
     ReportBundle,
     bundle_from_json,
     bundle_from_zip,
 )
 from turncheck.github.changes import SuiteChanges, suite_changes
-from turncheck.github.client import ChangedFile, GitHubApi, GitHubApiError, PyGithubApi
+from turncheck.github.client import (
+    ArtifactTooLarge,
+    ChangedFile,
+    GitHubApi,
+    GitHubApiError,
+    PyGithubApi,
+)
 from turncheck.github.context import (
     ContextError,
     GitHubContext,
     MergeGroup,
     PullRequest,
+    WorkflowRun,
     read_context,
 )
 from turncheck.github.dependencies import (
@@ -77,7 +87,9 @@ from turncheck.github.publish import (
     collect_annotations,
     explain_read_only,
     log,
+    only_linkable,
     outputs,
+    path_prefix,
     post_check,
     post_comment,
     print_annotations,
@@ -85,6 +97,7 @@ from turncheck.github.publish import (
 )
 from turncheck.github.trust import (
     TRUSTED_RUN_EVENT,
+    UNVERIFIED_BASELINE_NOTE,
     UNVERIFIED_CHECK_NAME,
     VERIFIED,
     Provenance,
@@ -92,7 +105,11 @@ from turncheck.github.trust import (
     approval_problem,
     bind_to_run,
     hold_required_check,
+    pull_request_of_run,
+    read_tree,
+    too_large_comment,
     unverified_banner,
+    vet_bundle,
 )
 from turncheck.github.workflow import add_mask, escape_data
 from turncheck.providers.factory import API_KEY_ENV_VARS
@@ -469,8 +486,10 @@ def compare_bundle(job: Job, bundle: ReportBundle) -> Comparison:
                            removed=bundle.removed, thresholds=job.thresholds())
 
 
-def token_notes(bundle: ReportBundle) -> list[str]:
+def token_notes(bundle: ReportBundle, provenance: Provenance = VERIFIED) -> list[str]:
     notes = [f"live tokens spent: {bundle.live_tokens:,}"]
+    if not provenance.verified:  # where a fork's base came from is only its claim
+        return [*notes, UNVERIFIED_BASELINE_NOTE]
     if bundle.baseline is not None and (bundle.baseline.source == "artifact"
                                         or bundle.baseline.rejected):
         notes.append(bundle.baseline.describe())
@@ -482,13 +501,15 @@ CHECK_SUMMARY_LIMIT = 16_000
 
 
 def comment_context(job: Job, bundle: ReportBundle, reasons: list[str],
-                    banner: str | None = None) -> CommentContext:
-    workdir = "" if bundle.working_directory in ("", ".") else \
-        bundle.working_directory.rstrip("/") + "/"
-    blob = f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/{workdir}"
+                    banner: str | None = None,
+                    provenance: Provenance = VERIFIED) -> CommentContext:
+    workdir = path_prefix(bundle.working_directory)
+    blob = (f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/"
+            f"{quote(workdir, safe='/')}")
     return CommentContext(fail_reasons=reasons, head=bundle.head, base=bundle.base,
-                          run_url=job.context.run_url, notes=token_notes(bundle),
-                          reasons=bundle.reasons, blob_url=blob, banner=banner)
+                          run_url=job.context.run_url, notes=token_notes(bundle, provenance),
+                          reasons=bundle.reasons, blob_url=blob, banner=banner,
+                          linkable=provenance.linkable)
 
 
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
@@ -498,8 +519,10 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
                            calibration=job.calibration_thresholds())
     banner = None if provenance.verified else unverified_banner(provenance.source,
                                                                 job.inputs.trusted_label)
-    context = comment_context(job, bundle, reasons, banner)
-    items = collect_annotations(comparison, bundle.working_directory, bundle.head)
+    context = comment_context(job, bundle, reasons, banner, provenance)
+    items = only_linkable(collect_annotations(comparison, bundle.working_directory,
+                                              bundle.head),
+                          bundle.working_directory, provenance.linkable)
     print_annotations(items)
     published = Published()
     summary = render_summary(comparison, context)
@@ -617,22 +640,47 @@ def workflow_run_flow(job: Job) -> int:
     if run is None:
         raise ActionError("the event payload has no workflow_run")
     api = job.api()
-    archive = api.download_artifact(run.id, ARTIFACT_NAME, MAX_ARTIFACT_BYTES)
-    if archive is None:
-        log(f"run {run.id} uploaded no {ARTIFACT_NAME!r} artifact; nothing to post")
-        return 0
     try:
+        archive = api.download_artifact(run.id, ARTIFACT_NAME, MAX_ARTIFACT_BYTES)
+        if archive is None:
+            log(f"run {run.id} uploaded no {ARTIFACT_NAME!r} artifact; nothing to post")
+            return 0
         bundle = bundle_from_zip(archive)
+    except (ArtifactTooLarge, BundleTooLarge) as exc:
+        return post_too_large(job, api, run, str(exc))
     except BundleError as exc:
         raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {exc}") from None
     # The artifact is untrusted: post it only to the run's own PR, and never as a pass.
     try:
         bind_to_run(bundle, run, job.context.repository, api)
+        bundle, linkable = vet_bundle(bundle, read_tree(api, run.head_sha))
     except TrustError as exc:
         raise ActionError(f"not posting the {ARTIFACT_NAME} artifact of run {run.id}: "
                           f"{exc}") from None
     source = f"run {run.id} of {run.head_repository}"
-    return publish(job, bundle, nothing_changed=False, provenance=Provenance(False, source))
+    return publish(job, bundle, nothing_changed=False,
+                   provenance=Provenance(False, source, linkable))
+
+
+def post_too_large(job: Job, api: GitHubApi, run: WorkflowRun, problem: str) -> int:
+    """A fork report over the cap: a clear comment and a failing unverified check on the
+    run's own pull request (found from GitHub's data), the required check held."""
+    try:
+        number = pull_request_of_run(run, api)
+    except TrustError as exc:
+        raise ActionError(f"the {ARTIFACT_NAME} artifact of run {run.id}: {problem}; not "
+                          f"posting: {exc}") from None
+    source = f"run {run.id} of {run.head_repository or job.context.repository}"
+    label = job.inputs.trusted_label
+    body = too_large_comment(MARKER, source, MAX_BUNDLE_BYTES, label)
+    published = Published()
+    post_comment(api, number, body, MARKER, job.inputs.comment, published)
+    post_check(api, run.head_sha, f"unverified: the fork's report is too large ({problem})",
+               body.removeprefix(MARKER + "\n"), True, [], job.context.run_url, published,
+               name=UNVERIFIED_CHECK_NAME, verified=False)
+    hold_required_check(api, run.head_sha, label, job.context.run_url)
+    log(f"::error title=turncheck::the {ARTIFACT_NAME} artifact of run {run.id}: {problem}")
+    return 1
 
 
 # -- branch runs -----------------------------------------------------------------

@@ -6,16 +6,17 @@ newest one from the default branch created before the base commit, and uses it
 when found: no provider call is made for the baseline.
 
 Anyone who can open a pull request can upload an artifact with that name (a fork's
-run), so the name proves nothing. An artifact is used only when the Actions API says
-its run was a `push`, `schedule` or `workflow_dispatch` run of the default branch of
-this repository; every other candidate is rejected, and the comment says why.
+run), so the name proves nothing, and the newest artifacts of a repository are mostly
+pull requests'. So the lookup starts from the runs, not the artifacts: GitHub lists the
+`push`, `schedule` and `workflow_dispatch` runs of the default branch (filtered by
+branch, event and commit), each is checked again, and only their artifacts are read.
+However many pull-request runs upload artifacts, none can push the baseline out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from turncheck.engine.report import Report
@@ -27,7 +28,9 @@ BASELINE_PREFIX = "turncheck-report-"
 MAX_BASELINE_BYTES = 25 * 1024 * 1024
 TRUSTED_EVENTS = ("push", "schedule", "workflow_dispatch")
 MAX_RUNS_CHECKED = 20
-"""At most this many candidate runs are looked up (one API call each) per pull request."""
+"""At most this many trusted runs' artifacts are listed (one API call each) per pull
+request. Only default-branch push/schedule/workflow_dispatch runs count against it."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 BaselineMode = Literal["auto", "artifact", "rerun"]
 
 
@@ -48,49 +51,12 @@ class Trust:
 
 @dataclass
 class Vetting:
-    """Candidates looked at, in order of preference, and why each one was rejected."""
+    """Why each candidate artifact was passed over."""
 
-    api: GitHubApi
-    trust: Trust
     rejected: list[str] = field(default_factory=list)
-    origins: dict[int, RunOrigin | str] = field(default_factory=dict)
 
     def reject(self, artifact: ArtifactRef, reason: str) -> None:
         self.rejected.append(f"{artifact.name} from run {artifact.run_id}: {reason}")
-
-    def trusted(self, artifact: ArtifactRef) -> RunOrigin | None:
-        """The artifact's run when it is a trusted default-branch run, else None (rejected)."""
-        reason = self._reason(artifact)
-        if isinstance(reason, str):
-            self.reject(artifact, reason)
-            return None
-        return reason
-
-    def _reason(self, artifact: ArtifactRef) -> RunOrigin | str:
-        if artifact.run_id is None:
-            return "no workflow run"
-        if (artifact.repository_id is not None and artifact.head_repository_id is not None
-                and artifact.head_repository_id != artifact.repository_id):
-            return "built from another repository (a fork)"
-        if self.trust.default_branch is None:
-            return "the default branch is unknown"
-        origin = self._origin(artifact.run_id)
-        if isinstance(origin, str):
-            return origin
-        problem = untrusted_because(origin, self.trust)
-        if problem is None and artifact.head_sha not in (None, origin.head_sha):
-            problem = "the artifact and its run name different commits"
-        return origin if problem is None else problem
-
-    def _origin(self, run_id: int) -> RunOrigin | str:
-        if run_id not in self.origins:
-            if len(self.origins) >= MAX_RUNS_CHECKED:
-                return f"not checked (more than {MAX_RUNS_CHECKED} candidate runs)"
-            try:
-                self.origins[run_id] = self.api.workflow_run_origin(run_id)
-            except GitHubApiError as exc:
-                self.origins[run_id] = f"cannot read its run ({exc.message})"
-        return self.origins[run_id]
 
 
 def untrusted_because(origin: RunOrigin, trust: Trust) -> str | None:
@@ -104,22 +70,26 @@ def untrusted_because(origin: RunOrigin, trust: Trust) -> str | None:
     return None
 
 
-def candidates(
-    listed: Iterable[ArtifactRef], base_sha: str, base_time: datetime | None,
-    default_branch: str | None,
-) -> list[ArtifactRef]:
-    """In order of preference: the base commit's reports, then older default-branch ones."""
-    listed = list(listed)
-    exact = [a for a in listed if a.head_sha == base_sha or a.name == BASELINE_PREFIX + base_sha]
-    if base_time is None:
-        return exact
-    older = [
-        a for a in listed
-        if a not in exact and a.head_branch == default_branch and a.created_at
-        and a.created_at <= base_time
-    ]
-    older.sort(key=lambda a: a.created_at or base_time, reverse=True)
-    return exact + older
+def trusted_runs(api: GitHubApi, trust: Trust, base_sha: str,
+                 base_time: datetime | None) -> list[RunOrigin]:
+    """In order of preference: the default branch's trusted runs of the base commit, then
+    the newest earlier ones; looked up by branch and event, at most MAX_RUNS_CHECKED."""
+    branch = trust.default_branch or ""
+    exact = [run for event in TRUSTED_EVENTS
+             for run in api.branch_runs(branch, event, head_sha=base_sha,
+                                        limit=MAX_RUNS_CHECKED)]
+    older: list[RunOrigin] = []
+    if base_time is not None:
+        older = [run for event in TRUSTED_EVENTS
+                 for run in api.branch_runs(branch, event, created_before=base_time,
+                                            limit=MAX_RUNS_CHECKED)
+                 if run.head_sha != base_sha]
+    newest_first = sorted(older, key=lambda run: run.created_at or base_time or _EPOCH,
+                          reverse=True)
+    ordered: dict[int, RunOrigin] = {}
+    for run in exact + newest_first:
+        ordered.setdefault(run.id, run)
+    return list(ordered.values())[:MAX_RUNS_CHECKED]
 
 
 def only_suites(report: Report, paths: set[str]) -> Report:
@@ -131,10 +101,10 @@ def only_suites(report: Report, paths: set[str]) -> Report:
                                      "calibrations": calibrations})
 
 
-def _age_hours(artifact: ArtifactRef, base_time: datetime | None) -> float | None:
-    if artifact.head_sha is None or base_time is None or artifact.created_at is None:
+def _age_hours(origin: RunOrigin, base_time: datetime | None) -> float | None:
+    if base_time is None or origin.created_at is None:
         return None
-    return max(0.0, (base_time - artifact.created_at).total_seconds() / 3600)
+    return max(0.0, (base_time - origin.created_at).total_seconds() / 3600)
 
 
 def _bundle_problem(bundle: ReportBundle, origin: RunOrigin, trust: Trust) -> str | None:
@@ -153,15 +123,38 @@ def load_artifact_baseline(
     suites: set[str],
 ) -> tuple[Report | None, BaselineInfo]:
     """The baseline report and where it came from; without a report, the info says why."""
-    vetting = Vetting(api, trust)
+    vetting = Vetting()
+    if trust.default_branch is None:
+        return None, _miss("the default branch is unknown", vetting)
     try:
-        listed = api.find_artifacts(BASELINE_PREFIX)
+        runs = trusted_runs(api, trust, base_sha, base_time)
     except GitHubApiError as exc:
-        return None, _miss(f"cannot list the baseline artifacts: {exc}", vetting)
-    for artifact in candidates(listed, base_sha, base_time, trust.default_branch):
-        origin = vetting.trusted(artifact)
-        if origin is None:
-            continue
+        return None, _miss(f"cannot list the default branch's runs: {exc}", vetting)
+    for origin in runs:
+        if untrusted_because(origin, trust) is not None:
+            continue  # GitHub's filter said otherwise; never trust it alone
+        found = _from_run(api, origin, trust, suites, vetting)
+        if found is not None:
+            report, artifact = found
+            age = 0.0 if origin.head_sha == base_sha else _age_hours(origin, base_time)
+            return report, BaselineInfo(
+                source="artifact", artifact=artifact.name, run_id=origin.id,
+                commit=origin.head_sha, event=origin.event, age_hours=age,
+                saved_tokens=report.totals.usage.total + report.totals.judge_usage.total,
+                rejected=vetting.rejected)
+    reason = f"no trusted {BASELINE_PREFIX}* artifact for {base_sha[:12]} or before it"
+    return None, _miss(reason, vetting)
+
+
+def _from_run(api: GitHubApi, origin: RunOrigin, trust: Trust, suites: set[str],
+              vetting: Vetting) -> tuple[Report, ArtifactRef] | None:
+    """The report of the run's baseline artifact, when it has a valid one."""
+    try:
+        artifacts = api.run_artifacts(origin.id, BASELINE_PREFIX)
+    except GitHubApiError as exc:
+        vetting.rejected.append(f"run {origin.id}: cannot list its artifacts ({exc.message})")
+        return None
+    for artifact in artifacts:
         try:
             bundle = bundle_from_zip(api.download_artifact_by_id(artifact, MAX_BASELINE_BYTES))
         except (GitHubApiError, BundleError) as exc:
@@ -171,17 +164,8 @@ def load_artifact_baseline(
         if problem is not None:
             vetting.reject(artifact, problem)
             continue
-        report = only_suites(bundle.head, suites)
-        info = BaselineInfo(
-            source="artifact", artifact=artifact.name, run_id=artifact.run_id,
-            commit=bundle.head_sha, event=origin.event,
-            age_hours=0.0 if origin.head_sha == base_sha else _age_hours(artifact, base_time),
-            saved_tokens=report.totals.usage.total + report.totals.judge_usage.total,
-            rejected=vetting.rejected,
-        )
-        return report, info
-    reason = f"no trusted {BASELINE_PREFIX}* artifact for {base_sha[:12]} or before it"
-    return None, _miss(reason, vetting)
+        return only_suites(bundle.head, suites), artifact
+    return None
 
 
 def _miss(reason: str, vetting: Vetting) -> BaselineInfo:

@@ -25,6 +25,10 @@ class BundleError(ValueError):
     """The bundle is missing, too large or not a turncheck report."""
 
 
+class BundleTooLarge(BundleError):
+    """The report is larger than MAX_BUNDLE_BYTES: refused before it is parsed."""
+
+
 class BaselineInfo(BaseModel):
     """Where the base side of the comparison came from."""
 
@@ -94,7 +98,7 @@ class ReportBundle(BaseModel):
 
 def bundle_from_json(data: bytes) -> ReportBundle:
     if len(data) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
+        raise BundleTooLarge(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
     try:
         bundle = ReportBundle.model_validate_json(data)
     except ValidationError as exc:
@@ -115,7 +119,7 @@ def bundle_from_zip(archive: bytes) -> ReportBundle:
             if member is None:
                 raise BundleError("the artifact holds no .json report")
             if member.file_size > MAX_BUNDLE_BYTES:
-                raise BundleError(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
+                raise BundleTooLarge(f"report is larger than {MAX_BUNDLE_BYTES} bytes")
             with zipped.open(member) as handle:
                 data = handle.read(MAX_BUNDLE_BYTES + 1)
     except (zipfile.BadZipFile, OSError) as exc:

@@ -115,6 +115,7 @@ class RunOrigin:
     head_sha: str
     head_repository: str
     repository: str
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,18 @@ class PullHead:
 
     sha: str
     repository: str
+    ref: str = ""
+    """The head branch's name (in `repository`)."""
+
+
+@dataclass(frozen=True)
+class RepositoryTree:
+    """The paths of a commit's files and directories, as GitHub lists them."""
+
+    files: frozenset[str]
+    directories: frozenset[str]
+    truncated: bool = False
+    """GitHub lists at most 100,000 entries; beyond that some paths are missing."""
 
 
 class GitHubApiError(Exception):
@@ -137,6 +150,10 @@ class GitHubApiError(Exception):
 
 class GitHubPermissionError(GitHubApiError):
     """The token may not do this, e.g. a read-only token on a fork pull request."""
+
+
+class ArtifactTooLarge(GitHubApiError):
+    """An artifact is larger than the caller's cap; it was not (fully) downloaded."""
 
 
 class GitHubApi(Protocol):
@@ -175,13 +192,19 @@ class GitHubApi(Protocol):
 
     def pull_head(self, number: int) -> PullHead: ...
 
-    def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
+    def open_pulls_from(self, head_repository: str, branch: str) -> list[int]: ...
 
-    def find_artifacts(self, prefix: str) -> list[ArtifactRef]: ...
+    def tree(self, sha: str) -> RepositoryTree: ...
+
+    def download_artifact(self, run_id: int, name: str, max_bytes: int) -> bytes | None: ...
 
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes: ...
 
-    def workflow_run_origin(self, run_id: int) -> RunOrigin: ...
+    def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
+                    created_before: datetime | None = None,
+                    limit: int = 20) -> list[RunOrigin]: ...
+
+    def run_artifacts(self, run_id: int, prefix: str) -> list[ArtifactRef]: ...
 
 
 def default_retry() -> Retry:
@@ -240,10 +263,14 @@ class PyGithubApi:
         self, number: int, body: str, marker: str, mode: CommentMode = "always",
         create: bool = True,
     ) -> CommentResult:
-        """Edit our comment in place, or create it (unless `create` is False)."""
-        if marker not in body:
+        """Edit our comment in place, or create it (unless `create` is False).
+
+        Ours is a comment by this token's login whose body *starts* with `marker`: a
+        comment that merely quotes the marker (another workflow posting as the same
+        `github-actions[bot]`, or a user quoting ours) is never edited."""
+        if not body.startswith(marker):
             raise ValueError(
-                "the comment body must contain the marker, or it cannot be found again"
+                "the comment body must start with the marker, or it cannot be found again"
             )
         issue = self._repo.get_issue(number)
         existing = self._find_comment(issue, marker)
@@ -317,7 +344,27 @@ class PyGithubApi:
         with _translate_errors("get pull request"):
             head = self._repo.get_pull(number).head
             repository = head.repo.full_name if head.repo is not None else ""
-            return PullHead(str(head.sha), repository)
+            return PullHead(str(head.sha), repository, str(head.ref or ""))
+
+    def open_pulls_from(self, head_repository: str, branch: str) -> list[int]:
+        """Numbers of this repository's open pull requests whose head is `branch` of
+        `head_repository` (`owner/name`)."""
+        owner = head_repository.partition("/")[0]
+        with _translate_errors("list pull requests"):
+            return [pull.number for pull in
+                    self._repo.get_pulls(state="open", head=f"{owner}:{branch}")
+                    if pull.head.repo is not None
+                    and pull.head.repo.full_name == head_repository]
+
+    def tree(self, sha: str) -> RepositoryTree:
+        """Every path of commit `sha` (a fork PR's commits are readable in its base
+        repository too)."""
+        with _translate_errors("get tree"):
+            listed = self._repo.get_git_tree(sha, recursive=True)
+            entries = [(element.path, element.type) for element in listed.tree]
+            truncated = bool(listed.raw_data.get("truncated"))
+        return RepositoryTree(frozenset(p for p, kind in entries if kind == "blob"),
+                              frozenset(p for p, kind in entries if kind == "tree"), truncated)
 
     def check_conclusions(self, sha: str, name: str) -> list[tuple[str | None, str | None]]:
         """(conclusion, external_id) of the check runs called `name` on `sha`; the
@@ -339,33 +386,40 @@ class PyGithubApi:
             return None
         artifact = artifacts[0]
         if artifact.size_in_bytes > max_bytes:
-            raise GitHubApiError("download artifact", None,
-                                 f"artifact {name!r} is larger than {max_bytes} bytes")
+            raise ArtifactTooLarge("download artifact", None,
+                                   f"artifact {name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.archive_download_url, max_bytes)
-
-    def find_artifacts(self, prefix: str) -> list[ArtifactRef]:
-        """Unexpired artifacts whose name starts with `prefix`, newest first."""
-        with _translate_errors("list artifacts"):
-            found = [_artifact_ref(a) for a in self._repo.get_artifacts()
-                     if a.name.startswith(prefix) and not a.expired]
-        return sorted(found, key=lambda a: a.created_at or datetime.min.replace(tzinfo=UTC),
-                      reverse=True)
 
     def download_artifact_by_id(self, artifact: ArtifactRef, max_bytes: int) -> bytes:
         if artifact.size > max_bytes:
-            raise GitHubApiError("download artifact", None,
-                                 f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
+            raise ArtifactTooLarge("download artifact", None,
+                                   f"artifact {artifact.name!r} is larger than {max_bytes} bytes")
         return self._download(artifact.download_url, max_bytes)
 
-    def workflow_run_origin(self, run_id: int) -> RunOrigin:
-        with _translate_errors("get workflow run"):
-            run = self._repo.get_workflow_run(run_id)
-            head = run.head_repository
-            return RunOrigin(
-                id=run_id, event=run.event or "", head_branch=run.head_branch or "",
-                head_sha=run.head_sha or "", head_repository=head.full_name if head else "",
-                repository=run.repository.full_name if run.repository else "",
-            )
+    def branch_runs(self, branch: str, event: str, *, head_sha: str | None = None,
+                    created_before: datetime | None = None,
+                    limit: int = 20) -> list[RunOrigin]:
+        """The newest `limit` runs of `event` on `branch` (filtered by GitHub), of commit
+        `head_sha` or created no later than `created_before` when given."""
+        options: dict[str, Any] = {"branch": branch, "event": event}
+        if head_sha is not None:
+            options["head_sha"] = head_sha
+        if created_before is not None:
+            stamp = created_before.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            options["created"] = f"<={stamp}"
+        found = []
+        with _translate_errors("list workflow runs"):
+            for run in self._repo.get_workflow_runs(**options):
+                found.append(_run_origin(run))
+                if len(found) >= limit:
+                    break
+        return found
+
+    def run_artifacts(self, run_id: int, prefix: str) -> list[ArtifactRef]:
+        """The unexpired artifacts of one run whose name starts with `prefix`."""
+        with _translate_errors("list workflow run artifacts"):
+            return [_artifact_ref(a) for a in self._repo.get_workflow_run(run_id).get_artifacts()
+                    if a.name.startswith(prefix) and not a.expired]
 
     def _download(self, url: str, max_bytes: int) -> bytes:
         headers = {"Authorization": f"Bearer {self._token}",
@@ -378,8 +432,8 @@ class PyGithubApi:
             for chunk in response.iter_content(64 * 1024):
                 data.extend(chunk)
                 if len(data) > max_bytes:
-                    raise GitHubApiError("download artifact", None,
-                                         f"artifact is larger than {max_bytes} bytes")
+                    raise ArtifactTooLarge("download artifact", None,
+                                           f"artifact is larger than {max_bytes} bytes")
             return bytes(data)
 
     def comment_author(self) -> str:
@@ -402,7 +456,7 @@ class PyGithubApi:
         with _translate_errors("list comments"):
             # PaginatedList fetches every page, so comments beyond the first 100 are found.
             for comment in issue.get_comments():
-                if comment.user.login == author and marker in (comment.body or ""):
+                if comment.user.login == author and (comment.body or "").startswith(marker):
                     return comment
         return None
 
@@ -411,6 +465,16 @@ class PyGithubApi:
     ) -> None:
         with _translate_errors("update check run", write=True):
             run.edit(output={**output, "annotations": batch})
+
+
+def _run_origin(run: WorkflowRun) -> RunOrigin:
+    head = run.head_repository
+    return RunOrigin(
+        id=run.id, event=run.event or "", head_branch=run.head_branch or "",
+        head_sha=run.head_sha or "", head_repository=head.full_name if head else "",
+        repository=run.repository.full_name if run.repository else "",
+        created_at=run.created_at,
+    )
 
 
 def _artifact_ref(artifact: Artifact) -> ArtifactRef:

@@ -31,7 +31,8 @@ CHECK_NAME = "turncheck"
 AnnotationLevel = Literal["notice", "warning", "failure"]
 CommandLevel = Literal["error", "warning", "notice"]
 STATUS_CONTEXT = "turncheck"
-ANNOTATED_GROUPS = (Group.REGRESSION, Group.LIKELY_REGRESSION, Group.ERROR)
+ANNOTATED_GROUPS = (Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
+                    Group.LATER_TURN, Group.ERROR)
 VERDICT_EXTERNAL_ID = "turncheck-verdict"
 """Marks check runs turncheck created from a trusted run's own results. A fork's job
 may be *named* `turncheck` too, but a fork's read-only token cannot create check runs."""
@@ -52,7 +53,7 @@ def collect_annotations(comparison: Comparison, working_directory: str,
                         head: Report | None = None) -> list[Annotation]:
     """Validation problems, regressions (turn-of-pass shifts included, naming the check
     that failed and its turn) and failing evals at file:line, repo-relative."""
-    prefix = "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
+    prefix = path_prefix(working_directory)
     found = [_diagnostic_annotation(d, prefix) for d in comparison.diagnostics]
     results = {(s.path, e.name): e for s in head.suites for e in s.evals} if head else {}
     for suite in comparison.suites:
@@ -64,6 +65,21 @@ def collect_annotations(comparison: Comparison, working_directory: str,
     found += _case_annotations(comparison, head, prefix)
     found += _calibration_annotations(comparison, prefix)
     return found
+
+
+def path_prefix(working_directory: str) -> str:
+    """What turns a path relative to the working directory into a repository path."""
+    return "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
+
+
+def only_linkable(items: list[Annotation], working_directory: str,
+                  linkable: frozenset[str] | None) -> list[Annotation]:
+    """An untrusted report's annotations at the commit's own files only."""
+    if linkable is None:
+        return items
+    prefix = path_prefix(working_directory)
+    return [a for a in items if a.path.startswith(prefix)
+            and a.path.removeprefix(prefix) in linkable]
 
 
 def _case_annotations(comparison: Comparison, head: Report | None,
@@ -80,7 +96,7 @@ def _case_annotations(comparison: Comparison, head: Report | None,
             (PurePosixPath(suite.path).parent / cases_file).as_posix()
         for case in suite.cases:
             group = eval_group(case)
-            if case.line is None or group not in (Group.REGRESSION, Group.LIKELY_REGRESSION):
+            if case.line is None or group not in ANNOTATED_GROUPS or group is Group.ERROR:
                 continue
             found.append(Annotation(prefix + path, case.line, case.line, "failure",
                                     f"protocol case {case.id!r} {case_change(case)}",
@@ -91,7 +107,7 @@ def _case_annotations(comparison: Comparison, head: Report | None,
 def _eval_annotation(item: EvalComparison, path: str,
                      result: EvalResult | None) -> Annotation | None:
     group = eval_group(item)
-    failing = item.head is not None and item.head.status is not Status.PASS
+    failing = item.head is not None and item.head.status in (Status.FAIL, Status.ERROR)
     if item.line is None or not (failing or group in ANNOTATED_GROUPS):
         return None
     message = f"eval {item.name!r} {eval_change(item)}"

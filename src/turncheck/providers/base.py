@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 # A cassette stores the latency measured at record time in this response header,
 # so replayed turns report the recorded latency instead of ~0 ms.
@@ -42,9 +42,22 @@ NETWORK_GATE: ContextVar[Callable[[], None] | None] = ContextVar(
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call in a model's answer; `arguments` is the JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """An assistant message's function calls (its `content` may then be empty)."""
+    tool_call_id: str | None = None
+    """A `tool` message: the id of the call whose result `content` is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +84,11 @@ class ChatRequest:
     """Ask for a JSON object answer (OpenAI-compatible `response_format`), e.g. for judges."""
     answer_schema: AnswerSchema | None = None
     """Ask for an answer constrained to this JSON schema where the provider supports it."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Function tools in OpenAI's chat format (`{type: function, function: {...}}`)."""
+    tool_choice: str | dict[str, Any] | None = None
+    """OpenAI's `tool_choice`: auto, none, required or a forced function."""
+    reasoning_effort: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +100,12 @@ class ChatResponse:
     model: str | None = None
     replayed: bool = field(default=False, compare=False)
     """Answered from a cassette rather than by the provider (not part of equality)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Function calls the model asked for; the turn goes on with their results."""
+    reasoning_tokens: int | None = None
+    """Of `output_tokens`, those spent reasoning (as the provider reports them)."""
+    cached_input_tokens: int | None = None
+    """Of `input_tokens`, those read from the provider's prompt cache."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
+from turncheck.formats.yamlsource import is_parser_nesting_limit
+
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -83,8 +85,8 @@ def iter_raw_interactions(data: bytes, limits: ReadLimits) -> Iterator[RawIntera
         raise
     except Exception as exc:  # the parser and constructors raise many types
         reason = " ".join(str(exc).split())[:300]
-        if "maximum nesting depth" in reason:  # libyaml's own, far deeper, limit
-            reason = f"nests deeper than {limits.max_depth}"
+        if isinstance(exc, yaml.YAMLError) and is_parser_nesting_limit(exc):
+            reason = f"nests deeper than {limits.max_depth}"  # libyaml's own, deeper, limit
         raise CassetteShapeError(reason) from None
     finally:
         loader.dispose()

@@ -28,11 +28,19 @@ from turncheck.providers.base import Provider, ProviderError
 from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
 from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
-from turncheck.providers.openai_compat import openai_compatible, openrouter
+from turncheck.providers.openai_compat import (
+    azure_openai,
+    gemini,
+    openai_compatible,
+    openrouter,
+)
 from turncheck.providers.secrets import SecretBinder
 
-PROVIDER_NAMES = ("openrouter", "openai", "anthropic")
-API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
+API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+                    "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY")
+URL_PROVIDERS = ("openai", "azure", "gemini")
+"""Providers a suite's `base_url` (or `--base-url`) points somewhere."""
 Mode = Literal["replay", "record", "live"]
 
 
@@ -85,6 +93,8 @@ _BUILDERS: dict[str, Callable[[Connection], Provider]] = {
     "openrouter": openrouter,
     "openai": openai_compatible,
     "anthropic": AnthropicProvider,
+    "azure": azure_openai,
+    "gemini": gemini,
 }
 
 

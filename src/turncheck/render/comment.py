@@ -37,6 +37,7 @@ from turncheck.render.severity import (
     eval_group,
     findings,
 )
+from turncheck.render.tool_calls import call_text
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow, signed_int, usd
 
@@ -49,8 +50,8 @@ TRANSCRIPT_CAP = 6
 DIAGNOSTIC_CAP = 20
 COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
-TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.LIKELY_REGRESSION, Group.NEW,
-                     Group.STILL_FAILING)
+TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
+                     Group.LATER_TURN, Group.NEW, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
 SUITE_STATE = {
@@ -75,6 +76,9 @@ class CommentContext:
     """`https://github.com/OWNER/REPO/blob/HEAD_SHA/WORKDIR/`: file:line links at head."""
     banner: str | None = None
     """Trusted Markdown shown above the verdict, e.g. that the report is unverified."""
+    linkable: frozenset[str] | None = None
+    """An untrusted report's: the only file paths that may become links (the commit's
+    own files, checked by the caller); None links every plain relative path."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +123,9 @@ def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
 # -- files that could not run ----------------------------------------------------------
 
 
-def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None,
-                     cap: int) -> tuple[list[dict[str, str | None]], int]:
+def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None, cap: int,
+                     linkable: frozenset[str] | None = None,
+                     ) -> tuple[list[dict[str, str | None]], int]:
     """Errors first; identical problems collapsed into one row with a count."""
     ordered = sorted(diagnostics, key=lambda d: (not d.is_error, d.file, d.line))
     collapsed: dict[tuple[str, str], list[Diagnostic]] = {}
@@ -129,16 +134,24 @@ def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None,
     rows = []
     for (severity, message), items in collapsed.items():
         first = items[0]
-        rows.append({"where": f"{first.file}:{first.line}", "link": _blob(blob_url, first),
+        rows.append({"where": f"{first.file}:{first.line}",
+                     "link": _blob(blob_url, first, linkable),
                      "severity": severity, "message": message,
                      "more": "" if len(items) == 1 else f" (×{len(items)})"})
     return rows[:cap], max(0, len(rows) - cap)
 
 
-def _blob(blob_url: str | None, diagnostic: Diagnostic) -> str | None:
-    if not blob_url:
+def _blob(blob_url: str | None, diagnostic: Diagnostic,
+          linkable: frozenset[str] | None = None) -> str | None:
+    """A link to the file's line at head: only for a plain relative path (no `..`, which
+    a browser would resolve out of the repository) and, for an untrusted report, only
+    for one of the commit's own files."""
+    path = diagnostic.file
+    if not blob_url or (linkable is not None and path not in linkable):
         return None
-    return blob_url + quote(diagnostic.file, safe="/") + f"#L{diagnostic.line}"
+    if not path or path.startswith("/") or any(s in ("", ".", "..") for s in path.split("/")):
+        return None
+    return blob_url + quote(path, safe="/") + f"#L{max(int(diagnostic.line), 1)}"
 
 
 # -- cost ------------------------------------------------------------------------------
@@ -227,7 +240,8 @@ def _turn_cell(turn: TurnResult | None) -> str:
     if turn is None:
         return "—"
     checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
-    return f"{checks} {turn.response}"
+    calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
+    return f"{checks} {calls}{turn.response}"
 
 
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
@@ -336,11 +350,12 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
     found = findings(comparison)
     top = headline(comparison, found, context.fail_reasons)
     diagnostics, hidden = _diagnostic_rows(comparison.diagnostics, context.blob_url,
-                                           caps.diagnostics)
+                                           caps.diagnostics, context.linkable)
     groups = _groups(found, caps.rows)
     if detail <= FRAME:  # the frame: only regressions survive among the findings
         groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
-                                                      TITLE[Group.ERROR])]
+                                                      TITLE[Group.ERROR],
+                                                      TITLE[Group.BROKEN])]
     still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",
@@ -395,7 +410,8 @@ def _cut(body: str, marker: str, limit: int) -> str:
     room = max(limit - _size(CUT_NOTE) - _size(marker) - 1, 0)
     kept = body.encode("utf-8")[:room].decode("utf-8", "ignore")
     kept = kept[: kept.rfind("\n") + 1]
-    return kept + (CUT_NOTE if marker in kept else CUT_NOTE + marker + "\n")
+    # The marker must stay the body's start: the sticky comment is found by it.
+    return kept + CUT_NOTE if kept.startswith(marker) else marker + "\n" + kept + CUT_NOTE
 
 
 def render_summary(comparison: Comparison, context: CommentContext) -> str:

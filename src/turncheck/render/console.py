@@ -10,6 +10,7 @@ from typing import TextIO
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
 from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
 from turncheck.render.budget_text import budget_lines
+from turncheck.render.tool_calls import call_text
 from turncheck.text.money import usd
 
 MAX_SHOWN_CHARS = 1000
@@ -73,6 +74,8 @@ def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
     for turn in result.turns:
         yield f"  Turn {turn.turn}:"
         yield f"    Prompt: {_shown(turn.prompt, '            ')}"
+        for call in turn.tool_calls:
+            yield f"    Tool call {_shown(call_text(call), '      ')}"
         yield f"    Response: {_shown(turn.response, '              ')}"
         for check in turn.checks:
             yield f"    {_check_line(check)}"

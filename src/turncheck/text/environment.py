@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from turncheck.text.markdown import code_block, html_text, inline_code, md_cell, md_text
 from turncheck.text.money import pct, signed_int, signed_usd, usd
+from turncheck.text.template_limits import BoundedSandbox, bounded_filters
 
 
 def make_environment(
@@ -38,17 +38,18 @@ def make_environment(
 
 
 def sandboxed_environment(*, loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
-    """An environment for user-supplied templates: sandboxed, strict, not autoescaped.
+    """An environment for user-supplied templates: sandboxed, bounded, strict, not autoescaped.
 
-    Callers that render into Markdown must pass untrusted values through the filters.
+    The work of one rendering is bounded (`template_limits`). Callers that render into
+    Markdown must pass untrusted values through the filters.
     """
-    env = ImmutableSandboxedEnvironment(
+    env = BoundedSandbox(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
     )
-    env.filters.update(FILTERS)
+    env.filters.update(bounded_filters(FILTERS))
     return env
 
 

@@ -1,0 +1,262 @@
+"""Hostile inputs: each must reach a result or a clear diagnostic quickly, in bounded memory.
+
+    python benchmarks/hostile.py [--only NAME ...] [--list]
+
+Every case runs in its own Python process (so its peak resident memory is its own)
+and prints the time it took to reach its result or diagnostic (CPU time, checked
+against the targets, and wall time) and the process's peak memory, against the
+case's targets: milliseconds per KB of hostile input (or seconds) and MiB. The
+script exits 1 when any case misses a target, crashes, or takes longer than
+`TIMEOUT_SECONDS`.
+
+To add a case, write a function that builds the input, does the work the way the
+run does it and returns a one-line description of the outcome, and register it
+with `@hostile_case(...)` (see the glob and template cases below).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+TIMEOUT_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class HostileCase:
+    name: str
+    what: str
+    run: Callable[[], tuple[str, int]]
+    """Does the work; returns (outcome, size of the hostile input in bytes)."""
+    target_ms_per_kb: float | None
+    target_seconds: float | None
+    target_mib: float
+
+
+CASES: dict[str, HostileCase] = {}
+
+
+def hostile_case(name: str, what: str, *, target_mib: float,
+                 target_ms_per_kb: float | None = None, target_seconds: float | None = None,
+                 ) -> Callable[[Callable[[], tuple[str, int]]], Callable[[], tuple[str, int]]]:
+    def register(run: Callable[[], tuple[str, int]]) -> Callable[[], tuple[str, int]]:
+        CASES[name] = HostileCase(name, what, run, target_ms_per_kb, target_seconds, target_mib)
+        return run
+    return register
+
+
+# -- glob checks (issue 23, defect 3) ----------------------------------------------------
+
+ANSWER_KB = 100
+
+
+@hostile_case("glob-redos", f"match '*a*a*a*a*a*a*a*a*b' against a {ANSWER_KB} KB answer",
+              target_ms_per_kb=1.0, target_mib=120)
+def glob_redos() -> tuple[str, int]:
+    from turncheck.engine.globs import glob_match
+
+    answer = "a" * (ANSWER_KB * 1024)
+    return f"matched={glob_match('*a*a*a*a*a*a*a*a*b', answer)}", len(answer)
+
+
+@hostile_case("glob-wildcard-segments",
+              f"match '*' + 'a?' * 200 + 'b*' (a 400-atom wildcard segment) against a "
+              f"{ANSWER_KB} KB answer", target_ms_per_kb=1.0, target_mib=120)
+def glob_wildcard_segments() -> tuple[str, int]:
+    from turncheck.engine.globs import glob_match
+
+    answer = "a" * (ANSWER_KB * 1024)
+    return f"matched={glob_match('*' + 'a?' * 200 + 'b*', answer)}", len(answer)
+
+
+# -- templates (issue 23, defect 4) ----------------------------------------------------------
+
+
+def _protocol_with_prompt(prompt: str) -> str:
+    return ("metadata: {name: bomb, model: gpt-4o-mini}\n"
+            "cases: [{id: one, vars: {n: 3000000000}}]\n"
+            "turns:\n  - id: only\n"
+            f"    prompt: {json.dumps(prompt)}\n"
+            "    scorers: [{match: '*'}]\n")
+
+
+def _validate_protocol(prompt: str) -> tuple[str, int]:
+    from turncheck.formats.suite_loader import parse_suite
+
+    text = _protocol_with_prompt(prompt)
+    loaded = parse_suite(text, "bomb.eval.yaml")
+    codes = sorted({d.code for d in loaded.diagnostics})
+    return f"diagnostics={codes}", len(text)
+
+
+def _render(prompt: str, **context: object) -> tuple[str, int]:
+    from turncheck.formats.protocol_templates import protocol_environment
+    from turncheck.text.template_limits import TemplateLimitError
+
+    try:
+        protocol_environment().from_string(prompt).render(**context)
+    except TemplateLimitError as exc:
+        return f"refused: {str(exc)[:70]}", len(prompt)
+    return "rendered (not refused!)", len(prompt)
+
+
+@hostile_case("template-pow-validate", "validate a protocol whose prompt is {{ 9**(9**9) }}",
+              target_seconds=1.0, target_mib=150)
+def template_pow_validate() -> tuple[str, int]:
+    return _validate_protocol("{{ 9**(9**9) }}")
+
+
+@hostile_case("template-pow-render", "render {{ 9**(9**9) }} in the protocol environment",
+              target_seconds=0.5, target_mib=150)
+def template_pow_render() -> tuple[str, int]:
+    return _render("{{ 9**(9**9) }}")
+
+
+@hostile_case("template-string-mul", "render {{ 'a' * n }} with n = 3,000,000,000 (data)",
+              target_seconds=0.5, target_mib=150)
+def template_string_mul() -> tuple[str, int]:
+    return _render("{{ 'a' * n }}", n=3_000_000_000)
+
+
+@hostile_case("template-nested-loops", "render two nested loops over range(99999)",
+              target_seconds=3.0, target_mib=150)
+def template_nested_loops() -> tuple[str, int]:
+    return _render("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}"
+                   "{% endfor %}")
+
+
+# -- data files (issue 23, defect 9; issue 21 item 1) -------------------------------------------
+
+
+def _sample_file_codes(text: str) -> tuple[str, int]:
+    from turncheck.formats.samples import parse_samples
+
+    codes = sorted({d.code for d in parse_samples(text, "hostile.samples.toml").diagnostics})
+    return f"diagnostics={codes}", len(text)
+
+
+@hostile_case("toml-dotted-keys", "validate a sample file of one 30,000-part dotted key (60 KB)",
+              target_seconds=0.5, target_mib=120)
+def toml_dotted_keys() -> tuple[str, int]:
+    return _sample_file_codes("[samples]\na" + ".a" * 30_000 + " = 1\n")
+
+
+@hostile_case("toml-huge-array", "validate a sample file holding a 4.9 MB array of small numbers",
+              target_seconds=3.0, target_mib=150)
+def toml_huge_array() -> tuple[str, int]:
+    return _sample_file_codes("x = [" + ",".join(["1"] * 2_450_000) + "]\n")
+
+
+# -- running -------------------------------------------------------------------------
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _import_what_the_cases_use() -> None:
+    """The modules a run has loaded anyway: their import is not the case's cost."""
+    import turncheck.engine.globs
+    import turncheck.formats.protocol_templates
+    import turncheck.formats.suite_loader  # noqa: F401
+
+
+def run_in_this_process(name: str) -> None:
+    case = CASES[name]
+    _import_what_the_cases_use()
+    start, cpu = time.perf_counter(), time.process_time()
+    outcome, size = case.run()
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    print(json.dumps({"outcome": outcome, "seconds": cpu_seconds, "wall": seconds,
+                      "bytes": size, "peak_mib": _peak_mib()}))
+
+
+@dataclass
+class Measured:
+    case: HostileCase
+    seconds: float
+    """CPU time (the targets' measure: the machine may be shared)."""
+    wall: float
+    size: int
+    peak_mib: float
+    outcome: str
+
+    @property
+    def ms_per_kb(self) -> float:
+        return self.seconds * 1000 / max(self.size / 1024, 1e-9)
+
+    def misses(self) -> list[str]:
+        missed = []
+        if self.case.target_ms_per_kb is not None and self.ms_per_kb > self.case.target_ms_per_kb:
+            missed.append(f"{self.ms_per_kb:.3f} ms/KB > {self.case.target_ms_per_kb} ms/KB")
+        if self.case.target_seconds is not None and self.seconds > self.case.target_seconds:
+            missed.append(f"{self.seconds:.3f} s > {self.case.target_seconds} s")
+        if self.peak_mib > self.case.target_mib:
+            missed.append(f"{self.peak_mib:.0f} MiB > {self.case.target_mib} MiB")
+        return missed
+
+
+def measure(case: HostileCase) -> Measured | str:
+    """The case's figures from a fresh process, or why there are none."""
+    try:
+        done = subprocess.run([sys.executable, __file__, "--in-process", case.name],
+                              capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return f"no result within {TIMEOUT_SECONDS:g} s"
+    if done.returncode != 0:
+        return f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return Measured(case, figures["seconds"], figures["wall"], figures["bytes"],
+                    figures["peak_mib"], figures["outcome"])
+
+
+def report(measured: Measured) -> str:
+    case = measured.case
+    timing = (f"{measured.ms_per_kb:.3f} ms/KB (target {case.target_ms_per_kb})"
+              if case.target_ms_per_kb is not None
+              else f"{measured.seconds:.3f} s (target {case.target_seconds} s)")
+    return (f"{case.name}: {timing}, {measured.seconds * 1000:.1f} ms CPU "
+            f"({measured.wall * 1000:.1f} ms wall) for {measured.size / 1024:.1f} KB; "
+            f"peak {measured.peak_mib:.0f} MiB "
+            f"(target {case.target_mib:g}); {measured.outcome}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(CASES), default=None)
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--in-process", metavar="NAME", choices=sorted(CASES))
+    args = parser.parse_args()
+    if args.in_process:
+        run_in_this_process(args.in_process)
+        return 0
+    if args.list:
+        for case in CASES.values():
+            print(f"{case.name}: {case.what}")
+        return 0
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    failed = 0
+    for name in args.only or list(CASES):
+        measured = measure(CASES[name])
+        if isinstance(measured, str):
+            print(f"{name}: FAILED, {measured}")
+            failed += 1
+            continue
+        misses = measured.misses()
+        print(report(measured) + (f"  MISSED: {'; '.join(misses)}" if misses else ""))
+        failed += bool(misses)
+    print(f"{failed} of {len(args.only or CASES)} case(s) missed a target" if failed
+          else "every case met its targets")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

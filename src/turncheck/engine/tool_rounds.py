@@ -1,0 +1,92 @@
+"""One turn's model answers: rounds of tool calls answered from the script, then the
+final answer (shared by eval and protocol runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from turncheck.engine.metering import chat_usage
+from turncheck.engine.pricing import Pricer
+from turncheck.engine.report import ToolCallResult, Usage
+from turncheck.engine.session import SuiteSession
+from turncheck.engine.tools import (
+    MAX_CALLS_PER_ANSWER,
+    ToolScriptError,
+    ToolSetup,
+    parse_arguments,
+)
+from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
+
+
+@dataclass
+class TurnAnswer:
+    """One turn's model answers so far: the rounds of tool calls and the final answer."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+    """The turn's assistant and tool messages, its final answer last."""
+    calls: list[ToolCallResult] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    costs: list[float | None] = field(default_factory=list)
+    latency_ms: float = 0.0
+    estimated: bool = False
+    final: ChatResponse | None = None
+    reasoning_tokens: int | None = None
+    """Summed over rounds; None when no round reported any."""
+    cached_input_tokens: int | None = None
+
+    def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
+        self.final = response
+        self.usage += usage
+        self.costs.append(cost)
+        self.latency_ms += response.latency_ms
+        self.estimated = self.estimated or response.output_tokens is None
+        self.reasoning_tokens = _plus(self.reasoning_tokens, response.reasoning_tokens)
+        self.cached_input_tokens = _plus(self.cached_input_tokens, response.cached_input_tokens)
+
+    @property
+    def token_details(self) -> dict[str, int | None]:
+        """The turn's reasoning and cached tokens, as `TurnResult` fields."""
+        return {"reasoning_tokens": self.reasoning_tokens,
+                "cached_input_tokens": self.cached_input_tokens}
+
+    def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
+        """The tool message answering `call`; the call is recorded even when it cannot be
+        answered (ToolScriptError)."""
+        record = ToolCallResult(round=round_number, name=call.name, arguments=call.arguments)
+        self.calls.append(record)
+        arguments = parse_arguments(call)
+        record.arguments = arguments
+        record.result = tools.answer(call, arguments)
+        return ChatMessage("tool", record.result, tool_call_id=call.id)
+
+
+
+async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[ChatMessage],
+                      tools: ToolSetup, answer: TurnAnswer) -> None:
+    """The model's final answer to `history`, answering its tool calls round after round
+    (at most `tools.max_rounds` answers with calls before the final one). `answer` holds
+    every round so far, also when this raises (ToolScriptError, a provider error)."""
+    for round_number in range(1, tools.max_rounds + 2):
+        response = await session.chat([*history, *answer.messages], tools.tools, tools.choice)
+        usage = chat_usage(response)
+        answer.add(response, usage,
+                   pricer.cost(usage, session.model, session.price_provider_id,
+                               response.cached_input_tokens or 0))
+        if not response.tool_calls:
+            answer.messages.append(ChatMessage("assistant", response.text))
+            return
+        answer.messages.append(ChatMessage("assistant", response.text,
+                                           tool_calls=response.tool_calls))
+        if round_number > tools.max_rounds:
+            raise ToolScriptError(f"the model still called tools after max_tool_rounds "
+                                  f"({tools.max_rounds}) rounds of tool calls")
+        if len(response.tool_calls) > MAX_CALLS_PER_ANSWER:
+            raise ToolScriptError(f"the model made {len(response.tool_calls)} tool calls in "
+                                  f"one answer; at most {MAX_CALLS_PER_ANSWER} are answered")
+        for call in response.tool_calls:
+            answer.messages.append(answer.answer_call(call, round_number, tools))
+
+
+def _plus(total: int | None, count: int | None) -> int | None:
+    return total if count is None else (total or 0) + count
