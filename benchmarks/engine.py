@@ -74,8 +74,9 @@ OVERHEAD_TARGET_TURNS_PER_S = 400.0
 REPLAY_TARGET_S = 5.0
 REPLAY_TARGET_TURNS = 5_000
 PR_RATIO_TARGET = 1.15
-MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay", "pr")
-DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay", "pr")
+MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay", "replay-scale", "pr")
+DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay", "replay-scale", "pr")
+REPLAY_PEAK_TARGET_MIB = 200.0
 
 
 # --------------------------------------------------------------------------- server
@@ -532,6 +533,75 @@ def pr_run(args: argparse.Namespace, tmp: Path) -> Row:
                ratio <= PR_RATIO_TARGET)
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory since it started its program: `VmHWM`.
+
+    Not `ru_maxrss`: Linux carries it over from the parent through fork and exec, so a
+    child of this (large, after recording) benchmark process would report the parent's
+    size whatever it did itself."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="utf-8")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def replay_child(mode: Mode, suite_path: str, concurrency: int) -> None:
+    """`--replay-child`: one run of an existing suite in a fresh process; prints JSON
+    figures (its wall time and the process's peak memory, interpreter included)."""
+    suite = load_suite(Path(suite_path))
+    loaded = peak_rss_mib()
+    run = run_engine(suite, mode, concurrency, None)
+    figures = {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "turns": run.turns,
+               "peak_mib": peak_rss_mib(), "loaded_mib": loaded}
+    print(json.dumps(figures))
+
+
+def child_run(mode: Mode, suite: SuiteFile, concurrency: int) -> dict[str, float]:
+    command = [sys.executable, __file__, "--replay-child", mode, str(suite.path),
+               str(concurrency)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} run failed:\n{done.stderr[-2000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"  {mode}: wall {figures['wall_s']:.2f} s, CPU {figures['cpu_s']:.2f} s, "
+          f"{figures['turns']:.0f} turns, peak memory {figures['peak_mib']:.0f} MiB "
+          f"({figures['loaded_mib']:.0f} MiB once imports and the suite were loaded)")
+    return figures
+
+
+def replay_scale_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    """Issue 23, 9b: replay must be the cheap path. The same suite runs live against the
+    zero-latency server and replayed from its cassette, each in a fresh process."""
+    e, t, c = args.replay_scale_evals, args.turns, args.scale_concurrency
+    print(f"\n== 8. replay vs live: {e} evals x {t} turns, C={c}, each in a fresh process")
+    directory = tmp / "replay-scale"
+    directory.mkdir()
+    with scripted(t, 0.0, False) as server:
+        suite = write_suite(directory, e, t, server.base_url)
+        recorded = run_engine(suite, "record", c, server)
+        verify(recorded, e, t, "record run")
+        cassette = cassette_path_for(Path(suite.path))
+        print(f"recorded {recorded.turns} turns; cassette {cassette.stat().st_size / 1e6:.1f} MB")
+        lives = [child_run("live", suite, c) for _ in range(args.repeat)]
+    replays = [child_run("replay", suite, c) for _ in range(args.repeat)]
+    live_wall = min(r["wall_s"] for r in lives)
+    replay_wall = min(r["wall_s"] for r in replays)
+    peak = max(r["peak_mib"] for r in replays)
+    ratio = replay_wall / live_wall
+    print(f"replay/live wall (best of {args.repeat} each) = {replay_wall:.2f} / {live_wall:.2f}"
+          f" = {ratio:.3f} (target < 1); replay peak {peak:.0f} MiB "
+          f"(target <= {REPLAY_PEAK_TARGET_MIB:g} MiB)")
+    return [
+        Row(f"replay/live wall, {e}x{t}", f"{replay_wall:.2f} s / {live_wall:.2f} s",
+            "< 1", ratio, ratio < 1.0),
+        Row(f"replay peak memory, {e}x{t}", f"{peak:.0f} MiB",
+            f"<= {REPLAY_PEAK_TARGET_MIB:g} MiB", peak / REPLAY_PEAK_TARGET_MIB,
+            peak <= REPLAY_PEAK_TARGET_MIB),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("measurement", "value", "bound/target", "ratio", "result")
     table = [header] + [
@@ -560,6 +630,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--replay-turns", type=int, default=5, help="turns per eval (run 6)")
     parser.add_argument("--pr-evals", type=int, default=1000,
                         help="evals per side (run 7, --only pr)")
+    parser.add_argument("--replay-scale-evals", type=int, default=5000,
+                        help="evals (run 8, with --turns)")
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs per measurement; the best is kept"
     )
@@ -575,7 +647,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if not 1 <= turns <= MAX_DEPTH + 1:
             parser.error(f"turns must be between 1 and {MAX_DEPTH + 1} (follow-up depth limit)")
     counts = (args.evals, args.concurrency, args.overhead_evals, args.replay_evals, args.repeat,
-              args.scale_evals, args.scale_concurrency, args.pr_evals)
+              args.scale_evals, args.scale_concurrency, args.pr_evals,
+              args.replay_scale_evals)
     if min(counts) < 1:
         parser.error("counts must be positive")
     return args
@@ -584,6 +657,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--serve"]:
         serve_forever(int(argv[1]), float(argv[2]))
+        return
+    if argv[:1] == ["--replay-child"]:
+        mode: Mode = "live" if argv[1] == "live" else "replay"
+        replay_child(mode, argv[2], int(argv[3]))
         return
     if argv[:1] == ["--cpu-child"]:
         cpu_child(int(argv[1]), int(argv[2]), int(argv[3]), argv[4])
@@ -608,6 +685,8 @@ def main(argv: list[str]) -> None:
             rows.append(replay_run(args, Path(tmp)))
         if "pr" in only:
             rows.append(pr_run(args, Path(tmp)))
+        if "replay-scale" in only:
+            rows += replay_scale_run(args, Path(tmp))
     print_table(rows)
     print_load()
 

@@ -258,7 +258,9 @@ def test_oversized_cassette_is_refused_with_a_clear_error(suite: Path) -> None:
         # would crash libyaml's recursive composer (segfault) if parsed directly
         ("interactions: " + "[" * 100_000 + "]" * 100_000, "nests deeper than 64"),
         (
-            "a: &a {request: {}, response: {}}\ninteractions: [" + "*a, " * 2000 + "]\n",
+            "a: &a {request: {method: POST, uri: 'http://x/', body: null, headers: {}},"
+            " response: {status: {code: 200}, headers: {}, body: {string: ''}}}\n"
+            "interactions: [" + "*a, " * 2000 + "]\n",
             "more than 1000 YAML aliases",
         ),
         (

@@ -1,4 +1,8 @@
-"""Keep secret values out of results: every string is scrubbed before it is reported."""
+"""Keep secret values out of results: every string is scrubbed before it is reported.
+
+Each secret is removed in every form `providers.secret_forms` lists (reversed, base64,
+hex, URL-encoded, fragments …), not only as typed.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from turncheck.providers.secret_forms import FormRedactor
+
 Model = TypeVar("Model", bound=BaseModel)
 MIN_SECRET_LENGTH = 4
 """Shorter values would blank out ordinary words; such secrets are not worth much anyway."""
@@ -15,31 +21,28 @@ MIN_SECRET_LENGTH = 4
 
 class Redactor:
     def __init__(self, secrets: Iterable[str]) -> None:
-        values = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        self._secrets = sorted(values, key=len, reverse=True)
-        # Secrets that read the same inside JSON text (API keys do): a model whose JSON
-        # contains none of them has nothing to redact, so it needs no rebuilt copy.
-        self._json_safe = all(json.dumps(s, ensure_ascii=False)[1:-1] == s for s in values)
+        self._forms = FormRedactor(secrets, "[REDACTED]", MIN_SECRET_LENGTH)
+        # How each form reads inside the model's JSON text: a model whose JSON holds
+        # none of them has nothing to redact, so it needs no rebuilt copy.
+        self._json_forms = {json.dumps(f, ensure_ascii=False)[1:-1] for f in self._forms.forms}
 
     def text(self, value: str) -> str:
-        for secret in self._secrets:
-            value = value.replace(secret, "[REDACTED]")
-        return value
+        return self._forms.text(value)
 
     def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {key: self._walk(item) for key, item in value.items()}
+            return {self.text(key): self._walk(item) for key, item in value.items()}
         if isinstance(value, list):
             return [self._walk(item) for item in value]
         return value
 
     def model(self, model: Model) -> Model:
-        if not self._secrets or (self._json_safe and not self._appears_in(model)):
+        if not self._forms or not self._appears_in(model):
             return model
         return type(model).model_validate(self._walk(model.model_dump()))
 
     def _appears_in(self, model: BaseModel) -> bool:
         text = model.model_dump_json()
-        return any(secret in text for secret in self._secrets)
+        return any(form in text for form in self._json_forms)

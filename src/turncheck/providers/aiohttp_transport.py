@@ -38,6 +38,8 @@ else:  # loaded on first use: a replay never opens a connection
     aiohttp = lazy_module("aiohttp")
 
 KEEPALIVE_SECONDS = 30.0
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+"""The largest answer body accepted, counted after decompression (docs/limits.md)."""
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
@@ -45,6 +47,20 @@ _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-e
 def default_ssl_context() -> ssl.SSLContext:
     """httpx's default verification context (certifi, `SSL_CERT_FILE`), built once."""
     return httpx.create_ssl_context(trust_env=True)
+
+
+class AnswerTooLarge(httpx.DecodingError):
+    """The answer body (after decompression) is over the limit; it was not read further.
+
+    An `httpx.RequestError` that is not a transport error: the retry loop does not retry
+    it (the same request would get the same answer) and fails that call with the message.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the answer is larger than the {limit:,}-byte limit (counted after "
+            "decompression) and was refused"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +92,15 @@ class AiohttpSession:
     """One `aiohttp.ClientSession` (created on first use: it needs a running event loop),
     with a keep-alive pool of `max_connections`. Use from one event loop."""
 
-    def __init__(self, max_connections: int, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        max_connections: int,
+        ssl_context: ssl.SSLContext | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+    ) -> None:
         self._max_connections = max_connections
         self._ssl_context = ssl_context
+        self._max_answer_bytes = max_answer_bytes
         self._session: aiohttp.ClientSession | None = None
         self._proxies: dict[str, str | None] = {}
 
@@ -119,7 +141,7 @@ class AiohttpSession:
                 timeout=timeout,
                 proxy=self._proxy_for(url),
             ) as response:
-                content = await response.read()
+                content = await read_bounded(response, self._max_answer_bytes)
                 return Reply(response.status, response.reason or "", response.headers, content)
 
     def _proxy_for(self, url: str) -> str | None:
@@ -137,6 +159,22 @@ class AiohttpSession:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The decompressed body, counted while it arrives: a gzip bomb is refused once its
+    output passes `limit`, holding at most about `limit` plus one decompressed chunk."""
+    length = response.content_length
+    if length is not None and length > limit and not response.headers.get("content-encoding"):
+        raise AnswerTooLarge(limit)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.content.iter_any():
+        total += len(chunk)
+        if total > limit:
+            raise AnswerTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def client_timeout(seconds: float) -> aiohttp.ClientTimeout:

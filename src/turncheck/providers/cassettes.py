@@ -55,24 +55,21 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, quote_plus
 
 import httpx
-import yaml
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
-from turncheck.formats.yamlsource import is_parser_nesting_limit
 from turncheck.gc_pause import gc_paused
 from turncheck.lazy import submodules_without_package_init
-from turncheck.providers.aiohttp_transport import AiohttpTransport
+from turncheck.providers.aiohttp_transport import AiohttpTransport, Reply
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
-    from vcr.serialize import deserialize, serialize
+    from vcr.serialize import serialize
     from vcr.serializers import yamlserializer
 else:  # vcrpy's cassette format only, not its patching of every HTTP client
     _request, _serialize, yamlserializer = submodules_without_package_init(
         "vcr", "request", "serialize", "serializers.yamlserializer")
-    VcrRequest, deserialize, serialize = (_request.Request, _serialize.deserialize,
-                                          _serialize.serialize)
+    VcrRequest, serialize = _request.Request, _serialize.serialize
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     MISSING_KEY_EXTENSION,
@@ -84,6 +81,14 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
+from turncheck.providers.cassette_reader import (
+    CassetteShapeError,
+    ReadLimits,
+    iter_raw_interactions,
+)
+from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
+from turncheck.providers.record_lock import RecorderLock
+from turncheck.providers.secret_forms import FormRedactor
 from turncheck.providers.secrets import SecretBinder
 
 CassetteMode = Literal["replay", "record"]
@@ -91,22 +96,23 @@ DEFAULT_MAX_CASSETTE_BYTES = 50 * 1024 * 1024
 MAX_INTERACTIONS = 100_000
 MAX_YAML_DEPTH = 64  # vcrpy cassettes nest about 6 deep; bodies are strings
 MAX_YAML_ALIASES = 1_000
-_EVENT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_OPENING_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_CLOSING_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 DROPPED_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
 )
 # Not stored, to keep cassettes small and quick to load: request headers that
 # httpx adds itself, and every response header but the content type (a replay
-# needs nothing else, and the stored body is already decompressed).
+# needs nothing else, and the stored body is already decompressed) and the retry
+# hints: record mode hands the retry loop what it stores, so dropping `Retry-After`
+# here would make recording retry on its own backoff where live mode waits as told.
 _UNSTORED_REQUEST_HEADERS = frozenset(
     {"host", "content-length", "accept", "accept-encoding", "connection", "user-agent"}
 )
-_STORED_RESPONSE_HEADERS = frozenset({"content-type"})
+_STORED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "retry-after-ms"})
 _LOADED_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
-Key = tuple[str, str, str | bytes, int]
+Key = tuple[str, str, bytes, int]
+"""(method, URL, SHA-256 of the body's match form, sample): a digest, not the body, so
+the index of a large cassette costs 32 bytes per request, not a second copy of it."""
 Headers = list[tuple[str, str]]
 SAMPLE_HEADER = "x-turncheck-sample"
 MAX_SAMPLE_INDEX = 10_000
@@ -138,23 +144,22 @@ def canonical_json(value: Any) -> str:
 
 
 class Scrubber:
-    """Replaces secret values by `SECRET_PLACEHOLDER`; idempotent."""
+    """Replaces secret values, in every form `secret_forms` lists, by `SECRET_PLACEHOLDER`;
+    idempotent."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        # Longest first, so a secret containing another is replaced whole; then by
-        # value, so the result never depends on set order.
         self.secrets = sorted(unique, key=lambda s: (-len(s), s))
-        self._json_forms = [json.dumps(s)[1:-1] for s in self.secrets]
-        self._url_forms = [
-            form for s in self.secrets for form in (s, quote(s, safe=""), quote_plus(s))
-        ]
+        self._forms = FormRedactor(unique, SECRET_PLACEHOLDER, MIN_SECRET_LENGTH)
+        # `forms` holds each form JSON-escaped as well: what canonical JSON shows.
+        self._json_forms = self._forms.forms
+        self._url_forms = sorted(
+            {f for s in self._forms.forms for f in (s, quote(s, safe=""), quote_plus(s))},
+            key=lambda f: (-len(f), f),
+        )
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, SECRET_PLACEHOLDER)
-        return value
+        return self._forms.text(value)
 
     def url(self, url: str) -> str:
         for form in self._url_forms:
@@ -172,7 +177,9 @@ class Scrubber:
     def body(self, raw: bytes) -> tuple[str | bytes, bytes]:
         """(the form used for matching, the scrubbed bytes to store)."""
         try:
-            parsed = json.loads(raw)
+            parsed = loads_bounded(raw)
+        except JsonTooDeep:
+            raise
         except (ValueError, UnicodeDecodeError):
             scrubbed = self._raw_bytes(raw)
             return scrubbed, scrubbed
@@ -196,8 +203,8 @@ class Scrubber:
         return False
 
     def _raw_bytes(self, raw: bytes) -> bytes:
-        for secret in self.secrets:
-            raw = raw.replace(secret.encode(), SECRET_PLACEHOLDER.encode())
+        for form in self._forms.forms:
+            raw = raw.replace(form.encode(), SECRET_PLACEHOLDER.encode())
         return raw
 
     def _json_value(self, value: Any) -> Any:
@@ -234,6 +241,12 @@ class Interaction:
                 REPLAYED_EXTENSION: replayed,
             },
         )
+
+    def to_reply(self) -> Reply:
+        """As replayed: header names lower-cased (look-ups ignore case, as httpx's do)."""
+        headers = {name.lower(): value for name, value in self.response_headers}
+        return Reply(self.status, self.reason, headers, self.response_body,
+                     {REPLAYED_EXTENSION: True})
 
     def stored_parts(self) -> list[object]:
         return [
@@ -297,6 +310,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self._cursor: dict[Key, int] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
         self._new_count = 0
+        self._forgotten: set[Key] = set()
+        self._max_bytes = max_bytes
+        self._stored_bytes = 0
+        """The size the saved file will have, estimated: what was loaded plus the YAML
+        of each interaction recorded since (kept under `max_bytes`, what replay reads)."""
+        self._recorder_lock = RecorderLock(self.path)
+        self._claiming = asyncio.Lock()
+        self._loaded_signature: tuple[int, int, int] | None = None
         self.load_error: str | None = None
         self._load(max_bytes)
 
@@ -312,19 +333,28 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         """The stored request bodies, as recorded (secrets scrubbed)."""
         return (interaction.request_body for interaction in self._interactions)
 
+    def replay_reply(self, method: str, url: str, body: bytes, usable: object) -> Reply:
+        """Replay mode's answer as a `Reply`, without httpx's request and response objects
+        (the replay hot path of `JsonHttpClient`); the same answer `handle_async_request`
+        gives."""
+        if self.load_error is not None:
+            raise CassetteFormatError(self.load_error)
+        key, _, match_body = self._key_of(method, url, body)
+        return self._replay(key, usable, match_body).to_reply()
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
         raw_body = await request.aread()
-        key, stored_body = self._key_of(request.method, str(request.url), raw_body)
+        key, stored_body, match_body = self._key_of(request.method, str(request.url), raw_body)
         usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
-            return self._replay(key, usable)
+            return self._replay(key, usable, match_body).to_httpx(replayed=True)
         async with self._locks.setdefault(key, asyncio.Lock()):
-            hit = self._next(key)
-            if hit is not None and _problem_of(hit.response_body, usable) is not None:
-                self._forget(key)  # an unusable recording heals by being re-requested
-                hit = None
+            hit = self._usable_hit(key, usable)
+            if hit is None:
+                await self._claim()
+                hit = self._usable_hit(key, usable)  # another recorder may have saved it
             if hit is not None:
                 return hit.to_httpx(replayed=True)
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
@@ -336,9 +366,13 @@ class CassetteTransport(httpx.AsyncBaseTransport):
             return await self._record(request, key, stored_body)
 
     def save(self) -> bool:
-        """Write the cassette atomically if this run recorded anything; True if written."""
+        """Write the cassette atomically if this run recorded anything; True if written.
+
+        Ends this recorder's hold on the cassette either way (`RecorderLock`)."""
         if self._new_count == 0 or self.load_error is not None:
+            self._recorder_lock.release()
             return False
+        self._merge_saved()  # what another holder of the lock saved meanwhile is kept
         ordered = sorted(self._interactions,
                          key=lambda i: (i.method, i.uri, i.request_body, i.key[3]))
         if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):
@@ -346,41 +380,85 @@ class CassetteTransport(httpx.AsyncBaseTransport):
                 f"refusing to write {self.path}: a secret value survived scrubbing "
                 "(it appears outside a JSON string, for example inside a number)"
             )
-        pairs = [interaction.to_vcr() for interaction in ordered]
-        text = serialize(
-            {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]},
-            yamlserializer,
-        )
+        text = _serialized(ordered)
+        size = len(text.encode("utf-8"))
+        if size > self._max_bytes:
+            raise ProviderError(
+                f"refusing to write {self.path}: {size:,} bytes is over the "
+                f"{self._max_bytes:,}-byte limit replay accepts"
+            )
         write_text_confined(self.path, text)
         self._new_count = 0
+        self._loaded_signature = _signature(self.path)
+        self._recorder_lock.release()  # the next miss, if any, takes it again
         return True
 
     async def aclose(self) -> None:
         """No-op: clients sharing this transport must not close it for each other."""
 
     async def close(self) -> None:
+        self._recorder_lock.release()
         if self._inner is not None:
             await self._inner.aclose()
 
-    def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes]:
-        match_body, stored_body = self._scrubber.body(body)
-        key = (method.upper(), self._scrubber.url(url), _token_blind(match_body), current_sample())
-        return key, stored_body
+    def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, str | bytes]:
+        """(the key, the scrubbed body to store, the body's match form)."""
+        try:
+            match_body, stored_body = self._scrubber.body(body)
+        except JsonTooDeep as exc:
+            raise ProviderError(f"cannot send the request: its body's {exc}") from None
+        match_body = _token_blind(match_body)
+        key = (method.upper(), self._scrubber.url(url), _digest(match_body), current_sample())
+        return key, stored_body, match_body
 
-    def _replay(self, key: Key, usable: object) -> httpx.Response:
+    def _replay(self, key: Key, usable: object, match_body: str | bytes) -> Interaction:
         hit = self._next(key)
         if hit is None:
-            raise RecordingMissing(self._missing_message(key))
+            raise RecordingMissing(self._missing_message(key, match_body))
         problem = _problem_of(hit.response_body, usable)
         if problem is not None:
             raise RecordingMissing(
                 f"the recorded answer in {self.path} is not usable ({problem}); re-record "
                 f"it with: turncheck record {self.suite_path}"
             )
-        return hit.to_httpx(replayed=True)
+        return hit
+
+    def _usable_hit(self, key: Key, usable: object) -> Interaction | None:
+        hit = self._next(key)
+        if hit is not None and _problem_of(hit.response_body, usable) is not None:
+            self._forget(key)  # an unusable recording heals by being re-requested
+            hit = None
+        return hit
+
+    async def _claim(self) -> None:
+        """Before this run's first paid call: wait until no other process records into
+        this cassette, then take in what it saved."""
+        if self._recorder_lock.held:
+            return
+        async with self._claiming:
+            if not self._recorder_lock.held:
+                await self._recorder_lock.acquire()
+                self._merge_saved()
+
+    def _merge_saved(self) -> None:
+        """Add the recordings another run saved since this one loaded the file."""
+        signature = _signature(self.path)
+        if signature == self._loaded_signature:
+            return
+        self._loaded_signature = signature
+        try:
+            with gc_paused():
+                for interaction in _read_cassette(self.path, self._max_bytes, self._scrubber):
+                    key = interaction.key
+                    if key not in self._index and key not in self._forgotten:
+                        self._add(interaction)
+        except CassetteFormatError:
+            return  # keep what this run has; its save rewrites the file whole
+        self._stored_bytes = max(self._stored_bytes, _file_size(self.path))
 
     def _forget(self, key: Key) -> None:
         """Drop every recording for `key`; the next save rewrites the file without them."""
+        self._forgotten.add(key)
         dropped = self._index.pop(key, [])
         self._cursor.pop(key, None)
         self._interactions = [i for i in self._interactions if i not in dropped]
@@ -394,9 +472,9 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self._cursor[key] = position + 1
         return entries[min(position, len(entries) - 1)]
 
-    def _missing_message(self, key: Key) -> str:
-        method, url, body, sample = key
-        digest = hashlib.sha256(body.encode() if isinstance(body, str) else body).hexdigest()
+    def _missing_message(self, key: Key, body: str | bytes) -> str:
+        method, url, body_digest, sample = key
+        digest = body_digest.hex()
         model = _model_of(body)
         what = f"model {model}, " if model else ""
         what += f"sample {sample}, " if sample else ""
@@ -437,9 +515,26 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         interaction = self._scrubbed(request, key, stored_body, response, content, latency_ms)
         usable = request.extensions.get(USABILITY_EXTENSION)
         if _worth_recording(response, content) and _problem_of(content, usable) is None:
-            self._add(interaction)
-            self._new_count += 1
+            self._keep(interaction)
         return interaction.to_httpx()
+
+    def _keep(self, interaction: Interaction) -> None:
+        """Record `interaction` unless the cassette would then be one replay refuses."""
+        if len(self._interactions) >= MAX_INTERACTIONS:
+            raise ProviderError(
+                f"not recorded: {self.path} already holds {MAX_INTERACTIONS:,} interactions, "
+                "the most a cassette may hold; split the suite"
+            )
+        size = _yaml_size(interaction)
+        if self._stored_bytes + size > self._max_bytes:
+            raise ProviderError(
+                f"not recorded: this answer would make {self.path} larger than the "
+                f"{self._max_bytes:,}-byte limit replay accepts (about "
+                f"{self._stored_bytes + size:,} bytes); split the suite or shorten the answers"
+            )
+        self._stored_bytes += size
+        self._add(interaction)
+        self._new_count += 1
 
     def _scrubbed(
         self,
@@ -482,6 +577,8 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self._index.setdefault(interaction.key, []).append(interaction)
 
     def _load(self, max_bytes: int) -> None:
+        self._loaded_signature = _signature(self.path)
+        self._stored_bytes = _file_size(self.path)
         try:
             with gc_paused():
                 for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
@@ -489,6 +586,43 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         except CassetteFormatError as exc:
             self.load_error = (f"{exc.message}; delete it and re-record with: "
                                f"{self.record_command}")
+
+
+def _serialized(interactions: list[Interaction]) -> str:
+    pairs = [interaction.to_vcr() for interaction in interactions]
+    text: str = serialize(
+        {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]}, yamlserializer
+    )
+    return text
+
+
+_EMPTY_CASSETTE_BYTES = len(_serialized([]).encode("utf-8"))
+
+
+def _yaml_size(interaction: Interaction) -> int:
+    """The bytes `interaction` adds to the saved cassette."""
+    return len(_serialized([interaction]).encode("utf-8")) - _EMPTY_CASSETTE_BYTES + 16
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _digest(match_body: str | bytes) -> bytes:
+    raw = match_body.encode("utf-8", "surrogatepass") if isinstance(match_body, str) \
+        else match_body
+    return hashlib.sha256(raw).digest()
 
 
 def _token_blind(body: str | bytes) -> str | bytes:
@@ -503,7 +637,7 @@ def _model_of(body: str | bytes) -> str | None:
     if not isinstance(body, str):
         return None
     try:
-        model = json.loads(body).get("model")
+        model = loads_bounded(body).get("model")
     except (ValueError, AttributeError):
         return None
     return model if isinstance(model, str) else None
@@ -514,7 +648,7 @@ def _problem_of(body: bytes, usable: object) -> str | None:
     if not callable(usable):
         return None
     try:
-        payload = json.loads(body)
+        payload = loads_bounded(body)
     except (ValueError, UnicodeDecodeError):
         return "not JSON"
     if not isinstance(payload, dict):
@@ -530,7 +664,7 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
     if "json" not in response.headers.get("content-type", ""):
         return True
     try:
-        payload = json.loads(content)
+        payload = loads_bounded(content)
     except (ValueError, UnicodeDecodeError):
         return False
     return not (isinstance(payload, dict) and "error" in payload)
@@ -538,32 +672,23 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
 
 
 
-def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> list[Interaction]:
-    """Parse a cassette safely; every problem becomes a `CassetteFormatError`."""
-    text = _read_capped(path, max_bytes)
-    if text is None:
-        return []
+def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> Iterator[Interaction]:
+    """Parse a cassette safely, one interaction at a time; every problem becomes a
+    `CassetteFormatError`."""
+    data = _read_capped(path, max_bytes)
+    if data is None:
+        return
+    limits = ReadLimits(MAX_YAML_DEPTH, MAX_YAML_ALIASES, MAX_INTERACTIONS)
+    number = 0
     try:
-        _check_yaml_shape(text, path)
-        loaded = deserialize(text, yamlserializer)
-    except CassetteFormatError:
-        raise
-    except Exception as exc:  # the parser raises many types on hostile input
-        reason = " ".join(str(exc).split())[:300]
-        raise CassetteFormatError(
-            f"cassette {path} is not a valid vcrpy cassette: {reason}"
-        ) from None
-    requests, responses = loaded[0], loaded[1]
-    if len(requests) > MAX_INTERACTIONS:
-        raise CassetteFormatError(f"cassette {path} has more than {MAX_INTERACTIONS} interactions")
-    interactions = []
-    for number, (request, response) in enumerate(zip(requests, responses, strict=True), 1):
-        try:
-            interactions.append(_from_vcr(request, response, scrubber))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            message = f"cassette {path}: interaction {number} is malformed ({exc})"
-            raise CassetteFormatError(message) from None
-    return interactions
+        for request, response in iter_raw_interactions(data, limits):
+            number += 1
+            yield _from_vcr(request, response, scrubber)
+    except CassetteShapeError as exc:
+        raise CassetteFormatError(f"cassette {path} is not a valid vcrpy cassette: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        message = f"cassette {path}: interaction {number} is malformed ({exc})"
+        raise CassetteFormatError(message) from None
 
 
 ENDPOINTS = ("/chat/completions", "/embeddings", "/messages")
@@ -579,44 +704,7 @@ def _base_url(uri: str) -> str:
     return without_query
 
 
-def _check_yaml_shape(text: str, path: Path) -> None:
-    """Reject deep nesting and alias bombs before building any objects.
-
-    libyaml's composer recurses per nesting level and crashes the interpreter
-    (segfault) on ~20,000 nested `[`; alias chains make tiny files expand into
-    millions of interactions. The event stream is produced without recursion.
-    """
-    try:
-        _count_nesting_and_aliases(yaml.parse(text, Loader=_EVENT_LOADER), path)
-    except yaml.YAMLError as exc:
-        # libyaml ≥ 0.2.6 stops at its own limit (1,000 levels, beyond ours) first.
-        if is_parser_nesting_limit(exc):
-            raise _too_deep(path) from None
-        raise
-
-
-def _count_nesting_and_aliases(events: Iterable[yaml.Event], path: Path) -> None:
-    depth = aliases = 0
-    for event in events:
-        if isinstance(event, _OPENING_EVENTS):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise _too_deep(path)
-        elif isinstance(event, _CLOSING_EVENTS):
-            depth -= 1
-        elif isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_YAML_ALIASES:
-                raise CassetteFormatError(
-                    f"cassette {path} has more than {MAX_YAML_ALIASES} YAML aliases"
-                )
-
-
-def _too_deep(path: Path) -> CassetteFormatError:
-    return CassetteFormatError(f"cassette {path} nests deeper than {MAX_YAML_DEPTH}")
-
-
-def _read_capped(path: Path, max_bytes: int) -> str | None:
+def _read_capped(path: Path, max_bytes: int) -> bytes | None:
     try:
         data = read_bytes_bounded(path, limit=max_bytes)
     except FileNotFoundError:
@@ -630,16 +718,19 @@ def _read_capped(path: Path, max_bytes: int) -> str | None:
     except OSError as exc:
         raise CassetteFormatError(f"cannot read cassette {path}: {exc.strerror}") from None
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")  # libyaml would accept UTF-16 too; vcrpy writes UTF-8
     except UnicodeDecodeError:
         raise CassetteFormatError(f"cassette {path} is not UTF-8 text") from None
+    return data
 
 
-def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
-    method, uri = _require_str(request.method, "method"), _require_str(request.uri, "uri")
-    body = _as_bytes(request.body_bytes, "request body")
-    key = (method.upper(), scrubber.url(uri), _token_blind(scrubber.body(body)[0]),
-           _sample_of(request.headers))
+def _from_vcr(request: dict[Any, Any], response: dict[Any, Any], scrubber: Scrubber) -> Interaction:
+    """One interaction from the request and response mappings vcrpy stores."""
+    method, uri = _require_str(request["method"], "method"), _require_str(request["uri"], "uri")
+    body = _as_bytes(request.get("body"), "request body")
+    request_headers = _request_headers(request.get("headers") or {})
+    key = (method.upper(), scrubber.url(uri), _digest(_token_blind(scrubber.body(body)[0])),
+           _sample_of(dict(request_headers)))
     status = response["status"]
     code = status["code"]
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
@@ -655,7 +746,7 @@ def _from_vcr(request: Any, response: Any, scrubber: Scrubber) -> Interaction:
         method=method.upper(),
         uri=uri,
         request_body=body,
-        request_headers=[(str(n), str(v)) for n, v in request.headers.items()],
+        request_headers=request_headers,
         status=code,
         reason=str(status.get("message") or ""),
         response_headers=[h for h in headers if h[0].lower() not in _LOADED_FRAMING_HEADERS],
@@ -671,6 +762,17 @@ def _sample_of(headers: Any) -> int:
     if not isinstance(value, str) or not value.isdigit() or int(value) > MAX_SAMPLE_INDEX:
         raise ValueError(f"bad {SAMPLE_HEADER} header {value!r}")
     return int(value)
+
+
+def _request_headers(raw: Any) -> Headers:
+    """vcrpy keeps the first value of each request header."""
+    if not isinstance(raw, dict):
+        raise ValueError("request headers are not a mapping")
+    headers: Headers = []
+    for name, values in raw.items():
+        value = values[0] if isinstance(values, list) and values else values
+        headers.append((_require_str(name, "header name"), _require_str(value, "header")))
+    return headers
 
 
 def _response_headers(raw: Any) -> Headers:

@@ -27,7 +27,12 @@ from typing import Any
 
 import httpx
 
-from turncheck.providers.aiohttp_transport import AiohttpSession, Reply, client_timeout
+from turncheck.providers.aiohttp_transport import (
+    AiohttpSession,
+    AnswerTooLarge,
+    Reply,
+    client_timeout,
+)
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
@@ -36,6 +41,9 @@ from turncheck.providers.base import (
     USABILITY_EXTENSION,
     ProviderError,
 )
+from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.secret_forms import FormRedactor
 from turncheck.providers.secrets import SecretBinder
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -134,7 +142,7 @@ def error_message_of(response: Reply) -> str:
     """The provider's error message (`{"error": {"message": ...}}`), else the body."""
     text = response.content.decode("utf-8", errors="replace")
     try:
-        payload = json.loads(text)
+        payload = loads_bounded(text)
     except ValueError:
         return text
     error = payload.get("error") if isinstance(payload, dict) else None
@@ -174,10 +182,8 @@ class JsonHttpClient:
     ) -> None:
         self._provider_name = provider_name
         self._policy = policy
-        secrets = {s for s in redact if len(s) >= MIN_SECRET_LENGTH}
-        # Raw and JSON-escaped forms: an excerpt may come from a raw JSON body.
-        forms = secrets | {json.dumps(s)[1:-1] for s in secrets}
-        self._redact = sorted(forms, key=len, reverse=True)
+        # Every form of each secret (JSON-escaped too: an excerpt may be raw JSON).
+        self._redact = FormRedactor(redact, SECRET_PLACEHOLDER, MIN_SECRET_LENGTH)
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
@@ -211,7 +217,10 @@ class JsonHttpClient:
         usable: Usability | None = None,
     ) -> JsonResult:
         """POST `body`; a 2xx answer that `usable` rejects is retried like a malformed one."""
-        content = json.dumps(body).encode()
+        try:
+            content = json.dumps(body).encode()
+        except RecursionError:
+            raise ProviderError(f"{self._provider_name} request body nests too deeply") from None
         extensions = {**(extensions or {}), "timeout": self._timeouts}
         if usable is not None:
             extensions[USABILITY_EXTENSION] = usable
@@ -259,6 +268,8 @@ class JsonHttpClient:
         except (httpx.TimeoutException, TimeoutError):
             limit = f"{self._policy.timeout:g}s per attempt"
             return _Failure("timed out", f"no response within {limit}", retryable=True)
+        except AnswerTooLarge as exc:  # the same request would get the same answer
+            return _Failure("answer too large", str(exc), retryable=False)
         except _NOT_RETRIED_TRANSPORT_ERRORS as exc:
             return _Failure("request failed", _describe(exc), retryable=False)
         except httpx.TransportError as exc:
@@ -284,6 +295,9 @@ class JsonHttpClient:
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = httpx.URL(url)
+        if isinstance(self._transport, CassetteTransport) and self._transport.mode == "replay":
+            usable = extensions.get(USABILITY_EXTENSION)
+            return self._transport.replay_reply("POST", str(parsed), content, usable)
         request = httpx.Request(
             "POST", parsed, headers=headers, content=content, extensions=extensions
         )
@@ -306,9 +320,7 @@ class JsonHttpClient:
         return ProviderError(excerpt(text, 400))
 
     def _redacted(self, text: str) -> str:
-        for secret in self._redact:
-            text = text.replace(secret, SECRET_PLACEHOLDER)
-        return text
+        return self._redact.text(text)
 
 
 def _checked(result: JsonResult, usable: Usability) -> JsonResult | _Failure:
@@ -347,7 +359,7 @@ def _retry_after_of(response: Reply) -> float | None:
 def _parse_success(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     status = response.status_code
     try:
-        payload = json.loads(response.content)
+        payload = loads_bounded(response.content)
     except (ValueError, UnicodeDecodeError):
         return _Failure(
             f"malformed JSON in HTTP {status} response",

@@ -1,0 +1,94 @@
+"""The text forms of a secret that redaction removes, and the one redactor built on them.
+
+A hostile model server (or a model talked into it) can echo an API key in another
+encoding to slip it past a plain `str.replace`. Besides the value itself, these are
+removed wherever a secret is redacted (report, JUnit, comment, error messages,
+committed cassettes):
+
+- its JSON-escaped form (inside raw JSON text);
+- reversed;
+- URL-encoded (`%2B` and `+` for spaces);
+- hex, lower and upper case;
+- base64, standard and URL-safe, padded or not, at each of the three byte alignments
+  it can have inside a longer base64 text (`base64("key: " + secret)`);
+- fragments: a key of at least `2 * FRAGMENT_CHARS` characters split into pieces (one
+  per turn, say) is caught through its aligned `FRAGMENT_CHARS`-character chunks, so
+  any piece of `2 * FRAGMENT_CHARS - 1` characters or more loses at least one chunk. A
+  well-known prefix (`sk-proj-`) is not a chunk: it would blank out ordinary text.
+
+What remains possible is stated in docs/security-secrets-and-inputs.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
+
+FRAGMENT_CHARS = 8
+MIN_FORM_CHARS = 6
+_KEY_PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,8}[-_])+")
+
+
+def secret_forms(secret: str) -> set[str]:
+    """Every form of `secret` listed in the module docstring."""
+    raw = secret.encode("utf-8")
+    forms = {secret, secret[::-1], quote(secret, safe=""), quote_plus(secret),
+             raw.hex(), raw.hex().upper()}
+    forms |= _base64_forms(raw)
+    forms |= _fragments(secret)
+    forms |= {json.dumps(form)[1:-1] for form in list(forms)}
+    # A transform of a very short secret would blank out ordinary words.
+    return {form for form in forms if len(form) >= MIN_FORM_CHARS} | {secret}
+
+
+def _base64_forms(raw: bytes) -> set[str]:
+    """The base64 characters that depend on `raw` alone, at each alignment."""
+    forms: set[str] = set()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
+        first = -(-8 * shift // 6)  # the first character whose bits all come from `raw`
+        last = 8 * (shift + len(raw)) // 6  # one past the last such character
+        core = encoded[first:last]
+        forms |= {core, core.replace("+", "-").replace("/", "_")}
+    return forms
+
+
+def _fragments(secret: str) -> set[str]:
+    if len(secret) < 2 * FRAGMENT_CHARS:
+        return set()
+    prefix = _KEY_PREFIX.match(secret)
+    body = secret[prefix.end():] if prefix else secret
+    if len(body) < FRAGMENT_CHARS:
+        return set()
+    last = len(body) - FRAGMENT_CHARS
+    return {body[start:start + FRAGMENT_CHARS] for start in range(0, last, FRAGMENT_CHARS)} | {
+        body[last:]
+    }
+
+
+class FormRedactor:
+    """Replaces every form of every secret (longest first) by `placeholder`."""
+
+    def __init__(self, secrets: Iterable[str], placeholder: str, min_length: int) -> None:
+        forms: set[str] = set()
+        for secret in {s for s in secrets if len(s) >= min_length}:
+            forms |= secret_forms(secret)
+        # Longest first, so a form containing another is replaced whole; then by value,
+        # so the result never depends on set order.
+        self.forms = sorted(forms, key=lambda f: (-len(f), f))
+        self._placeholder = placeholder
+
+    def __bool__(self) -> bool:
+        return bool(self.forms)
+
+    def found_in(self, text: str) -> bool:
+        return any(form in text for form in self.forms)
+
+    def text(self, value: str) -> str:
+        for form in self.forms:
+            if form in value:
+                value = value.replace(form, self._placeholder)
+        return value
