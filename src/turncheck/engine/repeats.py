@@ -34,8 +34,7 @@ from turncheck.engine.results import RepeatSummary, SampleResult, Status, spend_
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.stats.adaptive import more_samples
-from turncheck.stats.rates import summarize_passes, turn_distribution
-from turncheck.stats.verdicts import usable_minimum
+from turncheck.stats.rates import summarize_passes, turn_distribution, usable_minimum
 
 RepeatSetting = int | Literal["auto"]
 Result = TypeVar("Result")

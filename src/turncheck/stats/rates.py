@@ -66,3 +66,14 @@ def turn_distribution(turns: Sequence[int | None]) -> dict[str, int]:
     if failures:
         counts["fail"] = failures
     return counts
+
+
+MIN_USABLE_SHARE = 0.5
+"""A side needs at least this share of its samples usable (passed or failed), and at
+least one, to be judged (`turncheck.stats.verdicts`): otherwise the errors or skips,
+not the model, decide."""
+
+
+def usable_minimum(taken: int) -> int:
+    """Fewest usable samples a side of `taken` samples needs to be judged."""
+    return max(1, math.ceil(taken * MIN_USABLE_SHARE))

@@ -31,12 +31,12 @@ the family-wise false-alarm rate of `regression` is at most `alpha` by theorem.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from turncheck.stats.multiplicity import discrete_holm
+from turncheck.stats.rates import usable_minimum
 from turncheck.stats.tests import (
     ClusterScores,
     Outcome,
@@ -75,14 +75,6 @@ TRANSITIONS = frozenset({Verdict.BROKEN, Verdict.FIXED, Verdict.LATER_TURN,
                          Verdict.EARLIER_TURN})
 """Verdicts of rows with one usable sample per side."""
 
-MIN_USABLE_SHARE = 0.5
-"""A side needs at least this share of its samples usable (passed or failed), and at
-least one, to be judged: otherwise the errors or skips, not the model, decide."""
-
-
-def usable_minimum(taken: int) -> int:
-    """Fewest usable samples a side of `taken` samples needs to be judged."""
-    return max(1, math.ceil(taken * MIN_USABLE_SHARE))
 
 
 @dataclass(frozen=True)
