@@ -69,7 +69,7 @@ def test_quick_run_prints_every_target_and_fails_on_a_miss(
     out = capsys.readouterr().out
     for needed in ("Family-wise false alarms", "0.9->0.5 in 20 mixture | auto<=20",
                    "1->0.8 in 20 mixture | auto<=20", "diffuse 0.95->0.85 over 20",
-                   "outage at head", "budget stop at head", "monotone", "wall time",
+                   "outage at head", "budget stop at head", "monotone", "CPU time",
                    "Left out, and why"):
         assert needed in out
     assert code == (1 if " MISS" in out else 0)
