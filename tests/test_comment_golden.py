@@ -224,19 +224,19 @@ def test_golden_files_are_exactly_the_scenarios() -> None:
 def test_the_heading_names_the_eval_both_turns_and_the_cost_change_and_is_the_title() -> None:
     body, title = rendered(turn_regression())
     heading = body.split("\n")[1]
-    # One sample per side: a later turn is a likely regression, never a proven one.
-    assert heading == ("## ⚠️ 1 likely regression · refund\\-window now passes on turn 3 "
+    # One sample per side: a later turn is a transition, never a statistical tier.
+    assert heading == ("## ⚠️ 1 later turn · refund\\-window now passes on turn 3 "
                        "\\(was 1\\) · cost \\+\\$0.0074 \\(\\+171.2%\\)")
-    assert title == "⚠️ 1 likely regression · refund-window now passes on turn 3 (was 1) · " \
+    assert title == "⚠️ 1 later turn · refund-window now passes on turn 3 (was 1) · " \
         "cost +$0.0074 (+171.2%)"
 
 
 def test_300_evals_lead_with_regressions_capped_and_keep_the_footer() -> None:
     body, _ = rendered(three_hundred_evals())
-    # Single-sample flips: likely regressions (docs/statistics.md), listed first.
-    assert body.index("### 🔸 Likely regressions (20)") == body.index("###")
-    regressions = body.split("### 🔸 Likely regressions (20)\n", 1)[1].split("\n\n###", 1)[0]
-    assert regressions.count("- 🔸 **") == 15
+    # Single-sample flips: transitions (docs/statistics.md), listed first.
+    assert body.index("### 🔴 Broke (20)") == body.index("###")
+    regressions = body.split("### 🔴 Broke (20)\n", 1)[1].split("\n\n###", 1)[0]
+    assert regressions.count("- 🔴 **") == 15
     assert "- _and 5 more_ — see the [step summary](" + RUN_URL + ")" in regressions
     assert body.rstrip().endswith("</sub>") and len(body.encode()) <= 65_536
 
@@ -254,3 +254,25 @@ def test_the_marker_is_there_once() -> None:
     for make in PLAIN.values():
         body, _ = rendered(make())
         assert body.count(MARKER) == 1
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+@pytest.mark.parametrize("gate", ["golden", "default"])
+def test_console_comment_title_and_exit_code_agree(name: str, gate: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from turncheck.cli.compare_cmd import one_line, print_comparison
+    from turncheck.compare.policy import DEFAULT_FAIL_ON
+
+    base, head = (stable(side) for side in PLAIN[name]())
+    assert head is not None
+    comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
+    reasons = fail_reasons(comparison, FAIL_ON if gate == "golden" else set(DEFAULT_FAIL_ON))
+    body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
+    title = check_title(comparison, reasons)
+    print_comparison(comparison, reasons)
+    console = capsys.readouterr().out.splitlines()
+    counts = next(line for line in body.splitlines() if line.startswith("turncheck: "))
+    assert console[-2] == f"verdict: {one_line(title)}"
+    assert console[-1] == one_line(counts.replace("**", ""))
+    assert body.split("\n")[1].startswith("## " + title.split(" · ")[0].replace("-", "\\-"))
+    assert title.startswith("❌") == bool(reasons)  # the exit code is 1 exactly then

@@ -107,8 +107,9 @@ def test_every_transition_with_label_and_regression_flag() -> None:
         "fixed": (Transition.FIXED, "fixed", False),
         "fixed-error": (Transition.FIXED, "fixed", False),
         "broken": (Transition.BROKEN, "broken", True),
-        "broken-error": (Transition.BROKEN, "broken", True),
-        "still": (Transition.STILL_FAILING, "still failing", False),
+        # An errored head is infrastructure trouble, never "broken" (issue 22).
+        "broken-error": (Transition.ERRORED, "errored", False),
+        "still": (Transition.ERRORED, "errored", False),
         "later": (Transition.TURN_CHANGED, "turn changed 1→3", True),
         "earlier": (Transition.TURN_CHANGED, "turn changed 3→1", False),
         "same": (Transition.UNCHANGED, "unchanged", False),
@@ -117,9 +118,9 @@ def test_every_transition_with_label_and_regression_flag() -> None:
     }
     assert {n: (e.transition, e.label, e.regression) for n, e in evals.items()} == expected
     counts = comparison.totals.counts
-    assert (counts.fixed, counts.broken, counts.still_failing) == (2, 2, 1)
+    assert (counts.fixed, counts.broken, counts.still_failing) == (2, 1, 0)
     assert (counts.turn_changed, counts.unchanged, counts.new, counts.removed) == (2, 1, 1, 1)
-    assert comparison.regressions == 3
+    assert comparison.regressions == 2
     assert (comparison.passed, comparison.failed, comparison.errors) == (6, 1, 2)
     assert counts.evals == 9  # head evals only
 
@@ -334,7 +335,7 @@ def test_cli_prints_table_totals_and_alert(reports: tuple[str, str],
                                            capsys: pytest.CaptureFixture[str]) -> None:
     cli(*reports, "--cost-threshold-usd", "0.001")
     out = capsys.readouterr().out
-    assert "turn changed 1→3 [REGRESSION]" in out
+    assert "turn changed 1→3 · later-turn" in out
     assert "1→3" in out and "fail→fail" in out
     assert "1 regression(s)" in out
     assert "COST ALERT" in out
@@ -354,9 +355,10 @@ def test_cli_writes_the_comment_the_action_would_post(reports: tuple[str, str],
     body = out.read_text(encoding="utf-8")
     assert body.startswith("<!-- turncheck:comment -->")  # the sticky comment's marker
     heading = next(line for line in body.splitlines() if line.startswith("## "))
-    assert heading == ("## ❌ 1 likely regression · later now passes on turn 3 \\(was 1\\) · "
+    assert heading == ("## ❌ 1 later turn · later now passes on turn 3 \\(was 1\\) · "
                        "cost \\+\\$0.00200 \\(\\+100.0%\\)")
-    assert "- ❌ 1 likely regression\\(s\\) against base" in body  # why it fails
+    # likely-regression, the watch tier, takes the one-sample transitions too.
+    assert "- ❌ 1 eval\\(s\\) passed on a later turn \\(one sample per side\\)" in body
 
 
 def test_the_comment_of_two_local_runs_has_a_base_without_a_commit(tmp_path: Path) -> None:

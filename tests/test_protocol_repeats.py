@@ -259,8 +259,9 @@ def test_identical_flaky_sides_and_one_sample_flips_are_never_a_regression(
     flip = verdicts(compare(good, bad))["coin"]
     assert flip.base is not None and flip.head is not None
     assert (flip.base.scores, flip.head.scores) == ([1.0], [0.0])
-    assert flip.verdict is Verdict.LIKELY_REGRESSION
-    assert verdicts(compare(bad, good))["coin"].verdict is Verdict.INCONCLUSIVE
+    # One sample per side: symmetric transitions, never a statistical tier.
+    assert flip.verdict is Verdict.BROKEN
+    assert verdicts(compare(bad, good))["coin"].verdict is Verdict.FIXED
 
 
 def test_estimates_count_every_sample_of_a_protocol_case(tmp_path: Path) -> None:

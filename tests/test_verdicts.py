@@ -59,10 +59,9 @@ def test_a_drop_from_nine_to_two_of_ten_is_a_regression_with_its_figures() -> No
 
 
 def test_a_one_sample_flip_is_never_a_regression() -> None:
-    assert verdicts([ev("flip", PASS)], [ev("flip", FAIL)]) == {
-        "flip": Verdict.LIKELY_REGRESSION}
+    assert verdicts([ev("flip", PASS)], [ev("flip", FAIL)]) == {"flip": Verdict.BROKEN}
     assert verdicts([ev("later", PASS, 1)], [ev("later", PASS, 3)]) == {
-        "later": Verdict.LIKELY_REGRESSION}
+        "later": Verdict.LATER_TURN}
 
 
 def test_a_turn_of_pass_shift_at_equal_pass_counts_is_a_regression() -> None:
@@ -91,11 +90,12 @@ def _drop_and_flaky() -> tuple[Report, Report]:
 def test_fail_on_regression_fails_only_on_the_regression_tier() -> None:
     comparison = compare_reports(*_drop_and_flaky())
     counts = comparison.totals.counts
-    assert counts.verdicts["regression"] == 1 and counts.verdicts["likely-regression"] == 1
+    assert counts.verdicts["regression"] == 1 and counts.verdicts["broken"] == 1
     assert fail_reasons(comparison, parse_fail_on("regression")) == [
         "1 regression(s) against base"]
+    # likely-regression, the watch tier, also takes the one-sample transitions.
     assert fail_reasons(comparison, parse_fail_on("likely-regression")) == [
-        "1 regression(s) against base", "1 likely regression(s) against base"]
+        "1 regression(s) against base", "1 eval(s) broke (one sample per side)"]
     assert fail_reasons(comparison, (FailOn.FLAKY,)) == [
         "2 flaky eval(s) (passed on some samples, failed on others)"]
 
@@ -122,11 +122,11 @@ def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
     body = render_comment(comparison, CommentContext(fail_reasons=[], head=head))
     sections = [line for line in body.splitlines() if line.startswith("### ")]
     assert sections[0] == "### 🔻 Regressions (1)"
-    assert sections[1] == "### 🔸 Likely regressions (1)"
+    assert sections[1] == "### 🔴 Broke (1)"
     regressions = body.split("### 🔻 Regressions (1)\n", 1)[1].split("\n\n", 1)[0]
-    assert "**slow**" in regressions and "5/5 → 5/5 samples pass, p = 0.00" in regressions
-    likely = body.split("### 🔸 Likely regressions (1)\n", 1)[1].split("\n\n", 1)[0]
-    assert "**flip**" in likely
+    assert "**slow**" in regressions and "5/5 → 5/5 samples pass, p = 0.0" in regressions
+    broke = body.split("### 🔴 Broke (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert "**flip**" in broke
     assert body.index("**slow**") < body.index("**flip**") < body.index("**better**")
     assert "1 flaky" in body
 

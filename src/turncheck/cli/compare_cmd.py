@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -33,7 +33,8 @@ from turncheck.formats.files import (
 from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.protocol_console import protocol_comparison_lines
-from turncheck.render.severity import verdict_suffix
+from turncheck.render.headline import headline
+from turncheck.render.severity import findings, verdict_suffix
 from turncheck.text.money import usd
 
 MAX_CELL_CHARS = 40
@@ -60,9 +61,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "path BASE; repeatable")
     parser.add_argument("--fail-on", default=None, metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
-                        "regression (an eval broke or needs a later turn), cost (cost alert), "
-                        "failure (a head eval failed or errored), calibration (grader "
-                        "agreement, see --min-agreement); default: none")
+                        "invalid (validation errors), error (evals that errored: "
+                        "infrastructure), failure (a head eval failed), regression "
+                        "(statistical regression of an eval or a suite), broken / "
+                        "later-turn (one sample per side), likely-regression (watch tier), "
+                        "flaky, cost (cost alert), calibration (grader agreement, see "
+                        "--min-agreement), or none; default: the configuration's, else "
+                        "the action's default invalid,error,regression,broken")
     parser.add_argument("--min-agreement", type=float, metavar="PERCENT",
                         help="with --fail-on calibration: a sample file's head agreement must "
                         "be at least this (default: each grader's min_agreement)")
@@ -88,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
             write_json(comparison, args.json)
     except UsageError as exc:
         return usage_error(str(exc))
-    print_comparison(comparison)
     reasons = fail_reasons(comparison, conditions, calibration=calibration)
+    print_comparison(comparison, reasons)
     if args.markdown is not None:
         try:
             write_comment(comparison, reasons, base, head, args.markdown)
@@ -113,7 +118,7 @@ def write_comment(comparison: Comparison, reasons: list[str], base: Report, head
 
 def conditions_from(value: str | None) -> set[FailOn]:
     try:
-        return set(parse_fail_on(value or "", default=()))
+        return set(parse_fail_on(value or ""))
     except ValueError as exc:
         raise UsageError(f"--fail-on: {exc}") from None
 
@@ -194,14 +199,25 @@ def write_output(path: Path, text: str) -> None:
 HEADER = ("SUITE", "EVAL", "TRANSITION", "TURN", "TOKENS Δ", "COST Δ")
 
 
-def print_comparison(comparison: Comparison) -> None:
-    text = "".join(line + "\n" for line in comparison_lines(comparison))
+def print_comparison(comparison: Comparison, reasons: Sequence[str] | None = None) -> None:
+    """The comparison's tables and totals; with the check's fail `reasons`, then the
+    verdict line and the counts line the comment and the check run show."""
+    lines = list(comparison_lines(comparison))
+    if reasons is not None:
+        lines += verdict_lines(comparison, reasons)
+    text = "".join(line + "\n" for line in lines)
     # Paths, eval and model names come from the PR: keep them from running workflow commands.
     if os.environ.get("GITHUB_ACTIONS") == "true":
         with StopCommands(sys.stdout) as out:
             out.write(text)
     else:
         sys.stdout.write(text)
+
+
+def verdict_lines(comparison: Comparison, reasons: Sequence[str]) -> Iterator[str]:
+    top = headline(comparison, findings(comparison), reasons)
+    yield f"verdict: {one_line(top.title)}"
+    yield one_line(top.counts.replace("**", ""))
 
 
 def comparison_lines(comparison: Comparison) -> Iterator[str]:
@@ -217,6 +233,12 @@ def body_lines(comparison: Comparison) -> Iterator[str]:
         if note:
             yield note
     yield from table([HEADER, *(row(e) for s in comparison.suites for e in s.evals)])
+    for suite in comparison.suites:
+        if suite.verdict.value in ("regression", "improvement"):
+            change = (suite.pass_rate_change or 0) * 100
+            yield (f"suite {cell(suite.path)}: suite-level {suite.verdict.value} "
+                   f"(mean pass rate {change:+.1f} points over its evals, "
+                   f"p = {suite.p_value or 0:.3g})")
 
 
 def suite_note(suite: SuiteComparison) -> str | None:
@@ -231,8 +253,7 @@ def suite_note(suite: SuiteComparison) -> str | None:
 
 
 def row(comparison: EvalComparison) -> tuple[str, ...]:
-    label = comparison.label + (" [REGRESSION]" if comparison.regression else "")
-    label += verdict_suffix(comparison)
+    label = comparison.label + verdict_suffix(comparison)
     turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
     return (
         cell(comparison.suite_path), cell(comparison.name), label, turns,
@@ -249,8 +270,13 @@ def table(rows: Iterable[tuple[str, ...]]) -> Iterator[str]:
 
 def cell(text: str) -> str:
     """One short printable line: untrusted names must not break the table or the terminal."""
-    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    flat = one_line(text)
     return flat if len(flat) <= MAX_CELL_CHARS else flat[: MAX_CELL_CHARS - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """`text` printable on one line: untrusted names must not break the terminal."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def turn_cell(side: EvalSide | None) -> str:

@@ -29,6 +29,7 @@ from pydantic import ConfigDict, Field
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
 from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
 from turncheck.compare.rows import (
+    USABLE,
     RowCounts,
     SampleSide,
     SuiteState,
@@ -56,6 +57,7 @@ from turncheck.stats.verdicts import (
     VerdictSettings,
     missing_evidence,
     outcome_evidence,
+    suite_evidence,
 )
 
 __all__ = ["Metered", "Spend", "SuiteState", "Transition", "add_spend", "spend_delta",
@@ -140,6 +142,13 @@ class SuiteComparison(ReportModel):
     """Removed because the PR deleted the file (listed in `removed`)."""
     evals: list[EvalComparison]
     totals: Summary
+    verdict: Verdict = Verdict.UNCHANGED
+    """The suite-level verdict: the exact stratified test over its evals (a drop spread
+    over many evals); `unchanged` with fewer than two evals judged on both sides."""
+    p_value: float | None = None
+    verdict_reason: str = ""
+    pass_rate_change: float | None = None
+    """Mean over the evals judged on both sides of head − base pass rate."""
 
 
 class CostAlert(ReportModel):
@@ -204,11 +213,16 @@ class Comparison(ReportModel):
 # --- evals ------------------------------------------------------------------------
 
 
+def sample_statuses(result: EvalResult) -> list[Status]:
+    return [s.status for s in result.samples] if result.samples else [result.status]
+
+
 def outcomes_of(result: EvalResult) -> list[int | None]:
-    """Each sample's turn of pass (None when it did not pass)."""
-    if not result.samples:
-        return [result.passed_on_turn if result.status is Status.PASS else None]
-    return [s.passed_on_turn if s.status is Status.PASS else None for s in result.samples]
+    """Each usable sample's turn of pass (None when it failed); errored and skipped
+    samples are left out."""
+    samples = result.samples or [result]
+    return [s.passed_on_turn if s.status is Status.PASS else None
+            for s in samples if s.status in USABLE]
 
 
 def eval_side(result: EvalResult) -> EvalSide:
@@ -216,7 +230,7 @@ def eval_side(result: EvalResult) -> EvalSide:
     return EvalSide(
         **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
-        **sample_stats([o is not None for o in outcomes]),
+        **sample_stats(sample_statuses(result), result.reason),
         turn_of_pass=turn_distribution(outcomes),
     )
 
@@ -231,12 +245,27 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
                   ) -> Evidence:
     if item.base is None or item.head is None:
         return missing_evidence(item.base is not None)
-    return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings)
+    return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
+                            base_lost=item.base.unusable, head_lost=item.head.unusable)
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
     return [eval_evidence(item, settings) for suite in suites for item in suite.evals]
+
+
+def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[Evidence],
+                         settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
+    """One stratified test per suite over its evals judged on both sides (`evidence`
+    in `suites_evidence` order tells which were)."""
+    judged = iter(evidence)
+    found = []
+    for suite in suites:
+        strata = [(side_outcomes(item.base), side_outcomes(item.head))
+                  for item, e in zip(suite.evals, judged)
+                  if item.base is not None and item.head is not None and not e.empty]
+        found.append(suite_evidence(strata, settings))
+    return found
 
 
 def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
@@ -260,12 +289,35 @@ def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
     return updated
 
 
+SUITE_VERDICTS = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+"""The suite-level tiers: anything short of them is no news about the suite. A suite
+whose own evals already carry the same verdict gets none: they explain it."""
+
+
+def with_suite_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
+                         decisions: Sequence[Decision]) -> list[SuiteComparison]:
+    """Every suite with its suite-level verdict (see `SuiteComparison.verdict`)."""
+    updated = []
+    for suite, found, decision in zip(suites, evidence, decisions, strict=True):
+        explained = any(e.verdict is decision.verdict for e in suite.evals)
+        news = not found.empty and decision.verdict in SUITE_VERDICTS and not explained
+        updated.append(suite.model_copy(update={
+            "verdict": decision.verdict if news else Verdict.UNCHANGED,
+            "p_value": rounded(decision.p_value) if not found.empty else None,
+            "verdict_reason": decision.reason if news else "",
+            "pass_rate_change": rounded(found.rate_change),
+        }))
+    return updated
+
+
 def with_verdicts(suites: list[SuiteComparison],
                   settings: VerdictSettings = DEFAULT_SETTINGS) -> list[SuiteComparison]:
     """Every eval's verdict, decided for all evals together (multiplicity)."""
     evidence = suites_evidence(suites, settings)
-    [decisions] = decide_groups([evidence], settings)
-    return with_decisions(suites, evidence, decisions)
+    suite_level = suite_level_evidence(suites, evidence, settings)
+    decisions, suite_decisions = decide_groups([evidence, suite_level], settings)
+    return with_suite_decisions(with_decisions(suites, evidence, decisions), suite_level,
+                                suite_decisions)
 
 
 def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
@@ -275,6 +327,8 @@ def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transitio
         return Transition.REMOVED
     if head.status is Status.SKIPPED:
         return Transition.SKIPPED
+    if head.status is Status.ERROR:
+        return Transition.ERRORED
     base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
     if base_passed and head_passed:
         same_turn = base.passed_on_turn == head.passed_on_turn
@@ -463,9 +517,12 @@ def compare_reports(
     protocols = compare_protocols(base, head, renames=renames)
     # One family for multiplicity: every eval and every protocol case of the PR.
     evidence = suites_evidence(suites, verdict_settings)
+    suite_level = suite_level_evidence(suites, evidence, verdict_settings)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
-    decided, case_decided = decide_groups([evidence, case_evidence], verdict_settings)
-    suites = with_decisions(suites, evidence, decided)
+    decided, suite_decided, case_decided = decide_groups(
+        [evidence, suite_level, case_evidence], verdict_settings)
+    suites = with_suite_decisions(with_decisions(suites, evidence, decided), suite_level,
+                                  suite_decided)
     if protocols is not None:
         protocols = protocols.with_decisions(case_evidence, case_decided)
     totals = with_protocol_spend(_totals(suites, has_base=base is not None), protocols)

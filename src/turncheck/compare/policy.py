@@ -1,10 +1,20 @@
 """The `fail-on` policy: which findings fail the check (and the CLI's exit code).
 
-`regression` fails on evals and protocol cases whose statistical verdict is
-`regression` only; `likely-regression` also on `likely-regression` (which includes a
-worse result on a single sample per side — the pre-statistics behaviour); `flaky` on
-head evals and cases that passed on some samples and failed on others
-(docs/statistics.md).
+- `invalid`: validation errors.
+- `error`: infrastructure trouble: head evals/cases that errored, or rows that could
+  not be judged because too many samples errored (a provider down is not a model
+  regression).
+- `failure`: head evals/cases that failed (not errored, not skipped).
+- `regression`: the statistical verdict `regression` (rows and suites, family-wise
+  error ≤ α).
+- `broken`, `later-turn`: transitions of rows with one sample per side.
+- `likely-regression`: also `likely-regression`, `broken` and `later-turn` (a watch tier:
+  unadjusted, it fires on noise).
+- `flaky`: head rows that passed on some samples and failed on others.
+
+The default (`DEFAULT_FAIL_ON`, the action's and `turncheck compare`'s) is
+`invalid,error,regression,broken`: with repeats on, none of these trips on identical
+base and head more often than α (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from enum import StrEnum
 
 from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
 from turncheck.compare.comparison import Comparison
+from turncheck.compare.rows import RowCounts
 from turncheck.stats.verdicts import Verdict
 
 NO_CALIBRATION_THRESHOLDS = CalibrationThresholds()
@@ -20,19 +31,23 @@ NO_CALIBRATION_THRESHOLDS = CalibrationThresholds()
 
 class FailOn(StrEnum):
     INVALID = "invalid"
+    ERROR = "error"
     FAILURE = "failure"
     REGRESSION = "regression"
+    BROKEN = "broken"
+    LATER_TURN = "later-turn"
     LIKELY_REGRESSION = "likely-regression"
     FLAKY = "flaky"
     COST = "cost"
     CALIBRATION = "calibration"
 
 
-DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.FAILURE)
+Conditions = tuple[FailOn, ...] | set[FailOn]
+DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.ERROR, FailOn.REGRESSION, FailOn.BROKEN)
 
 
 def parse_fail_on(value: str, default: tuple[FailOn, ...] = DEFAULT_FAIL_ON) -> tuple[FailOn, ...]:
-    """`invalid,failure` → conditions; empty → `default`; `none` → nothing. Raises ValueError."""
+    """`invalid,error` → conditions; empty → `default`; `none` → nothing. Raises ValueError."""
     items = [part.strip() for line in value.splitlines() for part in line.split(",")]
     items = [item for item in items if item]
     if not items:
@@ -51,7 +66,7 @@ def parse_fail_on(value: str, default: tuple[FailOn, ...] = DEFAULT_FAIL_ON) -> 
 
 def fail_reasons(
     comparison: Comparison,
-    conditions: tuple[FailOn, ...] | set[FailOn],
+    conditions: Conditions,
     *,
     calibration: CalibrationThresholds = NO_CALIBRATION_THRESHOLDS,
 ) -> list[str]:
@@ -63,16 +78,16 @@ def fail_reasons(
     errors = sum(d.is_error for d in comparison.diagnostics)
     if FailOn.INVALID in conditions and errors:
         reasons.append(f"{errors} validation error(s)")
-    if FailOn.FAILURE in conditions and (comparison.failed or comparison.errors):
-        reasons.append(f"{comparison.failed} failed and {comparison.errors} errored eval(s)")
     counts = comparison.totals.counts
-    reasons += _verdict_reasons(counts.verdicts, counts.flaky, conditions, "eval")
     protocol = comparison.protocols.counts if comparison.protocols is not None else None
-    if FailOn.FAILURE in conditions and protocol and (protocol.failed or protocol.errors):
-        reasons.append(f"{protocol.failed} failed and {protocol.errors} errored protocol case(s)")
-    if protocol is not None:
-        reasons += _verdict_reasons(protocol.verdicts, protocol.flaky, conditions,
-                                    "protocol case")
+    rows = [(counts, "eval"), *([(protocol, "protocol case")] if protocol else [])]
+    if FailOn.ERROR in conditions:
+        reasons += [_error_reason(c, kind) for c, kind in rows if _infrastructure(c)]
+    if FailOn.FAILURE in conditions:
+        reasons += [f"{c.failed} failed {kind}(s)" for c, kind in rows if c.failed]
+    reasons += _suite_reasons(comparison, conditions)
+    for found, kind in rows:
+        reasons += _verdict_reasons(found.verdicts, found.flaky, conditions, kind)
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
     if FailOn.CALIBRATION in conditions:
@@ -80,12 +95,33 @@ def fail_reasons(
     return reasons
 
 
-def _any_regression(conditions: tuple[FailOn, ...] | set[FailOn]) -> bool:
+def _infrastructure(counts: RowCounts) -> int:
+    """Rows with infrastructure trouble: errored at head, or unjudged for errors."""
+    return max(counts.errors, counts.unjudged.get("errors", 0))
+
+
+def _error_reason(counts: RowCounts, kind: str) -> str:
+    return f"{_infrastructure(counts)} {kind}(s) errored (infrastructure, not a verdict)"
+
+
+def _suite_reasons(comparison: Comparison, conditions: Conditions) -> list[str]:
+    if not _any_regression(conditions):
+        return []
+    worse = [s.name for s in comparison.suites if s.verdict is Verdict.REGRESSION]
+    return [f"suite-level regression of {len(worse)} suite(s): {', '.join(worse)}"] \
+        if worse else []
+
+
+def _any_regression(conditions: Conditions) -> bool:
     return FailOn.REGRESSION in conditions or FailOn.LIKELY_REGRESSION in conditions
 
 
+TRANSITION_GATES = ((FailOn.BROKEN, Verdict.BROKEN, "broke"),
+                    (FailOn.LATER_TURN, Verdict.LATER_TURN, "passed on a later turn"))
+
+
 def _verdict_reasons(verdicts: dict[str, int], flaky: int,
-                     conditions: tuple[FailOn, ...] | set[FailOn], kind: str) -> list[str]:
+                     conditions: Conditions, kind: str) -> list[str]:
     """The verdict conditions for one kind of row (evals, protocol cases)."""
     reasons = []
     proven = verdicts.get(Verdict.REGRESSION.value, 0)
@@ -95,6 +131,11 @@ def _verdict_reasons(verdicts: dict[str, int], flaky: int,
         reasons.append(f"{proven}{label} regression(s) against base")
     if FailOn.LIKELY_REGRESSION in conditions and likely:
         reasons.append(f"{likely}{label} likely regression(s) against base")
+    watch = FailOn.LIKELY_REGRESSION in conditions
+    for gate, verdict, said in TRANSITION_GATES:
+        found = verdicts.get(verdict.value, 0)
+        if found and (gate in conditions or watch):
+            reasons.append(f"{found} {kind}(s) {said} (one sample per side)")
     if FailOn.FLAKY in conditions and flaky:
         reasons.append(f"{flaky} flaky {kind}(s) (passed on some samples, failed on others)")
     return reasons

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from turncheck.compare.rows import (
+    USABLE,
     RowCounts,
     SampleSide,
     SuiteState,
@@ -43,6 +44,7 @@ from turncheck.stats.verdicts import (
     VerdictSettings,
     missing_evidence,
     score_evidence,
+    status_transition,
 )
 
 AGGREGATES = ("interactive_reasoning", "final_f1", "self_correction")
@@ -159,6 +161,8 @@ def case_transition(base: CaseResult | None, head: CaseResult | None) -> Transit
         return Transition.NEW
     if head is None:
         return Transition.REMOVED
+    if head.status in (Status.ERROR, Status.SKIPPED):
+        return Transition.ERRORED if head.status is Status.ERROR else Transition.SKIPPED
     base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
     if base_passed and head_passed:
         return Transition.UNCHANGED
@@ -187,30 +191,45 @@ def _turns(base: CaseResult | None, head: CaseResult | None,
     return rows
 
 
+def usable_samples(case: CaseResult) -> list[tuple[Status, float | None]]:
+    """Each usable (passed or failed) sample's status and weighted score."""
+    if not case.samples:
+        pairs = [(case.status, case.aggregates.interactive_reasoning)]
+    else:
+        pairs = [(s.status, s.score) for s in case.samples]
+    return [(status, score) for status, score in pairs if status in USABLE]
+
+
 def sample_scores(case: CaseResult) -> list[float]:
-    """Each sample's weighted score; a sample that ended without one (an error) counts as
-    0, the worst score, as a failed eval sample ranks after every turn."""
-    return [0.0 if score is None else score for score in case.scores]
+    """Each usable sample's weighted score; a failed sample that ended without one counts
+    as 0, the worst score. Errored and skipped samples are left out."""
+    return [0.0 if score is None else score for _, score in usable_samples(case)]
 
 
 def case_side(case: CaseResult) -> CaseSide:
     scores = sample_scores(case)
     statuses = [s.status for s in case.samples] or [case.status]
     return CaseSide(
-        **spend_of(case).model_dump(), **sample_stats([s is Status.PASS for s in statuses]),
-        status=case.status, mean_score=rounded(sum(scores) / len(scores)),
+        **spend_of(case).model_dump(),
+        **sample_stats(statuses, "budget" if Status.SKIPPED in statuses else None),
+        status=case.status, mean_score=rounded(sum(scores) / len(scores)) if scores else None,
         scores=[round(score, 6) for score in scores],
     )
 
 
 def case_evidence(case: CaseComparison, settings: VerdictSettings = DEFAULT_SETTINGS
                   ) -> Evidence:
-    """Score evidence for one case: its own cluster of samples on each side. A base that
-    passes less often than `min_base_rate` is too unreliable to judge against."""
+    """Score evidence for one case: its own cluster of usable samples on each side. A base
+    that passes less often than `min_base_rate` is too unreliable to judge against."""
     if case.base is None or case.head is None:
         return missing_evidence(case.base is not None)
-    unreliable = case.base.passes / case.base.samples < settings.min_base_rate - 1e-9
-    return score_evidence([case.base.scores], [case.head.scores], unreliable, settings)
+    base, head = case.base, case.head
+    unreliable = base.samples > 0 and base.passes / base.samples < settings.min_base_rate - 1e-9
+    return score_evidence(
+        [base.scores], [head.scores], unreliable, settings,
+        base_lost=base.unusable, head_lost=head.unusable,
+        transition=status_transition(base.passes == base.samples == 1,
+                                     head.passes == head.samples == 1))
 
 
 def protocol_evidence(comparison: ProtocolComparison,

@@ -23,6 +23,7 @@ from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
     Evidence,
+    Unusable,
     Verdict,
     VerdictSettings,
     decide,
@@ -39,6 +40,8 @@ class Transition(StrEnum):
     REMOVED = "removed"
     SKIPPED = "skipped"
     """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
+    ERRORED = "errored"
+    """Head errored (provider down, timeout …): infrastructure, neither a pass nor a fail."""
 
 
 class SuiteState(StrEnum):
@@ -95,19 +98,38 @@ class SampleSide(Spend):
     passes: int = 0
     """k: passing samples (1 or 0 for an unrepeated row)."""
     samples: int = 1
-    """n: samples taken."""
+    """n: usable samples (passed or failed): the ones the verdict's test sees."""
     pass_rate_low: float = 0.0
     """Wilson 95 % interval of the pass rate."""
     pass_rate_high: float = 1.0
     flaky: bool = False
+    errored: int = 0
+    """Samples that errored: not evidence about the model, left out of `samples`."""
+    skipped: int = 0
+    """Samples not taken (a budget skipped them), left out of `samples`."""
+    skip_reason: str | None = None
+    """Why samples were skipped (`budget`)."""
+
+    @property
+    def unusable(self) -> Unusable:
+        return Unusable(errors=self.errored, skipped=self.skipped,
+                        skip_reason=self.skip_reason or "skipped")
 
 
-def sample_stats(passed: Sequence[bool]) -> dict[str, Any]:
-    """`SampleSide` fields from each sample's pass."""
-    passes = sum(passed)
-    low, high = wilson_interval(passes, len(passed))
-    return {"passes": passes, "samples": len(passed), "pass_rate_low": round(low, 6),
-            "pass_rate_high": round(high, 6), "flaky": 0 < passes < len(passed)}
+USABLE = (Status.PASS, Status.FAIL)
+
+
+def sample_stats(statuses: Sequence[Status], skip_reason: str | None = None) -> dict[str, Any]:
+    """`SampleSide` fields from each sample's status; errored and skipped samples are
+    counted apart, never as failures."""
+    passes = sum(s is Status.PASS for s in statuses)
+    usable = sum(s in USABLE for s in statuses)
+    low, high = wilson_interval(passes, usable)
+    skipped = sum(s is Status.SKIPPED for s in statuses)
+    return {"passes": passes, "samples": usable, "pass_rate_low": round(low, 6),
+            "pass_rate_high": round(high, 6), "flaky": 0 < passes < usable,
+            "errored": sum(s is Status.ERROR for s in statuses), "skipped": skipped,
+            "skip_reason": skip_reason if skipped else None}
 
 
 # -- verdicts ------------------------------------------------------------------------
@@ -118,8 +140,11 @@ class VerdictRow(ReportModel):
 
     verdict: Verdict = Verdict.UNCHANGED
     p_value: float | None = None
-    """Holm-adjusted one-sided p-value behind the verdict; None for new/removed."""
+    """Holm-adjusted exact one-sided p-value behind the verdict; None for new/removed,
+    transitions and rows that could not be tested."""
     verdict_reason: str = ""
+    verdict_cause: str | None = None
+    """Why an `inconclusive` row could not be judged: `errors`, `budget`, `skipped`."""
     flaky: bool = False
     """The head passed on some samples and failed on others."""
 
@@ -130,7 +155,7 @@ def rounded(value: float | None) -> float | None:
 
 def verdict_fields(decision: Decision) -> dict[str, Any]:
     return {"verdict": decision.verdict, "p_value": rounded(decision.p_value),
-            "verdict_reason": decision.reason}
+            "verdict_reason": decision.reason, "verdict_cause": decision.cause}
 
 
 def decide_groups(groups: Sequence[Sequence[Evidence]],
@@ -169,6 +194,8 @@ class RowCounts(ReportModel):
     pre-statistics count."""
     verdicts: dict[str, int] = Field(default_factory=dict)
     """Rows per statistical verdict tier."""
+    unjudged: dict[str, int] = Field(default_factory=dict)
+    """Rows that could not be judged, per cause (`errors`, `budget`, `skipped`)."""
     flaky: int = 0
     """Head rows that passed on some samples and failed on others."""
 
@@ -180,6 +207,8 @@ class CountedRow(Protocol):
     def regression(self) -> bool: ...
     @property
     def verdict(self) -> Verdict: ...
+    @property
+    def verdict_cause(self) -> str | None: ...
     @property
     def flaky(self) -> bool: ...
     @property
@@ -195,6 +224,9 @@ def count_rows(rows: Iterable[CountedRow], counts: Counted, heads: str) -> Count
     rows = list(rows)
     counts.verdicts = verdict_counts(rows)
     for row in rows:
+        cause = row.verdict_cause
+        if cause is not None:
+            counts.unjudged[cause] = counts.unjudged.get(cause, 0) + 1
         name = row.transition.value.replace(" ", "_")
         if name in type(counts).model_fields:
             setattr(counts, name, getattr(counts, name) + 1)

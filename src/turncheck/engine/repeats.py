@@ -7,9 +7,12 @@ made while it runs are keyed by that index in the cassette (`use_sample`), and
 with a fixed `seed` sample i sends `seed + i` so samples differ. `repeat: auto`
 takes samples in looks (`turncheck.stats.adaptive`).
 
-A case's status from its samples (`min_pass`, default: every sample): pass
-when at least `min_pass` samples passed (capped at the samples taken);
-otherwise error if any sample errored, else fail.
+A case's status from its samples: only samples that passed or failed are evidence
+about the model. With fewer usable samples than `usable_minimum` (half the samples
+taken, at least one) the case is `error` when errors outnumber skips, else `skipped`
+(a budget stopped it) — never `fail`. Otherwise it passes when at least `min_pass`
+usable samples passed (default: every usable sample; capped at the usable samples),
+else fails.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.stats.adaptive import more_samples
 from turncheck.stats.rates import summarize_passes, turn_distribution
+from turncheck.stats.verdicts import usable_minimum
 
 RepeatSetting = int | Literal["auto"]
 Result = TypeVar("Result")
@@ -117,11 +121,18 @@ class _Sampled(Protocol):
     def status(self) -> Status: ...
 
 
+USABLE = (Status.PASS, Status.FAIL)
+
+
 def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
-    needed = min(min_pass or len(samples), len(samples))
-    if sum(s.status is Status.PASS for s in samples) >= needed:
-        return Status.PASS
-    return Status.ERROR if any(s.status is Status.ERROR for s in samples) else Status.FAIL
+    usable = [s for s in samples if s.status in USABLE]
+    if len(usable) < usable_minimum(len(samples)):
+        errors = sum(s.status is Status.ERROR for s in samples)
+        skipped = sum(s.status is Status.SKIPPED for s in samples)
+        return Status.ERROR if errors and errors >= skipped else Status.SKIPPED
+    needed = min(min_pass or len(usable), len(usable))
+    return Status.PASS if sum(s.status is Status.PASS for s in usable) >= needed \
+        else Status.FAIL
 
 
 def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
@@ -166,10 +177,16 @@ def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None) -
         "passed_on_turn": statistics.median_low(passing)
         if passing and status is Status.PASS else None,
         "error": next((s.error for s in samples if s.error), None),
+        "reason": _reason(results, status),
         **spend_totals(samples),
         "repeats": summarize(samples, plan, [outcome_of(s) for s in samples]),
         "samples": samples,
     })
+
+
+def _reason(results: Sequence[EvalResult], status: Status) -> str | None:
+    """Why the eval has `status` when its samples say (a budget skip, an interruption)."""
+    return next((r.reason for r in results if r.status is status and r.reason), None)
 
 
 # -- protocol cases ----------------------------------------------------------------------

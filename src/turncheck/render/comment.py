@@ -49,8 +49,8 @@ TRANSCRIPT_CAP = 6
 DIAGNOSTIC_CAP = 20
 COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
-TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.LIKELY_REGRESSION, Group.NEW,
-                     Group.STILL_FAILING)
+TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
+                     Group.LATER_TURN, Group.NEW, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
 SUITE_STATE = {
@@ -340,7 +340,8 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
     groups = _groups(found, caps.rows)
     if detail <= FRAME:  # the frame: only regressions survive among the findings
         groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
-                                                      TITLE[Group.ERROR])]
+                                                      TITLE[Group.ERROR],
+                                                      TITLE[Group.BROKEN])]
     still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",

@@ -14,11 +14,22 @@ from turncheck.text.money import MoneyRow
 _LEADS = (
     (Group.REGRESSION, "regression", "regressions"),
     (Group.ERROR, "error", "errors"),
+    (Group.BROKEN, "broke", "broke"),
     (Group.LIKELY_REGRESSION, "likely regression", "likely regressions"),
+    (Group.LATER_TURN, "later turn", "later turns"),
     (Group.IMPROVEMENT, "improvement", "improvements"),
+    (Group.FIXED, "fixed", "fixed"),
+    (Group.EARLIER_TURN, "earlier turn", "earlier turns"),
     (Group.NEW, "new", "new"),
     (Group.REMOVED, "removed", "removed"),
 )
+
+
+WARNING_GROUPS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
+                  Group.LATER_TURN)
+TRANSITION_COUNTS = ((Group.BROKEN, "broke"), (Group.LATER_TURN, "later turn"),
+                     (Group.FIXED, "fixed"), (Group.EARLIER_TURN, "earlier turn"))
+"""One-sample transitions in the counts line, when there are any."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,7 @@ def headline(comparison: Comparison, found: Sequence[Finding],
     quiet = not invalid and not fail_reasons and not comparison.calibration and all(
         f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found)
     icon = "❌" if fail_reasons else "⚠️" if (
-        invalid or groups[Group.ERROR] or groups[Group.REGRESSION]
-        or groups[Group.LIKELY_REGRESSION]) else "✅"
+        invalid or any(groups[g] for g in WARNING_GROUPS)) else "✅"
     return Headline(icon, " · ".join(parts), counts_line(comparison, found, invalid), quiet)
 
 
@@ -122,6 +132,7 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
         f"turncheck: **{groups[Group.REGRESSION]} regressed**",
         f"{groups[Group.LIKELY_REGRESSION]} likely",
         f"{groups[Group.IMPROVEMENT]} improved",
+        *(f"{groups[g]} {label}" for g, label in TRANSITION_COUNTS if groups[g]),
         new,
         f"{groups[Group.REMOVED]} removed",
         f"{groups[Group.ERROR]} error{'' if groups[Group.ERROR] == 1 else 's'}",

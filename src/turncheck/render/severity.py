@@ -2,9 +2,12 @@
 
 The group comes from the comparison's statistical verdict when it has one (`verdict`:
 regression, likely-regression, improvement, unchanged, inconclusive,
-unreliable-baseline, new, removed) and otherwise from the base → head transition. The
-comment, the step summary, the check run and the annotations all read these groups, in
-this order of severity.
+unreliable-baseline, new, removed, and the one-sample transitions broken, fixed,
+later-turn, earlier-turn) and otherwise from the base → head transition. Rows that
+errored, or could not be judged because samples errored, are `error` (infrastructure,
+not a verdict). A suite whose evals together got worse (the suite-level test) is a
+finding of its own, kind `suite`. The comment, the step summary, the check run and the
+annotations all read these groups, in this order of severity.
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ from enum import StrEnum
 
 from turncheck.compare.comparison import Comparison, EvalComparison, Transition
 from turncheck.compare.protocol import CaseComparison, CaseSide
+from turncheck.compare.rows import SampleSide
 from turncheck.engine.report import Status
 
 
 class Group(StrEnum):
     ERROR = "error"
     REGRESSION = "regression"
+    BROKEN = "broken"
     LIKELY_REGRESSION = "likely-regression"
+    LATER_TURN = "later-turn"
     IMPROVEMENT = "improvement"
+    FIXED = "fixed"
+    EARLIER_TURN = "earlier-turn"
     INCONCLUSIVE = "inconclusive"
     UNRELIABLE_BASELINE = "unreliable-baseline"
     NEW = "new"
@@ -34,17 +42,21 @@ class Group(StrEnum):
 ORDER = list(Group)
 ICON = {
     Group.ERROR: "💥", Group.REGRESSION: "🔻", Group.LIKELY_REGRESSION: "🔸",
-    Group.IMPROVEMENT: "🔺", Group.INCONCLUSIVE: "❔", Group.UNRELIABLE_BASELINE: "⚠️",
+    Group.IMPROVEMENT: "🔺", Group.BROKEN: "🔴", Group.FIXED: "🟢",
+    Group.LATER_TURN: "⏬", Group.EARLIER_TURN: "⏫", Group.INCONCLUSIVE: "❔", Group.UNRELIABLE_BASELINE: "⚠️",
     Group.NEW: "🆕", Group.REMOVED: "🗑️", Group.STILL_FAILING: "❌", Group.UNCHANGED: "⚪",
 }
 TITLE = {
     Group.ERROR: "Errors", Group.REGRESSION: "Regressions",
     Group.LIKELY_REGRESSION: "Likely regressions", Group.IMPROVEMENT: "Improvements",
+    Group.BROKEN: "Broke", Group.FIXED: "Fixed", Group.LATER_TURN: "Later turn",
+    Group.EARLIER_TURN: "Earlier turn",
     Group.INCONCLUSIVE: "Inconclusive", Group.UNRELIABLE_BASELINE: "Unreliable baseline",
     Group.NEW: "New", Group.REMOVED: "Removed", Group.STILL_FAILING: "Still failing",
     Group.UNCHANGED: "Unchanged",
 }
-NEWS = (Group.ERROR, Group.REGRESSION, Group.LIKELY_REGRESSION, Group.IMPROVEMENT,
+NEWS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
+        Group.LATER_TURN, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
         Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
 """Groups that are news; still-failing and unchanged evals are not."""
 
@@ -52,7 +64,8 @@ _BY_VERDICT = {
     "regression": Group.REGRESSION, "likely-regression": Group.LIKELY_REGRESSION,
     "improvement": Group.IMPROVEMENT, "inconclusive": Group.INCONCLUSIVE,
     "unreliable-baseline": Group.UNRELIABLE_BASELINE, "new": Group.NEW,
-    "removed": Group.REMOVED,
+    "removed": Group.REMOVED, "broken": Group.BROKEN, "fixed": Group.FIXED,
+    "later-turn": Group.LATER_TURN, "earlier-turn": Group.EARLIER_TURN,
 }
 
 
@@ -62,7 +75,7 @@ class Finding:
 
     group: Group
     kind: str
-    """"eval" or "case"."""
+    """"eval", "case" or "suite" (a suite-level verdict)."""
     suite: str
     path: str
     name: str
@@ -88,7 +101,7 @@ def eval_group(item: EvalComparison | CaseComparison) -> Group:
     """The group of an eval or a protocol case: error, else its verdict's, else (for
     comparisons made before verdicts existed) its transition's."""
     head = item.head_status
-    if head is Status.ERROR:
+    if head is Status.ERROR or getattr(item, "verdict_cause", None) == "errors":
         return Group.ERROR
     verdict = getattr(item, "verdict", None)
     if isinstance(verdict, str) and verdict in _BY_VERDICT:
@@ -107,6 +120,8 @@ def _by_transition(transition: Transition, regression: bool, head: Status | None
         return Group.NEW
     if transition is Transition.REMOVED:
         return Group.REMOVED
+    if transition is Transition.ERRORED:
+        return Group.ERROR
     if transition is Transition.SKIPPED:
         return Group.INCONCLUSIVE  # a budget stopped it: neither a pass nor a fail
     return _quiet(head)
@@ -122,6 +137,9 @@ def eval_change(item: EvalComparison) -> str:
         return "removed"
     if head.status is Status.ERROR:
         return f"errors: {item.error or head.error or 'unknown error'}"
+    if base is not None and item.verdict_cause == "errors":
+        return f"base errors ({base.errored} of {base.errored + base.samples} samples)" \
+            ": not judged"
     now = _outcome(head.status, head.passed_on_turn, head.turns)
     if base is None:
         return f"new: {now}"
@@ -149,14 +167,22 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
     base, head = item.base, item.head
     if base is None or head is None:
         return None
-    if base.samples <= 1 and head.samples <= 1:  # one sample a side: no news
+    if max(_taken(base), _taken(head)) <= 1:  # one sample a side: no news
         return None
     text = f"{base.passes}/{base.samples} → {head.passes}/{head.samples} samples pass"
+    unusable = [f"{side} {n} {what}" for side, found in (("base", base), ("head", head))
+                for n, what in ((found.errored, "errored"), (found.skipped, "skipped")) if n]
+    if unusable:
+        text += f" ({', '.join(unusable)}: not counted)"
     if isinstance(item, CaseComparison) and isinstance(base, CaseSide) \
             and isinstance(head, CaseSide) and None not in (base.mean_score, head.mean_score):
         text = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {text}"
     p_value = item.p_value
     return text if p_value is None else f"{text}, p = {p_value:.3g}"
+
+
+def _taken(side: SampleSide) -> int:
+    return side.samples + side.errored + side.skipped
 
 
 def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
@@ -178,9 +204,28 @@ def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
 
 
 def findings(comparison: Comparison) -> list[Finding]:
-    """Every eval and protocol case, most severe group first (document order within)."""
-    found = [*_eval_findings(comparison), *_case_findings(comparison)]
+    """Every suite-level verdict, eval and protocol case, most severe group first (document
+    order within, suites first)."""
+    found = [*_suite_findings(comparison), *_eval_findings(comparison),
+             *_case_findings(comparison)]
     return sorted(found, key=lambda f: ORDER.index(f.group))
+
+
+def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
+    for suite in comparison.suites:
+        group = _BY_VERDICT.get(suite.verdict.value)
+        if group not in (Group.REGRESSION, Group.IMPROVEMENT) or suite.pass_rate_change is None:
+            continue
+        judged = sum(e.base is not None and e.head is not None for e in suite.evals)
+        way = "down" if suite.pass_rate_change < 0 else "up"
+        yield Finding(
+            group=group, kind="suite", suite=suite.name, path=suite.path,
+            name=f"suite {suite.name}", line=None,
+            change=f"pass rate {way} {abs(suite.pass_rate_change) * 100:.1f} points on "
+                   f"average over its {judged} evals (suite-level test)",
+            base_cost=None, head_cost=None, has_base=True,
+            evidence=None if suite.p_value is None else f"p = {suite.p_value:.3g}",
+        )
 
 
 def _eval_findings(comparison: Comparison) -> Iterator[Finding]:

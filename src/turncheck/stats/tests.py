@@ -15,8 +15,10 @@ import numpy as np
 from scipy.stats import fisher_exact, rankdata
 
 Outcome = int | None
-MID_P = 0.5
-"""Lancaster's mid-p: half the probability of the observed statistic counts (see below)."""
+MID_P = 0.0
+"""Share of the probability of the observed statistic left out of a p-value: 0, the
+exact test. (Lancaster's mid-p, 0.5, is closer to α on average but not a level-α test,
+and Tarone's screen below is only a theorem for exact tests.)"""
 
 
 def fisher_worse(base_passes: int, base_samples: int,
@@ -77,24 +79,57 @@ def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTe
     is computed exactly for those tied ranks, so it stays exact for small samples.
     With pass/fail outcomes only, this is Fisher's exact test.
 
-    The p-values are Lancaster's mid-p (half the probability of the observed
-    rank sum is counted): exact tests on small discrete samples are conservative
-    (their real false-alarm rate is well under α), and mid-p brings the rate close
-    to α, recovering power (Lancaster 1961; Fagerland, Lydersen & Laake 2013)."""
+    The p-values are exact (the probability of the observed rank sum counts in
+    full), so P(p ≤ α) ≤ α holds for every α under "no change", conditionally on the
+    pooled samples: the property Tarone's screen and Holm's step-down need for their
+    family-wise guarantee to be a theorem (docs/statistics.md)."""
     if not base or not head:
         return ShiftTest(1.0, 1.0)
     ranks, _ = outcome_ranks(base, head)
     head_ranks = ranks[len(base):]
     observed = sum(head_ranks)
-    counts = _rank_sum_distribution(ranks, len(head_ranks))
-    total = counts.sum()
-    half = MID_P * counts[observed]
-    worse = float((counts[observed:].sum() - half) / total)
-    better = float((counts[: observed + 1].sum() - half) / total)
-    possible = np.nonzero(counts)[0]
+    law = _category_law(ranks, len(head_ranks))
+    if law is None:
+        counts = _rank_sum_distribution(ranks, len(head_ranks))
+        possible = np.nonzero(counts)[0]
+        law = (possible, counts[possible] / counts.sum())
+    sums, chances = law
+    worse = float(chances[sums >= observed].sum())
+    better = float(chances[sums <= observed].sum())
     return ShiftTest(min(1.0, worse), min(1.0, better),
-                     least_worse=float((1 - MID_P) * counts[possible[-1]] / total),
-                     least_better=float((1 - MID_P) * counts[possible[0]] / total))
+                     least_worse=float(chances[sums == sums.max()].sum()),
+                     least_better=float(chances[sums == sums.min()].sum()))
+
+
+MAX_CATEGORY_SPLITS = 2_000_000
+
+
+def _category_law(ranks: Sequence[int], chosen: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The head rank sum's exact law when outcomes fall into few tied categories (a few
+    turns and "fail"): head's count per category is multivariate hypergeometric, so the
+    law is enumerated over those counts — fast where the subset-sum recursion is
+    quadratic in the samples. None when there are too many count vectors."""
+    from scipy.special import gammaln
+
+    values, sizes = np.unique(np.asarray(ranks), return_counts=True)
+    order = np.argsort(sizes)  # the largest category is implied by the others
+    values, sizes = values[order], sizes[order]
+    if np.prod(sizes[:-1] + 1.0) > MAX_CATEGORY_SPLITS:
+        return None
+    grids = np.meshgrid(*[np.arange(m + 1) for m in sizes[:-1]], indexing="ij")
+    picked = [g.ravel() for g in grids] if grids else []
+    rest = chosen - (sum(picked) if picked else 0)
+    valid = (rest >= 0) & (rest <= sizes[-1])
+    counts = [p[valid] for p in picked] + [np.broadcast_to(rest, valid.shape)[valid]]
+
+    def log_comb(n: float, k: np.ndarray) -> np.ndarray:
+        result: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+        return result
+
+    log_weight = sum(log_comb(float(m), x) for m, x in zip(sizes, counts, strict=True))
+    chances = np.exp(log_weight - log_comb(float(sizes.sum()), np.asarray(chosen)))
+    sums = sum(x * int(v) for v, x in zip(values, counts, strict=True))
+    return np.asarray(sums), np.asarray(chances)
 
 
 def mean_outcome_shift(base: Sequence[Outcome], head: Sequence[Outcome]) -> float:
@@ -181,4 +216,51 @@ def _random_statistics(cases: list[tuple[list[float], list[float]]], resamples: 
         drawn = pooled[order]
         total += drawn[:, len(b):].mean(axis=1) - drawn[:, :len(b)].mean(axis=1)
     values: np.ndarray = total / len(cases)
+    return values
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One stratum (an eval) of a stratified pass/fail test: its passes and samples."""
+
+    base_passes: int
+    base_samples: int
+    head_passes: int
+    head_samples: int
+
+
+def stratified_pass_test(strata: Sequence[Stratum]) -> ShiftTest:
+    """Exact stratified test of "head passes less (more) often than base" over strata.
+
+    The exact form of the Cochran–Mantel–Haenszel test (Birch 1964): within each
+    stratum, given its pooled passes, head's passes follow a hypergeometric law when
+    head and base behave the same; strata are independent, so the sum of head's passes
+    follows the convolution of those laws, computed exactly. `worse` is the probability
+    of at most the observed sum, `better` of at least it; `least_*` the smallest value
+    either can take given the pooled samples (for Tarone's screen)."""
+    law = np.ones(1)
+    observed = 0
+    for stratum in strata:
+        if stratum.base_samples <= 0 or stratum.head_samples <= 0:
+            continue
+        law = np.convolve(law, _head_pass_law(stratum))
+        observed += stratum.head_passes
+    possible = np.nonzero(law > 0)[0]
+    if len(possible) <= 1:
+        return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
+    low, high = int(possible[0]), int(possible[-1])
+    worse = float(min(1.0, law[: observed + 1].sum()))
+    better = float(min(1.0, law[observed:].sum()))
+    return ShiftTest(worse, better, least_worse=float(law[low]),
+                     least_better=float(law[high]))
+
+
+def _head_pass_law(stratum: Stratum) -> np.ndarray:
+    """P(head passes = j) for j = 0..head_samples, given the stratum's pooled passes."""
+    from scipy.stats import hypergeom
+
+    total = stratum.base_samples + stratum.head_samples
+    pooled = stratum.base_passes + stratum.head_passes
+    values: np.ndarray = hypergeom.pmf(np.arange(stratum.head_samples + 1), total, pooled,
+                                      stratum.head_samples)
     return values

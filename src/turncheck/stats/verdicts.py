@@ -1,26 +1,31 @@
-"""Verdict tiers: one rule for every kind of case (eval, protocol case).
+"""Verdict tiers: one rule for every kind of case (eval, protocol case, suite).
 
-A case's *evidence* is built from its two sides' samples (`outcome_evidence` for
-pass/fail-with-turn outcomes, `score_evidence` for scores); `decide` then adjusts
-the p-values of all cases of a pull request together (Holm) and picks a tier:
+A case's *evidence* is built from its two sides' usable samples (`outcome_evidence`
+for pass/fail-with-turn outcomes, `score_evidence` for scores, `suite_evidence` for a
+suite's evals together); `decide` then adjusts the exact p-values of all cases of a
+pull request together (Tarone's screen, then Holm) and picks a tier:
 
-1. `new` / `removed` when a side is missing; `inconclusive` when a side has no
-   usable sample.
-2. The head looks worse by at least the minimum effect (pass rate down by
-   `min_effect`, or passing `min_turn_shift` turns later on average, or a score
-   lower by `min_score_effect`):
-   - the base passes less often than `min_base_rate` → `unreliable-baseline`
-     (too flaky to judge against);
-   - Holm-adjusted p ≤ `alpha` → `regression`;
-   - raw p ≤ `likely_alpha`, or one sample per side (no test can decide with one
-     sample; the flip stays visible) → `likely-regression`;
+1. `new` / `removed` when a side is missing. `inconclusive` when a side has fewer
+   usable samples than `usable_minimum` (errored and budget-skipped samples are not
+   evidence about the model); the decision's `cause` says why: `errors`, `budget`
+   or `skipped`.
+2. One usable sample per side: a *transition*, a fact about the two recorded answers
+   and not a statistical claim: `broken`, `fixed`, `later-turn`, `earlier-turn`, or
+   `unchanged`.
+3. The head looks worse by a material effect (at least `observed_share` of the
+   minimum effect: a pass-rate drop of `min_effect`, a turn-of-pass shift of
+   `min_turn_shift`, a score drop of `min_score_effect`):
+   - the base passes less often than `min_base_rate` → `unreliable-baseline`;
+   - adjusted p ≤ `alpha` → `regression`;
+   - raw p ≤ `likely_alpha` → `likely-regression` (a watch tier: not adjusted for
+     multiplicity, so it fires on noise; not a recommended gate);
    - otherwise → `inconclusive`.
-3. The head looks better by at least the minimum effect: adjusted p ≤ `alpha` →
-   `improvement`, otherwise `inconclusive`.
-4. Otherwise `unchanged`.
+4. The head looks better by a material effect: adjusted p ≤ `alpha` → `improvement`,
+   otherwise `inconclusive`.
+5. Otherwise `unchanged`.
 
-A one-sample flip therefore never reaches `regression`: with one sample per side
-the smallest possible p-value is 0.5.
+Every p-value is exact (P(p ≤ a) ≤ a under "no change", given the pooled samples), so
+the family-wise false-alarm rate of `regression` is at most `alpha` by theorem.
 """
 
 from __future__ import annotations
@@ -29,14 +34,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import math
+
 from turncheck.stats.multiplicity import tarone_holm
 from turncheck.stats.tests import (
     ClusterScores,
     Outcome,
     ShiftTest,
+    Stratum,
     clustered_permutation_test,
     fisher_worse,
     mean_outcome_shift,
+    stratified_pass_test,
     turn_shift_test,
 )
 
@@ -50,10 +59,55 @@ class Verdict(StrEnum):
     UNRELIABLE_BASELINE = "unreliable-baseline"
     NEW = "new"
     REMOVED = "removed"
+    BROKEN = "broken"
+    """One sample per side: passed at base, not at head."""
+    FIXED = "fixed"
+    """One sample per side: passed at head, not at base."""
+    LATER_TURN = "later-turn"
+    """One sample per side: both passed, head on a later turn."""
+    EARLIER_TURN = "earlier-turn"
+    """One sample per side: both passed, head on an earlier turn."""
 
 
 NO_TEST = ShiftTest(1.0, 1.0)
 WORSE_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.LIKELY_REGRESSION})
+TRANSITIONS = frozenset({Verdict.BROKEN, Verdict.FIXED, Verdict.LATER_TURN,
+                         Verdict.EARLIER_TURN})
+"""Verdicts of rows with one usable sample per side."""
+
+MIN_USABLE_SHARE = 0.5
+"""A side needs at least this share of its samples usable (passed or failed), and at
+least one, to be judged: otherwise the errors or skips, not the model, decide."""
+
+
+def usable_minimum(taken: int) -> int:
+    """Fewest usable samples a side of `taken` samples needs to be judged."""
+    return max(1, math.ceil(taken * MIN_USABLE_SHARE))
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """Samples of one side that say nothing about the model: they errored (provider
+    down, bad key, timeout) or were not taken (a budget skipped them)."""
+
+    errors: int = 0
+    skipped: int = 0
+    skip_reason: str = "skipped"
+    """Why samples were skipped: `budget` for a budget stop."""
+
+
+ALL_USABLE = Unusable()
+
+
+def shortfall(usable: int, lost: Unusable) -> str | None:
+    """`errors`, `budget` or `skipped` when a side has fewer usable samples than
+    `usable_minimum`; None when it can be judged."""
+    taken = usable + lost.errors + lost.skipped
+    if taken and usable >= usable_minimum(taken):
+        return None
+    if lost.errors and lost.errors >= lost.skipped:
+        return "errors"
+    return lost.skip_reason if lost.skipped else "no samples"
 
 
 @dataclass(frozen=True)
@@ -71,6 +125,15 @@ class VerdictSettings:
     case scores are 0..1: ten points)."""
     min_base_rate: float = 0.5
     """A base passing less often than this is too unreliable to call a regression against."""
+    observed_share: float = 0.5
+    """A change is material when its observed size reaches this share of the minimum
+    effect. Below 1 so that a true change of the minimum effect is called with a
+    probability that rises to 1 with the samples, rather than at most about half."""
+    min_suite_effect: float = 0.1
+    """Smallest mean pass-rate drop over a suite's evals that counts (suite-level test)."""
+
+    def material(self, observed: float, minimum: float) -> bool:
+        return observed >= minimum * self.observed_share - 1e-9
 
 
 DEFAULT_SETTINGS = VerdictSettings()
@@ -89,7 +152,11 @@ class Evidence:
     base_unreliable: bool = False
     single_samples: bool = False
     empty: bool = False
-    """A side has no usable sample."""
+    """A side has fewer usable samples than `usable_minimum`: not tested."""
+    cause: str | None = None
+    """Why it is empty: `errors`, `budget`, `skipped`."""
+    transition: Verdict | None = None
+    """With one usable sample per side: broken / fixed / later-turn / earlier-turn."""
     pass_p_value: float | None = None
     """Fisher's exact one-sided p-value on pass counts alone (informational)."""
     rate_change: float | None = None
@@ -103,42 +170,97 @@ def missing_evidence(base_present: bool) -> Evidence:
 
 
 def outcome_evidence(base: Sequence[Outcome], head: Sequence[Outcome],
-                     settings: VerdictSettings = DEFAULT_SETTINGS) -> Evidence:
-    """Evidence from pass/fail outcomes (the turn passed on, or None)."""
-    if not base or not head:
-        return Evidence(empty=True)
+                     settings: VerdictSettings = DEFAULT_SETTINGS, *,
+                     base_lost: Unusable = ALL_USABLE, head_lost: Unusable = ALL_USABLE
+                     ) -> Evidence:
+    """Evidence from the usable pass/fail outcomes (the turn passed on, or None) of each
+    side; `*_lost` count the samples that errored or were skipped."""
+    cause = shortfall(len(head), head_lost) or shortfall(len(base), base_lost)
+    if cause is not None:
+        return Evidence(empty=True, cause=cause)
     base_passes = sum(t is not None for t in base)
     head_passes = sum(t is not None for t in head)
     base_rate, head_rate = base_passes / len(base), head_passes / len(head)
     shift = mean_outcome_shift(base, head)
+    single = len(base) == 1 and len(head) == 1
     return Evidence(
         test=turn_shift_test(base, head),
-        worse_effect=base_rate - head_rate >= settings.min_effect - 1e-9
-        or shift >= settings.min_turn_shift - 1e-9,
-        better_effect=head_rate - base_rate >= settings.min_effect - 1e-9
-        or -shift >= settings.min_turn_shift - 1e-9,
+        worse_effect=settings.material(base_rate - head_rate, settings.min_effect)
+        or settings.material(shift, settings.min_turn_shift),
+        better_effect=settings.material(head_rate - base_rate, settings.min_effect)
+        or settings.material(-shift, settings.min_turn_shift),
         base_unreliable=base_rate < settings.min_base_rate - 1e-9,
-        single_samples=len(base) == 1 and len(head) == 1,
+        single_samples=single,
+        transition=outcome_transition(base[0], head[0]) if single else None,
         pass_p_value=fisher_worse(base_passes, len(base), head_passes, len(head)),
         rate_change=head_rate - base_rate,
         turn_shift=shift,
     )
 
 
-def score_evidence(base: ClusterScores, head: ClusterScores, base_unreliable: bool = False,
+def outcome_transition(base: Outcome, head: Outcome) -> Verdict | None:
+    """What changed between two single samples; None when nothing did."""
+    if base is not None and head is None:
+        return Verdict.BROKEN
+    if base is None and head is not None:
+        return Verdict.FIXED
+    if base is None or head is None or base == head:
+        return None
+    return Verdict.LATER_TURN if head > base else Verdict.EARLIER_TURN
+
+
+def status_transition(base_passed: bool, head_passed: bool) -> Verdict | None:
+    """broken / fixed between two single samples judged by pass only (protocol cases)."""
+    if base_passed == head_passed:
+        return None
+    return Verdict.FIXED if head_passed else Verdict.BROKEN
+
+
+def suite_evidence(strata: Sequence[tuple[Sequence[Outcome], Sequence[Outcome]]],
                    settings: VerdictSettings = DEFAULT_SETTINGS) -> Evidence:
-    """Evidence from scores: `base[c]`/`head[c]` are the sample scores of cluster c
-    (one case has one cluster; a suite's aggregate has one per case)."""
+    """Evidence that a suite's evals together pass less (more) often at head: the exact
+    stratified (Cochran–Mantel–Haenszel) test over the evals' usable outcomes, one
+    stratum per eval judged on both sides. The effect is the mean pass-rate change over
+    those evals. Fewer than two strata: empty (the eval's own test says it all)."""
+    usable = [(b, h) for b, h in strata if b and h]
+    if len(usable) < 2:
+        return Evidence(empty=True, cause="too few evals")
+    counted = [Stratum(sum(t is not None for t in b), len(b),
+                       sum(t is not None for t in h), len(h)) for b, h in usable]
+    change = sum(s.head_passes / s.head_samples - s.base_passes / s.base_samples
+                 for s in counted) / len(counted)
+    return Evidence(
+        test=stratified_pass_test(counted),
+        worse_effect=settings.material(-change, settings.min_suite_effect),
+        better_effect=settings.material(change, settings.min_suite_effect),
+        rate_change=change,
+    )
+
+
+def score_evidence(base: ClusterScores, head: ClusterScores, base_unreliable: bool = False,
+                   settings: VerdictSettings = DEFAULT_SETTINGS, *,
+                   base_lost: Unusable = ALL_USABLE, head_lost: Unusable = ALL_USABLE,
+                   transition: Verdict | None = None) -> Evidence:
+    """Evidence from the usable scores: `base[c]`/`head[c]` are the sample scores of
+    cluster c (one case has one cluster; a suite's aggregate has one per case); `*_lost`
+    as for `outcome_evidence` (one case); `transition` what changed between single
+    samples (see `status_transition`)."""
+    cause = shortfall(sum(map(len, head)), head_lost) \
+        or shortfall(sum(map(len, base)), base_lost)
+    if cause is not None:
+        return Evidence(empty=True, cause=cause)
     pairs = [(b, h) for b, h in zip(base, head, strict=True) if b and h]
     if not pairs:
-        return Evidence(empty=True)
+        return Evidence(empty=True, cause="no samples")
     change = sum(sum(h) / len(h) - sum(b) / len(b) for b, h in pairs) / len(pairs)
+    single = all(len(b) == 1 and len(h) == 1 for b, h in pairs)
     return Evidence(
         test=clustered_permutation_test([b for b, _ in pairs], [h for _, h in pairs]),
-        worse_effect=-change >= settings.min_score_effect - 1e-9,
-        better_effect=change >= settings.min_score_effect - 1e-9,
+        worse_effect=settings.material(-change, settings.min_score_effect),
+        better_effect=settings.material(change, settings.min_score_effect),
         base_unreliable=base_unreliable,
-        single_samples=all(len(b) == 1 and len(h) == 1 for b, h in pairs),
+        single_samples=single,
+        transition=transition if single else None,
         rate_change=change,
     )
 
@@ -152,12 +274,15 @@ class Decision:
     p_worse: float | None
     p_better: float | None
     reason: str
+    cause: str | None = None
+    """Why an inconclusive row could not be judged: `errors`, `budget`, `skipped`."""
 
 
 def decide(evidence: Sequence[Evidence],
            settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Decision]:
     """One decision per case, adjusting p-values across all of them (Holm, per direction)."""
-    tested = [i for i, e in enumerate(evidence) if e.present and not e.empty]
+    tested = [i for i, e in enumerate(evidence)
+              if e.present and not e.empty and not e.single_samples]
     tests = [evidence[i].test for i in tested]
     worse = tarone_holm([t.worse for t in tests], [t.least_worse for t in tests], settings.alpha)
     better = tarone_holm([t.better for t in tests], [t.least_better for t in tests],
@@ -170,8 +295,13 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
                 settings: VerdictSettings) -> Decision:
     if evidence.missing is not None:
         return Decision(evidence.missing, None, None, None, evidence.missing.value)
+    if evidence.single_samples:
+        verdict = evidence.transition or Verdict.UNCHANGED
+        return Decision(verdict, None, None, None, "one sample per side: " + (
+            verdict.value if evidence.transition else "no change"))
     if adjusted is None:
-        return Decision(Verdict.INCONCLUSIVE, None, None, None, "a side has no usable sample")
+        return Decision(Verdict.INCONCLUSIVE, None, None, None, _shortfall_reason(evidence),
+                        evidence.cause)
     worse, better = adjusted
     raw = evidence.test.worse
 
@@ -183,8 +313,6 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
             return decision(Verdict.UNRELIABLE_BASELINE, "base passes too rarely to judge")
         if worse <= settings.alpha:
             return decision(Verdict.REGRESSION, f"worse, adjusted p ≤ {settings.alpha:g}")
-        if evidence.single_samples:
-            return decision(Verdict.LIKELY_REGRESSION, "worse on a single sample per side")
         if raw <= settings.likely_alpha:
             return decision(Verdict.LIKELY_REGRESSION, f"worse, raw p ≤ {settings.likely_alpha:g}")
         return decision(Verdict.INCONCLUSIVE, "worse, but too few samples to tell")
@@ -194,3 +322,11 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
                             better)
         return decision(Verdict.INCONCLUSIVE, "better, but too few samples to tell", better)
     return decision(Verdict.UNCHANGED, "no change of at least the minimum effect")
+
+
+def _shortfall_reason(evidence: Evidence) -> str:
+    return {
+        "errors": "too few usable samples: errors",
+        "budget": "too few usable samples: a budget skipped them",
+        "skipped": "too few usable samples: skipped",
+    }.get(evidence.cause or "", "a side has no usable sample")
