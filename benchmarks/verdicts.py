@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import math
 import multiprocessing
 import os
@@ -45,6 +46,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from turncheck.compare.comparison import compare_reports  # noqa: E402
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
+from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
 from turncheck.engine.report import (  # noqa: E402
     EvalResult,
     PriceSource,
@@ -53,7 +55,6 @@ from turncheck.engine.report import (  # noqa: E402
     SuiteResult,
     Usage,
 )
-from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
 from turncheck.stats import adaptive  # noqa: E402
 from turncheck.stats.rates import wilson_interval  # noqa: E402
 from turncheck.stats.verdicts import Verdict  # noqa: E402
@@ -568,7 +569,7 @@ def monotone(results: Results, printed: Printed) -> None:
             tallies = [results[f"{before:g}->{after:g} alone | {s.label}"] for s in steps]
             figures = " ".join(f"{t.changed_regression / t.prs:.0%}" for t in tallies)
             worst = min(exact_drop_p(a.detected, b.detected)
-                        for a, b in zip(tallies, tallies[1:], strict=False))
+                        for a, b in itertools.pairwise(tallies))
             label = f"{before:g}->{after:g} alone, {'auto' if auto else 'fixed'} " \
                     f"{'/'.join(map(str, MONOTONE_REPEATS))}"
             printed.row(label, figures, "monotone", worst > MONOTONE_LEVEL)
