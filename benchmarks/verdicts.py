@@ -554,7 +554,8 @@ def exact_drop_p(detected_before: Sequence[bool], detected_after: Sequence[bool]
     discordant = lost + gained
     if discordant == 0 or lost <= gained:
         return 1.0
-    return sum(math.comb(discordant, k) for k in range(lost, discordant + 1)) / 2**discordant
+    tail = sum(math.comb(discordant, k) for k in range(lost, discordant + 1))
+    return float(tail / 2**discordant)
 
 
 MONOTONE_LEVEL = 0.01
