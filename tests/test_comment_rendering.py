@@ -260,17 +260,17 @@ def test_hostile_text_renders_inert(hostile: tuple[Report, Report]) -> None:
     assert all(cell_count(row) == 7 for row in eval_table)
     # Base beside head, turn by turn: 4 columns whatever the response holds.
     transcripts = [t for t in tables(prose) if t[0].startswith("| Turn | Prompt | base |")]
-    # The error first, then the single-sample flip (a likely regression).
+    # The error first, then the single-sample flip (a transition: broke).
     assert [len(t) for t in transcripts] == [2 + 1, 2 + 2]
     assert all(cell_count(row) == 4 for t in transcripts for row in t)
     # Names with line breaks stay on their line: each finding is one list item.
-    regressions = prose.split("### 🔸 Likely regressions (1)\n", 1)[1].split("\n\n", 1)[0]
-    assert regressions.count("\n") == 0 and regressions.startswith("- 🔸 **")
+    regressions = prose.split("### 🔴 Broke (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert regressions.count("\n") == 0 and regressions.startswith("- 🔴 **")
     errors = prose.split("### 💥 Errors (1)\n", 1)[1].split("\n\n", 1)[0]
     assert errors.startswith("- 💥 **table \\| breaker**")
     # Severity order: what could not run, errors, then regressions.
     assert prose.index("### ⛔ Could not run") < prose.index("### 💥 Errors") \
-        < prose.index("### 🔸 Likely regressions")
+        < prose.index("### 🔴 Broke")
     # The footer links the run with a working URL (no backslash escapes in it).
     assert body.rstrip().endswith(" · [workflow run and full report]"
                                   "(https://github.com/octo-org/widgets/actions/runs/1)</sub>")
@@ -335,16 +335,16 @@ def test_transcripts_are_dropped_first_and_the_summary_keeps_them() -> None:
     body, comparison, context = comment_for(base, head, ["12 regression(s) against base"])
     prose, _ = assert_inert(body)
 
-    assert body.startswith(MARKER + "\n## ❌ 12 likely regressions · eval 0.0 now fails")
+    assert body.startswith(MARKER + "\n## ❌ 12 broke · eval 0.0 now fails")
     assert "12 regression\\(s\\) against base" in body
     for label in ("| **Total** |", "| Tokens (model + judge) |"):
         assert label in prose
     # Capped at 15 rows, with a count of the rest and a link to the step summary.
-    assert "### 🔸 Likely regressions (12)" in body and "and 0 more" not in body
+    assert "### 🔴 Broke (12)" in body and "and 0 more" not in body
     assert "eval 1.25" in body  # broken evals still listed
 
     summary = render_summary(comparison, context)
-    assert summary.count("<details><summary>🔸") == 12  # every likely regression's transcript
+    assert summary.count("<details><summary>🔴") == 12  # every broken eval's transcript
     assert "All good. All good." in summary and "eval 2.99" in summary  # every eval, in tables
 
 
@@ -362,9 +362,10 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
 
     assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count(MARKER) == 1
-    assert body.startswith(MARKER + "\n## ❌ 2000 likely regressions · eval 0.0 ")
-    assert "**0 regressed** · 2000 likely" in body
-    assert "### 🔸 Likely regressions (2000)" in body and "and 1985 more" in body
+    # One sample per side, every eval of the suite broke: a suite-level regression first.
+    assert body.startswith(MARKER + "\n## ❌ 1 regression · suite suite 0: pass rate down ")
+    assert "**1 regressed** · 0 likely · 0 improved · 2000 broke" in body
+    assert "### 🔴 Broke (2000)" in body and "and 1985 more" in body
     assert body.rstrip().endswith("</sub>")  # the footer survives
     outside, blocks = split_code_blocks(body)
     assert not blocks and outside.count("<!--") == 1

@@ -32,8 +32,8 @@ from turncheck.formats.files import (
 )
 from turncheck.github.workflow import StopCommands
 from turncheck.render.calibration_console import calibration_comparison_lines
-from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.headline import headline
+from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.text.money import usd
 

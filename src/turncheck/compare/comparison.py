@@ -48,6 +48,7 @@ from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spen
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
+from turncheck.engine.results import SampleResult
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -220,7 +221,7 @@ def sample_statuses(result: EvalResult) -> list[Status]:
 def outcomes_of(result: EvalResult) -> list[int | None]:
     """Each usable sample's turn of pass (None when it failed); errored and skipped
     samples are left out."""
-    samples = result.samples or [result]
+    samples: Sequence[EvalResult | SampleResult] = result.samples or [result]
     return [s.passed_on_turn if s.status is Status.PASS else None
             for s in samples if s.status in USABLE]
 
@@ -261,8 +262,9 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
     judged = iter(evidence)
     found = []
     for suite in suites:
+        own = [next(judged) for _ in suite.evals]
         strata = [(side_outcomes(item.base), side_outcomes(item.head))
-                  for item, e in zip(suite.evals, judged)
+                  for item, e in zip(suite.evals, own, strict=True)
                   if item.base is not None and item.head is not None and not e.empty]
         found.append(suite_evidence(strata, settings))
     return found

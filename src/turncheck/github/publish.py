@@ -31,7 +31,8 @@ CHECK_NAME = "turncheck"
 AnnotationLevel = Literal["notice", "warning", "failure"]
 CommandLevel = Literal["error", "warning", "notice"]
 STATUS_CONTEXT = "turncheck"
-ANNOTATED_GROUPS = (Group.REGRESSION, Group.LIKELY_REGRESSION, Group.ERROR)
+ANNOTATED_GROUPS = (Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
+                    Group.LATER_TURN, Group.ERROR)
 VERDICT_EXTERNAL_ID = "turncheck-verdict"
 """Marks check runs turncheck created from a trusted run's own results. A fork's job
 may be *named* `turncheck` too, but a fork's read-only token cannot create check runs."""
@@ -80,7 +81,7 @@ def _case_annotations(comparison: Comparison, head: Report | None,
             (PurePosixPath(suite.path).parent / cases_file).as_posix()
         for case in suite.cases:
             group = eval_group(case)
-            if case.line is None or group not in (Group.REGRESSION, Group.LIKELY_REGRESSION):
+            if case.line is None or group not in ANNOTATED_GROUPS or group is Group.ERROR:
                 continue
             found.append(Annotation(prefix + path, case.line, case.line, "failure",
                                     f"protocol case {case.id!r} {case_change(case)}",
@@ -91,7 +92,7 @@ def _case_annotations(comparison: Comparison, head: Report | None,
 def _eval_annotation(item: EvalComparison, path: str,
                      result: EvalResult | None) -> Annotation | None:
     group = eval_group(item)
-    failing = item.head is not None and item.head.status is not Status.PASS
+    failing = item.head is not None and item.head.status in (Status.FAIL, Status.ERROR)
     if item.line is None or not (failing or group in ANNOTATED_GROUPS):
         return None
     message = f"eval {item.name!r} {eval_change(item)}"

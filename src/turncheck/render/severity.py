@@ -43,7 +43,8 @@ ORDER = list(Group)
 ICON = {
     Group.ERROR: "💥", Group.REGRESSION: "🔻", Group.LIKELY_REGRESSION: "🔸",
     Group.IMPROVEMENT: "🔺", Group.BROKEN: "🔴", Group.FIXED: "🟢",
-    Group.LATER_TURN: "⏬", Group.EARLIER_TURN: "⏫", Group.INCONCLUSIVE: "❔", Group.UNRELIABLE_BASELINE: "⚠️",
+    Group.LATER_TURN: "⏬", Group.EARLIER_TURN: "⏫", Group.INCONCLUSIVE: "❔",
+    Group.UNRELIABLE_BASELINE: "⚠️",
     Group.NEW: "🆕", Group.REMOVED: "🗑️", Group.STILL_FAILING: "❌", Group.UNCHANGED: "⚪",
 }
 TITLE = {

@@ -30,11 +30,10 @@ the family-wise false-alarm rate of `regression` is at most `alpha` by theorem.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-
-import math
 
 from turncheck.stats.multiplicity import tarone_holm
 from turncheck.stats.tests import (
