@@ -454,8 +454,8 @@ def cells(prs: int, seed: int) -> list[Cell]:
         if scenario.changed is not None and scenario.evals == 1 and "turn" not in scenario.name:
             before_after = scenario.name.split(" ")[0]
             if any(before_after == f"{b:g}->{a:g}" for b, a in MONOTONE_CHANGES):
-                samplings = [*{Sampling(n, n) for n in MONOTONE_REPEATS},
-                             *{Sampling(None, n) for n in MONOTONE_REPEATS}]
+                samplings = [*(Sampling(n, n) for n in MONOTONE_REPEATS),
+                             *(Sampling(None, n) for n in MONOTONE_REPEATS)]
         for sampling in samplings:
             planned.append(Cell(scenario, sampling, size_for(scenario, prs), seed))
     return planned
