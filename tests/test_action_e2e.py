@@ -37,7 +37,7 @@ def test_turn_change_and_cost_delta_in_one_updating_comment(
     assert first.returncode == 1, first.stdout + first.stderr
     [comment] = github_fake.comments_on(PR)
     body = comment.body
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in body
     assert "+$" in body  # the cost delta of the extra turn
     assert "Cost alert" in body
     assert "<!-- turncheck:comment -->" in body
@@ -128,7 +128,7 @@ def test_workflow_run_posts_the_fork_report_from_its_artifact(
     assert run.returncode == 1, run.stdout + run.stderr
     assert len(github_fake.comments_on(PR)) == 1, run.stdout + run.stderr
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     # The fork's figures, under their own check name; the required check waits.
     [check] = github_fake.check_runs_named("turncheck (unverified fork report)")
     assert check.head_sha == head and check.conclusion == "failure"
@@ -228,7 +228,7 @@ def test_a_push_that_reverts_every_eval_change_clears_the_old_verdict(
                              {"fail-on": "likely-regression"})
     assert first.returncode == 1
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression" in comment.body
+    assert "1 later turn" in comment.body
 
     # The next push puts the suite and its cassette back as they are on base.
     repo.git("checkout", base, "--", "evals")

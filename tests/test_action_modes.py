@@ -158,7 +158,7 @@ def test_comment_never_still_creates_the_check_run(
     assert (check.head_sha, check.conclusion) == (head, "failure")
     assert "multiply now passes on turn 2 \\(was 1\\)" in check.output["summary"]
     assert check.output["title"].endswith(
-        "1 likely regression · multiply now passes on turn 2 (was 1) · cost +$0.0000075 (+83.3%)")
+        "1 later turn · multiply now passes on turn 2 (was 1) · cost +$0.0000075 (+83.3%)")
     assert run.outputs["comment-url"] == ""
 
 
@@ -206,7 +206,7 @@ def test_commit_status_replaces_the_check_run_without_checks_permission(
     assert not github_fake.check_runs
     [status] = github_fake.statuses
     assert (status["sha"], status["state"], status["context"]) == (head, state, "turncheck")
-    assert "1 likely regression · multiply now passes on turn 2 (was 1)" in status["description"]
+    assert "1 later turn · multiply now passes on turn 2 (was 1)" in status["description"]
     assert status["target_url"] == "https://github.com/octo-org/widgets/actions/runs/4242"
     assert "setting a commit status instead" in run.stdout
     assert len(github_fake.comments_on(PR)) == 1
@@ -297,5 +297,5 @@ def test_annotations_under_a_working_directory_are_repo_relative(
                        "sub/evals/math.eval.yaml"}
     # The changed suite was compared against its base version, also read from sub/.
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "outside" not in comment.body  # suites outside working-directory are ignored

@@ -59,7 +59,7 @@ def test_artifact_baseline_is_used_without_calling_the_provider(
     assert report is not None and report["baseline"]["source"] == "artifact"
     assert report["saved_tokens"] > 0 and report["live_tokens"] > 0
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "tokens saved" in comment.body and "live tokens spent" in comment.body
 
 
@@ -177,7 +177,7 @@ def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
     assert run.report is not None and run.report["baseline"]["run_id"] == 500
     [comment] = github_fake.comments_on(PR)
     # Against the genuine baseline the turn regression shows; the forged one would hide it.
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "from run 500" in comment.body and "a push run" in comment.body
     assert "run 900: built from another repository \\(a fork\\)" in comment.body
 

@@ -186,7 +186,7 @@ def test_a_labeled_trusted_run_gives_the_real_verdict_and_the_poster_keeps_it(
     [verdict] = github_fake.check_runs_named(REQUIRED)
     assert (verdict.head_sha, verdict.conclusion) == (head, "failure")
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
     assert "Unverified" not in comment.body
 
     # The forged report's poster runs late: it must not cover the verdict.

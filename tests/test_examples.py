@@ -248,4 +248,4 @@ def test_the_readme_picture_is_the_comment_of_a_pull_request_on_the_examples(
     made = out.read_text(encoding="utf-8")
     committed = (ROOT / "tools/example-pr/comment.md").read_text(encoding="utf-8")
     assert _without_pricing_date(made) == _without_pricing_date(committed)
-    assert made.splitlines()[1].startswith("## ❌ 1 likely regression · france now fails")
+    assert made.splitlines()[1].startswith("## ❌ 1 broke · france now fails")

@@ -274,3 +274,18 @@ def test_unusable_counts_reach_the_evidence() -> None:
     evidence = outcome_evidence([1] * 10, [1] * 3, head_lost=Unusable(errors=7))
     assert evidence.empty and evidence.cause == "errors"
     assert decide([evidence])[0].cause == "errors"
+
+
+def test_the_discrete_step_down_is_never_above_tarone_holm_and_can_be_below() -> None:
+    from turncheck.stats.multiplicity import discrete_holm
+
+    rng = random.Random(3)
+    tests = [turn_shift_test([1 if rng.random() < p else None for _ in range(12)],
+                             [1 if rng.random() < p - 0.3 else None for _ in range(12)])
+             for p in (0.95, 0.9, 0.8, 0.7, 0.6, 0.99, 1.0)]
+    p_values = [t.worse for t in tests]
+    least = [t.least_worse for t in tests]
+    exact = discrete_holm(p_values, [t.worse_null for t in tests], least, [True] * len(tests))
+    bound = tarone_holm(p_values, least, 0.05)
+    assert all(e <= b + 1e-12 for e, b in zip(exact, bound, strict=True))
+    assert any(e < b - 1e-6 for e, b in zip(exact, bound, strict=True))

@@ -67,6 +67,11 @@ class ShiftTest:
     least_worse: float = 0.0
     """Smallest `worse` p-value these pooled samples could give at all (any split)."""
     least_better: float = 0.0
+    worse_null: tuple[tuple[float, float], ...] = ()
+    """Every `worse` p-value these pooled samples can give, with its probability under
+    "no change" (the test's exact null law); empty when unknown. Lets the multiplicity
+    procedure use P(p ≤ t) itself rather than its bound t (`discrete_holm`)."""
+    better_null: tuple[tuple[float, float], ...] = ()
 
 
 def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTest:
@@ -98,7 +103,19 @@ def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTe
     better = float(chances[sums <= observed].sum())
     return ShiftTest(min(1.0, worse), min(1.0, better),
                      least_worse=float(chances[sums == sums.max()].sum()),
-                     least_better=float(chances[sums == sums.min()].sum()))
+                     least_better=float(chances[sums == sums.min()].sum()),
+                     worse_null=_null_law(sums, chances, worse=True),
+                     better_null=_null_law(sums, chances, worse=False))
+
+
+def _null_law(sums: np.ndarray, chances: np.ndarray, worse: bool
+              ) -> tuple[tuple[float, float], ...]:
+    """(p-value, probability) of every attainable value of a one-sided test whose
+    statistic has the law (`sums`, `chances`): large sums are worse."""
+    values = np.unique(sums)
+    mass = np.array([chances[sums == v].sum() for v in values])
+    tails = np.cumsum(mass[::-1])[::-1] if worse else np.cumsum(mass)
+    return tuple((float(min(1.0, p)), float(m)) for p, m in zip(tails, mass, strict=True))
 
 
 MAX_CATEGORY_SPLITS = 2_000_000
@@ -251,8 +268,11 @@ def stratified_pass_test(strata: Sequence[Stratum]) -> ShiftTest:
     low, high = int(possible[0]), int(possible[-1])
     worse = float(min(1.0, law[: observed + 1].sum()))
     better = float(min(1.0, law[observed:].sum()))
+    # Fewer head passes is worse: the statistic's "large" end is −passes.
     return ShiftTest(worse, better, least_worse=float(law[low]),
-                     least_better=float(law[high]))
+                     least_better=float(law[high]),
+                     worse_null=_null_law(-possible, law[possible], worse=True),
+                     better_null=_null_law(-possible, law[possible], worse=False))
 
 
 def _head_pass_law(stratum: Stratum) -> np.ndarray:

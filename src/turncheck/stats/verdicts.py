@@ -3,7 +3,8 @@
 A case's *evidence* is built from its two sides' usable samples (`outcome_evidence`
 for pass/fail-with-turn outcomes, `score_evidence` for scores, `suite_evidence` for a
 suite's evals together); `decide` then adjusts the exact p-values of all cases of a
-pull request together (Tarone's screen, then Holm) and picks a tier:
+pull request together (a discrete step-down min-p procedure over the tests' exact
+null laws, `multiplicity.discrete_holm`) and picks a tier:
 
 1. `new` / `removed` when a side is missing. `inconclusive` when a side has fewer
    usable samples than `usable_minimum` (errored and budget-skipped samples are not
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from turncheck.stats.multiplicity import tarone_holm
+from turncheck.stats.multiplicity import discrete_holm
 from turncheck.stats.tests import (
     ClusterScores,
     Outcome,
@@ -156,6 +157,9 @@ class Evidence:
     """Why it is empty: `errors`, `budget`, `skipped`."""
     transition: Verdict | None = None
     """With one usable sample per side: broken / fixed / later-turn / earlier-turn."""
+    pooled: bool = False
+    """The test reuses other cases' samples (a suite-level test): not independent of
+    them, so multiplicity treats it with the union bound."""
     pass_p_value: float | None = None
     """Fisher's exact one-sided p-value on pass counts alone (informational)."""
     rate_change: float | None = None
@@ -230,6 +234,7 @@ def suite_evidence(strata: Sequence[tuple[Sequence[Outcome], Sequence[Outcome]]]
                  for s in counted) / len(counted)
     return Evidence(
         test=stratified_pass_test(counted),
+        pooled=True,
         worse_effect=settings.material(-change, settings.min_suite_effect),
         better_effect=settings.material(change, settings.min_suite_effect),
         rate_change=change,
@@ -283,9 +288,11 @@ def decide(evidence: Sequence[Evidence],
     tested = [i for i, e in enumerate(evidence)
               if e.present and not e.empty and not e.single_samples]
     tests = [evidence[i].test for i in tested]
-    worse = tarone_holm([t.worse for t in tests], [t.least_worse for t in tests], settings.alpha)
-    better = tarone_holm([t.better for t in tests], [t.least_better for t in tests],
-                         settings.alpha)
+    alone = [not evidence[i].pooled for i in tested]
+    worse = discrete_holm([t.worse for t in tests], [t.worse_null for t in tests],
+                          [t.least_worse for t in tests], alone)
+    better = discrete_holm([t.better for t in tests], [t.better_null for t in tests],
+                           [t.least_better for t in tests], alone)
     adjusted = {i: (w, b) for i, w, b in zip(tested, worse, better, strict=True)}
     return [_decide_one(e, adjusted.get(i), settings) for i, e in enumerate(evidence)]
 
