@@ -1,327 +1,661 @@
-"""Do the verdicts work? False alarms, detection and calls of `repeat: auto`.
+"""Do the verdicts hold on real suites? False alarms, power, calls and failure modes.
 
-    python benchmarks/verdicts.py [--prs 500] [--max-repeat 20] [--concurrency 32] [--seed 2024]
+    python benchmarks/verdicts.py [--prs 400] [--seed 2024] [--workers 2] [--quick]
 
-The model under test is a stochastic OpenAI-compatible server on 127.0.0.1
-(tests/scripted_server.py) that answers `PASS` or `FAIL`. Each eval's prompt
-carries its per-turn pass probabilities (`[p=0.9]`, or `[p=0.8|1.0]` for an eval
-whose follow-up turn always passes), so the benchmark sets every eval's
-behaviour. Each simulated PR is one suite of three evals with `repeat: auto`.
+Simulates many pull requests and runs each one through the library's own decision
+code: every sample becomes an `EvalResult` as the runner makes it, the engine's
+`combine` (engine/repeats.py) adds them up into the eval's status and repeat summary,
+`repeat: auto` asks the library's stopping rule (stats/adaptive.py) for every look,
+and `compare_reports` (compare/comparison.py: evidence, tests, multiplicity, tiers)
+decides the verdicts. The check's outcome is `fail_reasons` (compare/policy.py) under
+`fail-on: regression` and under the default gate. Nothing of the decision is
+re-implemented here: the script only draws samples and counts.
 
-Base and head each get their own server, seeded differently: two independent
-runs of the same model. A server's answer is a pure function of its seed and the
-request (prompt, turn, and the sample's `seed` field: the suites set `seed`, so
-sample i sends seed + i), drawn through a hash. The draws are uniform and
-independent, and the figures do not depend on the order in which concurrent
-requests arrive: the same `--seed` gives the same figures.
+A sample of an eval with T turns passes on turn t with chance c_t given that turns
+1..t-1 did not pass (single-turn: c_1 = the pass rate; 3-turn: c = 1-(1-p)^(1/3) per
+turn, so the eval passes with chance p). Draws are numpy uniforms, independent per
+PR, eval, side, sample and turn; each scenario has its own stream, identical for
+every sampling setting (common random numbers), so `max_repeat` 10 vs 40 compares
+the method, not the noise. Run-level drift: each side of a PR (a run) draws one
+Z ~ N(0, 1) and every turn chance moves to expit(logit(c) + sigma * Z).
 
-All PRs of all scenarios run through the real CLI, one `turncheck run --mode live
---json` per side (two subprocesses, side by side). Each PR is then compared on
-its own with `turncheck compare --json` (the CLI's entry point, in-process, to
-skip 3 x PRs interpreter start-ups), so multiplicity is corrected per PR as in
-real use.
-
-Scenarios (the two other evals of every PR pass with 1.0 and 0.7 on both sides):
-- null:  the first eval passes 30 % of the time on both sides;
-- drop:  the first eval passes 90 % at base and 50 % at head;
-- shift: the first eval always passes, on turn 1 80 % of the time at base but
-         20 % at head (else on turn 2): same pass rate, later turn.
+Every rate is printed with its Wilson 95 % interval, next to its target from issue
+22; the script exits 1 when a target is missed (the point estimate is on the wrong
+side), so it can fail. `--quick` runs every cell at a tiny size (the smoke test).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
-import importlib
-import json
+import functools
+import itertools
+import math
 import multiprocessing
 import os
-import re
 import resource
-import subprocess
 import sys
-import tempfile
 import time
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 
-from tests.scripted_server import ScriptedServer, user_turns  # noqa: E402
-
-from turncheck.cli.main import main as turncheck  # noqa: E402
+from turncheck.compare.comparison import compare_reports  # noqa: E402
+from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
+from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
+from turncheck.engine.report import (  # noqa: E402
+    EvalResult,
+    PriceSource,
+    Report,
+    Status,
+    SuiteResult,
+    Usage,
+)
+from turncheck.stats import adaptive  # noqa: E402
 from turncheck.stats.rates import wilson_interval  # noqa: E402
+from turncheck.stats.verdicts import Verdict  # noqa: E402
 
-PROMPT = re.compile(r"^case (\w+)/\w+/\w+ \[p=([0-9.|]+)\]$")
-OTHERS = ["1.0", "0.7"]
-SCENARIOS = {
-    "null": ("0.3", "0.3"),
-    "drop": ("0.9", "0.5"),
-    "shift": ("0.8|1.0", "0.2|1.0"),
-}
-SIDES = ("base", "head")
-SUITE_SEED = 1
-"""Every suite's `seed`: sample i sends SUITE_SEED + i, so a server tells samples apart."""
+MIXTURE = (1.0,) * 8 + (0.99,) * 2 + (0.95,) * 3 + (0.9,) * 3 + (0.8,) * 2 + (0.7, 0.5)
+"""The realistic 20-eval suite of issue 22."""
+MAX_SAMPLES = 60
+"""Length of every sample stream: the largest repeat / max_repeat measured."""
+SEED_OFFSET = 1
+"""The suites' `seed` (sample i sends SEED_OFFSET + i): recorded, never drawn from."""
 
-
-def uniform(*key: object) -> float:
-    """A uniform draw in [0, 1) that depends only on `key` (64 bits of BLAKE2b)."""
-    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+Chances = tuple[float, ...]
+"""Per-turn conditional pass chances of one eval on one side."""
 
 
-class StochasticModel:
-    """A server's replies: PASS with the chance the prompt sets for the turn.
-
-    Called on the server's one event-loop thread, so the call counter needs no lock."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-        self.calls: Counter[str] = Counter()
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        found = PROMPT.match(first)
-        if found is None or body.get("seed") is None:
-            raise ValueError(f"not a benchmark request: {first!r}, seed {body.get('seed')}")
-        self.calls[found.group(1)] += 1
-        chances = [float(p) for p in found.group(2).split("|")]
-        turn = user_turns(body)
-        chance = chances[turn - 1] if turn <= len(chances) else 0.0
-        return "PASS" if uniform(self.seed, first, body["seed"], turn) < chance else "FAIL"
+# -- what a simulated PR looks like --------------------------------------------------
 
 
-def eval_yaml(prompt: str, chances: str, name: str) -> str:
-    text = (f"  - name: {name}\n    prompt: \"case {prompt} [p={chances}]\"\n"
-            "    checks:\n      - match: \"*PASS*\"\n")
-    if "|" in chances:
-        text += ("        prompt: try again\n        checks:\n"
-                 "          - match: \"*PASS*\"\n")
-    return text
+@dataclass(frozen=True)
+class Scenario:
+    """One kind of PR: every eval's turn chances at base and at head."""
+
+    name: str
+    base: tuple[Chances, ...]
+    head: tuple[Chances, ...]
+    changed: int | None = None
+    """Index of the eval whose change the detection rate counts (None: any regression)."""
+    fault: str | None = None
+    """`outage` (every head sample errors) or `budget` (every head sample skipped)."""
+    drift: float = 0.0
+    """Run-level drift sigma on the logit scale."""
+
+    @property
+    def evals(self) -> int:
+        return len(self.base)
 
 
-def suite_yaml(scenario: str, pr: int, first: str, max_repeat: int) -> str:
-    name = f"{scenario}-pr{pr:04d}"
-    evals = "".join(eval_yaml(f"{scenario}/pr{pr:04d}/e{i}", p, f"e{i}")
-                    for i, p in enumerate([first, *OTHERS]))
-    return (f"metadata:\n  name: {name}\n  model: gpt-4o-mini\n  seed: {SUITE_SEED}\n"
-            f"  repeat: auto\n  max_repeat: {max_repeat}\nevals:\n{evals}")
+def turn_chances(rate: float, turns: int) -> Chances:
+    """Per-turn chances with which an eval of `turns` turns passes at `rate` overall."""
+    if turns == 1:
+        return (rate,)
+    per_turn = 1.0 - (1.0 - rate) ** (1.0 / turns)
+    return (per_turn,) * turns
 
 
-def write_suites(directory: Path, side: int, prs: int, max_repeat: int) -> None:
-    for scenario, firsts in SCENARIOS.items():
-        folder = directory / scenario
-        folder.mkdir(parents=True)
-        for pr in range(prs):
-            text = suite_yaml(scenario, pr, firsts[side], max_repeat)
-            (folder / f"pr{pr:04d}.eval.yaml").write_text(text)
+def same(name: str, rates: Sequence[float], turns: int = 1, drift: float = 0.0,
+         fault: str | None = None) -> Scenario:
+    chances = tuple(turn_chances(r, turns) for r in rates)
+    return Scenario(name, chances, chances, fault=fault, drift=drift)
 
 
-def start_run(directory: Path, base_url: str, concurrency: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-a-key"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "turncheck", "run", ".", "--mode", "live", "--base-url",
-         base_url, "--json", "report.json", "--quiet", "--concurrency", str(concurrency)],
-        cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+def changed(name: str, rates: Sequence[float], index: int, head_rate: float) -> Scenario:
+    base = tuple(turn_chances(r, 1) for r in rates)
+    head = tuple(turn_chances(head_rate, 1) if i == index else c for i, c in enumerate(base))
+    return Scenario(name, base, head, changed=index)
 
 
-def finish_run(process: subprocess.Popen[bytes], directory: Path) -> dict[str, Any]:
-    """The run's report; exits when the run broke or any sample errored."""
-    _, stderr = process.communicate()
-    path = directory / "report.json"
-    if not path.exists():
-        sys.exit(f"turncheck run failed in {directory}:\n{stderr.decode(errors='replace')}")
-    report: dict[str, Any] = json.loads(path.read_text())
-    errors = [f"{s['name']}/{e['name']}" for s in report["suites"] for e in s["evals"]
-              if any(sample["status"] == "error" for sample in e.get("samples") or [e])]
-    if errors or report["diagnostics"]:
-        sys.exit(f"the run in {directory} had errors: {errors[:5]} {report['diagnostics'][:3]}")
-    return report
+def in_mixture(base_rate: float) -> int:
+    return MIXTURE.index(base_rate)
 
 
-def per_pr(report: dict[str, Any], folder: Path) -> dict[str, Path]:
-    """One report file per suite (= per simulated PR), by suite name."""
-    folder.mkdir()
-    paths = {}
-    for suite in report["suites"]:
-        path = folder / f"{suite['name']}.json"
-        path.write_text(json.dumps({**report, "suites": [suite]}))
-        paths[suite["name"]] = path
-    return paths
+# -- how it is sampled ---------------------------------------------------------------
 
 
-def compare(base: Path, head: Path, out: Path) -> list[dict[str, Any]]:
-    """`turncheck compare --json` on one PR; its evals, in suite order."""
-    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-        turncheck(["compare", str(base), str(head), "--json", str(out)])
-    evals: list[dict[str, Any]] = json.loads(out.read_text())["suites"][0]["evals"]
-    return evals
+@dataclass(frozen=True)
+class Sampling:
+    """`repeat: N` (fixed) or `repeat: auto` with `max_repeat`."""
+
+    repeat: int | None
+    max_repeat: int
+
+    @property
+    def label(self) -> str:
+        return f"repeat {self.repeat}" if self.repeat else f"auto<={self.max_repeat}"
+
+    @property
+    def plan(self) -> RepeatPlan:
+        return RepeatPlan(self.repeat, self.repeat or self.max_repeat, None)
 
 
-@dataclass
-class Outcome:
-    prs: int = 0
-    regressions_any: int = 0
-    first_regression: int = 0
-    first_likely_or_worse: int = 0
-    samples: int = 0
-    calls: int = 0
-
-    def add(self, evals: list[dict[str, Any]]) -> None:
-        verdicts = [e["verdict"] for e in evals]
-        self.prs += 1
-        self.regressions_any += "regression" in verdicts
-        self.first_regression += verdicts[0] == "regression"
-        self.first_likely_or_worse += verdicts[0] in ("regression", "likely-regression")
-        self.samples += sum(e["base"]["samples"] + e["head"]["samples"] for e in evals)
+FIXED_20 = Sampling(20, 20)
+AUTO_20 = Sampling(None, 20)
 
 
-def expected_fixed_calls(name: str, prs: int, max_repeat: int) -> float:
-    """Provider calls the same PRs would make at a fixed `repeat: max_repeat`."""
-    def turns(chances: str) -> float:
-        first = float(chances.split("|")[0])
-        return 1.0 if "|" not in chances else 1.0 + (1.0 - first)
-    per_side = [turns(p) for p in OTHERS]
-    total = 0.0
-    for first in SCENARIOS[name]:
-        total += sum(per_side) + turns(first)
-    return total * max_repeat * prs
+def looks_of(base: Sequence[object], head: Sequence[object], sampling: Sampling
+             ) -> tuple[list[int], list[int]]:
+    """The sizes of the looks each side takes from its stream, by the library's stopping
+    rule (one look of `repeat` for a fixed repeat).
+
+    A library with a joint rule (`joint_more_samples`: the decision sees both sides)
+    is asked with both sides' samples of the same looks; otherwise each side stops on
+    its own samples (`more_samples`), as two separate `turncheck run`s do."""
+    if sampling.repeat is not None:
+        return [sampling.repeat], [sampling.repeat]
+    joint = getattr(adaptive, "joint_more_samples", None)
+    looks: tuple[list[int], list[int]] = ([], [])
+    sides = (base, head)
+    while True:
+        seen = [list(side[:sum(sizes)]) for side, sizes in zip(sides, looks, strict=True)]
+        if joint is not None:
+            wanted = [joint(seen[0], seen[1], sampling.max_repeat),
+                      joint(seen[1], seen[0], sampling.max_repeat)]
+        else:
+            wanted = [adaptive.more_samples(s, sampling.max_repeat) for s in seen]
+        if max(wanted) <= 0:
+            return looks
+        for sizes, more in zip(looks, wanted, strict=True):
+            if more > 0:
+                sizes.append(more)
 
 
-def cpu_seconds() -> tuple[float, float]:
-    """User + system CPU of this process and of its finished children (the
-    `turncheck run` processes, the servers and the compare processes)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+# -- drawing samples -----------------------------------------------------------------
 
 
-def row(label: str, value: str, target: str, ok: bool | None = None) -> None:
-    verdict = "" if ok is None else ("PASS" if ok else "MISS")
-    print(f"{label:<56} {value:>26}   target {target:<8} {verdict}")
+def logit_shift(chances: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    inner = (chances > 0) & (chances < 1)
+    safe = np.clip(chances, 1e-12, 1 - 1e-12)
+    moved = 1.0 / (1.0 + np.exp(-(np.log(safe / (1 - safe)) + shift)))
+    return np.where(inner, moved, chances)
 
 
-def rate(count: int, total: int) -> str:
-    """count/total as a percentage with its Wilson 95 % interval."""
-    low, high = wilson_interval(count, total)
-    return f"{count / total:.1%} [{low:.1%}, {high:.1%}]"
-
-
-def serve(seed: int, connection: Connection) -> None:
-    """A server process: sends its port, serves until told to stop, sends its calls."""
-    model = StochasticModel(seed)
-    with ScriptedServer(default_reply=model) as server:
-        connection.send(server.base_url)
-        connection.recv()
-    connection.send(dict(model.calls))
-
-
-@contextlib.contextmanager
-def server_process(seed: int) -> Iterator[tuple[str, Counter[str]]]:
-    """The base URL of a stochastic server in its own process (its own GIL), and the
-    calls it answered per scenario, filled in when the block ends."""
-    ours, theirs = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=serve, args=(seed, theirs), daemon=True)
-    process.start()
-    calls: Counter[str] = Counter()
-    try:
-        yield ours.recv(), calls
-    finally:
-        ours.send("stop")
-        calls.update(ours.recv())
-        process.join()
-
-
-def compare_one(job: tuple[Path, Path, Path]) -> list[dict[str, Any]]:
-    return compare(*job)
-
-
-def run_all(args: argparse.Namespace, work: Path) -> dict[str, Outcome]:
-    outcomes = {name: Outcome() for name in SCENARIOS}
-    directories = [work / side for side in SIDES]
-    for side, directory in enumerate(directories):
-        write_suites(directory, side, args.prs, args.max_repeat)
-    step = time.perf_counter()
-    with server_process(args.seed * 2) as (base_url, base_calls), \
-            server_process(args.seed * 2 + 1) as (head_url, head_calls):
-        runs = [start_run(directory, url, args.concurrency)
-                for directory, url in zip(directories, (base_url, head_url), strict=True)]
-        reports = [finish_run(run, directory)
-                   for run, directory in zip(runs, directories, strict=True)]
-    print(f"  run, both sides side by side: {time.perf_counter() - step:.0f} s wall, "
-          f"{cpu_seconds()[1]:.0f} s CPU (the two turncheck run and two server processes)")
-    for name, outcome in outcomes.items():
-        outcome.calls = base_calls[name] + head_calls[name]
-    step = time.perf_counter()
-    base, head = (per_pr(report, work / f"{side}-prs")
-                  for report, side in zip(reports, SIDES, strict=True))
-    jobs = [(path, head[suite], work / f"{suite}.comparison.json") for suite, path in base.items()]
-    importlib.import_module("turncheck.cli.compare_cmd")  # once, before the workers fork
-    pool = multiprocessing.Pool(args.workers)
-    for suite, evals in zip(base, pool.imap(compare_one, jobs, chunksize=8), strict=True):
-        outcomes[suite.split("-")[0]].add(evals)
-    pool.close()
-    pool.join()
-    print(f"  compare, {len(base)} PRs one by one ({args.workers} processes): "
-          f"{time.perf_counter() - step:.0f} s wall")
+def draw_outcomes(chances: Sequence[Chances], prs: int, rng: np.random.Generator,
+                  drift: float) -> np.ndarray:
+    """Turn of pass (1..T) of every sample, 0 when it did not pass: shape
+    (prs, evals, MAX_SAMPLES)."""
+    turns = max(len(c) for c in chances)
+    table = np.zeros((len(chances), turns))
+    for index, eval_chances in enumerate(chances):
+        table[index, :len(eval_chances)] = eval_chances
+    shift = rng.standard_normal(prs)[:, None, None, None] * drift
+    per_pr = logit_shift(np.broadcast_to(table[None, :, None, :],
+                                         (prs, len(chances), 1, turns)), shift)
+    passed = rng.random((prs, len(chances), MAX_SAMPLES, turns)) < per_pr
+    first = np.argmax(passed, axis=-1) + 1
+    outcomes: np.ndarray = np.where(passed.any(axis=-1), first, 0)
     return outcomes
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prs", type=int, default=500, help="simulated PRs per scenario")
-    parser.add_argument("--max-repeat", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=32)
+# -- one PR through the library ------------------------------------------------------
+
+PRICES = PriceSource(library="genai-prices", version="bench", timestamp="2026-01-01T00:00:00Z")
+NO_USAGE = Usage()
+
+
+@functools.cache
+def sample_result(name: str, status: Status, turn: int | None) -> EvalResult:
+    """One sample as the runner returns it (no turns kept: the verdict never reads them).
+    Shared between PRs: nothing downstream changes a result, it copies."""
+    return EvalResult.model_construct(
+        name=name, prompt=name, status=status, passed_on_turn=turn, error=None,
+        usage=NO_USAGE, cost_usd=None, judge_usage=NO_USAGE, judge_cost_usd=None, turns=[],
+        line=1, reason="budget" if status is Status.SKIPPED else None, repeats=None,
+        samples=[])
+
+
+def sample_of(name: str, outcome: int, fault: str | None) -> EvalResult:
+    if fault == "outage":
+        return sample_result(name, Status.ERROR, None)
+    if fault == "budget":
+        return sample_result(name, Status.SKIPPED, None)
+    return sample_result(name, Status.PASS, outcome) if outcome else sample_result(
+        name, Status.FAIL, None)
+
+
+def in_look_order(stream: np.ndarray, looks: Sequence[int]) -> list[int]:
+    """The stream's first sum(looks) outcomes, sorted within each look. Samples of one
+    look are exchangeable (the stopping rule only sees whole looks), so this changes no
+    figure; it lets equal looks share one cached `combine` and one cached test."""
+    ordered: list[int] = []
+    start = 0
+    for size in looks:
+        ordered += sorted(int(t) for t in stream[start:start + size])
+        start += size
+    return ordered
+
+
+_COMBINED: dict[tuple[str, str | None, tuple[int, ...], RepeatPlan], EvalResult] = {}
+
+
+def combined(name: str, outcomes: Sequence[int], fault: str | None, plan: RepeatPlan
+             ) -> EvalResult:
+    """The engine's `combine` of these samples (memoised: it is a pure function)."""
+    key = (name, fault, tuple(outcomes), plan)
+    found = _COMBINED.get(key)
+    if found is None:
+        found = combine([sample_of(name, t, fault) for t in outcomes], plan, SEED_OFFSET)
+        if len(_COMBINED) < 200_000:
+            _COMBINED[key] = found
+    return found
+
+
+def calls_of(outcomes: np.ndarray, turns: int, fault: str | None) -> int:
+    """Provider calls: a pass on turn t took t, a failure every turn; an errored sample
+    one (the failing request), a skipped one none."""
+    if fault == "outage":
+        return len(outcomes)
+    if fault == "budget":
+        return 0
+    return int(np.where(outcomes > 0, outcomes, turns).sum())
+
+
+def report_of(suite: list[EvalResult]) -> Report:
+    results = SuiteResult(path="bench.eval.yaml", name="bench", model="m", provider="openai",
+                          cassette=None, evals=suite)
+    return Report(turncheck_version="bench", mode="live", price_source=PRICES,
+                  suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0)
+
+
+@dataclass
+class PrOutcome:
+    verdicts: list[Verdict]
+    head_statuses: list[Status]
+    regression_gate: bool
+    default_gate: bool
+    base_calls: int
+    head_calls: int
+
+
+def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.ndarray
+           ) -> PrOutcome:
+    """Sample, combine and compare one PR; `base`/`head`: (evals, MAX_SAMPLES) streams."""
+    suites: tuple[list[EvalResult], list[EvalResult]] = ([], [])
+    calls = [0, 0]
+    faults = (None, scenario.fault)
+    for index in range(scenario.evals):
+        name = f"e{index}"
+        streams = (base[index], head[index])
+        seen = [[outcome_of(sample_of(name, int(t), fault)) for t in stream]
+                for stream, fault in zip(streams, faults, strict=True)]
+        looks = looks_of(seen[0], seen[1], sampling)
+        for side in (0, 1):
+            outcomes = in_look_order(streams[side], looks[side])
+            suites[side].append(combined(name, outcomes, faults[side], sampling.plan))
+            turns = len((scenario.base, scenario.head)[side][index])
+            calls[side] += calls_of(np.asarray(outcomes, dtype=int), turns, faults[side])
+    comparison = compare_reports(report_of(suites[0]), report_of(suites[1]))
+    return PrOutcome(
+        verdicts=[e.verdict for s in comparison.suites for e in s.evals],
+        head_statuses=[e.status for e in suites[1]],
+        regression_gate=bool(fail_reasons(comparison, (FailOn.REGRESSION,))),
+        default_gate=bool(fail_reasons(comparison, DEFAULT_FAIL_ON)),
+        base_calls=calls[0], head_calls=calls[1],
+    )
+
+
+PURE_TESTS = ("turn_shift_test", "fisher_worse", "fisher_better", "stratified_shift_test")
+"""The library's exact tests: pure functions of their arguments, called with the same
+samples again and again across PRs, so memoised (wherever a module imported them)."""
+
+
+def memoise_tests() -> None:
+    for name in PURE_TESTS:
+        original = next((getattr(module, name) for module_name, module in list(sys.modules.items())
+                         if module_name.startswith("turncheck.stats") and hasattr(module, name)),
+                        None)
+        if original is None:
+            continue
+        wrapped = memoised(original)
+        for module_name, module in list(sys.modules.items()):
+            if module_name.startswith("turncheck") and getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
+
+
+def memoised(function: Callable[..., object]) -> Callable[..., object]:
+    cache: dict[str, object] = {}
+
+    @functools.wraps(function)
+    def call(*args: object, **kwargs: object) -> object:
+        key = repr((args, kwargs))
+        if key not in cache:
+            if len(cache) > 500_000:
+                cache.clear()
+            cache[key] = function(*args, **kwargs)
+        return cache[key]
+
+    return call
+
+
+# -- a cell: one scenario under one sampling, many PRs ------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: Scenario
+    sampling: Sampling
+    prs: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario.name} | {self.sampling.label}"
+
+
+@dataclass
+class Tally:
+    prs: int = 0
+    flagged: int = 0
+    """PRs whose check fails under `fail-on: regression` (any eval or suite regression)."""
+    default_gate: int = 0
+    """PRs whose check fails under the default `fail-on`."""
+    changed_regression: int = 0
+    """PRs where the changed eval's verdict is `regression`."""
+    false_regression: int = 0
+    """PRs with a `regression` on an eval that did not change."""
+    head_fail: int = 0
+    """PRs where some head eval has status `fail`."""
+    base_calls: int = 0
+    head_calls: int = 0
+    detected: list[bool] = field(default_factory=list)
+    """Per PR: the figure the cell is about (for paired comparisons across cells)."""
+
+
+def stream_seed(scenario: Scenario, seed: int) -> int:
+    """Same scenario, same stream, whatever the sampling (common random numbers)."""
+    return int.from_bytes(scenario.name.encode()[:16].ljust(16, b"\0"), "big") % 2**31 + seed
+
+
+def run_cell(cell: Cell) -> tuple[str, Tally]:
+    memoise_tests()
+    rng = np.random.default_rng(stream_seed(cell.scenario, cell.seed))
+    base = draw_outcomes(cell.scenario.base, cell.prs, rng, cell.scenario.drift)
+    head = draw_outcomes(cell.scenario.head, cell.prs, rng, cell.scenario.drift)
+    tally = Tally()
+    for pr in range(cell.prs):
+        outcome = one_pr(cell.scenario, cell.sampling, base[pr], head[pr])
+        add(tally, outcome, cell.scenario.changed)
+    return cell.key, tally
+
+
+def add(tally: Tally, outcome: PrOutcome, changed_index: int | None) -> None:
+    tally.prs += 1
+    tally.flagged += outcome.regression_gate
+    tally.default_gate += outcome.default_gate
+    hit = (outcome.verdicts[changed_index] is Verdict.REGRESSION
+           if changed_index is not None else outcome.regression_gate)
+    tally.changed_regression += hit
+    tally.detected.append(hit)
+    tally.false_regression += any(v is Verdict.REGRESSION for i, v in enumerate(outcome.verdicts)
+                                  if i != changed_index)
+    tally.head_fail += any(s is Status.FAIL for s in outcome.head_statuses)
+    tally.base_calls += outcome.base_calls
+    tally.head_calls += outcome.head_calls
+
+
+# -- the plan: which cells, at which size --------------------------------------------
+
+
+NULL_RATES_ONE = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+CHANGES = ((0.9, 0.5), (0.9, 0.7), (0.95, 0.8), (1.0, 0.8))
+MONOTONE_CHANGES = ((0.95, 0.8), (0.9, 0.7))
+MONOTONE_REPEATS = (10, 20, 40, 60)
+
+
+def scenarios() -> dict[str, Scenario]:
+    found: dict[str, Scenario] = {}
+
+    def put(s: Scenario) -> None:
+        found[s.name] = s
+
+    for rate in NULL_RATES_ONE:
+        put(same(f"null 1 eval at {rate:g}", [rate]))
+    put(same("null 20 mixture", MIXTURE))
+    put(same("null 20 mixture, 3 turns", MIXTURE, turns=3))
+    put(same("null 20 at 0.5", [0.5] * 20))
+    put(same("null 100 (mixture x5)", MIXTURE * 5))
+    put(same("null 100 mixture, 3 turns", MIXTURE * 5, turns=3))
+    put(same("null 20 mixture, drift 0.25", MIXTURE, drift=0.25))
+    for before, after in CHANGES:
+        put(changed(f"{before:g}->{after:g} alone", [before], 0, after))
+        put(changed(f"{before:g}->{after:g} in 20 mixture", MIXTURE, in_mixture(before), after))
+    put(Scenario("diffuse 0.95->0.85 over 20", (turn_chances(0.95, 1),) * 20,
+                 (turn_chances(0.85, 1),) * 20))
+    shift_base, shift_head = (0.8, 1.0), (0.2, 1.0)
+    put(Scenario("turn shift 1->2 alone", (shift_base,), (shift_head,), changed=0))
+    put(Scenario("turn shift 1->2 in 20 mixture", (*[(r,) for r in MIXTURE[:-1]], shift_base),
+                 (*[(r,) for r in MIXTURE[:-1]], shift_head), changed=19))
+    put(same("outage at head, 20 mixture", MIXTURE, fault="outage"))
+    put(same("budget stop at head, 20 mixture", MIXTURE, fault="budget"))
+    put(same("outage at head, 1 eval at 1.0", [1.0], fault="outage"))
+    put(same("budget stop at head, 1 eval at 1.0", [1.0], fault="budget"))
+    return found
+
+
+def size_for(scenario: Scenario, prs: int) -> int:
+    """PRs per cell: fewer for 100-eval suites (each PR is 100 comparisons)."""
+    if scenario.evals >= 100:
+        return max(2, prs // 4)
+    if scenario.fault is not None:
+        return max(2, prs // 4)
+    return prs
+
+
+def cells(prs: int, seed: int) -> list[Cell]:
+    planned = []
+    for scenario in scenarios().values():
+        samplings = [FIXED_20, AUTO_20]
+        if scenario.changed is not None and scenario.evals == 1 and "turn" not in scenario.name:
+            before_after = scenario.name.split(" ")[0]
+            if any(before_after == f"{b:g}->{a:g}" for b, a in MONOTONE_CHANGES):
+                samplings = [*(Sampling(n, n) for n in MONOTONE_REPEATS),
+                             *(Sampling(None, n) for n in MONOTONE_REPEATS)]
+        for sampling in samplings:
+            planned.append(Cell(scenario, sampling, size_for(scenario, prs), seed))
+    return planned
+
+
+# -- what is printed ----------------------------------------------------------------
+
+
+@dataclass
+class Printed:
+    missed: list[str] = field(default_factory=list)
+
+    def row(self, label: str, value: str, target: str = "", ok: bool | None = None) -> None:
+        mark = "" if ok is None else ("PASS" if ok else "MISS")
+        if ok is False:
+            self.missed.append(label)
+        print(f"  {label:<50} {value:>24}  {target:<12} {mark}")
+
+
+def rate_text(count: int, total: int) -> str:
+    """count/total as a percentage with its Wilson 95 % interval."""
+    low, high = wilson_interval(count, total)
+    return f"{count / total:6.1%} [{low:5.1%}, {high:5.1%}]"
+
+
+def at_most(count: int, total: int, target: float) -> bool:
+    return count / total <= target + 1e-12
+
+
+def at_least(count: int, total: int, target: float) -> bool:
+    return count / total >= target - 1e-12
+
+
+Results = dict[str, Tally]
+
+
+def false_alarms(results: Results, printed: Printed) -> None:
+    print("\nFamily-wise false alarms: identical base and head, PRs failing under "
+          "`fail-on: regression`")
+    for key, tally in results.items():
+        if not key.startswith("null"):
+            continue
+        drift = "drift" in key
+        target = "info (no history)" if drift else "<= 5%"
+        printed.row(key, rate_text(tally.flagged, tally.prs), target,
+                    None if drift else at_most(tally.flagged, tally.prs, 0.05))
+    print("\nThe default gate (`fail-on: invalid,failure`) on the same identical PRs "
+          "(item 9: <= alpha; shown, not one of the Targets)")
+    for key, tally in results.items():
+        if key.startswith("null") and ("mixture" in key or "0.5" in key):
+            printed.row(key, rate_text(tally.default_gate, tally.prs), "info")
+
+
+def detection(results: Results, printed: Printed) -> None:
+    print("\nDetection: the changed eval's verdict is `regression`")
+    targets = {f"0.9->0.5 in 20 mixture | {AUTO_20.label}": 0.80,
+               f"1->0.8 in 20 mixture | {AUTO_20.label}": 0.50}
+    for key, tally in results.items():
+        if tally.prs == 0 or not any(key.startswith(f"{b:g}->{a:g}") or key.startswith("turn")
+                                     for b, a in CHANGES):
+            continue
+        wanted = targets.get(key)
+        printed.row(key, rate_text(tally.changed_regression, tally.prs),
+                    "info" if wanted is None else f">= {wanted:.0%}",
+                    None if wanted is None else at_least(tally.changed_regression, tally.prs,
+                                                         wanted))
+        if "mixture" in key:
+            printed.row("  ... PRs with a regression on an unchanged eval",
+                        rate_text(tally.false_regression, tally.prs), "info")
+    key = "diffuse 0.95->0.85 over 20"
+    for sampling in (FIXED_20, AUTO_20):
+        tally = results[f"{key} | {sampling.label}"]
+        printed.row(f"{key} | {sampling.label}: PR flagged",
+                    rate_text(tally.flagged, tally.prs), ">= 95%",
+                    at_least(tally.flagged, tally.prs, 0.95))
+
+
+def faults(results: Results, printed: Printed) -> None:
+    print("\nOutage (every head sample errors) and budget stop (every head sample skipped)")
+    for key, tally in results.items():
+        if not key.startswith(("outage", "budget")):
+            continue
+        printed.row(f"{key}: regression", rate_text(tally.flagged, tally.prs), "0%",
+                    tally.flagged == 0)
+        printed.row(f"{key}: head status fail", rate_text(tally.head_fail, tally.prs), "0%",
+                    tally.head_fail == 0)
+        printed.row(f"{key}: default gate trips", rate_text(tally.default_gate, tally.prs),
+                    "info")
+
+
+def exact_drop_p(detected_before: Sequence[bool], detected_after: Sequence[bool]) -> float:
+    """One-sided exact McNemar p-value for "power fell": among the PRs detected by exactly
+    one setting (same PRs, common random numbers), how unlikely that many were lost."""
+    lost = sum(b and not a for b, a in zip(detected_before, detected_after, strict=True))
+    gained = sum(a and not b for b, a in zip(detected_before, detected_after, strict=True))
+    discordant = lost + gained
+    if discordant == 0 or lost <= gained:
+        return 1.0
+    tail = sum(math.comb(discordant, k) for k in range(lost, discordant + 1))
+    return float(tail / 2**discordant)
+
+
+MONOTONE_LEVEL = 0.01
+
+
+def monotone(results: Results, printed: Printed) -> None:
+    print(f"\nPower as max_repeat (repeat) grows: a step down is a MISS when its exact "
+          f"paired p <= {MONOTONE_LEVEL:g}")
+    for before, after in MONOTONE_CHANGES:
+        for auto in (False, True):
+            steps = [Sampling(None if auto else n, n) for n in MONOTONE_REPEATS]
+            tallies = [results[f"{before:g}->{after:g} alone | {s.label}"] for s in steps]
+            figures = " ".join(f"{t.changed_regression / t.prs:.0%}" for t in tallies)
+            worst = min(exact_drop_p(a.detected, b.detected)
+                        for a, b in itertools.pairwise(tallies))
+            label = f"{before:g}->{after:g} alone, {'auto' if auto else 'fixed'} " \
+                    f"{'/'.join(map(str, MONOTONE_REPEATS))}"
+            printed.row(label, figures, "monotone", worst > MONOTONE_LEVEL)
+
+
+def calls(results: Results, printed: Printed) -> None:
+    print("\nProvider calls per PR (both sides, and head only: what a PR spends when its "
+          "base report is reused), as a share of fixed repeat 20 on both sides")
+    for key, tally in results.items():
+        scenario, _, sampling = key.partition(" | ")
+        fixed = results.get(f"{scenario} | {FIXED_20.label}")
+        if sampling != AUTO_20.label or fixed is None or fixed.base_calls + fixed.head_calls == 0:
+            continue
+        full = (fixed.base_calls + fixed.head_calls) / fixed.prs
+        both = (tally.base_calls + tally.head_calls) / tally.prs
+        head = tally.head_calls / tally.prs
+        target = scenario == "0.9->0.5 in 20 mixture"
+        printed.row(f"{scenario}: auto", f"{both:7.1f} ({both / full:4.0%}), head "
+                    f"{head:6.1f} ({head / full:4.0%})",
+                    "head <= 50%" if target else "info",
+                    head / full <= 0.5 if target else None)
+
+
+LEFT_OUT = (
+    "3-turn evals are measured with identical base and head (false alarms, calls); the "
+    "changed-eval cells are single-turn, the turn-of-pass shift is the multi-turn change.",
+    "drift sigma 0.25 is measured on the 20-eval mixture only; its <= 5% target applies "
+    "when main's history estimates the over-dispersion, which this harness has no input for.",
+    "the fixed-vs-auto monotonicity sweep (repeat 10..60) runs on the single-eval changes "
+    "0.95->0.8 and 0.9->0.7 only (the gate on observed effect bites there).",
+    "the action target (1,000 x 3 at 100 ms, <= 1.15x one side) is measured by "
+    "benchmarks/engine.py, not here.",
+)
+
+
+def run_all(planned: Sequence[Cell], workers: int) -> Results:
+    order = sorted(planned, key=lambda c: -c.prs * c.scenario.evals)
+    found: Results = {}
+    if workers <= 1:
+        mapped: Callable[..., object] = map
+        found.update(dict(mapped(run_cell, order)))  # type: ignore[call-overload]
+    else:
+        with multiprocessing.Pool(workers) as pool:
+            found.update(dict(pool.imap_unordered(run_cell, order)))
+    return {cell.key: found[cell.key] for cell in planned}
+
+
+def cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--prs", type=int, default=400,
+                        help="simulated PRs per cell (a quarter for 100-eval and fault cells)")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--workers", type=int, default=2, help="processes for the compares")
-    args = parser.parse_args()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    args = parser.parse_args(argv)
+    prs = 3 if args.quick else args.prs
     started, load = time.perf_counter(), os.getloadavg()
-    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{args.prs} PRs per scenario, {1 + len(OTHERS)} evals each, repeat: auto, "
-          f"max_repeat {args.max_repeat}, seed {args.seed}")
-    with tempfile.TemporaryDirectory() as work:
-        outcomes = run_all(args, Path(work))
-    null, drop, shift = (outcomes[n] for n in ("null", "drop", "shift"))
-    print("\n(rates with their Wilson 95 % interval over the simulated PRs)")
-    alarm = null.regressions_any / null.prs
-    row("family-wise false alarms, identical base/head (any eval)",
-        rate(null.regressions_any, null.prs), "<= 5%", alarm <= 0.05)
-    detect = drop.first_regression / drop.prs
-    row("detection, one eval 0.9 -> 0.5 (regression)", rate(drop.first_regression, drop.prs),
-        ">= 80%", detect >= 0.80)
-    row("  ... flagged regression or likely-regression",
-        rate(drop.first_likely_or_worse, drop.prs), "(info)")
-    row("  ... PRs with a false regression on an unchanged eval",
-        rate(drop.regressions_any - drop.first_regression, drop.prs), "(info)")
-    row("detection, turn of pass 1 -> 2 at equal pass rate",
-        rate(shift.first_regression, shift.prs), "(info)")
-    for name, outcome in outcomes.items():
-        fixed_samples = len(SIDES) * (1 + len(OTHERS)) * args.max_repeat * outcome.prs
-        fixed_calls = expected_fixed_calls(name, outcome.prs, args.max_repeat)
-        row(f"{name}: samples, repeat auto / fixed max_repeat",
-            f"{outcome.samples} / {fixed_samples}", f"< 1: {outcome.samples / fixed_samples:.2f}",
-            outcome.samples < fixed_samples)
-        row(f"{name}: provider calls, auto / fixed (expected)",
-            f"{outcome.calls} / {fixed_calls:.0f}", f"ratio {outcome.calls / fixed_calls:.2f}")
-    elapsed = time.perf_counter() - started
-    own, children = cpu_seconds()
-    print()
-    row("wall time", f"{elapsed:.0f} s", "< 600 s", elapsed < 600)
-    # Wall time depends on what else the machine runs; CPU time much less. Under 600 s
-    # of CPU, the benchmark takes under 10 minutes even on one free core.
-    row("CPU time, user + system, all processes", f"{own + children:.0f} s", "< 600 s",
-        own + children < 600)
-    print(f"  (child processes: runs, servers, compares {children:.0f} s; "
-          f"the benchmark's own bookkeeping {own:.0f} s)")
-    load = os.getloadavg()
-    print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    planned = cells(prs, args.seed)
+    print(f"load average at start: {load[0]:.2f}; {len(planned)} cells, {prs} PRs per cell, "
+          f"seed {args.seed}; rates with their Wilson 95 % interval over the PRs")
+    results = run_all(planned, args.workers)
+    printed = Printed()
+    for section in (false_alarms, detection, faults, monotone, calls):
+        section(results, printed)
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds()
+    print("\nTime")
+    # Wall time depends on what else the machine runs (it is shared); CPU time much
+    # less. Under 600 s of CPU the run takes under 10 minutes even on one free core.
+    printed.row("CPU time, user + system, all processes", f"{cpu:.0f} s", "< 600 s",
+                cpu < 600)
+    printed.row("wall time", f"{elapsed:.0f} s", "info")
+    print(f"  load average at end: {os.getloadavg()[0]:.2f}")
+    print("\nLeft out, and why:")
+    for line in LEFT_OUT:
+        print(f"  - {line}")
+    if printed.missed:
+        print(f"\n{len(printed.missed)} target(s) missed: " + "; ".join(printed.missed))
+        return 1
+    print("\nevery target met")
     return 0
 
 

@@ -1,5 +1,6 @@
 """Base-vs-head grader calibration compares the weighted κ with its uncertainty: each
-side's bootstrap interval and a paired bootstrap interval of the difference."""
+side's interval, a paired bootstrap interval of the difference, and the paired swap test
+behind "credibly lower"."""
 
 from __future__ import annotations
 
@@ -59,14 +60,19 @@ def test_a_grader_that_stops_discriminating_is_credibly_lower() -> None:
     kappa = item.kappa
     assert kappa is not None
     # Base agrees exactly: κw = 1 on every resample. Head always answers 0: its observed
-    # agreement equals the chance agreement, so κw = 0 on every resample.
-    assert (kappa.base, kappa.base_low, kappa.base_high) == (1.0, 1.0, 1.0)
-    assert (kappa.head, kappa.head_low, kappa.head_high) == pytest.approx((0.0, 0.0, 0.0))
+    # agreement equals the chance agreement, so κw = 0 on every resample. Eight samples
+    # do not prove κ = 1 (or 0), so the intervals keep a floor of one sample's worth:
+    # ± t(7) / 8 (the bootstrap alone gave [1.00, 1.00] and under-covered).
+    assert (kappa.base, kappa.base_high) == (1.0, 1.0)
+    assert kappa.base_low == pytest.approx(0.704, abs=1e-3)
+    assert (kappa.head_low, kappa.head, kappa.head_high) == pytest.approx((-0.296, 0.0, 0.296),
+                                                                         abs=1e-3)
     assert (kappa.delta, kappa.delta_low, kappa.delta_high) == pytest.approx((-1.0, -1.0, -1.0))
+    # Only the 1 in 256 swap patterns that keep every score on its side reach Δ = −1.
     assert kappa.paired_samples == 8 and kappa.lower
     body = render_comment(comparison, CommentContext(fail_reasons=[], head=report_of(
         graded(ZEROS))))
-    assert ("| 1.00 [1.00, 1.00] → 0.00 [0.00, 0.00] · 📉 credibly lower "
+    assert ("| 1.00 [0.70, 1.00] → 0.00 [−0.30, 0.30] · 📉 credibly lower "
             "(Δ −1.00 [−1.00, −1.00]) |") in body
     # min-kappa keeps judging the head's own κ.
     reasons = calibration_reasons(comparison.calibration, CalibrationThresholds(min_kappa=0.5))
@@ -99,8 +105,8 @@ def test_the_compare_command_prints_both_kappas_and_the_decision(
     head.write_text(report_of(graded(ZEROS)).model_dump_json())
     assert main(["compare", str(base), str(head)]) == 0
     out = capsys.readouterr().out
-    assert ("calibration x.samples.toml: agreement 100% → 0%, weighted κ 1.00 [1.00, 1.00] → "
-            "0.00 [0.00, 0.00] (Δ −1.00 [−1.00, −1.00]: credibly lower)") in out
+    assert ("calibration x.samples.toml: agreement 100% → 0%, weighted κ 1.00 [0.70, 1.00] → "
+            "0.00 [−0.30, 0.30] (Δ −1.00 [−1.00, −1.00]: credibly lower)") in out
     assert main(["compare", str(base), str(head), "--fail-on", "calibration",
                  "--min-kappa", "0.5"]) == 1
     assert "weighted kappa 0.00 is below the minimum 0.5" in capsys.readouterr().err

@@ -9,7 +9,8 @@ percentage points.
 The quadratically weighted κ of both sides is compared with its uncertainty: each
 side's own bootstrap 95 % interval, and a paired bootstrap 95 % interval of the
 difference head − base over the samples both sides scored (same ids). Head's κ is
-*credibly lower* when that whole interval is below zero (docs/statistics.md).
+*credibly lower* when the paired swap test (`swap_test_lower`) gives p ≤ 0.025, the
+level of the lower tail of a 95 % interval (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.model import ReportModel
-from turncheck.stats.agreement import bootstrap_difference
+from turncheck.stats.agreement import LOWER_LEVEL, bootstrap_difference, swap_test_lower
 
 _TOLERANCE = 1e-9
 
@@ -95,7 +96,7 @@ class KappaComparison(ReportModel):
     paired_samples: int = 0
     """Samples scored at both sides (matched by id)."""
     lower: bool = False
-    """Head's κ is credibly lower: the difference's whole interval is below 0."""
+    """Head's κ is credibly lower: the paired swap test's p ≤ 0.025."""
 
 
 class CalibrationComparison(ReportModel):
@@ -170,8 +171,10 @@ def compare_kappa(base: CalibrationFileResult, head: CalibrationFileResult
     scored = {row.id: row for row in base.samples if row.score is not None}
     pairs = [(scored[row.id], row) for row in head.samples
              if row.score is not None and row.id in scored]
-    interval = bootstrap_difference([(b.label, b.score or 0) for b, _ in pairs],
-                                    [(h.label, h.score or 0) for _, h in pairs])
+    base_pairs = [(b.label, b.score or 0) for b, _ in pairs]
+    head_pairs = [(h.label, h.score or 0) for _, h in pairs]
+    interval = bootstrap_difference(base_pairs, head_pairs)
+    p_lower = swap_test_lower(base_pairs, head_pairs)
     delta = _delta(before.weighted_kappa, after.weighted_kappa)
     return KappaComparison(
         base=before.weighted_kappa, base_low=before.weighted_kappa_low,
@@ -179,7 +182,7 @@ def compare_kappa(base: CalibrationFileResult, head: CalibrationFileResult
         head_low=after.weighted_kappa_low, head_high=after.weighted_kappa_high,
         delta=_rounded(delta), delta_low=_rounded(interval[0]) if interval else None,
         delta_high=_rounded(interval[1]) if interval else None, paired_samples=len(pairs),
-        lower=interval is not None and interval[1] < -_TOLERANCE,
+        lower=p_lower is not None and p_lower <= LOWER_LEVEL,
     )
 
 
