@@ -80,10 +80,11 @@ def turn_regression() -> Scenario:
 
 
 def improvement() -> Scenario:
-    head, base = turn_regression()
-    assert head is not None
-    return (head.model_copy(update={"commit": "b" * 40}),
-            base.model_copy(update={"commit": "c" * 40}))
+    """The turn regression the other way round: head passes on turn 1 where base needed 3."""
+    regression_base, regression_head = turn_regression()
+    assert regression_base is not None
+    return (regression_head.model_copy(update={"commit": "b" * 40}),
+            regression_base.model_copy(update={"commit": "c" * 40}))
 
 
 def new_and_removed() -> Scenario:
@@ -276,3 +277,14 @@ def test_console_comment_title_and_exit_code_agree(name: str, gate: str,
     assert console[-1] == one_line(counts.replace("**", ""))
     assert body.split("\n")[1].startswith("## " + title.split(" · ")[0].replace("-", "\\-"))
     assert title.startswith("❌") == bool(reasons)  # the exit code is 1 exactly then
+
+
+def test_every_golden_comment_is_a_different_comment() -> None:
+    """Two scenarios with the same golden file test one thing twice (an improvement
+    scenario once rendered the regression it was built from)."""
+    bodies: dict[str, str] = {}
+    for path in sorted(GOLDEN.glob("*.md")):
+        twin = bodies.get(path.read_text(encoding="utf-8"))
+        assert twin is None, f"{path.name} is identical to {twin}"
+        bodies[path.read_text(encoding="utf-8")] = path.name
+    assert len(bodies) >= 8
