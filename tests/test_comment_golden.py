@@ -288,3 +288,12 @@ def test_every_golden_comment_is_a_different_comment() -> None:
         assert twin is None, f"{path.name} is identical to {twin}"
         bodies[path.read_text(encoding="utf-8")] = path.name
     assert len(bodies) >= 8
+
+
+def test_counts_lines_name_only_what_happened() -> None:
+    """No "0 regressed · 0 likely · …": a count that is zero is left out of the line."""
+    for path in sorted(GOLDEN.glob("*.md")):
+        [counts] = [line for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.startswith("turncheck: ")]
+        assert not re.search(r"(^|· |\*\*|🔴 |🟢 )0 ", counts.removeprefix("turncheck: ")), (
+            f"{path.name}: {counts}")

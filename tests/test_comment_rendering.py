@@ -364,7 +364,7 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
     assert body.count(MARKER) == 1
     # One sample per side, every eval of the suite broke: a suite-level regression first.
     assert body.startswith(MARKER + "\n## ❌ 1 regression · suite suite 0: pass rate down ")
-    assert "**1 regressed** · 0 likely · 0 improved · 2000 broke" in body
+    assert "**🔴 1 regressed** · 🔴 2000 broke" in body
     assert "### 🔴 Broke (2000)" in body and "and 1985 more" in body
     assert body.rstrip().endswith("</sub>")  # the footer survives
     outside, blocks = split_code_blocks(body)

@@ -291,7 +291,7 @@ def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs:
     assert line.startswith("- 🔻 **coin** · coin (protocol case) · ")
     assert f"mean score 1.00 → 0.47, 10/10 → 3/10 samples pass, p = {p_value:.3g}" in line
     assert line.endswith("🎲 flaky")
-    assert "turncheck: **1 regressed**" in body and "1 flaky" in body
+    assert "turncheck: **🔴 1 regressed**" in body and "1 flaky" in body
     assert ("**❌ coin** · broken · 3/10 samples pass · 🎲 flaky · interactive reasoning 0.47"
             in body)
 

@@ -171,7 +171,10 @@ def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
         return {"label": label, "base": money.base, "head": money.head, "delta": money.delta,
                 "percent": money.percent}
 
-    rows = [row("Model", lambda s: s.cost_usd), row("Judge", lambda s: s.judge_cost_usd),
+    judged = any(side is not None and (side.judge_cost_usd or side.judge_tokens)
+                 for side in (base, head))
+    rows = [row("Model", lambda s: s.cost_usd),
+            *([row("Judge", lambda s: s.judge_cost_usd)] if judged else []),
             row("**Total**", lambda s: s.total_cost_usd)]
     # A row with no price on either side says less than the note under the table does.
     unpriced = usd(None)
@@ -216,7 +219,8 @@ def _cost_reason(item: EvalComparison) -> str:
     parts = []
     if head.turns != base.turns:
         more = "more" if head.turns > base.turns else "fewer"
-        parts.append(f"{head.turns} turns instead of {base.turns} ({more} follow-ups fire)")
+        turns = f"{head.turns} turn{'' if head.turns == 1 else 's'}"
+        parts.append(f"{turns} instead of {base.turns} ({more} follow-ups fire)")
     if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
         parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
     return "; ".join(parts) or "longer or shorter answers"

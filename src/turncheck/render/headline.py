@@ -27,11 +27,6 @@ _LEADS = (
 
 WARNING_GROUPS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
                   Group.LATER_TURN)
-TRANSITION_COUNTS = ((Group.BROKEN, "broke"), (Group.LATER_TURN, "later turn"),
-                     (Group.FIXED, "fixed"), (Group.EARLIER_TURN, "earlier turn"))
-"""One-sample transitions in the counts line, when there are any."""
-
-
 @dataclass(frozen=True)
 class Headline:
     icon: str
@@ -123,26 +118,40 @@ def _described(finding: Finding) -> str:
     return joined
 
 
+WORSE_COUNTS = ((Group.REGRESSION, "regressed"), (Group.LIKELY_REGRESSION, "likely regressed"),
+                (Group.BROKEN, "broke"), (Group.LATER_TURN, "later turn"))
+BETTER_COUNTS = ((Group.IMPROVEMENT, "improved"), (Group.FIXED, "fixed"),
+                 (Group.EARLIER_TURN, "earlier turn"))
+"""Worse and better changes, counted symmetrically: 🔴 for the one, 🟢 for the other."""
+
+
 def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[str]) -> str:
+    """What changed, in non-zero counts only (worse 🔴 before better 🟢), then how many
+    evals pass: "turncheck: 🔴 1 regressed · 🟢 2 fixed · 1 new · 7 of 9 evals pass"."""
     groups = Counter(f.group for f in found)
     new_failing = sum(1 for f in found if f.group is Group.NEW and "passes" not in f.change)
     flaky = sum(1 for f in found if f.flaky)
-    new = f"{groups[Group.NEW]} new" + (f" ({new_failing} failing)" if new_failing else "")
-    parts = [
-        f"turncheck: **{groups[Group.REGRESSION]} regressed**",
-        f"{groups[Group.LIKELY_REGRESSION]} likely",
-        f"{groups[Group.IMPROVEMENT]} improved",
-        *(f"{groups[g]} {label}" for g, label in TRANSITION_COUNTS if groups[g]),
-        new,
-        f"{groups[Group.REMOVED]} removed",
-        f"{groups[Group.ERROR]} error{'' if groups[Group.ERROR] == 1 else 's'}",
-        f"{flaky} flaky",
-        f"{len(invalid)} invalid file{'' if len(invalid) == 1 else 's'}",
+    worse = [f"🔴 {groups[g]} {label}" for g, label in WORSE_COUNTS if groups[g]]
+    better = [f"🟢 {groups[g]} {label}" for g, label in BETTER_COUNTS if groups[g]]
+    if worse:
+        worse[0] = f"**{worse[0]}**"
+    plain = [
+        (groups[Group.NEW], f"{groups[Group.NEW]} new"
+                            + (f" ({new_failing} failing)" if new_failing else "")),
+        (groups[Group.REMOVED], f"{groups[Group.REMOVED]} removed"),
+        (groups[Group.ERROR], f"{groups[Group.ERROR]} error{_plural(groups[Group.ERROR])}"),
+        (flaky, f"{flaky} flaky"),
+        (len(invalid), f"{len(invalid)} invalid file{_plural(len(invalid))}"),
     ]
+    parts = [*worse, *better, *(text for count, text in plain if count)] or ["no changes"]
     counts = comparison.totals.counts
     if counts.evals:
         parts.append(f"{counts.passed} of {counts.evals} evals pass")
     if comparison.protocols is not None and comparison.protocols.counts.cases:
         cases = comparison.protocols.counts
         parts.append(f"{cases.passed} of {cases.cases} protocol cases pass")
-    return " · ".join(parts)
+    return "turncheck: " + " · ".join(parts)
+
+
+def _plural(count: int) -> str:
+    return "" if count == 1 else "s"
