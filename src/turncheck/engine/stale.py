@@ -8,11 +8,11 @@ text the request carries but no recorded request does has changed since recordin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from turncheck.formats.references import Reference
 from turncheck.providers.base import ChatMessage
+from turncheck.providers.json_limits import loads_bounded
 
 
 class RecordedTexts:
@@ -38,7 +38,7 @@ class RecordedTexts:
 
 def _message_texts(body: bytes) -> list[str]:
     try:
-        data = json.loads(body)
+        data = loads_bounded(body)
     except (ValueError, UnicodeDecodeError):
         return []
     messages = data.get("messages") if isinstance(data, dict) else None
