@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_harness import PR, run_action, run_pull_request, suite_text, zipped
+from tests.action_harness import (
+    PR,
+    ActionRun,
+    run_action,
+    run_pull_request,
+    suite_text,
+    zipped,
+)
 from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
 from tests.pr_fixtures import BASE_EVALS, HEAD_EVALS, SUITE, feature_branch_repo
@@ -151,9 +158,9 @@ def forged_report(genuine: Path, tmp_path: Path) -> bytes:
     return zipped(forged)
 
 
-def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
-    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
-) -> None:
+def repository_with_a_main_baseline(tmp_path: Path, model: ScriptedServer,
+                                    github_fake: FakeGitHub) -> tuple[GitRepo, str]:
+    """A repository at its base commit, whose report main's push run uploaded (run 500)."""
     repo = GitRepo(tmp_path / "workspace")
     repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
     base = repo.commit("base")
@@ -161,17 +168,29 @@ def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
                                    main_branch_report(repo, tmp_path, github_fake))]
     github_fake.artifact_runs[500] = {"head_sha": base, "head_branch": "main",
                                       "created_at": "2026-01-01T00:00:00Z"}
+    return repo, base
+
+
+def pull_request_against_an_artifact_baseline(repo: GitRepo, tmp_path: Path,
+                                              model: ScriptedServer, github_fake: FakeGitHub,
+                                              base: str) -> ActionRun:
+    repo.branch("feature", checkout=True)
+    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
+    head = repo.commit("prompt change")
+    return run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                            {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+
+
+def test_a_newer_fork_artifact_named_for_base_loses_to_the_main_branch_one(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    repo, base = repository_with_a_main_baseline(tmp_path, model, github_fake)
     # A fork's PR run uploaded a report under the same name, later (listed first).
     github_fake.artifacts[900] = [(f"turncheck-report-{base}",
                                    forged_report(repo.path / "turncheck-report.json", tmp_path))]
     github_fake.artifact_runs[900] = {**FORK_RUN, "head_sha": base,
                                       "created_at": "2026-01-02T00:00:00Z"}
-    repo.branch("feature", checkout=True)
-    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
-    head = repo.commit("prompt change")
-
-    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    run = pull_request_against_an_artifact_baseline(repo, tmp_path, model, github_fake, base)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"baseline: artifact turncheck-report-{base} from run 500" in run.stdout
     assert run.report is not None and run.report["baseline"]["run_id"] == 500
@@ -193,13 +212,8 @@ def test_with_only_an_untrusted_artifact_the_base_is_re_run(
     genuine = main_branch_report(repo, tmp_path, github_fake)
     github_fake.artifacts[900] = [(f"turncheck-report-{base}", genuine)]
     github_fake.artifact_runs[900] = {**origin, "head_sha": base}
-    repo.branch("feature", checkout=True)
-    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
-    head = repo.commit("prompt change")
     base_calls_before = requests_for(model, "What is 15 * 7?")
-
-    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    run = pull_request_against_an_artifact_baseline(repo, tmp_path, model, github_fake, base)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "re-running the base commit instead" in run.stdout
     assert requests_for(model, "What is 15 * 7?") > base_calls_before  # base ran again
@@ -216,13 +230,7 @@ def test_many_pull_request_artifacts_cannot_push_the_baseline_out(
     # Issue 23, defect 14: 25 same-repository PR runs (write access) upload reports named
     # for the base commit, all newer than main's; the lookup used to check the newest 20
     # candidate runs and never reached main's.
-    repo = GitRepo(tmp_path / "workspace")
-    repo.write(SUITE, suite_text(model.base_url, BASE_EVALS))
-    base = repo.commit("base")
-    github_fake.artifacts[500] = [(f"turncheck-report-{base}",
-                                   main_branch_report(repo, tmp_path, github_fake))]
-    github_fake.artifact_runs[500] = {"head_sha": base, "head_branch": "main",
-                                      "created_at": "2026-01-01T00:00:00Z"}
+    repo, base = repository_with_a_main_baseline(tmp_path, model, github_fake)
     forged = forged_report(repo.path / "turncheck-report.json", tmp_path)
     for index in range(25):
         github_fake.artifacts[600 + index] = [(f"turncheck-report-{base}", forged)]
@@ -230,14 +238,9 @@ def test_many_pull_request_artifacts_cannot_push_the_baseline_out(
             "event": "pull_request", "head_sha": base,
             "head_branch": "main" if index % 2 else f"pr-{index}",
             "created_at": f"2026-01-02T00:00:{index:02d}Z"}
-    repo.branch("feature", checkout=True)
-    repo.write(SUITE, suite_text(model.base_url, HEAD_EVALS))
-    head = repo.commit("prompt change")
-
-    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
-                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    run = pull_request_against_an_artifact_baseline(repo, tmp_path, model, github_fake, base)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"baseline: artifact turncheck-report-{base} from run 500" in run.stdout
     assert not github_fake.requests_matching("GET", r"/actions/runs/6\d\d")
     [comment] = github_fake.comments_on(PR)
-    assert "1 likely regression · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
