@@ -146,8 +146,9 @@ def test_yaml_depth_is_refused_at_its_position_at_any_depth() -> None:
 
 
 class _LimitedParser(yaml.SafeLoader):
-    """Emulates libyaml 0.2.6 (PyYAML 6.0.4): a document nested deeper than 1,000 levels
-    is refused by the parser itself before any event, as libyaml does for flow nesting."""
+    """Emulates libyaml 0.2.6 (PyYAML 6.0.4) at its strictest: a document that may nest
+    deeper than 1,000 levels is refused by the parser itself before any event, as libyaml
+    does for flow nesting."""
 
     checked = False
 
@@ -158,14 +159,7 @@ class _LimitedParser(yaml.SafeLoader):
     def check_event(self, *choices: Any) -> bool:
         if not self.checked:
             self.checked = True
-            depth = deepest = 0
-            for event in yaml.parse(self.text, Loader=yaml.SafeLoader):
-                if isinstance(event, yaml.CollectionStartEvent):
-                    depth += 1
-                    deepest = max(deepest, depth)
-                elif isinstance(event, yaml.CollectionEndEvent):
-                    depth -= 1
-            if deepest > 1_000:
+            if yamlsource.nesting_upper_bound(self.text) > 1_000:
                 raise yaml.scanner.ScannerError("while increasing flow level", None,
                                                 "exceeded maximum nesting depth", None)
         return bool(super().check_event(*choices))
