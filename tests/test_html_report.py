@@ -61,12 +61,12 @@ def test_the_verdict_filter_hides_the_rows_that_do_not_match(
     browser.get(three_hundred(tmp_path).as_uri())
     assert sum(row.is_displayed() for row in rows(browser)) == 300
 
-    choose(browser, "verdict", "likely-regression")
+    choose(browser, "verdict", "broken")
 
     shown = [row for row in rows(browser) if row.is_displayed()]
     assert len(shown) == 20
     assert {row.find_element("css selector", ".badge").text for row in shown} == {
-        "likely-regression"}
+        "broken"}
     assert browser.find_element("css selector", "#evals [data-shown]").text == "20 of 300 shown"
 
     choose(browser, "suite", "evals/suite3.eval.yaml")  # filters combine
@@ -92,7 +92,7 @@ def test_a_regressed_eval_shows_base_and_head_side_by_side(
 ) -> None:
     browser.get(three_hundred(tmp_path).as_uri())
     row = next(r for r in rows(browser)
-               if r.get_attribute("data-verdict") == "likely-regression")
+               if r.get_attribute("data-verdict") == "broken")
     base_turn = row.find_element("css selector", ".conversation .turn.base")
     assert not base_turn.is_displayed()  # closed until clicked
 
@@ -183,7 +183,7 @@ def test_report_of_a_run_and_its_base(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["report", str(head), "--base", str(base), "--out", str(tmp_path / "r.html")]
                 ) == 0
     html = (tmp_path / "r.html").read_text()
-    assert html.count('data-verdict="likely-regression"') == 2
+    assert html.count('data-verdict="broken"') == 2
     assert "HTML report written to" in capsys.readouterr().err
 
     assert main(["report", str(head)]) == 0  # default: beside the report, one column
@@ -195,11 +195,11 @@ def test_report_of_a_comparison_lists_verdicts_and_says_where_conversations_are(
 ) -> None:
     base, head = write_reports(tmp_path)
     assert main(["compare", str(base), str(head), "--json", str(tmp_path / "c.json"),
-                 "--html", str(tmp_path / "compare.html")]) == 0
-    assert 'data-verdict="likely-regression"' in (tmp_path / "compare.html").read_text()
+                 "--html", str(tmp_path / "compare.html")]) == 1  # the default gate: broken
+    assert 'data-verdict="broken"' in (tmp_path / "compare.html").read_text()
     assert main(["report", str(tmp_path / "c.json")]) == 0
     html = (tmp_path / "c.html").read_text()
-    assert html.count('data-verdict="likely-regression"') == 2
+    assert html.count('data-verdict="broken"') == 2
     assert "has no conversations" in html
 
 

@@ -223,7 +223,8 @@ def test_with_inits_workflows_a_fork_pr_gets_a_verdict_it_cannot_forge(
     github_fake.writes_forbidden = False
     assert fork_run.report is not None, fork_run.stdout + fork_run.stderr
     [upload] = [s for s in pr_workflow["jobs"]["evals"]["steps"]
-                if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+                if str(s.get("uses", "")).startswith("actions/upload-artifact")
+                and s["with"]["name"] == "turncheck-report"]
     assert "head.repo.full_name != github.repository" in upload["if"]
     assert upload["with"]["path"] == "turncheck-report.json"
     github_fake.pull_head_repos[PR] = FORK
