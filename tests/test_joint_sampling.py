@@ -114,8 +114,8 @@ def test_separately_sampled_sides_are_compared_on_their_first_look_only(
 
 
 def _brute_force_worse(looks: list[Look]) -> float:
-    """P(head rank sum ≥ observed) + mid-p, enumerating the side labels within each look."""
-    from turncheck.stats.tests import MID_P, outcome_ranks
+    """P(head rank sum ≥ observed), enumerating the side labels within each look."""
+    from turncheck.stats.tests import outcome_ranks
 
     base = [o for look in looks for o in look.base]
     head = [o for look in looks for o in look.head]
@@ -131,9 +131,7 @@ def _brute_force_worse(looks: list[Look]) -> float:
     for look_ranks, chosen in pooled_ranks:
         subsets = [sum(c) for c in itertools.combinations(look_ranks, chosen)]
         sums = [a + b for a in sums for b in subsets]
-    above = sum(s > observed for s in sums)
-    equal = sum(s == observed for s in sums)
-    return (above + (1 - MID_P) * equal) / len(sums)
+    return sum(s >= observed for s in sums) / len(sums)
 
 
 @pytest.mark.parametrize("looks", [

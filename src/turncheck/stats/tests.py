@@ -15,10 +15,6 @@ import numpy as np
 from scipy.stats import fisher_exact, rankdata
 
 Outcome = int | None
-MID_P = 0.0
-"""Share of the probability of the observed statistic left out of a p-value: 0, the
-exact test. (Lancaster's mid-p, 0.5, is closer to α on average but not a level-α test,
-and Tarone's screen below is only a theorem for exact tests.)"""
 
 
 def fisher_worse(base_passes: int, base_samples: int,
