@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
+from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.report import EvalResult, Report, Status, TurnResult
 from turncheck.render.budget_text import budget_lines
@@ -32,10 +33,13 @@ from turncheck.render.severity import (
     ICON,
     NEWS,
     TITLE,
+    WORSE,
     Finding,
     Group,
     eval_group,
+    fails_check,
     findings,
+    fired,
 )
 from turncheck.render.tool_calls import call_text
 from turncheck.text.environment import make_environment, render_template
@@ -51,7 +55,7 @@ DIAGNOSTIC_CAP = 20
 COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
-                     Group.LATER_TURN, Group.NEW, Group.STILL_FAILING)
+                     Group.LATER_TURN, Group.NEW, Group.NOT_RUN, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
 SUITE_STATE = {
@@ -111,15 +115,56 @@ def _finding_view(finding: Finding) -> dict[str, Any]:
             "case": finding.kind == "case"}
 
 
-def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
+def _groups(found: Sequence[Finding], cap: int,
+            conditions: Sequence[FailOn] = ()) -> list[dict[str, Any]]:
+    """The news groups in order of severity. Errors and budget stops are one row per
+    cause (what was not judged or not run, and why); rows that fail the check outside
+    the news (a flaky or failing eval under `fail-on: flaky`/`failure`) get a group of
+    their own after the changes for the worse, so every row failing the check is listed."""
     groups = []
     for group in NEWS:
         members = [f for f in found if f.group is group]
-        if members:
+        if not members:
+            continue
+        if group in (Group.ERROR, Group.NOT_RUN):
+            rows = _collapsed(members, cap)
             groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
-                           "rows": [_finding_view(f) for f in members[:cap]],
-                           "hidden": max(0, len(members) - cap)})
+                           "rows": rows, "hidden": 0})
+            continue
+        groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
+                       "rows": [_finding_view(f) for f in members[:cap]],
+                       "hidden": max(0, len(members) - cap)})
+    others = [f for f in found if f.group not in NEWS and fails_check(f, conditions)]
+    if others:
+        after = sum(1 for g in groups if g["title"] in {TITLE[w] for w in (Group.ERROR, *WORSE)})
+        groups.insert(after, {"icon": "⛔", "title": "Also fail the check",
+                              "count": len(others),
+                              "rows": [_finding_view(f) for f in others[:cap]],
+                              "hidden": max(0, len(others) - cap)})
     return groups
+
+
+def _collapsed(members: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
+    """One row per suite and cause: `**a, b, c and 5 more** · suite · not run: …`."""
+    by_cause: dict[tuple[str, str], list[Finding]] = {}
+    for finding in members:
+        by_cause.setdefault((finding.suite, _cause_text(finding)), []).append(finding)
+    rows = []
+    for (suite, cause), items in by_cause.items():
+        names = ", ".join(f.name for f in items[:cap])
+        more = f" and {len(items) - cap} more" if len(items) > cap else ""
+        rows.append({"icon": items[0].icon, "name": names + more, "suite": suite,
+                     "detail": cause, "flaky": False, "case": items[0].kind == "case"})
+    return rows
+
+
+def _cause_text(finding: Finding) -> str:
+    if finding.group is Group.NOT_RUN:
+        where = f"after turn {finding.head_turns}" if finding.head_turns \
+            else "before its first turn"
+        return f"not run: stopped {where}, the next live call was not sent (budget); " \
+            "neither a pass nor a fail"
+    return finding.change
 
 
 # -- files that could not run ----------------------------------------------------------
@@ -252,13 +297,15 @@ def _turn_cell(turn: TurnResult | None) -> str:
 
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
                  caps: _Caps) -> list[dict[str, Any]]:
-    """Regressed, errored, likely regressed and new evals (and, in the step summary, still
-    failing ones): base beside head."""
+    """Regressed, errored, likely regressed and new evals, evals failing the check (and,
+    in the step summary, still failing ones): base beside head."""
     heads, bases = _results(context.head), _results(context.base)
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
     groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
-    shown = [f for f in found if f.kind == "eval" and f.group in groups]
-    shown.sort(key=lambda f: TRANSCRIPT_GROUPS.index(f.group))
+    conditions = fired(context.fail_reasons)
+    shown = [f for f in found if f.kind == "eval"
+             and (f.group in groups or fails_check(f, conditions))]
+    shown.sort(key=lambda f: (not fails_check(f, conditions), _transcript_rank(f)))
     views = []
     for finding in shown[:caps.transcripts]:
         head = heads.get((finding.path, finding.name))
@@ -269,8 +316,50 @@ def _transcripts(comparison: Comparison, context: CommentContext, found: Sequenc
     return views
 
 
-def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> dict[str, Any]:
+def _transcript_rank(finding: Finding) -> int:
+    return TRANSCRIPT_GROUPS.index(finding.group) if finding.group in TRANSCRIPT_GROUPS \
+        else len(TRANSCRIPT_GROUPS)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One column of a transcript: a conversation and what it is."""
+
+    label: str
+    turns: Sequence[TurnResult]
+    status: Status
+
+
+def _sides(base: EvalResult | None, head: EvalResult) -> tuple[_Side | None, _Side]:
+    """Base beside head; for repeats the most informative failing head sample beside a
+    passing sample (of base, else of head)."""
+    if not head.samples:
+        return (None if base is None else _Side("base", base.turns, base.status),
+                _Side("head", head.turns, head.status))
+    failing = [s for s in head.samples if s.status is Status.FAIL]
+    # The failing sample that went furthest shows the whole failed conversation.
+    shown = max(failing, key=lambda s: (len(s.turns), -s.index)) if failing else head.samples[0]
+    right = _Side(f"head · sample {shown.index + 1} of {len(head.samples)} "
+                  f"{STATUS_ICON[shown.status]}", shown.turns, shown.status)
+    for side, result in (("base", base), ("head", head)):
+        passing = [s for s in (result.samples or []) if s.status is Status.PASS] \
+            if result is not None else []
+        if side == "head":
+            passing = [s for s in passing if s is not shown]
+        if passing:
+            sample = passing[0]
+            return _Side(f"{side} · sample {sample.index + 1} ✅", sample.turns,
+                         sample.status), right
+        if side == "base" and result is not None and not result.samples:
+            return _Side("base", result.turns, result.status), right
+    return None, right
+
+
+def _transcript(finding: Finding, base_result: EvalResult | None,
+                head_result: EvalResult) -> dict[str, Any]:
+    base, head = _sides(base_result, head_result)
     count = max(len(head.turns), len(base.turns) if base else 0)
+    unsent = head.status is Status.SKIPPED and count == len(head.turns)
     rows = []
     for index in range(count):
         head_turn = head.turns[index] if index < len(head.turns) else None
@@ -278,7 +367,10 @@ def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> 
         either = head_turn or base_turn
         prompt = either.prompt if either is not None else ""
         rows.append({"number": index + 1, "prompt": prompt, "base": _turn_cell(base_turn),
-                     "head": _turn_cell(head_turn)})
+                     "head": _turn_cell(head_turn) if head_turn or head.status
+                     is not Status.SKIPPED else NOT_SENT})
+    if unsent:
+        rows.append({"number": count + 1, "prompt": "—", "base": "—", "head": NOT_SENT})
     failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
               for t in head.turns for c in t.checks if not c.passed]
     turns = [{"number": index + 1,
@@ -287,7 +379,11 @@ def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> 
              for index in range(count)]
     return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
             "change": finding.change, "rows": rows, "has_base": base is not None,
-            "failed_checks": failed[:6], "error": head.error, "turns": turns}
+            "base_label": base.label if base else "base", "head_label": head.label,
+            "failed_checks": failed[:6], "error": head_result.error, "turns": turns}
+
+
+NOT_SENT = "⏭️ not sent: a budget stopped the run before this turn"
 
 
 # -- per-suite tables (folded) ---------------------------------------------------------
@@ -302,10 +398,14 @@ def _row(item: EvalComparison) -> dict[str, str]:
     turn = "—" if head is None or head.passed_on_turn is None else str(head.passed_on_turn)
     if base is not None and head is not None and base.passed_on_turn != head.passed_on_turn:
         turn += f" (was {base.passed_on_turn or '—'})"
+    repeated = head is not None and head.samples + head.errored + head.skipped > 1
+    if repeated and head is not None:  # samples pass on different turns: their spread
+        turn = ", ".join(f"✗ ×{n}" if t == "fail" else f"{t} ×{n}"
+                         for t, n in head.turn_of_pass.items()) or "—"
     money = MoneyRow.of(base.total_cost_usd if base else None,
                         head.total_cost_usd if head else None, base is not None)
     return {"name": item.name, "status": f"{ICON[group]} {status}", "turn": turn,
-            "turns": "—" if head is None else str(head.turns),
+            "turns": "—" if head is None or repeated else str(head.turns),
             "tokens": "—" if head is None else f"{head.tokens + head.judge_tokens:,}",
             "cost": money.head, "delta": money.change if base is not None else "—"}
 
@@ -357,11 +457,13 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
     top = headline(comparison, found, context.fail_reasons)
     diagnostics, hidden = _diagnostic_rows(comparison.diagnostics, context.blob_url,
                                            caps.diagnostics, context.linkable)
-    groups = _groups(found, caps.rows)
-    if detail <= FRAME:  # the frame: only regressions survive among the findings
+    groups = _groups(found, caps.rows, fired(context.fail_reasons))
+    if detail <= FRAME:  # the frame: only what fails the check survives among the findings
         groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
                                                       TITLE[Group.ERROR],
-                                                      TITLE[Group.BROKEN])]
+                                                      TITLE[Group.BROKEN],
+                                                      TITLE[Group.NOT_RUN],
+                                                      "Also fail the check")]
     still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",
