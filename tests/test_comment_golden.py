@@ -210,8 +210,9 @@ def budget_stop() -> Scenario:
             turn(2, "Please check again.", REFUND[1], True, '"*30 days*"')], line=27)
         last = eval_result("tone", [turn(1, TONE[0], TONE[1], True)], line=31)
         if stop:
-            follow_up = stopped(follow_up.model_copy(update={"turns": follow_up.turns[:1]}))
-            last = stopped(last.model_copy(update={"turns": []}))
+            follow_up = stopped(eval_result("refund follow-up", follow_up.turns[:1], line=27))
+            last = stopped(last.model_copy(update={"turns": [], "usage": Usage(),
+                                                   "cost_usd": 0.0}))
         return [*found, follow_up, last]
 
     head = report([suite(SUPPORT, "support", evals(True))], "c" * 40).model_copy(
@@ -492,3 +493,53 @@ def test_counts_lines_name_only_what_happened() -> None:
                     if line.startswith("turncheck: ")]
         assert not re.search(r"(^|· |\*\*|🔴 |🟢 )0 ", counts.removeprefix("turncheck: ")), (
             f"{path.name}: {counts}")
+
+
+def test_repeats_show_the_failing_sample_both_flaky_evals_and_labelled_p_values() -> None:
+    body, title = rendered(repeats(), GATES["repeats-two-flaky-evals"])
+    # Both flaky evals fail the check (one regressed, one under `fail-on: flaky`), and
+    # both are listed: the second in a group of its own, though its verdict is unchanged.
+    assert "- 🔻 **refund\\-window** · support · now fails \\(was: passes\\)" in body
+    also = body.split("### ⛔ Also fail the check (1)\n", 1)[1].split("\n\n", 1)[0]
+    assert also.startswith("- ⚪ **tone** · support · passes · pass rate 90% \\[70–97%\\]")
+    # The pass rate with its interval, both p-values labelled, the turn distribution.
+    assert "pass rate 100% \\[84–100%\\] → 45% \\[26–66%\\] \\(20/20 → 9/20 samples\\)" in body
+    assert "adjusted p &lt; 0.001 \\(raw p &lt; 0.001\\)" in body
+    assert "adjusted p = 0.42 \\(raw p = 0.42\\)" in body
+    assert "turn of pass: base 1 ×18, 2 ×2 → head 1 ×7, 2 ×2, failed ×11" in body
+    # A failing head sample's conversation beside a passing one, for each.
+    transcripts = body.split("<details><summary>")[1:]
+    refund = next(t for t in transcripts if t.startswith("🔻 refund-window"))
+    assert "| Turn | Prompt | base · sample 1 ✅ | head · sample 10 of 20 ❌ |" in refund
+    assert "| 2 | Please check again. | — | ❌ Refunds within 14 days. |" in refund
+    tone = next(t for t in transcripts if t.startswith("⚪ tone"))
+    assert "❌ Calm down." in tone
+    # No "passed on turn 1 | 2 turns": a repeated eval's row gives its samples' turns.
+    assert "| refund\\-window | 🔻 fail | 1 ×7, 2 ×2, ✗ ×11 | — |" in body
+    assert "refund-window" in title and "tone" in title
+
+
+def test_a_budget_stop_is_not_a_regression_and_lists_the_evals_not_run() -> None:
+    body, title = rendered(budget_stop())
+    assert "regress" not in body.lower() and "regress" not in title.lower()
+    assert title.startswith("⚠️ budget stopped the run · 2 of 8 evals not run")
+    group = body.split("### ⏭️ Not run: budget stop (2)\n", 1)[1].split("\n\n", 1)[0]
+    assert group.splitlines() == [
+        "- ⏭️ **refund follow\\-up** · support · not run: a budget stopped it after turn 1 "
+        "\\(the next turn was never sent\\); neither a pass nor a fail",
+        "- ⏭️ **tone** · support · not run: a budget stopped it before its first turn; "
+        "neither a pass nor a fail",
+    ]
+    assert "| 2 | Please check again. | ✅ Refunds within 30 days. | ⏭️ not sent: a budget " \
+        "stopped the run before this turn |" in body
+    assert "| tone | ⏭️ not run |" in body
+
+
+def test_an_outage_is_one_short_row_of_errors_not_regressions() -> None:
+    body, title = rendered(outage())
+    assert title.startswith("❌ 4 evals errored (not judged)")
+    group = body.split("### 💥 Not judged: errors (infrastructure, not the model) (4)\n",
+                       1)[1].split("\n\n", 1)[0]
+    assert group.startswith("- 💥 **capital, refund\\-window, tone, greeting** · support · "
+                            "errors: provider unreachable")
+    assert "regress" not in body.lower()

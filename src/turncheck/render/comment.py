@@ -160,10 +160,7 @@ def _collapsed(members: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
 
 def _cause_text(finding: Finding) -> str:
     if finding.group is Group.NOT_RUN:
-        where = f"after turn {finding.head_turns}" if finding.head_turns \
-            else "before its first turn"
-        return f"not run: stopped {where}, the next live call was not sent (budget); " \
-            "neither a pass nor a fail"
+        return f"{finding.change}; neither a pass nor a fail"
     return finding.change
 
 
@@ -261,6 +258,8 @@ def _cost_reason(item: EvalComparison) -> str:
         return "new eval"
     if head is None:
         return "removed eval"
+    if head.status is Status.SKIPPED:
+        return "a budget stopped it: turns not sent cost nothing"
     parts = []
     if head.turns != base.turns:
         more = "more" if head.turns > base.turns else "fewer"
@@ -394,7 +393,8 @@ def _row(item: EvalComparison) -> dict[str, str]:
     group = eval_group(item)
     side = head or base
     assert side is not None
-    status = "removed" if head is None else head.status.value
+    status = "removed" if head is None else \
+        "not run" if head.status is Status.SKIPPED else head.status.value
     turn = "—" if head is None or head.passed_on_turn is None else str(head.passed_on_turn)
     if base is not None and head is not None and base.passed_on_turn != head.passed_on_turn:
         turn += f" (was {base.passed_on_turn or '—'})"

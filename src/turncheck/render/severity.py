@@ -174,6 +174,10 @@ def eval_change(item: EvalComparison) -> str:
     if base is not None and item.verdict_cause == "errors":
         return f"base errors ({base.errored} of {base.errored + base.samples} samples)" \
             ": not judged"
+    if head.status is Status.SKIPPED:
+        return _not_run(head.turns)
+    if _taken(head) > 1 or (base is not None and _taken(base) > 1):
+        return _repeated_change(base, head)
     now = _outcome(head.status, head.passed_on_turn, head.turns)
     if base is None:
         return f"new: {now}"
@@ -183,6 +187,28 @@ def eval_change(item: EvalComparison) -> str:
         return f"now passes on turn {head.passed_on_turn} (was {base.passed_on_turn})"
     was = _outcome(base.status, base.passed_on_turn, base.turns)
     return f"now {now} (was: {was})"
+
+
+def _not_run(turns: int) -> str:
+    if not turns:
+        return "not run: a budget stopped it before its first turn"
+    return f"not run: a budget stopped it after turn {turns} (the next turn was never sent)"
+
+
+def _repeated_change(base: EvalSide | None, head: EvalSide) -> str:
+    """A repeated eval's status change: its samples pass on different turns, so no single
+    turn is named (the evidence gives their distribution)."""
+    now = _status_word(head.status)
+    if base is None:
+        return f"new: {now}"
+    if base.status is head.status:
+        return now
+    return f"now {now} (was: {_status_word(base.status)})"
+
+
+def _status_word(status: Status) -> str:
+    return {Status.PASS: "passes", Status.FAIL: "fails", Status.ERROR: "errors",
+            Status.SKIPPED: "skipped (budget)"}[status]
 
 
 def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
@@ -227,8 +253,12 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
 def p_values(item: EvalComparison | CaseComparison) -> str:
     """`adjusted p = 0.004 (raw p = 0.001)`: the verdict `regression` is decided on the
     first, `likely-regression` on the second."""
-    adjusted = f"adjusted p = {item.p_value:.2g}"
-    return adjusted if item.p_raw is None else f"{adjusted} (raw p = {item.p_raw:.2g})"
+    adjusted = f"adjusted p {_p(item.p_value)}"
+    return adjusted if item.p_raw is None else f"{adjusted} (raw p {_p(item.p_raw)})"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else "< 0.001" if value < 0.001 else f"= {value:.2g}"
 
 
 def _rate(side: SampleSide) -> str:
