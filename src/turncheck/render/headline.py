@@ -14,8 +14,10 @@ from turncheck.engine.report import Status
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
 from turncheck.text.money import MoneyRow
 
-NAME_CHARS = 40
+NAME_CHARS = 30
 """An eval's name in the heading is cut to this many characters."""
+HEADING_CHARS = 118
+"""The heading's length (icon aside) the detail is cut to fit, where it can."""
 NAMED = 2
 """At most this many evals are named in the heading; the rest are counted."""
 
@@ -54,7 +56,16 @@ class _Cause:
     summary: str
     """`2 regressions`"""
     detail: str | None = None
-    """`refund-window, tone`"""
+    """`refund-window now passes on turn 3 (was 1)`"""
+    names: Sequence[str] = ()
+    """`refund-window`, `tone`: the rows named instead of a detail."""
+
+    def said(self, room: int) -> str | None:
+        """The detail (or the names: two, else one) in about `room` characters."""
+        if self.names:
+            two = _names(self.names)
+            return two if len(two) <= room else _names(self.names, 1)
+        return None if self.detail is None else _short(self.detail, max(room, 20))
 
 
 def invalid_files(comparison: Comparison) -> list[str]:
@@ -79,15 +90,15 @@ def headline(comparison: Comparison, found: Sequence[Finding],
     invalid = invalid_files(comparison)
     conditions = fired(fail_reasons)
     causes = _causes(comparison, found, invalid, conditions) if fail_reasons else []
-    if fail_reasons and not causes:  # a reason from outside `fail_reasons`
-        causes = [_Cause(f"check failed: {fail_reasons[0]}")]
-    causes = causes or _warnings(comparison, found, invalid) or _change(comparison, found)
-    parts = [", ".join(c.summary for c in causes)]
-    if causes[0].detail:
-        parts.append(causes[0].detail)
-    metric = _metric(comparison)
-    if metric:
-        parts.append(metric)
+    # Reasons made outside `fail_reasons` name no condition: what warns stands for them.
+    causes = causes or _warnings(comparison, found, invalid)
+    if fail_reasons and not causes:
+        causes = [_Cause(f"check failed: {_short(fail_reasons[0], 60)}")]
+    causes = causes or _change(comparison, found)
+    summary, metric = ", ".join(c.summary for c in causes), _metric(comparison)
+    # The detail gives way to keep the heading one short line.
+    detail = causes[0].said(HEADING_CHARS - len(summary) - len(metric or "") - 6)
+    parts = [part for part in (summary, detail, metric) if part]
     groups = Counter(f.group for f in found)
     quiet = not invalid and not fail_reasons and not comparison.calibration and all(
         f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found)
@@ -142,7 +153,7 @@ def _cost_alert(comparison: Comparison) -> _Cause:
 
 def _invalid(invalid: list[str]) -> _Cause:
     count = len(invalid)
-    return _Cause(f"{count} file{_plural(count)} could not run", _names(invalid))
+    return _Cause(f"{count} file{_plural(count)} could not run", names=invalid)
 
 
 def _errors(errored: Sequence[Finding]) -> _Cause:
@@ -164,7 +175,7 @@ def _worse(worse: Sequence[Finding]) -> _Cause:
                         sorted(labels.items(), key=lambda kv: _LABEL_ORDER.index(kv[0])))
     if len(worse) == 1:
         return _Cause(summary, _described(worse[0]))
-    return _Cause(summary, _names([f.name for f in ordered]))
+    return _Cause(summary, names=[f.name for f in ordered])
 
 
 _LABEL_ORDER = ["suite regression", "regression", "regressions", "broke", "likely regression",
@@ -205,9 +216,9 @@ def _change(comparison: Comparison, found: Sequence[Finding]) -> list[_Cause]:
             failing = sum(f.head_failed for f in members)
             if group is Group.NEW and failing:
                 summary += f" ({failing} failing)"
-            detail = _described(members[0]) if len(members) == 1 else \
-                _names([f.name for f in members])
-            return [_Cause(summary, detail)]
+            if len(members) == 1:
+                return [_Cause(summary, _described(members[0]))]
+            return [_Cause(summary, names=[f.name for f in members])]
     calibration = _calibration(comparison)
     if not found and calibration:
         return [_Cause(calibration[0], calibration[1] if len(calibration) > 1 else None)]
@@ -253,10 +264,10 @@ def _sample_rate(base: Sequence[SampleSide], head: Sequence[SampleSide]) -> str 
 def _passing(kind: str, statuses: Sequence[tuple[Status | None, Status | None]]) -> str:
     based = [b for b, _ in statuses if b is not None]
     headed = [h for _, h in statuses if h is not None]
-    after = sum(h is Status.PASS for h in headed)
+    after = _count(sum(h is Status.PASS for h in headed))
     if not based:
         return f"{kind} passing {after} of {len(headed)}"
-    before = sum(b is Status.PASS for b in based)
+    before = _count(sum(b is Status.PASS for b in based))
     if len(based) == len(headed):
         return f"{kind} passing {before} → {after} of {len(headed)}"
     return f"{kind} passing {before} of {len(based)} → {after} of {len(headed)}"
@@ -288,9 +299,9 @@ def _described(finding: Finding) -> str:
     return f"{name} {change}" if change.startswith("now ") else f"{name}: {change}"
 
 
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(_short(n) for n in names[:NAMED])
-    more = len(names) - NAMED
+def _names(names: Sequence[str], named: int = NAMED) -> str:
+    shown = ", ".join(_short(n) for n in names[:named])
+    more = len(names) - named
     return shown if more <= 0 else f"{shown} and {more} more"
 
 
