@@ -316,7 +316,7 @@ def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
             change=f"pass rate {way} {abs(suite.pass_rate_change) * 100:.1f} points on "
                    f"average over its {judged} evals (suite-level test)",
             base_cost=None, head_cost=None, has_base=True,
-            evidence=None if suite.p_value is None else f"p = {suite.p_value:.3g}",
+            evidence=None if suite.p_value is None else f"adjusted p {_p(suite.p_value)}",
         )
 
 
