@@ -235,7 +235,8 @@ def outage() -> Scenario:
                  ("tone", *TONE[:2]), ("greeting", "Hi", "Hello!")]):
             made = eval_result(name, [turn(1, prompt, answer, True)], line=3 + 6 * i,
                                error_text=OUTAGE if down else None)
-            found.append(made.model_copy(update={"turns": [], "passed_on_turn": None})
+            found.append(made.model_copy(update={"turns": [], "passed_on_turn": None,
+                                                 "usage": Usage(), "cost_usd": 0.0})
                          if down else made)
         return found
 

@@ -260,6 +260,8 @@ def _cost_reason(item: EvalComparison) -> str:
         return "removed eval"
     if head.status is Status.SKIPPED:
         return "a budget stopped it: turns not sent cost nothing"
+    if head.status is Status.ERROR:
+        return "it errored: turns not answered cost nothing"
     parts = []
     if head.turns != base.turns:
         more = "more" if head.turns > base.turns else "fewer"
@@ -302,8 +304,11 @@ def _transcripts(comparison: Comparison, context: CommentContext, found: Sequenc
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
     groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
     conditions = fired(context.fail_reasons)
+    # An eval that errored before its first answer has nothing to show but its error,
+    # which its group's row already says.
     shown = [f for f in found if f.kind == "eval"
-             and (f.group in groups or fails_check(f, conditions))]
+             and (f.group in groups or fails_check(f, conditions))
+             and not (f.group is Group.ERROR and not f.head_turns)]
     shown.sort(key=lambda f: (not fails_check(f, conditions), _transcript_rank(f)))
     views = []
     for finding in shown[:caps.transcripts]:

@@ -3,6 +3,7 @@ run's title and the step summary's first line are this same text."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,7 +160,8 @@ def _invalid(invalid: list[str]) -> _Cause:
 def _errors(errored: Sequence[Finding]) -> _Cause:
     """`3 evals errored (not judged)`, with the commonest error."""
     kind = _kind(errored)
-    commonest = Counter(_short(f.error or f.change, 40) for f in errored).most_common(1)
+    commonest = Counter(_short(_hosts(f.error or f.change), 50)
+                        for f in errored).most_common(1)
     summary = f"{len(errored)} {kind}{_plural(len(errored))} errored (not judged)"
     if len(errored) == 1:
         return _Cause(summary, _short(f"{errored[0].name}: {commonest[0][0]}", 40))
@@ -297,6 +299,14 @@ def _described(finding: Finding) -> str:
     if change.startswith("new: "):
         change = change.removeprefix("new: ")
     return f"{name} {change}" if change.startswith("now ") else f"{name}: {change}"
+
+
+def _hosts(text: str) -> str:
+    """URLs cut to their host: the heading has no room for (or links to) a path."""
+    return _URL.sub(r"\1", text)
+
+
+_URL = re.compile(r"https?://([^/\s]+)\S*")
 
 
 def _names(names: Sequence[str], named: int = NAMED) -> str:
