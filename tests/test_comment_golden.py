@@ -322,7 +322,8 @@ GATES = {"repeats-two-flaky-evals": {*FAIL_ON, FailOn.FLAKY}}
 EXPECTED_CAUSE = {
     "turn-regression-cost-growth": ("⚠️ 1 later turn", "refund-window", "cost +$"),
     "improvement-cost-fall": ("✅ 1 earlier turn", "refund-window"),
-    "new-and-removed-suites": ("✅ 2 new (1 failing)", "invoice copy"),
+    "new-and-removed-suites": ("✅ 2 new (1 failing)", "invoice copy",
+                               "evals passing 2 of 2 → 1 of 2"),
     "invalid-files": ("❌ 4 files could not run",),
     "300-evals-in-20-suites": ("❌ 20 broke", "evals passing 300 → 280 of 300"),
     "hostile-output": ("❌ 1 file could not run", "1 eval errored", "1 broke"),

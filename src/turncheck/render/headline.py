@@ -270,7 +270,7 @@ def _passing(kind: str, statuses: Sequence[tuple[Status | None, Status | None]])
     if not based:
         return f"{kind} passing {after} of {len(headed)}"
     before = _count(sum(b is Status.PASS for b in based))
-    if len(based) == len(headed):
+    if all(b is not None and h is not None for b, h in statuses):  # the same rows
         return f"{kind} passing {before} → {after} of {len(headed)}"
     return f"{kind} passing {before} of {len(based)} → {after} of {len(headed)}"
 
