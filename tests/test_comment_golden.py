@@ -545,3 +545,18 @@ def test_an_outage_is_one_short_row_of_errors_not_regressions() -> None:
     assert group.startswith("- 💥 **capital, refund\\-window, tone, greeting** · support · "
                             "errors: provider unreachable")
     assert "regress" not in body.lower()
+
+
+def test_a_new_suite_is_headed_by_the_eval_that_fails_the_check() -> None:
+    """Not by the first eval of the top group: under `fail-on: failure` the failing new
+    eval is what fails the check."""
+    _, title = rendered(new_and_removed(), {FailOn.FAILURE})
+    assert title == "❌ 1 failing · invoice copy: fails after 1 turn · evals passing 2 of 2 → 1 of 2"
+
+
+def test_a_plain_text_reason_still_heads_with_what_got_worse() -> None:
+    base, head = (stable(side) for side in turn_regression())
+    assert head is not None
+    comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
+    title = check_title(comparison, ["1 eval(s) passed on a later turn"])
+    assert title.startswith("❌ 1 later turn, cost +$0.0074 (+171.2%) · refund-window now")
