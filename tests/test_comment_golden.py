@@ -551,7 +551,8 @@ def test_a_new_suite_is_headed_by_the_eval_that_fails_the_check() -> None:
     """Not by the first eval of the top group: under `fail-on: failure` the failing new
     eval is what fails the check."""
     _, title = rendered(new_and_removed(), {FailOn.FAILURE})
-    assert title == "❌ 1 failing · invoice copy: fails after 1 turn · evals passing 2 of 2 → 1 of 2"
+    assert title == ("❌ 1 failing · invoice copy: fails after 1 turn · "
+                     "evals passing 2 of 2 → 1 of 2")
 
 
 def test_a_plain_text_reason_still_heads_with_what_got_worse() -> None:
