@@ -160,7 +160,7 @@ def _invalid(invalid: list[str]) -> _Cause:
 def _errors(errored: Sequence[Finding]) -> _Cause:
     """`3 evals errored (not judged)`, with the commonest error."""
     kind = _kind(errored)
-    commonest = Counter(_short(_hosts(f.error or f.change), 50)
+    commonest = Counter(_short(_hosts(f.error or f.change), 80)
                         for f in errored).most_common(1)
     summary = f"{len(errored)} {kind}{_plural(len(errored))} errored (not judged)"
     if len(errored) == 1:
