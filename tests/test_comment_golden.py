@@ -561,3 +561,17 @@ def test_a_plain_text_reason_still_heads_with_what_got_worse() -> None:
     comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
     title = check_title(comparison, ["1 eval(s) passed on a later turn"])
     assert title.startswith("❌ 1 later turn, cost +$0.0074 (+171.2%) · refund-window now")
+
+
+def test_a_slowdown_does_not_head_broken_evals() -> None:
+    """300 evals: 20 broke and one now passes on a later turn; the broken ones fail the
+    check and head it, the later turn is counted after them."""
+    base, head = three_hundred_evals()
+    slow = head.model_copy(deep=True)
+    last = slow.suites[0].evals[-1]
+    last.turns = [turn(1, "q", "not yet", False), turn(2, "again", "done", True)]
+    last.passed_on_turn = 2
+    _, title = rendered((base, slow), {*FAIL_ON, FailOn.LATER_TURN})
+    assert title.startswith("❌ 20 broke, 1 later turn · eval 0.0, eval 1.0 and 19 more · ")
+    _, default = rendered((base, slow))
+    assert default.startswith("❌ 20 broke · eval 0.0, eval 1.0 and 18 more · ")
