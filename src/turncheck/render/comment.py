@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
+from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import EvalResult, Report, Status, TurnResult
+from turncheck.engine.report import EvalResult, Report, TurnResult
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.headline import Headline, headline
@@ -37,9 +37,10 @@ from turncheck.render.severity import (
     eval_group,
     findings,
 )
+from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.render.tool_calls import call_text
 from turncheck.text.environment import make_environment, render_template
-from turncheck.text.money import MoneyRow, signed_int, usd
+from turncheck.text.money import MoneyRow
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1024 * 1024
@@ -53,11 +54,6 @@ FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
                      Group.LATER_TURN, Group.NEW, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
-STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
-SUITE_STATE = {
-    SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
-    SuiteState.CHANGED: ("📝", "changed suite"), SuiteState.RENAMED: ("📝", "renamed suite"),
-}
 
 
 @dataclass(frozen=True)
@@ -116,9 +112,10 @@ def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
     for group in NEWS:
         members = [f for f in found if f.group is group]
         if members:
+            rows = Capped.of(members, cap)
             groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
-                           "rows": [_finding_view(f) for f in members[:cap]],
-                           "hidden": max(0, len(members) - cap)})
+                           "rows": [_finding_view(f) for f in rows.shown],
+                           "hidden": rows.hidden})
     return groups
 
 
@@ -140,7 +137,8 @@ def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None, ca
                      "link": _blob(blob_url, first, linkable),
                      "severity": severity, "message": message,
                      "more": "" if len(items) == 1 else f" (×{len(items)})"})
-    return rows[:cap], max(0, len(rows) - cap)
+    shown = Capped.of(rows, cap)
+    return shown.shown, shown.hidden
 
 
 def _blob(blob_url: str | None, diagnostic: Diagnostic,
@@ -160,38 +158,11 @@ def _blob(blob_url: str | None, diagnostic: Diagnostic,
 
 
 def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
-    totals = comparison.totals
     if not comparison.suites and comparison.protocols is None:
         return []
-    base, head, has_base = totals.base, totals.head, comparison.has_base
-
-    def row(label: str, pick: Any) -> dict[str, str]:
-        money = MoneyRow.of(pick(base) if base else None, pick(head) if head else None,
-                            has_base)
-        return {"label": label, "base": money.base, "head": money.head, "delta": money.delta,
-                "percent": money.percent}
-
-    judged = any(side is not None and (side.judge_cost_usd or side.judge_tokens)
-                 for side in (base, head))
-    rows = [row("Model", lambda s: s.cost_usd),
-            *([row("Judge", lambda s: s.judge_cost_usd)] if judged else []),
-            row("**Total**", lambda s: s.total_cost_usd)]
-    # A row with no price on either side says less than the note under the table does.
-    unpriced = usd(None)
-    priced = [r for r in rows if not (r["head"] == unpriced and r["base"] in (unpriced, "—"))]
-    return [*priced, _tokens_row(base, head, has_base)]
-
-
-def _tokens_row(base: Spend | None, head: Spend | None, has_base: bool) -> dict[str, str]:
-    def tokens(side: Spend | None) -> int | None:
-        return None if side is None else side.tokens + side.judge_tokens
-
-    before, after = tokens(base), tokens(head)
-    delta = None if before is None or after is None else after - before
-    return {"label": "Tokens (model + judge)",
-            "base": "—" if before is None or not has_base else f"{before:,}",
-            "head": "—" if after is None else f"{after:,}",
-            "delta": signed_int(delta) if has_base else "—", "percent": ""}
+    totals = comparison.totals
+    money = Money(totals.base, totals.head, comparison.has_base)
+    return [line.cells() for line in money.lines()]
 
 
 def _cost_sources(comparison: Comparison) -> list[dict[str, str]]:
@@ -311,7 +282,8 @@ def _row(item: EvalComparison) -> dict[str, str]:
 
 
 def _suite_tables(comparison: Comparison) -> list[dict[str, Any]]:
-    return [{"icon": SUITE_STATE[s.state][0], "label": SUITE_STATE[s.state][1],
+    return [{"icon": suite_heading(EVAL_SUITE, s.state).icon,
+             "label": suite_heading(EVAL_SUITE, s.state).label,
              "name": s.name, "path": s.path, "previous_path": s.previous_path,
              "model": s.model, "rows": [_row(e) for e in s.evals]}
             for s in comparison.suites]
