@@ -1,0 +1,96 @@
+"""The three kinds (evals, protocol cases, calibration samples) are shown through one
+model (render/table_model.py): a change to a table, a cap or a money line reaches the
+console and the comment of every kind, and the same spend reads the same everywhere."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scripted_server import ScriptedServer
+from tests.test_comment_golden import (
+    calibration_drop,
+    new_and_removed,
+    protocol_change,
+    rendered,
+    turn_regression,
+)
+from turncheck.engine.report import Report
+from turncheck.render import calibration_console, console, protocol_console
+from turncheck.render.table_model import Capped, MoneyLine, Table
+
+
+def _rows(body: str, label: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in body.splitlines() if line.startswith(f"| {label} |")]
+
+
+def test_the_run_and_its_protocol_suite_count_tokens_alike(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    """One protocol suite is the whole run: its token line is the run's, judge included
+    (it once counted model tokens only beside a model + judge cost)."""
+    body, _ = rendered(protocol_change(tmp_path, scripted_server))
+    run, suite = _rows(body, "Tokens (model + judge)")
+    assert suite[:4] == run[:4]
+    assert run[1:4] == ["1,056", "1,054", "−2"]
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir()
+    return folder
+
+
+def _heads(tmp_path: Path, server: ScriptedServer) -> dict[str, Report]:
+    return {"evals": turn_regression()[1],
+            "protocol": protocol_change(_made(tmp_path / "p"), server)[1],
+            "calibration": calibration_drop(_made(tmp_path / "c"), server)[1]}
+
+
+def test_every_kind_prints_its_console_tables_through_one_table(
+        tmp_path: Path, scripted_server: ScriptedServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    heads = _heads(tmp_path, scripted_server)
+    monkeypatch.setattr(Table, "lines", lambda self, indent="": [f"{indent}TABLE {self.header[0]}"])
+    evals, protocol = io.StringIO(), io.StringIO()
+    console.summary(heads["evals"], evals)
+    protocol_console.summary(heads["protocol"], protocol)
+    protocol_console.transcript(heads["protocol"], protocol)
+    calibration = calibration_console.summary_lines(heads["calibration"].calibrations)
+    assert "TABLE Suite" in evals.getvalue().splitlines()
+    assert {"TABLE Protocol", "  TABLE Turn"} <= set(protocol.getvalue().splitlines())
+    assert calibration == ["TABLE Sample file"]
+
+
+def _capped_at_one(items: Any, cap: int) -> Capped[Any]:
+    return Capped(list(items[:1]), max(0, len(items) - 1))
+
+
+def test_every_kinds_comment_caps_its_rows_through_one_rule(
+        tmp_path: Path, scripted_server: ScriptedServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    protocol = protocol_change(_made(tmp_path / "p"), scripted_server)
+    calibration = calibration_drop(_made(tmp_path / "c"), scripted_server)
+    evals = new_and_removed()
+    monkeypatch.setattr(Capped, "of", staticmethod(_capped_at_one))
+    evals_body, protocol_body, calibration_body = (
+        rendered(scenario)[0] for scenario in (evals, protocol, calibration))
+    assert evals_body.count("- _and 1 more_") == 2  # 2 new and 2 removed evals
+    assert "_2 more case(s) not shown; the JSON report has every case._" in protocol_body
+    assert "| _and 1 more_ | | | | | |" in calibration_body  # flipped or head samples
+
+
+def test_every_kinds_money_lines_come_from_one_money(
+        tmp_path: Path, scripted_server: ScriptedServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = protocol_change(tmp_path, scripted_server)
+    monkeypatch.setattr(MoneyLine, "cells", lambda self: {
+        "label": f"MONEY {self.label}", "base": "b", "head": "h", "delta": "d",
+        "percent": "p"})
+    body, _ = rendered(scenario)
+    run_cost = [row[0] for row in _rows(body, "MONEY **Total**")]
+    suite_cost = _rows(body, "MONEY Cost (model + judge)")
+    tokens = _rows(body, "MONEY Tokens (model + judge)")
+    assert run_cost and suite_cost and len(tokens) == 2
