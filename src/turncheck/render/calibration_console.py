@@ -12,7 +12,7 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.render.table_model import Table, or_dash, terminal_safe
+from turncheck.render.table_model import Table, or_dash, print_lines, terminal_safe
 from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -131,11 +131,9 @@ def print_calibrations(
         return
     if not quiet:
         for result in results:
-            for line in file_lines(result, mode):
-                print(line, file=out)
+            print_lines(file_lines(result, mode), out)
             print(file=out)
-    for line in summary_lines(results):
-        print(line, file=out)
+    print_lines(summary_lines(results), out)
 
 
 class SampleProgress:

@@ -13,8 +13,9 @@ from turncheck.render.budget_text import budget_lines
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
+    exchange_lines,
+    print_lines,
     samples_text,
-    shown,
     spend_cells,
     terminal_safe,
 )
@@ -53,10 +54,8 @@ def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
     yield f"Eval {index}: {result.name}"
     for turn in result.turns:
         yield f"  Turn {turn.turn}:"
-        yield f"    Prompt: {shown(turn.prompt, '            ')}"
-        for call in turn.tool_calls:
-            yield f"    Tool call {shown(call_text(call), '      ')}"
-        yield f"    Response: {shown(turn.response, '              ')}"
+        yield from exchange_lines(turn.prompt, turn.response,
+                                  [call_text(call) for call in turn.tool_calls])
         for check in turn.checks:
             yield f"    {_check_line(check)}"
     yield f"  Overall: {overall(result)}"
@@ -69,7 +68,7 @@ def suite_header(suite: SuiteResult, mode: str) -> str:
 def transcript(report: Report, out: TextIO) -> None:
     first_with: dict[str, str] = {}  # error text → the eval that showed it first
     for suite in report.suites:
-        print(terminal_safe(suite_header(suite, report.mode)), file=out)
+        print_lines([suite_header(suite, report.mode)], out)
         for index, result in enumerate(suite.evals, 1):
             lines = list(eval_lines(index, result))
             if result.status is Status.ERROR and result.error:
@@ -77,8 +76,7 @@ def transcript(report: Report, out: TextIO) -> None:
                     lines[-1] = f"  Overall: 💥 ERROR: the same as {first_with[result.error]}"
                 else:
                     first_with[result.error] = f"{suite.name} › {result.name}"
-            for line in lines:
-                print(terminal_safe(line), file=out)
+            print_lines(lines, out)
         print(file=out)
 
 

@@ -14,11 +14,11 @@ from turncheck.engine.report import Report, Status
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
+    exchange_lines,
     or_dash,
+    print_lines,
     samples_text,
-    shown,
     spend_cells,
-    terminal_safe,
 )
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -78,8 +78,7 @@ def case_lines(index: int, case: CaseResult, threshold: float | None,
         for turn in case.turns:
             variant = f" [variant {turn.variant}]" if turn.variant else ""
             yield f"  Turn {turn.turn} {turn.id}{variant}:"
-            yield f"    Prompt: {shown(turn.prompt, '            ')}"
-            yield f"    Response: {shown(turn.response, '              ')}"
+            yield from exchange_lines(turn.prompt, turn.response)
             for result in turn.scorers:
                 yield f"    {scorer_line(result)}"
     yield from turn_table(case).lines("  ")
@@ -113,12 +112,10 @@ def transcript(report: Report, out: TextIO, full: bool = True) -> None:
     for suite in report.protocols:
         header = (f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, "
                   f"{report.mode}, protocol)")
-        print(terminal_safe(header), file=out)
+        print_lines([header], out)
         for index, case in enumerate(suite.cases, 1):
-            for line in case_lines(index, case, suite.pass_threshold, full):
-                print(terminal_safe(line), file=out)
-        for line in suite_aggregate_lines(suite.aggregates):
-            print(terminal_safe(line), file=out)
+            print_lines(case_lines(index, case, suite.pass_threshold, full), out)
+        print_lines(suite_aggregate_lines(suite.aggregates), out)
         print(file=out)
 
 
@@ -142,8 +139,7 @@ def summary_table(report: Report) -> Table:
 def summary(report: Report, out: TextIO) -> None:
     if not report.protocols:
         return
-    for line in summary_table(report).lines():
-        print(line, file=out)
+    print_lines(summary_table(report).lines(), out)
     print(file=out)
 
 

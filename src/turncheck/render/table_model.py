@@ -10,9 +10,9 @@ stay light: `turncheck run` prints through this module without loading compariso
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
 from turncheck.engine.report import Status, Usage
 from turncheck.text.money import MoneyRow, signed_int, usd
@@ -90,6 +90,19 @@ def shown(text: str, indent: str) -> str:
         text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)"
     )
     return clipped.strip().replace("\n", "\n" + indent)
+
+
+def exchange_lines(prompt: str, response: str, calls: Sequence[str] = ()) -> list[str]:
+    """One turn on the terminal, for every kind: its prompt, tool calls and response."""
+    return [f"    Prompt: {shown(prompt, ' ' * 12)}",
+            *(f"    Tool call {shown(call, ' ' * 6)}" for call in calls),
+            f"    Response: {shown(response, ' ' * 14)}"]
+
+
+def print_lines(lines: Iterable[str], out: TextIO) -> None:
+    """`lines` on the terminal, each made terminal-safe."""
+    for line in lines:
+        print(terminal_safe(line), file=out)
 
 
 def tokens_in_out(usage: Usage) -> str:
