@@ -13,7 +13,7 @@ import pytest
 from tests.scripted_server import ScriptedServer
 from tests.test_comment_golden import (
     calibration_drop,
-    new_and_removed,
+    invalid_files,
     protocol_change,
     rendered,
     turn_regression,
@@ -73,11 +73,11 @@ def test_every_kinds_comment_caps_its_rows_through_one_rule(
         monkeypatch: pytest.MonkeyPatch) -> None:
     protocol = protocol_change(_made(tmp_path / "p"), scripted_server)
     calibration = calibration_drop(_made(tmp_path / "c"), scripted_server)
-    evals = new_and_removed()
+    evals = invalid_files()
     monkeypatch.setattr(Capped, "of", staticmethod(_capped_at_one))
     evals_body, protocol_body, calibration_body = (
         rendered(scenario)[0] for scenario in (evals, protocol, calibration))
-    assert evals_body.count("- _and 1 more_") == 2  # 2 new and 2 removed evals
+    assert "| _and 1 more_ — [step summary]" in evals_body  # two distinct problems
     assert "_2 more case(s) not shown; the JSON report has every case._" in protocol_body
     assert "| _and 1 more_ | | | | | |" in calibration_body  # flipped or head samples
 

@@ -112,10 +112,9 @@ def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
     for group in NEWS:
         members = [f for f in found if f.group is group]
         if members:
-            rows = Capped.of(members, cap)
             groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
-                           "rows": [_finding_view(f) for f in rows.shown],
-                           "hidden": rows.hidden})
+                           "rows": [_finding_view(f) for f in members[:cap]],
+                           "hidden": max(0, len(members) - cap)})
     return groups
 
 
