@@ -12,7 +12,13 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.render.table_model import Table, or_dash, print_lines, terminal_safe
+from turncheck.render.table_model import (
+    Table,
+    console_heading,
+    or_dash,
+    print_lines,
+    terminal_safe,
+)
 from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -56,9 +62,11 @@ def sample_row(row: SampleGrade) -> list[str]:
 def file_header(result: CalibrationFileResult, mode: str) -> str:
     grader = result.grader
     if grader is None:
-        return f"== {result.path} — {result.note} ({result.valid_samples} valid samples)"
-    how = grader.kind + (f", {grader.prompt_version}" if grader.prompt_version else "")
-    return f"== {result.path} — grader {grader.model} via {grader.provider} ({how}, {mode})"
+        return console_heading(result.path, result.note or "not graded",
+                               f"{result.valid_samples} valid samples")
+    version = [grader.prompt_version] if grader.prompt_version else []
+    return console_heading(result.path, f"grader {grader.model} via {grader.provider}",
+                           grader.kind, *version, mode)
 
 
 def file_footer(result: CalibrationFileResult) -> str:

@@ -13,6 +13,7 @@ from turncheck.render.budget_text import budget_lines
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
+    console_heading,
     exchange_lines,
     print_lines,
     samples_text,
@@ -62,7 +63,7 @@ def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
 
 
 def suite_header(suite: SuiteResult, mode: str) -> str:
-    return f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, {mode})"
+    return console_heading(suite.path, suite.name, f"{suite.model} via {suite.provider}", mode)
 
 
 def transcript(report: Report, out: TextIO) -> None:

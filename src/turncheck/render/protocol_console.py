@@ -14,6 +14,7 @@ from turncheck.engine.report import Report, Status
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
+    console_heading,
     exchange_lines,
     or_dash,
     print_lines,
@@ -110,9 +111,9 @@ def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
 
 def transcript(report: Report, out: TextIO, full: bool = True) -> None:
     for suite in report.protocols:
-        header = (f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, "
-                  f"{report.mode}, protocol)")
-        print_lines([header], out)
+        print_lines([console_heading(suite.path, suite.name,
+                                     f"{suite.model} via {suite.provider}", report.mode,
+                                     "protocol")], out)
         for index, case in enumerate(suite.cases, 1):
             print_lines(case_lines(index, case, suite.pass_threshold, full), out)
         print_lines(suite_aggregate_lines(suite.aggregates), out)

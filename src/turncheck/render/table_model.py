@@ -71,6 +71,12 @@ def suite_heading(kind: Kind, state: str) -> Heading:
     return Heading(kind.icon, kind.changed)
 
 
+def console_heading(path: str, title: str, *details: str) -> str:
+    """`== evals/a.eval.yaml — support (gpt-4o via openai, replay)`: a suite's or a sample
+    file's first line on the terminal, for every kind."""
+    return f"== {path} — {title}" + (f" ({', '.join(details)})" if details else "")
+
+
 def state_note(state: str) -> str:
     """` (new)`, ` (removed)` after a name that keeps its row in a table of its kind."""
     return f" ({state})" if state in ("new", "removed") else ""
