@@ -18,6 +18,7 @@ from turncheck.render.table_model import (
     or_dash,
     print_lines,
     terminal_safe,
+    tokens_in_out,
 )
 from turncheck.text.money import usd
 
@@ -47,15 +48,12 @@ def distance(value: float | None) -> str:
     return or_dash(value, lambda v: f"{v:.2f}")
 
 
-def tokens(input_tokens: int, output_tokens: int) -> str:
-    return f"{input_tokens:,}/{output_tokens:,}"
-
-
 def sample_row(row: SampleGrade) -> list[str]:
     explanation = row.error if row.error is not None else (row.reason or "")
     return [
         row.id, str(row.label), or_dash(row.score), or_dash(row.distance), BADGE_LABEL[row.badge],
-        tokens(row.input_tokens, row.output_tokens), usd(row.cost_usd), _one_line(explanation),
+        tokens_in_out(row.input_tokens, row.output_tokens), usd(row.cost_usd),
+        _one_line(explanation),
     ]
 
 
@@ -109,7 +107,7 @@ def _summary_row(result: CalibrationFileResult) -> list[str]:
     return [
         result.path, str(len(result.samples)), percent_text(result.agreement_percent),
         distance(result.mean_distance), str(result.errors),
-        tokens(result.input_tokens, result.output_tokens), usd(result.cost_usd),
+        tokens_in_out(result.input_tokens, result.output_tokens), usd(result.cost_usd),
     ]
 
 
@@ -122,7 +120,7 @@ def _total_row(results: Sequence[CalibrationFileResult]) -> list[str]:
         "Total", str(len(rows)), percent_text(100 * agreed / len(rows) if rows else None),
         distance(sum(scored) / len(scored) if scored else None),
         str(sum(r.errors for r in graded)),
-        tokens(sum(r.input_tokens for r in graded), sum(r.output_tokens for r in graded)),
+        tokens_in_out(sum(r.input_tokens for r in graded), sum(r.output_tokens for r in graded)),
         usd(add_costs([r.cost_usd for r in graded])) if graded else "—",
     ]
 
