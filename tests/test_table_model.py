@@ -18,9 +18,10 @@ from tests.test_comment_golden import (
     rendered,
     turn_regression,
 )
+from turncheck.compare.spend import Spend
 from turncheck.engine.report import Report
 from turncheck.render import calibration_console, console, protocol_console
-from turncheck.render.table_model import Capped, MoneyLine, Table
+from turncheck.render.table_model import Capped, Money, MoneyLine, Table
 
 
 def _rows(body: str, label: str) -> list[list[str]]:
@@ -94,3 +95,22 @@ def test_every_kinds_money_lines_come_from_one_money(
     suite_cost = _rows(body, "MONEY Cost (model + judge)")
     tokens = _rows(body, "MONEY Tokens (model + judge)")
     assert run_cost and suite_cost and len(tokens) == 2
+
+
+def test_a_control_character_in_a_cell_does_not_skew_its_column() -> None:
+    """Cells are escaped before the columns are measured (the protocol turn table once
+    escaped whole lines after aligning them)."""
+    lines = Table(["Turn", "Score"], [["1 a\x1bb", "0.50"], ["2 plain", "1.00"]]).lines()
+    assert lines[2] == "1 a\\x1bb  0.50"
+    assert lines[3].index("1.00") == lines[2].index("0.50")
+
+
+def test_a_side_that_does_not_exist_reads_a_dash_and_counts_zero_in_token_deltas() -> None:
+    head = Spend(tokens=100, judge_tokens=20, cost_usd=0.4, judge_cost_usd=0.1,
+                 total_cost_usd=0.5)
+    money = Money(None, head, has_base=True)
+    assert money.tokens() == MoneyLine("Tokens (model + judge)", "—", "120", "+120")
+    total = money.total()
+    assert (total.base, total.head, total.delta) == ("—", "$0.500", "—")
+    assert [line.label for line in money.lines()] == [
+        "Model", "Judge", "**Total**", "Tokens (model + judge)"]
