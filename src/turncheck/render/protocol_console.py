@@ -19,6 +19,7 @@ from turncheck.render.table_model import (
     or_dash,
     print_lines,
     samples_text,
+    short_cell,
     spend_cells,
 )
 
@@ -149,11 +150,6 @@ def failed(report: Report) -> bool:
     return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
 
 
-def _cell(text: str, limit: int = 60) -> str:
-    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[str]:
     """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
     if protocols is None:
@@ -170,13 +166,13 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
                 if turn.base_variant and turn.head_variant and turn.base_variant != \
                         turn.head_variant:
                     variant = f"{turn.base_variant}→{turn.head_variant}"
-                rows.append([_cell(suite.path), _cell(case.id), label, _cell(turn.id),
-                             _cell(variant), f"{score(turn.base)}→{score(turn.head)}",
-                             signed(turn.delta)])
+                rows.append([short_cell(suite.path), short_cell(case.id), label,
+                             short_cell(turn.id), short_cell(variant),
+                             f"{score(turn.base)}→{score(turn.head)}", signed(turn.delta)])
     yield ""
     yield from Table(["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"],
                      rows).lines()
     for suite in protocols.suites:
         parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
                  f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
-        yield f"{_cell(suite.path)}: " + "; ".join(parts)
+        yield f"{short_cell(suite.path)}: " + "; ".join(parts)

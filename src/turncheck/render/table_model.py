@@ -111,6 +111,17 @@ def print_lines(lines: Iterable[str], out: TextIO) -> None:
         print(terminal_safe(line), file=out)
 
 
+def one_line(text: str) -> str:
+    """`text` printable on one line: untrusted names must not break a table or the terminal."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def short_cell(text: str, limit: int = 60) -> str:
+    """One printable line of at most `limit` characters (`…` where it was cut)."""
+    flat = one_line(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def tokens_in_out(input_tokens: int, output_tokens: int) -> str:
     """`1,234/56`: input/output tokens."""
     return f"{input_tokens:,}/{output_tokens:,}"
