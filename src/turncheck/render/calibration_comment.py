@@ -7,10 +7,12 @@ head run appear only at full detail (the step summary has them all).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from turncheck.compare.calibration import (
     CalibrationComparison,
+    CalibrationSide,
     FlippedSample,
 )
 from turncheck.engine.calibration_report import (
@@ -36,11 +38,14 @@ VERDICT_ICON = {
 }
 
 
-def _change(base: str | None, head: str | None) -> str:
-    """`base → head`, or the one side there is."""
+def _change(base: CalibrationSide | None, head: CalibrationSide | None,
+            text: Callable[[CalibrationSide], str]) -> str:
+    """`text` of base → head, or of the one side there is."""
     if base is not None and head is not None:
-        return f"{base} → {head}"
-    return head if head is not None else f"{base} → —"
+        return f"{text(base)} → {text(head)}"
+    if head is not None:
+        return text(head)
+    return "—" if base is None else f"{text(base)} → —"
 
 
 def _grader_label(item: CalibrationComparison) -> str:
@@ -57,17 +62,9 @@ def _file_row(item: CalibrationComparison) -> dict[str, str]:
         "path": item.path + state_note(item.state),
         "previous_path": item.previous_path or "",
         "grader": _grader_label(item),
-        "agreement": _change(
-            None if base is None else percent_text(base.agreement_percent),
-            None if head is None else percent_text(head.agreement_percent),
-        ),
-        "distance": _change(
-            None if base is None else distance(base.mean_distance),
-            None if head is None else distance(head.mean_distance),
-        ),
-        "errors": _change(
-            None if base is None else str(base.errors), None if head is None else str(head.errors)
-        ),
+        "agreement": _change(base, head, lambda side: percent_text(side.agreement_percent)),
+        "distance": _change(base, head, lambda side: distance(side.mean_distance)),
+        "errors": _change(base, head, lambda side: str(side.errors)),
         "kappa": _kappa_cell(item),
     }
 
