@@ -7,6 +7,8 @@ and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from turncheck.diagnostics import Diagnostic
@@ -56,6 +58,13 @@ class EvalResult(ReportModel):
     """Set when the eval took more than one sample (or `repeat: auto`)."""
     samples: list[SampleResult] = Field(default_factory=list)
     """Every sample, when repeated; `turns` then shows the first sample's conversation."""
+    # Left out when unset, so a suite without them reads as before they existed; a
+    # report of an older turncheck reads as having neither.
+    system_prompt: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The system prompt as sent (templates rendered, secrets redacted); None: none."""
+    tools: list[dict[str, Any]] = Field(default_factory=list,
+                                        exclude_if=lambda value: not value)
+    """The tool definitions offered to the model, as sent to the API."""
 
 
 class SuiteResult(SuiteHeader):

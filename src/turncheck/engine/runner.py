@@ -247,7 +247,7 @@ class _SuiteRun:
 
     def interrupted(self, evaluation: Eval) -> EvalResult:
         result = self._result(evaluation, _EvalState([]), Status.ERROR, None, STOP.message())
-        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
+        return self.redactor.model(result.model_copy(update={"reason": StatusReason.INTERRUPTED}))
 
     def _result(
         self,
@@ -270,7 +270,20 @@ class _SuiteRun:
             judge_cost_usd=add_costs(state.judge_costs),
             turns=state.turns,
             line=evaluation.line,
+            system_prompt=self._system_prompt(),
+            tools=list(ToolSetup.of(self.suite.metadata, evaluation).tools),
         )
+
+    def _system_prompt(self) -> str | None:
+        """The rendered system prompt, for the report (None when it cannot be rendered:
+        the eval's error then says why)."""
+        system = self.suite.metadata.system_prompt
+        if not system or self.session.template_error is not None:
+            return None
+        try:
+            return self.render(system)
+        except EvalError:
+            return None
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
