@@ -1,0 +1,189 @@
+"""What the reviewer sees when the head sent something different from the base: a turn's
+prompt, the system prompt, the tools. The comment's transcript (and the HTML report)
+must put each side's prompt with that side's answer and show long changes as a diff,
+without adding anything when nothing changed, and keep hostile prompt text inert.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.test_comment_rendering import (
+    assert_inert,
+    comment_for,
+    eval_result,
+    gfm_html,
+    report,
+    split_code_blocks,
+    suite,
+    tables,
+    turn,
+)
+from turncheck.engine.report import EvalResult, Report
+from turncheck.render.comment import render_summary
+from turncheck.render.html_report import render_report
+
+PATH = "evals/capital.eval.yaml"
+BASE_FOLLOW_UP = "Now answer in one word."
+HEAD_FOLLOW_UP = "Now answer in French, please."
+LONG_SYSTEM = "\n".join(f"Rule {n}: be concise and polite." for n in range(1, 31))
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+
+
+def capital(follow_up: str, second_answer: str, passed: bool, **fields: Any) -> EvalResult:
+    result = eval_result("capital", [turn(1, "What is the capital of France?", "Paris?", False),
+                                     turn(2, follow_up, second_answer, passed)])
+    return result.model_copy(update=fields)
+
+
+def reports(base_eval: EvalResult, head_eval: EvalResult) -> tuple[Report, Report]:
+    return (report([suite(PATH, "capitals", [base_eval])], "b" * 40),
+            report([suite(PATH, "capitals", [head_eval])], "c" * 40))
+
+
+def transcript_table(prose: str) -> list[str]:
+    [table] = [t for t in tables(prose) if t[0].startswith("| Turn | Prompt |")]
+    return table
+
+
+def test_a_changed_turn_prompt_sits_with_its_own_sides_answer() -> None:
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True),
+                         capital(HEAD_FOLLOW_UP, "Je ne sais pas", False))
+    body, comparison, context = comment_for(base, head, ["1 regression(s) against base"])
+    prose, _ = assert_inert(body)
+    rows = transcript_table(prose)[2:]
+    assert len(rows) == 3  # turn 1 once, turn 2 once per side
+    assert "What is the capital of France?" in rows[0] and rows[0].startswith("| 1 |")
+    base_row, head_row = rows[1], rows[2]
+    cells = [[c.strip() for c in r.strip("|").split(" | ")] for r in (base_row, head_row)]
+    # | Turn | Prompt | base | head |: the base's prompt beside the base's answer only.
+    assert cells[0][0] == "2 · base" and "one word" in cells[0][1]
+    assert "Paris" in cells[0][2] and cells[0][3] == ""
+    assert cells[1][0] == "2 · head" and "French" in cells[1][1]
+    assert cells[1][2] == "" and "Je ne sais pas" in cells[1][3]
+    # The step summary's full answers say which prompt each answer was given.
+    summary = render_summary(comparison, context)
+    _, blocks = assert_inert(summary, limit=None)
+    contents = [b.content for b in blocks]
+    assert contents.index(BASE_FOLLOW_UP) < contents.index("Paris") \
+        < contents.index(HEAD_FOLLOW_UP) < contents.index("Je ne sais pas")
+
+
+def test_unchanged_prompts_are_shown_once_without_change_notes() -> None:
+    same = {"system_prompt": LONG_SYSTEM, "tools": [WEATHER_TOOL]}
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, **same),
+                         capital(BASE_FOLLOW_UP, "Lyon", False, **same))
+    body, comparison, context = comment_for(base, head)
+    prose, blocks = assert_inert(body)
+    assert [r.split(" | ")[0] for r in transcript_table(prose)[2:]] == ["| 1", "| 2"]
+    assert "changed**" not in prose and "✏️" not in body and not blocks
+    assert "Rule 1" not in body and "get_weather" not in body
+    assert "✏️" not in render_summary(comparison, context)
+
+
+def diff_blocks(markdown: str) -> list[str]:
+    _, blocks = split_code_blocks(markdown)
+    return [b.content for b in blocks if b.content.startswith("@@")]
+
+
+def test_a_long_system_prompt_change_shows_as_a_diff() -> None:
+    edited = LONG_SYSTEM.replace("Rule 17: be concise", "Rule 17: be verbose")
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, system_prompt=LONG_SYSTEM),
+                         capital(BASE_FOLLOW_UP, "Lyon", False, system_prompt=edited))
+    body, _, _ = comment_for(base, head)
+    prose, _ = assert_inert(body)
+    assert "**✏️ System prompt changed**" in prose
+    [diff] = diff_blocks(body)
+    assert "-Rule 17: be concise and polite." in diff.split("\n")
+    assert "+Rule 17: be verbose and polite." in diff.split("\n")
+    assert "Rule 1:" not in diff  # context only around the change, not the whole prompt
+    assert "```diff" in body  # GitHub colours it
+
+
+def test_a_short_system_prompt_change_shows_both_texts() -> None:
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, system_prompt="Be brief."),
+                         capital(BASE_FOLLOW_UP, "Lyon", False))
+    body, _, _ = comment_for(base, head)
+    prose, _ = assert_inert(body)
+    change = prose.split("**✏️ System prompt changed**", 1)[1].split("| Turn |", 1)[0]
+    assert "- base: Be brief." in change and "- head: _(none)_" in change
+
+
+def test_a_tools_change_names_the_tools_and_diffs_the_definitions() -> None:
+    lookup = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
+    described = json.loads(json.dumps(WEATHER_TOOL))
+    described["function"]["description"] = "Weather for a city, in Celsius"
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, tools=[WEATHER_TOOL, lookup]),
+                         capital(BASE_FOLLOW_UP, "Lyon", False, tools=[described]))
+    body, _, _ = comment_for(base, head)
+    prose, _ = assert_inert(body)
+    assert "**✏️ Tools changed**: removed lookup; changed get\\_weather" in prose
+    [diff] = diff_blocks(body)
+    assert '+      "description": "Weather for a city, in Celsius",' in diff.split("\n")
+
+
+HOSTILE_FOLLOW_UP = ("Ignore this </details><!-- @org/team #1 https://evil.example/x\n"
+                     "```` four backticks\n| a | b |\n" + "more text. " * 30)
+
+
+def test_hostile_text_in_a_changed_prompt_stays_inert() -> None:
+    hostile_system = HOSTILE_FOLLOW_UP + "\n" + LONG_SYSTEM
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, system_prompt=LONG_SYSTEM),
+                         capital(HOSTILE_FOLLOW_UP, "Lyon", False, system_prompt=hostile_system,
+                                 tools=[{"type": "function", "function": {
+                                     "name": "x</details>@user"}}]))
+    body, comparison, context = comment_for(base, head)
+    for markdown in (body, render_summary(comparison, context)):
+        prose, _ = assert_inert(markdown, limit=None)
+        assert "</details><!--" not in prose and "```` four" not in prose
+        html = gfm_html(markdown)
+        assert re.findall(r'<a href="([^"]*)"', html) == [
+            "https://github.com/octo-org/widgets/actions/runs/1"]
+        # The diff of the long prompt is there, in a code block it cannot close.
+        assert any("+```` four backticks" in d for d in diff_blocks(markdown))
+
+
+def test_a_huge_prompt_change_gives_a_bounded_diff_that_says_it_was_cut() -> None:
+    from turncheck.render.prompt_changes import COMMENT_DIFF_LINES, text_diff
+
+    before = "\n".join(f"line {n}" for n in range(50_000))
+    after = "\n".join(f"LINE {n}" for n in range(50_000))
+    diff = text_diff(before, after, COMMENT_DIFF_LINES)
+    assert len(diff.lines) == COMMENT_DIFF_LINES and diff.cut_lines > 0 and diff.cut_chars
+    assert "not shown" in diff.note and "first 20,000 characters" in diff.note
+    base, head = reports(capital(before, "Paris", True), capital(after, "Lyon", False))
+    body, _, _ = comment_for(base, head)
+    assert_inert(body)
+    assert "more diff line(s) not shown" in body and len(body) < 20_000
+
+
+def test_the_html_report_shows_both_prompts_and_the_setup_change(tmp_path: Path) -> None:
+    edited = LONG_SYSTEM.replace("Rule 17: be concise", "Rule 17: be verbose")
+    base, head = reports(
+        capital(BASE_FOLLOW_UP, "Paris", True, system_prompt=LONG_SYSTEM),
+        capital(HOSTILE_FOLLOW_UP, "Lyon", False, system_prompt=edited, tools=[WEATHER_TOOL]))
+    page = render_report(head=head, base=base)
+    changes = page.split('class="changes"', 1)[1].split('data-conversation', 1)[0]
+    assert "System prompt changed" in changes and "Tools changed" in changes
+    assert '<span class="del">-Rule 17: be concise and polite.</span>' in changes
+    assert '<span class="add">+Rule 17: be verbose and polite.</span>' in changes
+    assert "added get_weather" in changes
+    conversation = page.split("data-conversation", 1)[1]
+    assert "prompt changed" in conversation
+    assert BASE_FOLLOW_UP in conversation
+    # Hostile prompt text is escaped, never markup.
+    assert "</details><!-- @org" not in page
+    assert "&lt;/details&gt;&lt;!-- @org/team" in page
+
+
+def test_the_html_report_adds_nothing_when_nothing_changed() -> None:
+    same = {"system_prompt": LONG_SYSTEM, "tools": [WEATHER_TOOL]}
+    base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, **same),
+                         capital(BASE_FOLLOW_UP, "Lyon", False, **same))
+    page = render_report(head=head, base=base)
+    assert 'class="changes"' not in page and "prompt changed" not in page
