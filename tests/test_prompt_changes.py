@@ -187,3 +187,47 @@ def test_the_html_report_adds_nothing_when_nothing_changed() -> None:
                          capital(BASE_FOLLOW_UP, "Lyon", False, **same))
     page = render_report(head=head, base=base)
     assert 'class="changes"' not in page and "prompt changed" not in page
+
+
+# ---- the report records what each side sent ---------------------------------------------
+
+
+def test_the_report_records_the_system_prompt_and_tools_as_sent(tmp_path: Path) -> None:
+    from tests.engine_helpers import run_paths, write_suite
+    from tests.scripted_server import ScriptedServer
+    from tests.tool_agent import WEATHER_SUITE, weather_agent
+
+    suite_text = WEATHER_SUITE.replace(
+        "  system_prompt: You are a weather assistant. Use the get_weather tool.\n",
+        "  system_prompt: \"For {{var('town')}}, key {{secret('TC_WEATHER_KEY')}}.\"\n"
+        "  vars: {town: Paris}\n")
+    assert suite_text != WEATHER_SUITE
+    server = ScriptedServer(default_reply=weather_agent).start()
+    try:
+        result = run_paths([write_suite(tmp_path, suite_text)], server,
+                           env={"TC_WEATHER_KEY": "weather-secret-4711"})
+        sent = server.requests[0].json
+    finally:
+        server.stop()
+    paris = next(e for e in result.suites[0].evals if e.name == "paris")
+    assert paris.system_prompt is not None
+    assert paris.system_prompt.startswith("For Paris, key ")
+    assert "weather-secret-4711" not in result.model_dump_json()  # redacted like prompts
+    assert sent["messages"][0]["content"].endswith("weather-secret-4711.")
+    assert paris.tools == sent["tools"]
+    assert [t["function"]["name"] for t in paris.tools] == ["get_weather", "get_time"]
+
+
+def test_reports_without_the_fields_still_load_and_plain_evals_write_none() -> None:
+    plain = capital(BASE_FOLLOW_UP, "Paris", True)
+    written = json.loads(reports(plain, plain)[0].model_dump_json())
+    [item] = written["suites"][0]["evals"]
+    assert "system_prompt" not in item and "tools" not in item  # as older reports read
+    loaded = Report.model_validate(written)
+    assert loaded.suites[0].evals[0].system_prompt is None
+    assert loaded.suites[0].evals[0].tools == []
+    with_setup = capital(BASE_FOLLOW_UP, "Paris", True, system_prompt="Be brief.",
+                         tools=[WEATHER_TOOL])
+    again = Report.model_validate_json(reports(with_setup, with_setup)[1].model_dump_json())
+    assert again.suites[0].evals[0].system_prompt == "Be brief."
+    assert again.suites[0].evals[0].tools == [WEATHER_TOOL]

@@ -62,7 +62,7 @@ def _rows(number: int, base: TurnResult | None, head: TurnResult | None) -> list
 def change_view(change: Change) -> dict[str, Any]:
     return {"what": change.what, "summary": change.summary, "base": change.base,
             "head": change.head, "diff": None if change.diff is None else change.diff.text(),
-            "note": "" if change.diff is None else change.diff.note}
+            "note": "" if change.diff is None else change.diff.note, "inline": change.inline}
 
 
 def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,

@@ -79,6 +79,8 @@ class ChangeView:
     lines: list[DiffLineView]
     """The diff; empty when both texts are short enough to read side by side."""
     note: str = ""
+    folded: bool = False
+    """Both texts in full behind a click (they are long, or the diff says it)."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,8 @@ def change_view(change: Change) -> ChangeView:
         [DiffLineView(_DIFF_KIND.get(line[:1], "ctx"), line) for line in change.diff.lines]
     return ChangeView(title=f"{change.what[:1].upper()}{change.what[1:]} changed",
                       summary=change.summary, base=_cut(change.base), head=_cut(change.head),
-                      lines=lines, note="" if change.diff is None else change.diff.note)
+                      lines=lines, note="" if change.diff is None else change.diff.note,
+                      folded=bool(lines) or not change.inline)
 
 
 def _pair(number: int, base: TurnResult | None, head: TurnResult | None,

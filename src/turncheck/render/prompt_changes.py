@@ -62,6 +62,9 @@ class Change:
     """None when both texts are short enough to read side by side."""
     summary: str = ""
     """A one-line account (tools: which were added, removed or changed)."""
+    inline: bool = True
+    """Without a diff, both texts are short enough to show in a line each (the tools'
+    JSON never is: their summary names them)."""
 
 
 def is_short(text: str) -> bool:
@@ -115,8 +118,8 @@ def _tool_name(tool: dict[str, Any]) -> str:
 
 def tools_summary(base: Sequence[dict[str, Any]], head: Sequence[dict[str, Any]]) -> str:
     """`added lookup; removed search; changed get_weather`."""
-    before = {_tool_name(t): tools_text([t]) for t in base}
-    after = {_tool_name(t): tools_text([t]) for t in head}
+    before = {_tool_name(t): t for t in base}
+    after = {_tool_name(t): t for t in head}
     parts = []
     for label, names in (("added", [n for n in after if n not in before]),
                          ("removed", [n for n in before if n not in after]),
@@ -137,8 +140,18 @@ def setup_changes(base: EvalResult | None, head: EvalResult | None,
         changes.append(text_change("system prompt", base.system_prompt or "",
                                    head.system_prompt or "", max_lines))
     if base.tools != head.tools:
-        before, after = tools_text(base.tools), tools_text(head.tools)
-        changes.append(Change(what="tools", base=before, head=after,
-                              diff=text_diff(before, after, max_lines),
-                              summary=tools_summary(base.tools, head.tools)))
+        changes.append(tools_change(base.tools, head.tools, max_lines))
     return changes
+
+
+def tools_change(base: Sequence[dict[str, Any]], head: Sequence[dict[str, Any]],
+                 max_lines: int) -> Change:
+    """Which tools were added, removed or changed, and a diff of the changed ones'
+    definitions (an added or removed tool is named, not shown)."""
+    before = {_tool_name(t): t for t in base}
+    after = {_tool_name(t): t for t in head}
+    changed = [n for n in after if n in before and before[n] != after[n]]
+    diff = text_diff(tools_text([before[n] for n in changed]),
+                     tools_text([after[n] for n in changed]), max_lines) if changed else None
+    return Change(what="tools", base=tools_text(base), head=tools_text(head), diff=diff,
+                  summary=tools_summary(base, head), inline=False)
