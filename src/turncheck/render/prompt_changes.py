@@ -74,7 +74,7 @@ def is_short(text: str) -> bool:
 def _pieces(text: str) -> list[str]:
     """Lines, with long lines split after sentence ends so an edited sentence in a
     one-paragraph prompt shows as that sentence rather than the whole paragraph."""
-    pieces = []
+    pieces: list[str] = []
     for line in text.split("\n"):
         pieces.extend(_SENTENCE_END.split(line) if len(line) > MAX_DIFF_LINE_CHARS else [line])
     return pieces
