@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.test_comment_rendering import (
     assert_inert,
     comment_for,
@@ -22,9 +23,13 @@ from tests.test_comment_rendering import (
     tables,
     turn,
 )
+from turncheck.compare.comparison import compare_reports
 from turncheck.engine.report import EvalResult, Report
 from turncheck.render.comment import render_summary
 from turncheck.render.html_report import render_report
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 PATH = "evals/capital.eval.yaml"
 BASE_FOLLOW_UP = "Now answer in one word."
@@ -179,6 +184,35 @@ def test_the_html_report_shows_both_prompts_and_the_setup_change(tmp_path: Path)
     # Hostile prompt text is escaped, never markup.
     assert "</details><!-- @org" not in page
     assert "&lt;/details&gt;&lt;!-- @org/team" in page
+
+
+def test_in_the_browser_each_side_shows_its_own_prompt_and_the_diff(
+    tmp_path: Path, browser: WebDriver  # noqa: F811 (the fixture)
+) -> None:
+    from tests.test_html_report import SAFE_TAGS, start_tags
+
+    edited = LONG_SYSTEM.replace("Rule 17: be concise", "Rule 17: be verbose")
+    base, head = reports(
+        capital(BASE_FOLLOW_UP, "Paris", True, system_prompt=LONG_SYSTEM),
+        capital(HOSTILE_FOLLOW_UP, "Je ne sais pas", False, system_prompt=edited))
+    html = render_report(head=head, base=base, comparison=compare_reports(base, head))
+    assert {name for name, _ in start_tags(html)} <= SAFE_TAGS
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    browser.get(page.as_uri())
+    row = browser.find_element("css selector", "#evals details.row")
+    row.find_element("css selector", "summary").click()
+    base_turn, head_turn = (row.find_elements("css selector", f".conversation .turn.{side}")[1]
+                            for side in ("base", "head"))
+    assert "prompt changed" in base_turn.text and "prompt changed" in head_turn.text
+    assert BASE_FOLLOW_UP in base_turn.text and "Paris" in base_turn.text
+    assert "French" not in base_turn.text and "Je ne sais pas" not in base_turn.text
+    assert "</details><!-- @org/team #1" in head_turn.text and "Je ne sais pas" in head_turn.text
+    assert base_turn.location["y"] == head_turn.location["y"]  # side by side
+    system = row.find_element("css selector", ".changes .change")
+    assert system.is_displayed() and "System prompt changed" in system.text
+    assert "+Rule 17: be verbose and polite." in system.text
+    assert row.find_elements("css selector", "a, img, script") == []
 
 
 def test_the_html_report_adds_nothing_when_nothing_changed() -> None:
