@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +41,27 @@ WEATHER_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 
 
-def capital(follow_up: str, second_answer: str, passed: bool, **fields: Any) -> EvalResult:
+@dataclass(frozen=True)
+class Side:
+    """One side's eval, and what its suite sent (`system_prompt`, `tools`)."""
+
+    result: EvalResult
+    suite_fields: dict[str, Any]
+
+
+def capital(follow_up: str, second_answer: str, passed: bool, **suite_fields: Any) -> Side:
     result = eval_result("capital", [turn(1, "What is the capital of France?", "Paris?", False),
                                      turn(2, follow_up, second_answer, passed)])
-    return result.model_copy(update=fields)
+    return Side(result, suite_fields)
 
 
-def reports(base_eval: EvalResult, head_eval: EvalResult) -> tuple[Report, Report]:
-    return (report([suite(PATH, "capitals", [base_eval])], "b" * 40),
-            report([suite(PATH, "capitals", [head_eval])], "c" * 40))
+def side_report(side: Side, commit: str) -> Report:
+    return report([suite(PATH, "capitals", [side.result]).model_copy(update=side.suite_fields)],
+                  commit)
+
+
+def reports(base: Side, head: Side) -> tuple[Report, Report]:
+    return side_report(base, "b" * 40), side_report(head, "c" * 40)
 
 
 def transcript_table(prose: str) -> list[str]:
@@ -243,25 +256,38 @@ def test_the_report_records_the_system_prompt_and_tools_as_sent(tmp_path: Path) 
         sent = server.requests[0].json
     finally:
         server.stop()
-    paris = next(e for e in result.suites[0].evals if e.name == "paris")
-    assert paris.system_prompt is not None
-    assert paris.system_prompt.startswith("For Paris, key ")
-    assert "weather-secret-4711" not in result.model_dump_json()  # redacted like prompts
-    assert sent["messages"][0]["content"].endswith("weather-secret-4711.")
-    assert paris.tools == sent["tools"]
-    assert [t["function"]["name"] for t in paris.tools] == ["get_weather", "get_time"]
+    [recorded] = result.suites
+    paris = next(e for e in recorded.evals if e.name == "paris")
+    # Once per suite: every eval sends the same system prompt and, unless it has its own
+    # `tools`, the suite's tools.
+    assert recorded.system_prompt == "For Paris, key <SECRET:TC_WEATHER_KEY>."
+    assert "weather-secret-4711" not in result.model_dump_json()
+    assert sent["messages"][0]["content"] == "For Paris, key weather-secret-4711."
+    assert recorded.tools == sent["tools"] and paris.tools is None
+    assert recorded.tools_of(paris) == sent["tools"]
+    assert [t["function"]["name"] for t in recorded.tools] == ["get_weather", "get_time"]
 
 
-def test_reports_without_the_fields_still_load_and_plain_evals_write_none() -> None:
+def test_reports_without_the_fields_still_load_and_plain_suites_write_none() -> None:
     plain = capital(BASE_FOLLOW_UP, "Paris", True)
     written = json.loads(reports(plain, plain)[0].model_dump_json())
-    [item] = written["suites"][0]["evals"]
-    assert "system_prompt" not in item and "tools" not in item  # as older reports read
-    loaded = Report.model_validate(written)
-    assert loaded.suites[0].evals[0].system_prompt is None
-    assert loaded.suites[0].evals[0].tools == []
+    [suite_json] = written["suites"]
+    assert "system_prompt" not in suite_json and "tools" not in suite_json
+    assert "tools" not in suite_json["evals"][0]  # as older reports read
+    loaded = Report.model_validate(written).suites[0]
+    assert loaded.system_prompt is None and loaded.tools == []
+    assert loaded.tools_of(loaded.evals[0]) == []
     with_setup = capital(BASE_FOLLOW_UP, "Paris", True, system_prompt="Be brief.",
                          tools=[WEATHER_TOOL])
     again = Report.model_validate_json(reports(with_setup, with_setup)[1].model_dump_json())
-    assert again.suites[0].evals[0].system_prompt == "Be brief."
-    assert again.suites[0].evals[0].tools == [WEATHER_TOOL]
+    assert again.suites[0].system_prompt == "Be brief."
+    assert again.suites[0].tools == [WEATHER_TOOL]
+
+
+def test_an_evals_own_tools_count_over_its_suites() -> None:
+    base = capital(BASE_FOLLOW_UP, "Paris", True, tools=[WEATHER_TOOL])
+    own = capital(BASE_FOLLOW_UP, "Lyon", False, tools=[WEATHER_TOOL])
+    own.result.tools = []  # this eval offers no tools although its suite does
+    body, _, _ = comment_for(*reports(base, own))
+    prose, _ = assert_inert(body)
+    assert "**✏️ Tools changed**: removed get\\_weather" in prose

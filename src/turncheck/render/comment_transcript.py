@@ -16,7 +16,9 @@ from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     SUMMARY_DIFF_LINES,
     Change,
+    Sent,
     prompt_changed,
+    sent_by_key,
     setup_changes,
     text_change,
 )
@@ -66,7 +68,8 @@ def change_view(change: Change) -> dict[str, Any]:
 
 
 def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
-               full: bool) -> dict[str, Any]:
+               sent: tuple[Sent | None, Sent | None], full: bool) -> dict[str, Any]:
+    """`sent`: what base and head sent besides the turns' prompts."""
     diff_lines = SUMMARY_DIFF_LINES if full else COMMENT_DIFF_LINES
     count = max(len(head.turns), len(base.turns) if base else 0)
     pairs = [(index + 1, _turn(base, index), _turn(head, index)) for index in range(count)]
@@ -82,7 +85,7 @@ def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
              for number, b, h in pairs]
     return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
             "change": finding.change, "rows": rows, "has_base": base is not None,
-            "setup": [change_view(c) for c in setup_changes(base, head, diff_lines)],
+            "setup": [change_view(c) for c in setup_changes(*sent, diff_lines)],
             "prompt_diffs": [change_view(c) for c in prompt_diffs
                              if c.diff is not None][:MAX_PROMPT_DIFFS],
             "failed_checks": failed[:MAX_FAILED_CHECKS], "error": head.error, "turns": turns}
@@ -93,10 +96,13 @@ def transcripts(shown: Sequence[Finding], head: Report, base: Report | None,
     """The transcripts of `shown` (in order); `previous` maps a suite's head path to its
     base path."""
     heads, bases = results_by_key(head), results_by_key(base)
+    head_sent, base_sent = sent_by_key(head), sent_by_key(base)
     views = []
     for finding in shown:
-        head_result = heads.get((finding.path, finding.name))
-        base_result = bases.get((previous.get(finding.path, finding.path), finding.name))
+        head_key = (finding.path, finding.name)
+        base_key = (previous.get(finding.path, finding.path), finding.name)
+        head_result, base_result = heads.get(head_key), bases.get(base_key)
         if head_result is not None:
-            views.append(transcript(finding, base_result, head_result, full))
+            views.append(transcript(finding, base_result, head_result,
+                                    (base_sent.get(base_key), head_sent.get(head_key)), full))
     return views

@@ -30,7 +30,9 @@ from turncheck.engine.results import CheckResult, Usage
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
+    Sent,
     prompt_changed,
+    sent_by_key,
     setup_changes,
     text_change,
 )
@@ -275,7 +277,9 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
 
 
 def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
-             verdict: str | None = None, transition: str = "") -> RowView:
+             verdict: str | None = None, transition: str = "",
+             sent: tuple[Sent | None, Sent | None] = (None, None)) -> RowView:
+    """`sent`: what base and head sent besides the turns' prompts, when both are known."""
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
     row = RowView(
@@ -286,7 +290,7 @@ def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | 
         base_samples=_eval_samples(base), head_samples=_eval_samples(head),
         error=head.error if head is not None else None,
         has_base=base is not None, has_head=head is not None,
-        changes=[change_view(c) for c in setup_changes(base, head, SUMMARY_DIFF_LINES)],
+        changes=[change_view(c) for c in setup_changes(*sent, SUMMARY_DIFF_LINES)],
     )
     return row
 
@@ -300,21 +304,24 @@ def _evals_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
 def eval_rows(comparison: Comparison | None, base: Report | None,
               head: Report | None) -> list[RowView]:
     base_evals, head_evals = _evals_by_key(base), _evals_by_key(head)
+    base_sent, head_sent = sent_by_key(base), sent_by_key(head)
     if comparison is None:
         side = head if head is not None else base
         suites: list[SuiteResult] = side.suites if side is not None else []
         return [eval_row(s.path, e.name, base_evals.get((s.path, e.name)) if head else e,
-                         e if head else None)
+                         e if head else None,
+                         sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))))
                 for s in suites for e in s.evals]
     rows = []
     for suite in comparison.suites:
         base_path = suite.previous_path or suite.path
         for item in suite.evals:
+            base_key = (base_path, item.previous_name or item.name)
+            head_key = (suite.path, item.name)
             row = eval_row(
-                suite.path, item.name,
-                base_evals.get((base_path, item.previous_name or item.name)),
-                head_evals.get((suite.path, item.name)),
-                verdict=item.verdict.value, transition=item.label)
+                suite.path, item.name, base_evals.get(base_key), head_evals.get(head_key),
+                verdict=item.verdict.value, transition=item.label,
+                sent=(base_sent.get(base_key), head_sent.get(head_key)))
             if item.p_value is not None:
                 row.facts.append(f"adjusted p = {item.p_value:.3g}")
             row.why = item.verdict_reason

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turncheck.engine.report import EvalResult, TurnResult
+from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
 
 SHORT_TEXT_CHARS = 160
 """A one-line text up to this long is shown whole on both sides, without a diff."""
@@ -130,15 +130,33 @@ def tools_summary(base: Sequence[dict[str, Any]], head: Sequence[dict[str, Any]]
     return "; ".join(parts) or "reordered"
 
 
-def setup_changes(base: EvalResult | None, head: EvalResult | None,
-                  max_lines: int) -> list[Change]:
+@dataclass(frozen=True)
+class Sent:
+    """What an eval sent besides its turns' prompts."""
+
+    system_prompt: str
+    tools: list[dict[str, Any]]
+
+
+def sent_by_key(report: Report | None) -> dict[tuple[str, str], Sent]:
+    """(suite path, eval name) → what the eval sent, for every eval of `report`."""
+    if report is None:
+        return {}
+    return {(suite.path, e.name): sent(suite, e) for suite in report.suites for e in suite.evals}
+
+
+def sent(suite: SuiteResult, result: EvalResult) -> Sent:
+    return Sent(system_prompt=suite.system_prompt or "", tools=suite.tools_of(result))
+
+
+def setup_changes(base: Sent | None, head: Sent | None, max_lines: int) -> list[Change]:
     """The system prompt and the tools, where they differ between the two sides."""
     if base is None or head is None:
         return []
     changes = []
-    if (base.system_prompt or "") != (head.system_prompt or ""):
-        changes.append(text_change("system prompt", base.system_prompt or "",
-                                   head.system_prompt or "", max_lines))
+    if base.system_prompt != head.system_prompt:
+        changes.append(text_change("system prompt", base.system_prompt, head.system_prompt,
+                                   max_lines))
     if base.tools != head.tools:
         changes.append(tools_change(base.tools, head.tools, max_lines))
     return changes
