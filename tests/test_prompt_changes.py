@@ -123,6 +123,21 @@ def test_a_long_system_prompt_change_shows_as_a_diff() -> None:
     assert "```diff" in body  # GitHub colours it
 
 
+def test_a_suite_wide_change_is_diffed_once_and_referred_to_after() -> None:
+    edited = LONG_SYSTEM.replace("Rule 17: be concise", "Rule 17: be verbose")
+    sides = []
+    for system, passed in ((LONG_SYSTEM, True), (edited, False)):
+        evals = [eval_result(name, [turn(1, "Capital of France?", "Paris", passed)])
+                 for name in ("first", "second")]
+        sides.append(suite(PATH, "capitals", evals).model_copy(
+            update={"system_prompt": system}))
+    base, head = report([sides[0]], "b" * 40), report([sides[1]], "c" * 40)
+    body, _, _ = comment_for(base, head)
+    prose, _ = assert_inert(body)
+    assert len(diff_blocks(body)) == 1 and prose.count("**✏️ System prompt changed**") == 2
+    assert "**✏️ System prompt changed**: the same change as in first above" in prose
+
+
 def test_a_short_system_prompt_change_shows_both_texts() -> None:
     base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True, system_prompt="Be brief."),
                          capital(BASE_FOLLOW_UP, "Lyon", False))

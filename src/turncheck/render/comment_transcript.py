@@ -67,9 +67,28 @@ def change_view(change: Change) -> dict[str, Any]:
             "note": "" if change.diff is None else change.diff.note, "inline": change.inline}
 
 
+def _setup_views(changes: Sequence[Change], name: str,
+                 shown: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+    """A suite-wide change (the same system prompt or tools edit in every eval) in full
+    once; later transcripts refer to the first, which keeps six of them in the comment."""
+    views = []
+    for change in changes:
+        key = (change.what, change.base, change.head)
+        first = shown.setdefault(key, name)
+        if first == name:
+            views.append(change_view(change))
+            continue
+        again = f"the same change as in {first} above"
+        views.append({**change_view(change), "diff": None, "inline": False, "note": "",
+                      "summary": f"{change.summary} ({again})" if change.summary else again})
+    return views
+
+
 def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
-               sent: tuple[Sent | None, Sent | None], full: bool) -> dict[str, Any]:
-    """`sent`: what base and head sent besides the turns' prompts."""
+               sent: tuple[Sent | None, Sent | None], full: bool,
+               shown: dict[tuple[str, str, str], str] | None = None) -> dict[str, Any]:
+    """`sent`: what base and head sent besides the turns' prompts; `shown`: the setup
+    changes earlier transcripts showed, and whose they were."""
     diff_lines = SUMMARY_DIFF_LINES if full else COMMENT_DIFF_LINES
     count = max(len(head.turns), len(base.turns) if base else 0)
     pairs = [(index + 1, _turn(base, index), _turn(head, index)) for index in range(count)]
@@ -85,7 +104,8 @@ def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
              for number, b, h in pairs]
     return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
             "change": finding.change, "rows": rows, "has_base": base is not None,
-            "setup": [change_view(c) for c in setup_changes(*sent, diff_lines)],
+            "setup": _setup_views(setup_changes(*sent, diff_lines), finding.name,
+                                  {} if shown is None else shown),
             "prompt_diffs": [change_view(c) for c in prompt_diffs
                              if c.diff is not None][:MAX_PROMPT_DIFFS],
             "failed_checks": failed[:MAX_FAILED_CHECKS], "error": head.error, "turns": turns}
@@ -97,6 +117,7 @@ def transcripts(shown: Sequence[Finding], head: Report, base: Report | None,
     base path."""
     heads, bases = results_by_key(head), results_by_key(base)
     head_sent, base_sent = sent_by_key(head), sent_by_key(base)
+    shown_changes: dict[tuple[str, str, str], str] = {}
     views = []
     for finding in shown:
         head_key = (finding.path, finding.name)
@@ -104,5 +125,6 @@ def transcripts(shown: Sequence[Finding], head: Report, base: Report | None,
         head_result, base_result = heads.get(head_key), bases.get(base_key)
         if head_result is not None:
             views.append(transcript(finding, base_result, head_result,
-                                    (base_sent.get(base_key), head_sent.get(head_key)), full))
+                                    (base_sent.get(base_key), head_sent.get(head_key)), full,
+                                    shown_changes))
     return views
