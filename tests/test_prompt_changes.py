@@ -195,6 +195,31 @@ def test_a_huge_prompt_change_gives_a_bounded_diff_that_says_it_was_cut() -> Non
     assert "more diff line(s) not shown" in body and len(body) < 20_000
 
 
+def many_lines(tag: str) -> str:
+    return "\n".join(f"{tag} line {n} " + "x" * 150 for n in range(100))
+
+
+def test_many_long_changes_keep_every_transcript_in_the_comment() -> None:
+    # Eight suites whose system prompt and every turn's long prompt changed: all diffs
+    # in full would be ~110 kB, and the comment would drop every transcript to fit.
+    sides: list[list[Any]] = [[], []]
+    for k in range(8):
+        for index, (tag, passed) in enumerate((("b", True), ("h", False))):
+            turns = [turn(t, many_lines(f"{tag}{k}{t}"), "ok" if passed else "no",
+                          passed and t == 3) for t in (1, 2, 3)]
+            sides[index].append(suite(f"evals/s{k}.eval.yaml", f"s{k}",
+                                      [eval_result("e", turns)]).model_copy(
+                update={"system_prompt": many_lines(f"s{tag}{k}")}))
+    base, head = report(sides[0], "b" * 40), report(sides[1], "c" * 40)
+    body, comparison, context = comment_for(base, head)
+    assert_inert(body)
+    assert body.count("<details><summary>🔴") == 6  # TRANSCRIPT_CAP: none dropped
+    assert sum(len(d.split("\n")) for d in diff_blocks(body)) <= 96
+    assert "changed**: the diff is in the step summary" in body
+    summary = render_summary(comparison, context)
+    assert len(diff_blocks(summary)) == 8 * (1 + 3)
+
+
 def test_the_html_report_shows_both_prompts_and_the_setup_change(tmp_path: Path) -> None:
     edited = LONG_SYSTEM.replace("Rule 17: be concise", "Rule 17: be verbose")
     base, head = reports(

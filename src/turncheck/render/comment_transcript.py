@@ -9,6 +9,7 @@ bounded diff (`prompt_changes`). Unchanged prompts are shown once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from turncheck.engine.report import EvalResult, Report, TurnResult
@@ -28,6 +29,8 @@ from turncheck.render.tool_calls import call_text
 MAX_FAILED_CHECKS = 6
 MAX_PROMPT_DIFFS = 3
 """Turns whose changed prompt gets a diff in one transcript; the rows show the rest."""
+COMMENT_DIFF_BUDGET = 96
+"""Diff lines all transcripts of the comment show together (about 16 kB at most)."""
 
 
 def results_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
@@ -67,35 +70,53 @@ def change_view(change: Change) -> dict[str, Any]:
             "note": "" if change.diff is None else change.diff.note, "inline": change.inline}
 
 
-def _setup_views(changes: Sequence[Change], name: str,
-                 shown: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
-    """A suite-wide change (the same system prompt or tools edit in every eval) in full
-    once; later transcripts refer to the first, which keeps six of them in the comment."""
-    views = []
-    for change in changes:
+def _without_diff(change: Change, why: str) -> dict[str, Any]:
+    return {**change_view(change), "diff": None, "inline": False, "note": "",
+            "summary": f"{change.summary} ({why})" if change.summary else why}
+
+
+@dataclass
+class _ChangeViews:
+    """The changes of every transcript of one rendering, in order.
+
+    A suite-wide change (the same system prompt or tools edit in every eval) is shown
+    in full once; later transcripts refer to the first. In the comment all diffs
+    together take at most `COMMENT_DIFF_BUDGET` lines, so six transcripts still fit in
+    GitHub's limit (the step summary has them all)."""
+
+    full: bool
+    first_shown: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    lines_left: int = COMMENT_DIFF_BUDGET
+
+    @property
+    def diff_lines(self) -> int:
+        return SUMMARY_DIFF_LINES if self.full else COMMENT_DIFF_LINES
+
+    def view(self, change: Change, name: str) -> dict[str, Any]:
         key = (change.what, change.base, change.head)
-        first = shown.setdefault(key, name)
-        if first == name:
-            views.append(change_view(change))
-            continue
-        again = f"the same change as in {first} above"
-        views.append({**change_view(change), "diff": None, "inline": False, "note": "",
-                      "summary": f"{change.summary} ({again})" if change.summary else again})
-    return views
+        first = self.first_shown.setdefault(key, name)
+        if first != name:
+            return _without_diff(change, f"the same change as in {first} above")
+        if change.diff is None or self.full:
+            return change_view(change)
+        if len(change.diff.lines) > self.lines_left:
+            return _without_diff(change, "the diff is in the step summary")
+        self.lines_left -= len(change.diff.lines)
+        return change_view(change)
 
 
 def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
-               sent: tuple[Sent | None, Sent | None], full: bool,
-               shown: dict[tuple[str, str, str], str] | None = None) -> dict[str, Any]:
-    """`sent`: what base and head sent besides the turns' prompts; `shown`: the setup
-    changes earlier transcripts showed, and whose they were."""
-    diff_lines = SUMMARY_DIFF_LINES if full else COMMENT_DIFF_LINES
+               sent: tuple[Sent | None, Sent | None], changes: _ChangeViews) -> dict[str, Any]:
+    """`sent`: what base and head sent besides the turns' prompts."""
     count = max(len(head.turns), len(base.turns) if base else 0)
     pairs = [(index + 1, _turn(base, index), _turn(head, index)) for index in range(count)]
     rows = [row for number, b, h in pairs for row in _rows(number, b, h)]
-    prompt_diffs = [text_change(f"turn {number} prompt", b.prompt, h.prompt, diff_lines)
-                    for number, b, h in pairs if b is not None and h is not None
-                    and prompt_changed(b, h)]
+    setup = setup_changes(*sent, changes.diff_lines)
+    prompt_diffs = [change for change in
+                    (text_change(f"turn {number} prompt", b.prompt, h.prompt, changes.diff_lines)
+                     for number, b, h in pairs
+                     if b is not None and h is not None and prompt_changed(b, h))
+                    if change.diff is not None][:MAX_PROMPT_DIFFS]
     failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
               for t in head.turns for c in t.checks if not c.passed]
     turns = [{"number": number, "base": b.response if b else None,
@@ -104,10 +125,8 @@ def transcript(finding: Finding, base: EvalResult | None, head: EvalResult,
              for number, b, h in pairs]
     return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
             "change": finding.change, "rows": rows, "has_base": base is not None,
-            "setup": _setup_views(setup_changes(*sent, diff_lines), finding.name,
-                                  {} if shown is None else shown),
-            "prompt_diffs": [change_view(c) for c in prompt_diffs
-                             if c.diff is not None][:MAX_PROMPT_DIFFS],
+            "setup": [changes.view(c, finding.name) for c in setup],
+            "prompt_diffs": [changes.view(c, finding.name) for c in prompt_diffs],
             "failed_checks": failed[:MAX_FAILED_CHECKS], "error": head.error, "turns": turns}
 
 
@@ -117,7 +136,7 @@ def transcripts(shown: Sequence[Finding], head: Report, base: Report | None,
     base path."""
     heads, bases = results_by_key(head), results_by_key(base)
     head_sent, base_sent = sent_by_key(head), sent_by_key(base)
-    shown_changes: dict[tuple[str, str, str], str] = {}
+    changes = _ChangeViews(full)
     views = []
     for finding in shown:
         head_key = (finding.path, finding.name)
@@ -125,6 +144,6 @@ def transcripts(shown: Sequence[Finding], head: Report, base: Report | None,
         head_result, base_result = heads.get(head_key), bases.get(base_key)
         if head_result is not None:
             views.append(transcript(finding, base_result, head_result,
-                                    (base_sent.get(base_key), head_sent.get(head_key)), full,
-                                    shown_changes))
+                                    (base_sent.get(base_key), head_sent.get(head_key)),
+                                    changes))
     return views
