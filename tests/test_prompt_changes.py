@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.test_comment_rendering import (
     assert_inert,
     comment_for,
@@ -240,7 +239,7 @@ def test_the_html_report_shows_both_prompts_and_the_setup_change(tmp_path: Path)
 
 
 def test_in_the_browser_each_side_shows_its_own_prompt_and_the_diff(
-    tmp_path: Path, browser: WebDriver  # noqa: F811 (the fixture)
+    tmp_path: Path, browser: WebDriver
 ) -> None:
     from tests.test_html_report import SAFE_TAGS, start_tags
 
