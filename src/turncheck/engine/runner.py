@@ -79,6 +79,11 @@ class _EvalState:
     judge_costs: list[float | None] = field(default_factory=list)
 
 
+def _variables(suite: Suite, settings: RunSettings) -> dict[str, str]:
+    """What templates in the suite's text are rendered with: the suite's vars, then `--var`."""
+    return {**(suite.metadata.vars or {}), **settings.variables}
+
+
 class _SuiteRun:
     def __init__(
         self,
@@ -96,7 +101,7 @@ class _SuiteRun:
         self.session = session
         self.settings = settings
         self.pricer = pricer
-        self.variables = {**(suite.metadata.vars or {}), **settings.variables}
+        self.variables = _variables(suite, settings)
         self.redactor = session_redactor(session, settings.env)
         self.recorded_texts: RecordedTexts | None = None
 
@@ -247,7 +252,7 @@ class _SuiteRun:
 
     def interrupted(self, evaluation: Eval) -> EvalResult:
         result = self._result(evaluation, _EvalState([]), Status.ERROR, None, STOP.message())
-        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
+        return self.redactor.model(result.model_copy(update={"reason": StatusReason.INTERRUPTED}))
 
     def _result(
         self,
@@ -270,7 +275,13 @@ class _SuiteRun:
             judge_cost_usd=add_costs(state.judge_costs),
             turns=state.turns,
             line=evaluation.line,
+            tools=self._own_tools(evaluation),
         )
+
+    def _own_tools(self, evaluation: Eval) -> list[dict[str, Any]] | None:
+        """The eval's tools for the report when they are not the suite's."""
+        own = ToolSetup.of(self.suite.metadata, evaluation).tools
+        return None if own == ToolSetup.of(self.suite.metadata).tools else list(own)
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
@@ -278,8 +289,22 @@ def _minus(after: Usage, before: Usage) -> Usage:
                  output_tokens=after.output_tokens - before.output_tokens)
 
 
+def _system_prompt(suite: Suite, session: SuiteSession, settings: RunSettings) -> str | None:
+    """The system prompt as the suite's evals send it, for the report; None when there is
+    none or it cannot be rendered (each eval's error then says why)."""
+    system = suite.metadata.system_prompt
+    if not system or session.template_error is not None:
+        return None
+    try:
+        text = templates.render(system, _variables(suite, settings))
+    except KeyError:
+        return None
+    return session_redactor(session, settings.env).text(text)
+
+
 def _suite_result(
-    suite_file: SuiteFile, suite: Suite, session: SuiteSession, evals: list[EvalResult]
+    suite_file: SuiteFile, suite: Suite, session: SuiteSession, settings: RunSettings,
+    evals: list[EvalResult],
 ) -> SuiteResult:
     cassette = None if session.transport is None else cassette_path_for(Path(suite_file.path))
     bare = SuiteResult(
@@ -288,6 +313,8 @@ def _suite_result(
         model=session.metadata.model,
         provider=session.provider_name,
         cassette=None if cassette is None else cassette.as_posix(),
+        system_prompt=_system_prompt(suite, session, settings),
+        tools=list(ToolSetup.of(suite.metadata).tools),
     )
     return with_suite_totals(bare, evals)
 
@@ -304,7 +331,7 @@ async def _run_suite(
     return await run_suite_cases(
         session, suite.evals, suite.metadata.threads, limit,
         partial(_SuiteRun, suite_file, suite, session, settings, pricer),
-        partial(_suite_result, suite_file, suite, session), on_eval)
+        partial(_suite_result, suite_file, suite, session, settings), on_eval)
 
 
 async def _grade(samples: Sequence[SampleFile], settings: RunSettings, pricer: Pricer,

@@ -23,9 +23,10 @@ from urllib.parse import quote
 
 from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import EvalResult, Report, TurnResult
+from turncheck.engine.report import Report
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
+from turncheck.render.comment_transcript import transcripts
 from turncheck.render.headline import Headline, headline
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
@@ -38,7 +39,6 @@ from turncheck.render.severity import (
     findings,
 )
 from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
-from turncheck.render.tool_calls import call_text
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow
 
@@ -206,58 +206,16 @@ def _alert(comparison: Comparison) -> str | None:
 # -- transcripts -----------------------------------------------------------------------
 
 
-def _results(report: Report | None) -> dict[tuple[str, str], EvalResult]:
-    if report is None:
-        return {}
-    return {(suite.path, e.name): e for suite in report.suites for e in suite.evals}
-
-
-def _turn_cell(turn: TurnResult | None) -> str:
-    if turn is None:
-        return "—"
-    checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
-    calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
-    return f"{checks} {calls}{turn.response}"
-
-
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
                  caps: _Caps) -> list[dict[str, Any]]:
     """Regressed, errored, likely regressed and new evals (and, in the step summary, still
     failing ones): base beside head."""
-    heads, bases = _results(context.head), _results(context.base)
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
     groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
     shown = [f for f in found if f.kind == "eval" and f.group in groups]
     shown.sort(key=lambda f: TRANSCRIPT_GROUPS.index(f.group))
-    views = []
-    for finding in shown[:caps.transcripts]:
-        head = heads.get((finding.path, finding.name))
-        base = bases.get((previous.get(finding.path, finding.path), finding.name))
-        if head is None:
-            continue
-        views.append(_transcript(finding, base, head))
-    return views
-
-
-def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> dict[str, Any]:
-    count = max(len(head.turns), len(base.turns) if base else 0)
-    rows = []
-    for index in range(count):
-        head_turn = head.turns[index] if index < len(head.turns) else None
-        base_turn = base.turns[index] if base and index < len(base.turns) else None
-        either = head_turn or base_turn
-        prompt = either.prompt if either is not None else ""
-        rows.append({"number": index + 1, "prompt": prompt, "base": _turn_cell(base_turn),
-                     "head": _turn_cell(head_turn)})
-    failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
-              for t in head.turns for c in t.checks if not c.passed]
-    turns = [{"number": index + 1,
-              "base": base.turns[index].response if base and index < len(base.turns) else None,
-              "head": head.turns[index].response if index < len(head.turns) else None}
-             for index in range(count)]
-    return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
-            "change": finding.change, "rows": rows, "has_base": base is not None,
-            "failed_checks": failed[:6], "error": head.error, "turns": turns}
+    return transcripts(shown[:caps.transcripts], context.head, context.base, previous,
+                       full=caps is _SUMMARY_CAPS)
 
 
 # -- per-suite tables (folded) ---------------------------------------------------------
