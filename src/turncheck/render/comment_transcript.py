@@ -24,6 +24,7 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.render.severity import Finding
+from turncheck.render.table_model import STATUS_ICON, check_status
 from turncheck.render.tool_calls import call_text
 
 MAX_FAILED_CHECKS = 6
@@ -42,7 +43,7 @@ def results_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
 def turn_cell(turn: TurnResult | None) -> str:
     if turn is None:
         return "—"
-    checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
+    checks = " ".join(STATUS_ICON[check_status(c)] for c in turn.checks)
     calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
     return f"{checks} {calls}{turn.response}"
 

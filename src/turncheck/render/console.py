@@ -13,6 +13,7 @@ from turncheck.render.budget_text import budget_lines
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
+    check_status,
     console_heading,
     exchange_lines,
     print_lines,
@@ -26,8 +27,7 @@ __all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "summary", "term
            "transcript"]
 
 def _check_line(check: CheckResult) -> str:
-    mark = STATUS_LABEL[Status.ERROR if check.error else Status.PASS if check.passed
-                        else Status.FAIL]
+    mark = STATUS_LABEL[check_status(check)]
     suffix = f" — {check.error}" if check.error else ""
     return "  " * check.depth + f"{mark} {check.detail}{suffix}"
 

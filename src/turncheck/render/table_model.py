@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
-from turncheck.engine.report import Status, Usage
+from turncheck.engine.report import CheckResult, Status, Usage
 from turncheck.text.money import MoneyRow, signed_int, usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats
@@ -28,6 +28,11 @@ MAX_SHOWN_CHARS = 1000
 STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
 STATUS_LABEL = {status: f"{icon} {status.value.upper()}" for status, icon in STATUS_ICON.items()}
 """`✅ PASS`, `❌ FAIL`, `💥 ERROR`, `⏭️ SKIPPED`: a row's status on the terminal."""
+
+
+def check_status(check: CheckResult) -> Status:
+    """A check's outcome as a status: errored, else passed or failed."""
+    return Status.ERROR if check.error else Status.PASS if check.passed else Status.FAIL
 
 
 def or_dash(value: object | None, text: Callable[[object], str] = str) -> str:
