@@ -48,7 +48,7 @@ class Kind:
     """How one kind names its suites in headings."""
 
     noun: str
-    """`suite`, `protocol suite`, `sample file`."""
+    """`suite`, `protocol suite`."""
     icon: str
     """The icon of a suite that exists on both sides."""
     changed: str
