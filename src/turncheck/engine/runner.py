@@ -34,6 +34,7 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
+from turncheck.engine.results import excerpt_answers
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
     SuiteSession,
@@ -153,7 +154,8 @@ class _SuiteRun:
         result = self._result(evaluation, state, status, passed_on, error)
         if reason is not None:  # (a copy per eval otherwise)
             result = result.model_copy(update={"reason": reason})
-        return self.redactor.model(result)
+        # Redacted whole first: a secret at the cut must not survive as a piece.
+        return excerpt_answers(self.redactor.model(result))
 
     def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
         """The error, naming the referenced file behind a missing recording."""
