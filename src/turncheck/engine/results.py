@@ -120,7 +120,8 @@ this much of each, so its memory stays bounded by the number of turns."""
 
 
 def cut_marker(length: int) -> str:
-    return (f"\n… [cut by turncheck: the answer had {length:,} characters; the report keeps "
+    # ASCII: a non-ASCII character would double the memory of an ASCII excerpt.
+    return (f"\n... [cut by turncheck: the answer had {length:,} characters; the report keeps "
             f"the first {MAX_REPORT_ANSWER_CHARS:,}]")
 
 
