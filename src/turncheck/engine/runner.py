@@ -275,7 +275,12 @@ class _SuiteRun:
         )
 
 
+_NO_USAGE = Usage()
+
+
 def _minus(after: Usage, before: Usage) -> Usage:
+    if after == before:  # most turns call no judge: one shared zero, not one per turn
+        return _NO_USAGE
     return Usage(input_tokens=after.input_tokens - before.input_tokens,
                  output_tokens=after.output_tokens - before.output_tokens)
 
