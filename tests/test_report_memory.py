@@ -11,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 from tests.engine_helpers import FAKE_KEY, run_text, sent_messages, suite_yaml
+from tests.protocol_helpers import ANSWERS, first_user, run_protocol_files, script, write_protocol
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.results import MAX_REPORT_ANSWER_CHARS, cut_marker
 
@@ -101,3 +102,22 @@ def test_the_report_of_many_long_answers_holds_a_bounded_amount_per_turn(
     assert [sum(len(e.turns) for e in r.suites[0].evals) for r in reports] == [20, 120]
     per_turn = (kept[1] - kept[0]) / 100
     assert per_turn < 4 * MAX_REPORT_ANSWER_CHARS, f"{per_turn:,.0f} bytes kept per turn"
+
+
+def test_a_protocol_case_scores_the_whole_answer_and_reports_an_excerpt(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    """The gates come after 100 k characters of blank lines: past the excerpt, yet
+    scored, and sent back whole in the next turn."""
+    gates = ANSWERS["CASE-C"][1]
+    padded = "\n" * LONG + gates
+    script(scripted_server, {**ANSWERS, "CASE-C": {**ANSWERS["CASE-C"], 1: padded}})
+    report = run_protocol_files([write_protocol(tmp_path)], scripted_server)
+    [suite] = report.protocols
+    first = next(c for c in suite.cases if c.id == "clean").turns[0]
+    assert first.items == ["Time", "Singlets", "Live", "Lymphocytes"]
+    assert first.response_chars == len(padded)
+    assert first.response == "\n" * MAX_REPORT_ANSWER_CHARS + cut_marker(len(padded))
+    second = [r.json for r in scripted_server.requests
+              if "[CASE-C]" in first_user(r.json) and len(r.json["messages"]) == 3]
+    assert second and second[0]["messages"][1] == {"role": "assistant", "content": padded}
