@@ -34,6 +34,7 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
+from turncheck.engine.results import excerpt_answers
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
     SuiteSession,
@@ -158,7 +159,8 @@ class _SuiteRun:
         result = self._result(evaluation, state, status, passed_on, error)
         if reason is not None:  # (a copy per eval otherwise)
             result = result.model_copy(update={"reason": reason})
-        return self.redactor.model(result)
+        # Redacted whole first: a secret at the cut must not survive as a piece.
+        return excerpt_answers(self.redactor.model(result))
 
     def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
         """The error, naming the referenced file behind a missing recording."""
@@ -284,7 +286,12 @@ class _SuiteRun:
         return None if own == ToolSetup.of(self.suite.metadata).tools else list(own)
 
 
+_NO_USAGE = Usage()
+
+
 def _minus(after: Usage, before: Usage) -> Usage:
+    if after == before:  # most turns call no judge: one shared zero, not one per turn
+        return _NO_USAGE
     return Usage(input_tokens=after.input_tokens - before.input_tokens,
                  output_tokens=after.output_tokens - before.output_tokens)
 
