@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
+from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import EvalResult, Report, Status, TurnResult
+from turncheck.engine.report import Report, Status
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
+from turncheck.render.comment_transcript import transcripts
 from turncheck.render.headline import Headline, headline
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
@@ -41,9 +42,9 @@ from turncheck.render.severity import (
     findings,
     fired,
 )
-from turncheck.render.tool_calls import call_text
+from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.text.environment import make_environment, render_template
-from turncheck.text.money import MoneyRow, signed_int, usd
+from turncheck.text.money import MoneyRow
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1024 * 1024
@@ -57,11 +58,6 @@ FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
                      Group.LATER_TURN, Group.NEW, Group.NOT_RUN, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
-STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
-SUITE_STATE = {
-    SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
-    SuiteState.CHANGED: ("📝", "changed suite"), SuiteState.RENAMED: ("📝", "renamed suite"),
-}
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,8 @@ def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None, ca
                      "link": _blob(blob_url, first, linkable),
                      "severity": severity, "message": message,
                      "more": "" if len(items) == 1 else f" (×{len(items)})"})
-    return rows[:cap], max(0, len(rows) - cap)
+    shown = Capped.of(rows, cap)
+    return shown.shown, shown.hidden
 
 
 def _blob(blob_url: str | None, diagnostic: Diagnostic,
@@ -202,38 +199,11 @@ def _blob(blob_url: str | None, diagnostic: Diagnostic,
 
 
 def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
-    totals = comparison.totals
     if not comparison.suites and comparison.protocols is None:
         return []
-    base, head, has_base = totals.base, totals.head, comparison.has_base
-
-    def row(label: str, pick: Any) -> dict[str, str]:
-        money = MoneyRow.of(pick(base) if base else None, pick(head) if head else None,
-                            has_base)
-        return {"label": label, "base": money.base, "head": money.head, "delta": money.delta,
-                "percent": money.percent}
-
-    judged = any(side is not None and (side.judge_cost_usd or side.judge_tokens)
-                 for side in (base, head))
-    rows = [row("Model", lambda s: s.cost_usd),
-            *([row("Judge", lambda s: s.judge_cost_usd)] if judged else []),
-            row("**Total**", lambda s: s.total_cost_usd)]
-    # A row with no price on either side says less than the note under the table does.
-    unpriced = usd(None)
-    priced = [r for r in rows if not (r["head"] == unpriced and r["base"] in (unpriced, "—"))]
-    return [*priced, _tokens_row(base, head, has_base)]
-
-
-def _tokens_row(base: Spend | None, head: Spend | None, has_base: bool) -> dict[str, str]:
-    def tokens(side: Spend | None) -> int | None:
-        return None if side is None else side.tokens + side.judge_tokens
-
-    before, after = tokens(base), tokens(head)
-    delta = None if before is None or after is None else after - before
-    return {"label": "Tokens (model + judge)",
-            "base": "—" if before is None or not has_base else f"{before:,}",
-            "head": "—" if after is None else f"{after:,}",
-            "delta": signed_int(delta) if has_base else "—", "percent": ""}
+    totals = comparison.totals
+    money = Money(totals.base, totals.head, comparison.has_base)
+    return [line.cells() for line in money.lines()]
 
 
 def _cost_sources(comparison: Comparison) -> list[dict[str, str]]:
@@ -282,25 +252,11 @@ def _alert(comparison: Comparison) -> str | None:
 # -- transcripts -----------------------------------------------------------------------
 
 
-def _results(report: Report | None) -> dict[tuple[str, str], EvalResult]:
-    if report is None:
-        return {}
-    return {(suite.path, e.name): e for suite in report.suites for e in suite.evals}
-
-
-def _turn_cell(turn: TurnResult | None) -> str:
-    if turn is None:
-        return "—"
-    checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
-    calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
-    return f"{checks} {calls}{turn.response}"
-
-
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
                  caps: _Caps) -> list[dict[str, Any]]:
-    """Regressed, errored, likely regressed and new evals, evals failing the check (and,
-    in the step summary, still failing ones): base beside head."""
-    heads, bases = _results(context.head), _results(context.base)
+    """Evals that fail the check, then regressed, errored, broken, likely regressed,
+    later-turn, new and budget-stopped evals (and, in the step summary, still failing
+    ones): base beside head."""
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
     groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
     conditions = fired(context.fail_reasons)
@@ -310,84 +266,13 @@ def _transcripts(comparison: Comparison, context: CommentContext, found: Sequenc
              and (f.group in groups or fails_check(f, conditions))
              and not (f.group is Group.ERROR and not f.head_turns)]
     shown.sort(key=lambda f: (not fails_check(f, conditions), _transcript_rank(f)))
-    views = []
-    for finding in shown[:caps.transcripts]:
-        head = heads.get((finding.path, finding.name))
-        base = bases.get((previous.get(finding.path, finding.path), finding.name))
-        if head is None:
-            continue
-        views.append(_transcript(finding, base, head))
-    return views
+    return transcripts(shown[:caps.transcripts], context.head, context.base, previous,
+                       full=caps is _SUMMARY_CAPS)
 
 
 def _transcript_rank(finding: Finding) -> int:
     return TRANSCRIPT_GROUPS.index(finding.group) if finding.group in TRANSCRIPT_GROUPS \
         else len(TRANSCRIPT_GROUPS)
-
-
-@dataclass(frozen=True)
-class _Side:
-    """One column of a transcript: a conversation and what it is."""
-
-    label: str
-    turns: Sequence[TurnResult]
-    status: Status
-
-
-def _sides(base: EvalResult | None, head: EvalResult) -> tuple[_Side | None, _Side]:
-    """Base beside head; for repeats the most informative failing head sample beside a
-    passing sample (of base, else of head)."""
-    if not head.samples:
-        return (None if base is None else _Side("base", base.turns, base.status),
-                _Side("head", head.turns, head.status))
-    failing = [s for s in head.samples if s.status is Status.FAIL]
-    # The failing sample that went furthest shows the whole failed conversation.
-    shown = max(failing, key=lambda s: (len(s.turns), -s.index)) if failing else head.samples[0]
-    right = _Side(f"head · sample {shown.index + 1} of {len(head.samples)} "
-                  f"{STATUS_ICON[shown.status]}", shown.turns, shown.status)
-    for side, result in (("base", base), ("head", head)):
-        passing = [s for s in (result.samples or []) if s.status is Status.PASS] \
-            if result is not None else []
-        if side == "head":
-            passing = [s for s in passing if s is not shown]
-        if passing:
-            sample = passing[0]
-            return _Side(f"{side} · sample {sample.index + 1} ✅", sample.turns,
-                         sample.status), right
-        if side == "base" and result is not None and not result.samples:
-            return _Side("base", result.turns, result.status), right
-    return None, right
-
-
-def _transcript(finding: Finding, base_result: EvalResult | None,
-                head_result: EvalResult) -> dict[str, Any]:
-    base, head = _sides(base_result, head_result)
-    count = max(len(head.turns), len(base.turns) if base else 0)
-    unsent = head.status is Status.SKIPPED and count == len(head.turns)
-    rows = []
-    for index in range(count):
-        head_turn = head.turns[index] if index < len(head.turns) else None
-        base_turn = base.turns[index] if base and index < len(base.turns) else None
-        either = head_turn or base_turn
-        prompt = either.prompt if either is not None else ""
-        rows.append({"number": index + 1, "prompt": prompt, "base": _turn_cell(base_turn),
-                     "head": _turn_cell(head_turn) if head_turn or head.status
-                     is not Status.SKIPPED else NOT_SENT})
-    if unsent:
-        rows.append({"number": count + 1, "prompt": "—", "base": "—", "head": NOT_SENT})
-    failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
-              for t in head.turns for c in t.checks if not c.passed]
-    turns = [{"number": index + 1,
-              "base": base.turns[index].response if base and index < len(base.turns) else None,
-              "head": head.turns[index].response if index < len(head.turns) else None}
-             for index in range(count)]
-    return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
-            "change": finding.change, "rows": rows, "has_base": base is not None,
-            "base_label": base.label if base else "base", "head_label": head.label,
-            "failed_checks": failed[:6], "error": head_result.error, "turns": turns}
-
-
-NOT_SENT = "⏭️ not sent: a budget stopped the run before this turn"
 
 
 # -- per-suite tables (folded) ---------------------------------------------------------
@@ -416,7 +301,8 @@ def _row(item: EvalComparison) -> dict[str, str]:
 
 
 def _suite_tables(comparison: Comparison) -> list[dict[str, Any]]:
-    return [{"icon": SUITE_STATE[s.state][0], "label": SUITE_STATE[s.state][1],
+    return [{"icon": suite_heading(EVAL_SUITE, s.state).icon,
+             "label": suite_heading(EVAL_SUITE, s.state).label,
              "name": s.name, "path": s.path, "previous_path": s.previous_path,
              "model": s.model, "rows": [_row(e) for e in s.evals]}
             for s in comparison.suites]
