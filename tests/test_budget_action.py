@@ -43,8 +43,23 @@ def test_live_run_over_budget_says_so_in_the_check_and_comment(
     assert len(model.requests) == sent, run.stdout + run.stderr  # no call fits in 0 tokens
     [check] = github_fake.check_runs.values()
     assert "budget stopped the run" in check.output["title"]
+    # Evals that never ran are not vouched for: grey, never green, unless `budget` gates.
+    assert check.conclusion == "neutral"
     [comment] = github_fake.comments_on(PR)
     assert "Budget stopped the run" in comment.body.replace("\\", "")
+
+
+def test_fail_on_budget_fails_the_check_when_a_budget_stops_evals(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    repo, base, head = _repo(tmp_path / "workspace", model)
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "max-live-tokens": "0",
+                            "fail-on": "invalid,error,regression,broken,budget"},
+                           extra_env={"OPENAI_API_KEY": "sk-test-FAKE"})
+    [check] = github_fake.check_runs.values()
+    assert check.conclusion == "failure", run.stdout + run.stderr
+    assert check.output["title"].startswith("❌ budget stopped the run")
 
 
 def test_bad_budget_input_is_reported(

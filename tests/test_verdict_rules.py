@@ -85,7 +85,10 @@ def test_budget_skipped_head_samples_make_the_eval_skipped_and_inconclusive() ->
     [row] = comparison.suites[0].evals
     assert (row.verdict, row.verdict_cause) == (Verdict.INCONCLUSIVE, "budget")
     assert comparison.failed == 0
-    assert fail_reasons(comparison, set(FailOn) - {FailOn.COST, FailOn.CALIBRATION}) == []
+    assert fail_reasons(comparison, set(FailOn) - {FailOn.COST, FailOn.CALIBRATION,
+                                                   FailOn.BUDGET}) == []
+    assert fail_reasons(comparison, {FailOn.BUDGET}) == [
+        "1 eval(s) not run (a budget stopped them)"]
 
 
 def test_a_few_errored_samples_are_left_out_not_counted_as_failures() -> None:

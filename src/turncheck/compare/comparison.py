@@ -128,8 +128,6 @@ class Counts(RowCounts):
     evals: int = 0
     """Head evals (removed ones are not counted here)."""
     turn_changed: int = 0
-    skipped: int = 0
-    """Head evals skipped (by a budget); also counted in `evals`, never as passed or failed."""
 
 
 class Summary(ReportModel):

@@ -11,6 +11,8 @@
 - `likely-regression`: also `likely-regression`, `broken` and `later-turn` (a watch tier:
   unadjusted, it fires on noise).
 - `flaky`: head rows that passed on some samples and failed on others.
+- `budget`: head rows a budget stopped (not run). Off by default: without it a budget
+  stop makes the check `neutral` (grey), never `success` (docs/budgets.md).
 
 The default (`DEFAULT_FAIL_ON`, the action's and `turncheck compare`'s) is
 `invalid,error,regression,broken`: with repeats on, none of these trips on identical
@@ -38,6 +40,7 @@ class FailOn(StrEnum):
     LATER_TURN = "later-turn"
     LIKELY_REGRESSION = "likely-regression"
     FLAKY = "flaky"
+    BUDGET = "budget"
     COST = "cost"
     CALIBRATION = "calibration"
 
@@ -99,6 +102,9 @@ def fail_reasons(
     if FailOn.FAILURE in conditions:
         reasons += [FailReason(f"{c.failed} failed {kind}(s)", FailOn.FAILURE)
                     for c, kind in rows if c.failed]
+    if FailOn.BUDGET in conditions:
+        reasons += [FailReason(f"{not_run(c)} {kind}(s) not run (a budget stopped them)",
+                               FailOn.BUDGET) for c, kind in rows if not_run(c)]
     reasons += _suite_reasons(comparison, conditions)
     for found, kind in rows:
         reasons += _verdict_reasons(found.verdicts, found.flaky, conditions, kind)
@@ -109,6 +115,19 @@ def fail_reasons(
         reasons += [FailReason(r, FailOn.CALIBRATION)
                     for r in calibration_reasons(comparison.calibration, calibration)]
     return reasons
+
+
+def not_run(counts: RowCounts) -> int:
+    """Rows a budget stopped at head, or left unjudged for a budget."""
+    return max(counts.skipped, counts.unjudged.get("budget", 0) + counts.unjudged.get("skipped", 0))
+
+
+def incomplete(comparison: Comparison) -> bool:
+    """Some evals or cases were not run (a budget stopped them): the check cannot vouch
+    for them, so it is never `success` (neutral when nothing else fails it)."""
+    rows = [comparison.totals.counts,
+            *([comparison.protocols.counts] if comparison.protocols is not None else [])]
+    return any(not_run(counts) for counts in rows)
 
 
 def _infrastructure(counts: RowCounts) -> int:

@@ -186,6 +186,8 @@ class RowCounts(ReportModel):
     passed: int = 0
     failed: int = 0
     errors: int = 0
+    skipped: int = 0
+    """Head rows a budget stopped (their transition): not run, neither a pass nor a fail."""
     fixed: int = 0
     broken: int = 0
     still_failing: int = 0

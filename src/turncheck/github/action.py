@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
-from turncheck.compare.policy import fail_reasons
+from turncheck.compare.policy import fail_reasons, incomplete
 from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.estimate import estimate
@@ -569,7 +569,8 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
         brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
         if provenance.verified:
             post_check(api, bundle.head_sha, title, brief, bool(reasons), items,
-                       job.context.run_url, published, text=summary)
+                       job.context.run_url, published, text=summary,
+                       incomplete=incomplete(comparison))
         else:
             post_check(api, bundle.head_sha, f"unverified: {title}", brief, bool(reasons),
                        items, job.context.run_url, published, text=summary,

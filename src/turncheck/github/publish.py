@@ -188,14 +188,17 @@ def post_comment(api: GitHubApi, number: int, body: str, marker: str, mode: Comm
 
 def post_check(api: GitHubApi, sha: str, title: str, summary: str, failed: bool,
                items: list[Annotation], run_url: str | None, published: Published,
-               text: str = "", name: str = CHECK_NAME, verified: bool = True) -> None:
+               text: str = "", name: str = CHECK_NAME, verified: bool = True,
+               incomplete: bool = False) -> None:
     """The check run `name` (or, without `checks: write`, a commit status). `summary` is
     the comment's brief form; `text` the full, severity-ordered detail.
 
     An unverified report (a fork's) never concludes `success`: `neutral` at best, and
-    no commit status, whose states have no neutral.
+    no commit status, whose states have no neutral. Nor does an `incomplete` one (a
+    budget stopped some evals): the check cannot vouch for what did not run.
     """
-    conclusion: CheckConclusion = "failure" if failed else "success" if verified else "neutral"
+    conclusion: CheckConclusion = "failure" if failed else \
+        "success" if verified and not incomplete else "neutral"
     try:
         published.check_url = api.create_check_run(
             sha, name, title, _fit(summary), _fit(text), conclusion, items,
