@@ -340,7 +340,8 @@ def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], varia
     if evidence.empty or evidence.single_samples or not head:
         return evidence
     pooled = PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs)))
-    test = predictive_test(pooled, variance, sum(o is not None for o in head), design)
+    test = predictive_test(pooled, variance, sum(o is not None for o in head), len(head),
+                           design)
     return replace(evidence, test=test)
 
 

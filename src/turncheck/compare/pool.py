@@ -111,7 +111,8 @@ def _indexed(reports: Sequence[Report]) -> list[dict[EvalIdentity, EvalResult]]:
 
 def _merged(results: Sequence[EvalResult]) -> EvalResult:
     """The first result holding every result's samples (renumbered, one look)."""
-    samples = [s.model_copy(update={"index": i, "look": 0})
+    # model_construct: the samples were validated when their reports were read.
+    samples = [SampleResult.model_construct(**{**s.__dict__, "index": i, "look": 0})
                for i, s in enumerate(s for r in results for s in _samples(r))]
     plan = RepeatPlan(len(samples), len(samples), None)
     return results[0].model_copy(update={
