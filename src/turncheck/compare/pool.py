@@ -3,10 +3,11 @@
 `pool_reports` takes reports of the default branch's runs (newest, preferred first:
 the base commit's own runs, then earlier ones), as the action finds them. It returns
 
-- the pooled base report: the first report, each of its evals holding the samples of
-  every report *of the same commit* whose eval has the same identity (suite path,
-  model, provider, eval name and first prompt); an eval another run does not have, or
-  has with another identity, is never pooled with it;
+- the pooled base report: the first report, each of its repeated evals holding the
+  samples of every report *of the same commit* whose eval has the same identity (suite
+  path, model, provider, eval name and first prompt); an eval another run does not
+  have, or has with another identity, is never pooled with it; an unrepeated eval
+  (one sample) is not pooled: one sample per side is a transition (docs/statistics.md);
 - a `BasePool`: each pooled eval's per-run counts, and the run-level drift variance
   estimated from every given report (the history: earlier commits' runs count too,
   an eval's runs matched by the same identity) by `stats.pooled.between_run_variance`.
@@ -137,7 +138,10 @@ def pool_reports(reports: Sequence[Report], base_commit: str | None = None,
         evals = []
         for result in suite.evals:
             key = identity(suite, result)
-            found = [index[key] for index in indexed if key in index]
+            # An unrepeated eval stays one sample: judged as a transition (one sample
+            # per side), not as one sample against many.
+            found = [index[key] for index in indexed if key in index] \
+                if result.repeats is not None else [result]
             evals.append(_merged(found) if len(found) > 1 else result)
             pooled.append(PooledEval(suite_path=suite.path, name=result.name,
                                      runs=[run_counts(r) for r in found]))
