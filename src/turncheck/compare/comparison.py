@@ -293,15 +293,16 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
     together; else each side's first look (all of a fixed side's samples)."""
     if item.base is None or item.head is None:
         return missing_evidence(item.base is not None)
-    lost = {"base_lost": item.base.unusable, "head_lost": item.head.unusable}
+    base_lost, head_lost = item.base.unusable, item.head.unusable
     if not item.base.looks and not item.head.looks:
         return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
-                                **lost)
+                                base_lost=base_lost, head_lost=head_lost)
     joint = item.base.paired is not None and item.base.paired == item.head.paired
     looks = testable_looks(side_looks(item.base), side_looks(item.head), joint)
     base = [o for look in looks for o in look.base]
     head = [o for look in looks for o in look.head]
-    evidence = outcome_evidence(base, head, settings, **lost)
+    evidence = outcome_evidence(base, head, settings, base_lost=base_lost,
+                                head_lost=head_lost)
     if evidence.empty or len(looks) < 2:
         return evidence
     return replace(evidence, test=stratified_shift_test(looks))
@@ -335,14 +336,13 @@ def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], varia
     assert item.base is not None and item.head is not None
     base = side_outcomes(item.base)
     head, design = head_design(item.head)
-    evidence = outcome_evidence(base, head, settings, base_lost=item.base.unusable,
-                                head_lost=item.head.unusable)
-    if evidence.empty or evidence.single_samples or not head:
-        return evidence
-    pooled = PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs)))
-    test = predictive_test(pooled, variance, sum(o is not None for o in head), len(head),
-                           design)
-    return replace(evidence, test=test)
+    test = None
+    if base and head:
+        pooled = PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs)))
+        test = predictive_test(pooled, variance, sum(o is not None for o in head), len(head),
+                               design)
+    return outcome_evidence(base, head, settings, base_lost=item.base.unusable,
+                            head_lost=item.head.unusable, test=test)
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],

@@ -111,10 +111,11 @@ def _indexed(reports: Sequence[Report]) -> list[dict[EvalIdentity, EvalResult]]:
 
 
 def _merged(results: Sequence[EvalResult]) -> EvalResult:
-    """The first result holding every result's samples (renumbered, one look)."""
-    # model_construct: the samples were validated when their reports were read.
-    samples = [SampleResult.model_construct(**{**s.__dict__, "index": i, "look": 0})
-               for i, s in enumerate(s for r in results for s in _samples(r))]
+    """The first result holding every result's samples, all in one look (the pooled
+    base is one fixed sample, whatever each run's looks were). A sample keeps the index
+    it had in its own run."""
+    samples = [s if s.look == 0 else s.model_copy(update={"look": 0})
+               for r in results for s in _samples(r)]
     plan = RepeatPlan(len(samples), len(samples), None)
     return results[0].model_copy(update={
         "status": status_of(samples, None),
