@@ -509,7 +509,8 @@ POOLED_FIXED_SCENARIOS = ("null 20 mixture", "null 20 mixture, drift 0.25",
                           "0.9->0.5 in 20 mixture")
 POOLED_FULL_SIZE = ("null 20 mixture", "null 20 mixture, drift 0.25",
                     "0.9->0.5 in 20 mixture", "1->0.8 in 20 mixture")
-"""Pooled cells run at full size; the others at half (CPU: each PR pools 5 reports)."""
+"""Their pooled `auto` cells run at full size; the other pooled cells at half (CPU: each
+PR pools 5 reports)."""
 
 
 def cells(prs: int, seed: int, only: str | None = None) -> list[Cell]:
@@ -527,7 +528,8 @@ def cells(prs: int, seed: int, only: str | None = None) -> list[Cell]:
                              *(Sampling(None, n) for n in MONOTONE_REPEATS)]
         for sampling in samplings:
             size = size_for(scenario, prs)
-            if sampling.pooled and scenario.name not in POOLED_FULL_SIZE:
+            if sampling.pooled and (scenario.name not in POOLED_FULL_SIZE
+                                    or sampling.repeat is not None):
                 size = max(2, size // 2)
             cell = Cell(scenario, sampling, size, seed)
             if only is None or only in cell.key:
