@@ -110,3 +110,18 @@ def test_a_drifting_or_stale_baseline_gets_its_note_in_the_comparison_and_the_co
     assert "drifting: pass rates move between runs" in body and "30 h older than base" in body
     steady, steady_pool = pool_reports(base_runs([18, 19, 18]), base_commit="base")
     assert compare_reports(steady, head, base_pool=steady_pool).baseline_note is None
+
+
+def test_pooled_runs_beyond_the_first_keep_no_conversations() -> None:
+    from turncheck.engine.report import TurnResult
+
+    def with_turns(result: EvalResult) -> EvalResult:
+        turn = TurnResult.model_construct(index=1, prompt="p", response="r")
+        return result.model_copy(update={"samples": [
+            s.model_copy(update={"turns": [turn]}) for s in result.samples]})
+
+    first = report([with_turns(repeated("x", 2, 2))], "base")
+    second = report([with_turns(repeated("x", 1, 2))], "base")
+    pooled, _ = pool_reports([first, second], base_commit="base")
+    samples = pooled.suites[0].evals[0].samples
+    assert [len(s.turns) for s in samples] == [1, 1, 0, 0]

@@ -113,15 +113,25 @@ def _indexed(reports: Sequence[Report]) -> list[dict[EvalIdentity, EvalResult]]:
 def _merged(results: Sequence[EvalResult]) -> EvalResult:
     """The first result holding every result's samples, all in one look (the pooled
     base is one fixed sample, whatever each run's looks were). A sample keeps the index
-    it had in its own run."""
-    samples = [s if s.look == 0 else s.model_copy(update={"look": 0})
-               for r in results for s in _samples(r)]
+    it had in its own run; the other runs' samples drop their conversations (the
+    verdict never reads them), so the pooled report stays about one run's size."""
+    samples = [*(_one_look(s) for s in _samples(results[0])),
+               *(_one_look(s, keep_turns=False) for r in results[1:] for s in _samples(r))]
     plan = RepeatPlan(len(samples), len(samples), None)
     return results[0].model_copy(update={
         "status": status_of(samples, None),
         "repeats": summarize(samples, plan, [outcome_of(s) for s in samples]),
         "samples": samples,
     })
+
+
+def _one_look(sample: SampleResult, keep_turns: bool = True) -> SampleResult:
+    update: dict[str, object] = {}
+    if sample.look != 0:
+        update["look"] = 0
+    if sample.turns and not keep_turns:
+        update["turns"] = []
+    return sample.model_copy(update=update) if update else sample
 
 
 def pool_reports(reports: Sequence[Report], base_commit: str | None = None,
