@@ -276,7 +276,7 @@ def test_several_trusted_main_runs_are_pooled_and_untrusted_ones_never_are(
     assert "2 run(s) of its commit pooled" in run.stdout
     assert run.report is not None
     pool = run.report["baseline"]["pool"]
-    assert pool["runs"] == 2 and pool["history_runs"] == 2 and pool["stale_hours"] is None
+    assert pool["runs"] == 2 and pool["history_runs"] == 2 and not pool["stale"]
     # Every pooled eval holds the two samples of each trusted run, none of the fork's.
     assert all(len(e["runs"]) == 2 for e in pool["evals"])
     samples = [len(e["samples"]) for s in run.report["base"]["suites"] for e in s["evals"]]

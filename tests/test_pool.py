@@ -110,6 +110,8 @@ def test_a_drifting_or_stale_baseline_gets_its_note_in_the_comparison_and_the_co
     assert "drifting: pass rates move between runs" in body and "30 h older than base" in body
     steady, steady_pool = pool_reports(base_runs([18, 19, 18]), base_commit="base")
     assert compare_reports(steady, head, base_pool=steady_pool).baseline_note is None
+    _, unknown_age = pool_reports(base_runs([18, 19], commit="older"), base_commit="base")
+    assert unknown_age.note is not None and "stale: from an older commit" in unknown_age.note
 
 
 def test_pooled_runs_beyond_the_first_keep_no_conversations() -> None:

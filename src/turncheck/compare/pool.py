@@ -56,9 +56,11 @@ class BasePool(ReportModel):
     """Runs the drift was estimated from (the pooled ones and earlier commits')."""
     drift_variance: float
     """Estimated run-level drift variance sigma² on the logit scale."""
+    stale: bool = False
+    """The pooled runs are of another commit than the base commit (an earlier one)."""
     stale_hours: float | None = None
-    """How much older the pooled runs' commit is than the base commit (None: it is the
-    base commit, or unknown)."""
+    """How much older the pooled runs' commit is than the base commit, when stale and
+    known."""
     evals: list[PooledEval] = Field(default_factory=list)
 
     @property
@@ -77,8 +79,10 @@ class BasePool(ReportModel):
     def note(self) -> str | None:
         """One line for the comment when the baseline needs a second look, else None."""
         problems = []
-        if self.stale_hours is not None:
-            problems.append(f"stale: from a commit {self.stale_hours:.0f} h older than base")
+        if self.stale:
+            older = "an older commit" if self.stale_hours is None \
+                else f"a commit {self.stale_hours:.0f} h older"
+            problems.append(f"stale: from {older} than base")
         if self.drifting:
             problems.append(f"drifting: pass rates move between runs (σ ≈ "
                             f"{self.drift_sigma:.2f} on the logit scale)")
@@ -157,10 +161,10 @@ def pool_reports(reports: Sequence[Report], base_commit: str | None = None,
             pooled.append(PooledEval(suite_path=suite.path, name=result.name,
                                      runs=[run_counts(r) for r in found]))
         suites.append(suite.model_copy(update={"evals": evals}))
-    stale = None if base_commit is None or reference.commit == base_commit else stale_hours
+    stale = base_commit is not None and reference.commit != base_commit
     pool = BasePool(runs=len(same_commit), history_runs=len(reports),
-                    drift_variance=round(history_variance(reports), 6),
-                    stale_hours=stale, evals=pooled)
+                    drift_variance=round(history_variance(reports), 6), stale=stale,
+                    stale_hours=stale_hours if stale else None, evals=pooled)
     return reference.model_copy(update={"suites": suites}), pool
 
 
