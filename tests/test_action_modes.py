@@ -157,8 +157,8 @@ def test_comment_never_still_creates_the_check_run(
     [check] = github_fake.check_runs.values()
     assert (check.head_sha, check.conclusion) == (head, "failure")
     assert "multiply now passes on turn 2 \\(was 1\\)" in check.output["summary"]
-    assert check.output["title"].endswith(
-        "1 later turn · multiply now passes on turn 2 (was 1) · cost +$0.0000075 (+83.3%)")
+    assert check.output["title"] == (
+        "❌ 1 later turn · multiply now passes on turn 2 (was 1) · evals passing 2 → 2 of 2")
     assert run.outputs["comment-url"] == ""
 
 
@@ -297,5 +297,8 @@ def test_annotations_under_a_working_directory_are_repo_relative(
                        "sub/evals/math.eval.yaml"}
     # The changed suite was compared against its base version, also read from sub/.
     [comment] = github_fake.comments_on(PR)
-    assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+    # The heading names every cause of the failed check, most severe first.
+    assert comment.body.split("\n")[1].startswith(
+        "## ❌ 1 file could not run, 1 later turn, 1 failing · evals/broken.eval.yaml · ")
+    assert "now passes on turn 2 \\(was 1\\)" in comment.body
     assert "outside" not in comment.body  # suites outside working-directory are ignored

@@ -266,10 +266,11 @@ def test_hostile_text_renders_inert(hostile: tuple[Report, Report]) -> None:
     # Names with line breaks stay on their line: each finding is one list item.
     regressions = prose.split("### 🔴 Broke (1)\n", 1)[1].split("\n\n", 1)[0]
     assert regressions.count("\n") == 0 and regressions.startswith("- 🔴 **")
-    errors = prose.split("### 💥 Errors (1)\n", 1)[1].split("\n\n", 1)[0]
+    errors = prose.split("### 💥 Not judged: errors (infrastructure, not the model) (1)\n",
+                         1)[1].split("\n\n", 1)[0]
     assert errors.startswith("- 💥 **table \\| breaker**")
     # Severity order: what could not run, errors, then regressions.
-    assert prose.index("### ⛔ Could not run") < prose.index("### 💥 Errors") \
+    assert prose.index("### ⛔ Could not run") < prose.index("### 💥 Not judged") \
         < prose.index("### 🔴 Broke")
     # The footer links the run with a working URL (no backslash escapes in it).
     assert body.rstrip().endswith(" · [workflow run and full report]"
@@ -335,7 +336,8 @@ def test_transcripts_are_dropped_first_and_the_summary_keeps_them() -> None:
     body, comparison, context = comment_for(base, head, ["12 regression(s) against base"])
     prose, _ = assert_inert(body)
 
-    assert body.startswith(MARKER + "\n## ❌ 12 broke · eval 0.0 now fails")
+    # A plain-text reason names no condition: the heading names what got worse.
+    assert body.startswith(MARKER + "\n## ❌ 12 broke · eval 0.0, eval 0.25 and 10 more")
     assert "12 regression\\(s\\) against base" in body
     for label in ("| **Total** |", "| Tokens (model + judge) |"):
         assert label in prose
@@ -363,7 +365,11 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
     assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count(MARKER) == 1
     # One sample per side, every eval of the suite broke: a suite-level regression first.
-    assert body.startswith(MARKER + "\n## ❌ 1 regression · suite suite 0: pass rate down ")
+    heading = body.split("\n")[1]
+    assert heading.startswith("## ❌ 1 suite regression, 2000 broke · suite suite 0 and 2000")
+    # Names are cut: 150-character names make no long heading.
+    assert heading.endswith(" · suite suite 0 and 2000 more · evals passing 2000 → none of 2000")
+    assert len(heading) <= 3 + 120
     assert "**🔴 1 regressed** · 🔴 2000 broke" in body
     assert "### 🔴 Broke (2000)" in body and "and 1985 more" in body
     assert body.rstrip().endswith("</sub>")  # the footer survives

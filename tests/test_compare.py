@@ -356,7 +356,7 @@ def test_cli_writes_the_comment_the_action_would_post(reports: tuple[str, str],
     assert body.startswith("<!-- turncheck:comment -->")  # the sticky comment's marker
     heading = next(line for line in body.splitlines() if line.startswith("## "))
     assert heading == ("## ❌ 1 later turn · later now passes on turn 3 \\(was 1\\) · "
-                       "cost \\+\\$0.00200 \\(\\+100.0%\\)")
+                       "evals passing 1 → 1 of 2")
     # likely-regression, the watch tier, takes the one-sample transitions too.
     assert "- ❌ 1 eval\\(s\\) passed on a later turn \\(one sample per side\\)" in body
 

@@ -140,10 +140,11 @@ def test_comment_shows_turn_tables_aggregates_and_deltas(reports: tuple[Report, 
     comparison = compare_reports(base, head)
     reasons = fail_reasons(comparison, {FailOn.ERROR})
     body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head))
-    assert body.split("\n")[1].startswith("## ❌ 1 error · clean: errors: ")
+    assert body.split("\n")[1].startswith(
+        "## ❌ 1 protocol case errored \\(not judged\\) · clean: turn ")
     assert "2 of 3 cases pass" in body
     quiet = render_comment(comparison, CommentContext(fail_reasons=[], head=head))
-    assert quiet.split("\n")[1].startswith("## ⚠️ 1 error · clean")
+    assert quiet.split("\n")[1].startswith("## ⚠️ 1 protocol case errored \\(not judged\\) · clean")
     assert "2 of 3 protocol cases pass" in quiet
     assert "### 🧪 gating · `evals/gating.eval.yaml`" in body
     assert "| Interactive reasoning (weighted) |" in body

@@ -237,7 +237,7 @@ def test_a_score_drop_over_ten_samples_is_a_regression_with_its_figures(coin_dir
 
     [row] = [line for line in protocol_comparison_lines(comparison.protocols) if " coin " in line]
     assert (f"broken [REGRESSION] · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
-            f"p = {coin.p_value:.3g})") in row
+            f"adjusted p = {coin.p_value:.2g} (raw p = {coin.p_raw:.2g}))") in row
     # The other direction is an improvement.
     assert verdicts(compare(head, base))["coin"].verdict is Verdict.IMPROVEMENT
 
@@ -289,7 +289,8 @@ def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs:
     line = next(row for row in changed.splitlines() if "**coin**" in row)
     p_value = verdicts(comparison)["coin"].p_value
     assert line.startswith("- 🔻 **coin** · coin (protocol case) · ")
-    assert f"mean score 1.00 → 0.47, 10/10 → 3/10 samples pass, p = {p_value:.3g}" in line
+    assert "mean score 1.00 → 0.47, pass rate 100% \\[72–100%\\] → 30% " in line
+    assert f"\\(10/10 → 3/10 samples\\) · adjusted p = {p_value:.2g} \\(raw p = " in line
     assert line.endswith("🎲 flaky")
     assert "turncheck: **🔴 1 regressed**" in body and "1 flaky" in body
     assert ("**❌ coin** · broken · 3/10 samples pass · 🎲 flaky · interactive reasoning 0.47"

@@ -65,7 +65,8 @@ def test_head_provider_down_is_inconclusive_for_errors_and_fails_by_the_error_ga
     assert reasons == ["5 eval(s) errored (infrastructure, not a verdict)"]
     assert fail_reasons(comparison, every_gate - {FailOn.ERROR}) == []
     title = comment_headline(comparison, reasons)
-    assert title.text.startswith("5 errors") and title.icon == "❌"
+    assert title.text.startswith("5 evals errored (not judged) · provider failed")
+    assert title.icon == "❌"
     assert "regressed" not in title.counts and "5 errors" in title.counts
 
 
@@ -170,7 +171,7 @@ def test_compare_without_fail_on_applies_the_default_gate(tmp_path: Path,
     assert main(["compare", "b.json", "h.json"]) == 1
     out, err = capsys.readouterr()
     assert "errored (infrastructure, not a verdict)" in err
-    assert "verdict: ❌ 1 error" in out and "1 error ·" in out
+    assert "verdict: ❌ 1 eval errored (not judged)" in out and "1 error ·" in out
 
 
 # -- item 4: exact tests ---------------------------------------------------------------
@@ -246,7 +247,8 @@ def test_a_small_drop_in_every_eval_is_a_suite_level_regression(tmp_path: Path) 
     assert reasons == ["suite-level regression of 1 suite(s): s"]
     markdown = render_comment(comparison, CommentContext(fail_reasons=reasons, head=report()))
     assert "**suite s**" in markdown and "suite\\-level test" in markdown
-    assert comment_headline(comparison, reasons).text.startswith("1 regression · suite s")
+    assert comment_headline(comparison, reasons).text.startswith(
+        "1 suite regression · suite s pass rate down 10.0 points")
 
 
 def test_suite_evidence_needs_two_judged_evals() -> None:

@@ -35,6 +35,7 @@ from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.headline import headline
 from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import findings, verdict_suffix
+from turncheck.render.table_model import one_line, short_cell
 from turncheck.text.money import usd
 
 MAX_CELL_CHARS = 40
@@ -315,13 +316,7 @@ def table(rows: Iterable[tuple[str, ...]]) -> Iterator[str]:
 
 def cell(text: str) -> str:
     """One short printable line: untrusted names must not break the table or the terminal."""
-    flat = one_line(text)
-    return flat if len(flat) <= MAX_CELL_CHARS else flat[: MAX_CELL_CHARS - 1] + "…"
-
-
-def one_line(text: str) -> str:
-    """`text` printable on one line: untrusted names must not break the terminal."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return short_cell(text, MAX_CELL_CHARS)
 
 
 def turn_cell(side: EvalSide | None) -> str:

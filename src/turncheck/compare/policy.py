@@ -42,6 +42,18 @@ class FailOn(StrEnum):
     CALIBRATION = "calibration"
 
 
+class FailReason(str):
+    """Why the check fails, as text, with the condition that fired: the heading names
+    what fails the check from it."""
+
+    condition: FailOn
+
+    def __new__(cls, text: str, condition: FailOn) -> FailReason:
+        made = super().__new__(cls, text)
+        made.condition = condition
+        return made
+
+
 Conditions = tuple[FailOn, ...] | set[FailOn]
 DEFAULT_FAIL_ON = (FailOn.INVALID, FailOn.ERROR, FailOn.REGRESSION, FailOn.BROKEN)
 
@@ -74,24 +86,28 @@ def fail_reasons(
 
     `calibration` thresholds apply under `FailOn.CALIBRATION` (see `calibration_reasons`).
     """
-    reasons = []
+    reasons: list[str] = []
     errors = sum(d.is_error for d in comparison.diagnostics)
     if FailOn.INVALID in conditions and errors:
-        reasons.append(f"{errors} validation error(s)")
+        reasons.append(FailReason(f"{errors} validation error(s)", FailOn.INVALID))
     counts = comparison.totals.counts
     protocol = comparison.protocols.counts if comparison.protocols is not None else None
     rows = [(counts, "eval"), *([(protocol, "protocol case")] if protocol else [])]
     if FailOn.ERROR in conditions:
-        reasons += [_error_reason(c, kind) for c, kind in rows if _infrastructure(c)]
+        reasons += [FailReason(_error_reason(c, kind), FailOn.ERROR)
+                    for c, kind in rows if _infrastructure(c)]
     if FailOn.FAILURE in conditions:
-        reasons += [f"{c.failed} failed {kind}(s)" for c, kind in rows if c.failed]
+        reasons += [FailReason(f"{c.failed} failed {kind}(s)", FailOn.FAILURE)
+                    for c, kind in rows if c.failed]
     reasons += _suite_reasons(comparison, conditions)
     for found, kind in rows:
         reasons += _verdict_reasons(found.verdicts, found.flaky, conditions, kind)
     if FailOn.COST in conditions and comparison.alert is not None:
-        reasons.append("cost alert: " + "; ".join(comparison.alert.reasons))
+        reasons.append(FailReason("cost alert: " + "; ".join(comparison.alert.reasons),
+                                  FailOn.COST))
     if FailOn.CALIBRATION in conditions:
-        reasons += calibration_reasons(comparison.calibration, calibration)
+        reasons += [FailReason(r, FailOn.CALIBRATION)
+                    for r in calibration_reasons(comparison.calibration, calibration)]
     return reasons
 
 
@@ -108,8 +124,8 @@ def _suite_reasons(comparison: Comparison, conditions: Conditions) -> list[str]:
     if not _any_regression(conditions):
         return []
     worse = [s.name for s in comparison.suites if s.verdict is Verdict.REGRESSION]
-    return [f"suite-level regression of {len(worse)} suite(s): {', '.join(worse)}"] \
-        if worse else []
+    return [FailReason(f"suite-level regression of {len(worse)} suite(s): {', '.join(worse)}",
+                       FailOn.REGRESSION)] if worse else []
 
 
 def _any_regression(conditions: Conditions) -> bool:
@@ -123,19 +139,22 @@ TRANSITION_GATES = ((FailOn.BROKEN, Verdict.BROKEN, "broke"),
 def _verdict_reasons(verdicts: dict[str, int], flaky: int,
                      conditions: Conditions, kind: str) -> list[str]:
     """The verdict conditions for one kind of row (evals, protocol cases)."""
-    reasons = []
+    reasons: list[str] = []
     proven = verdicts.get(Verdict.REGRESSION.value, 0)
     likely = verdicts.get(Verdict.LIKELY_REGRESSION.value, 0)
     label = "" if kind == "eval" else f" {kind}"
     if _any_regression(conditions) and proven:
-        reasons.append(f"{proven}{label} regression(s) against base")
+        reasons.append(FailReason(f"{proven}{label} regression(s) against base",
+                                  FailOn.REGRESSION))
     if FailOn.LIKELY_REGRESSION in conditions and likely:
-        reasons.append(f"{likely}{label} likely regression(s) against base")
+        reasons.append(FailReason(f"{likely}{label} likely regression(s) against base",
+                                  FailOn.LIKELY_REGRESSION))
     watch = FailOn.LIKELY_REGRESSION in conditions
     for gate, verdict, said in TRANSITION_GATES:
         found = verdicts.get(verdict.value, 0)
         if found and (gate in conditions or watch):
-            reasons.append(f"{found} {kind}(s) {said} (one sample per side)")
+            reasons.append(FailReason(f"{found} {kind}(s) {said} (one sample per side)", gate))
     if FailOn.FLAKY in conditions and flaky:
-        reasons.append(f"{flaky} flaky {kind}(s) (passed on some samples, failed on others)")
+        reasons.append(FailReason(
+            f"{flaky} flaky {kind}(s) (passed on some samples, failed on others)", FailOn.FLAKY))
     return reasons

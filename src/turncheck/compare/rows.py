@@ -142,6 +142,8 @@ class VerdictRow(ReportModel):
     p_value: float | None = None
     """Holm-adjusted exact one-sided p-value behind the verdict; None for new/removed,
     transitions and rows that could not be tested."""
+    p_raw: float | None = None
+    """The same test's unadjusted p-value (the likely-regression tier is decided on it)."""
     verdict_reason: str = ""
     verdict_cause: str | None = None
     """Why an `inconclusive` row could not be judged: `errors`, `budget`, `skipped`."""
@@ -155,6 +157,7 @@ def rounded(value: float | None) -> float | None:
 
 def verdict_fields(decision: Decision) -> dict[str, Any]:
     return {"verdict": decision.verdict, "p_value": rounded(decision.p_value),
+            "p_raw": rounded(decision.p_raw),
             "verdict_reason": decision.reason, "verdict_cause": decision.cause}
 
 

@@ -38,7 +38,7 @@ from turncheck.engine.protocol_report import (
 )
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
 from turncheck.engine.report import Status, StatusReason, Usage
-from turncheck.engine.results import spend_totals
+from turncheck.engine.results import excerpt_answers, spend_totals
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
@@ -262,7 +262,8 @@ class _ProtocolRun:
             error = exc.message
         except Exception as exc:  # a case must always end with a status
             error = f"internal error: {exc!r}"
-        return self.redactor.model(self._case_result(case, state, error))
+        # Redacted whole first: a secret at the cut must not survive as a piece.
+        return excerpt_answers(self.redactor.model(self._case_result(case, state, error)))
 
     def _variant(self, turn: Turn, context: dict[str, Any]) -> tuple[Variant | None, Any]:
         for variant in turn.variants:

@@ -7,6 +7,8 @@ and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from turncheck.diagnostics import Diagnostic
@@ -56,6 +58,10 @@ class EvalResult(ReportModel):
     """Set when the eval took more than one sample (or `repeat: auto`)."""
     samples: list[SampleResult] = Field(default_factory=list)
     """Every sample, when repeated; `turns` then shows the first sample's conversation."""
+    tools: list[dict[str, Any]] | None = Field(default=None,
+                                               exclude_if=lambda value: value is None)
+    """The tool definitions this eval offered, as sent to the API, when they are not its
+    suite's (the eval's own `tools`); None: the suite's `tools`."""
 
 
 class SuiteResult(SuiteHeader):
@@ -64,6 +70,17 @@ class SuiteResult(SuiteHeader):
     cost_usd: float | None = None
     judge_usage: Usage = Field(default_factory=Usage)
     judge_cost_usd: float | None = None
+    # Left out when unset, so a suite without them reads as before they existed; a
+    # report of an older turncheck reads as having neither.
+    system_prompt: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The system prompt as sent (vars rendered, secrets as their tokens, redacted);
+    None: none, or it could not be rendered (each eval's error says why)."""
+    tools: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """The tool definitions the suite's evals offer, as sent to the API."""
+
+    def tools_of(self, result: EvalResult) -> list[dict[str, Any]]:
+        """The tools `result` offered: its own, else the suite's."""
+        return self.tools if result.tools is None else result.tools
 
 
 class Totals(ReportModel):

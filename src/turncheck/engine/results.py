@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -107,6 +107,50 @@ class TurnResult(ReportModel):
     cached_input_tokens: int | None = Field(default=None, exclude_if=_none)
     """Of `usage.input_tokens`, those read from the provider's prompt cache (priced at the
     cache-read rate)."""
+    response_chars: int | None = Field(default=None, exclude_if=_none)
+    """Set only when `response` is an excerpt (`excerpt_answers`): the answer's full
+    length in characters."""
+
+
+MAX_REPORT_ANSWER_CHARS = 8_000
+"""Characters of a turn's answer the report keeps once its eval or case has finished
+(docs/security-secrets-and-inputs.md, "Memory"). Checks, graders and the next turn see
+the whole answer while the conversation runs; a run of many long answers keeps only
+this much of each, so its memory stays bounded by the number of turns."""
+
+
+def cut_marker(length: int) -> str:
+    # ASCII: a non-ASCII character would double the memory of an ASCII excerpt.
+    return (f"\n... [cut by turncheck: the answer had {length:,} characters; the report keeps "
+            f"the first {MAX_REPORT_ANSWER_CHARS:,}]")
+
+
+def _excerpt(turn: TurnResultT) -> TurnResultT:
+    length = len(turn.response)
+    if length <= MAX_REPORT_ANSWER_CHARS:
+        return turn
+    excerpt = turn.response[:MAX_REPORT_ANSWER_CHARS] + cut_marker(length)
+    return turn.model_copy(update={"response": excerpt, "response_chars": length})
+
+
+class HasTurns(Protocol):
+    @property
+    def turns(self) -> Sequence[TurnResult]: ...
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False
+                   ) -> Any: ...
+
+
+HasTurnsT = TypeVar("HasTurnsT", bound=HasTurns)
+TurnResultT = TypeVar("TurnResultT", bound=TurnResult)
+
+
+def excerpt_answers(result: HasTurnsT) -> HasTurnsT:
+    """`result` (one finished, redacted conversation) keeping at most
+    `MAX_REPORT_ANSWER_CHARS` of each answer, with the marker and the full length."""
+    if all(len(turn.response) <= MAX_REPORT_ANSWER_CHARS for turn in result.turns):
+        return result
+    copy: HasTurnsT = result.model_copy(update={"turns": [_excerpt(t) for t in result.turns]})
+    return copy
 
 
 class Metered(Protocol):

@@ -34,6 +34,7 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
+from turncheck.engine.results import excerpt_answers
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
     SuiteSession,
@@ -79,6 +80,11 @@ class _EvalState:
     judge_costs: list[float | None] = field(default_factory=list)
 
 
+def _variables(suite: Suite, settings: RunSettings) -> dict[str, str]:
+    """What templates in the suite's text are rendered with: the suite's vars, then `--var`."""
+    return {**(suite.metadata.vars or {}), **settings.variables}
+
+
 class _SuiteRun:
     def __init__(
         self,
@@ -96,7 +102,7 @@ class _SuiteRun:
         self.session = session
         self.settings = settings
         self.pricer = pricer
-        self.variables = {**(suite.metadata.vars or {}), **settings.variables}
+        self.variables = _variables(suite, settings)
         self.redactor = session_redactor(session, settings.env)
         self.recorded_texts: RecordedTexts | None = None
 
@@ -153,7 +159,8 @@ class _SuiteRun:
         result = self._result(evaluation, state, status, passed_on, error)
         if reason is not None:  # (a copy per eval otherwise)
             result = result.model_copy(update={"reason": reason})
-        return self.redactor.model(result)
+        # Redacted whole first: a secret at the cut must not survive as a piece.
+        return excerpt_answers(self.redactor.model(result))
 
     def _provider_error(self, exc: ProviderError, state: _EvalState) -> str:
         """The error, naming the referenced file behind a missing recording."""
@@ -247,7 +254,7 @@ class _SuiteRun:
 
     def interrupted(self, evaluation: Eval) -> EvalResult:
         result = self._result(evaluation, _EvalState([]), Status.ERROR, None, STOP.message())
-        return result.model_copy(update={"reason": StatusReason.INTERRUPTED})
+        return self.redactor.model(result.model_copy(update={"reason": StatusReason.INTERRUPTED}))
 
     def _result(
         self,
@@ -270,16 +277,41 @@ class _SuiteRun:
             judge_cost_usd=add_costs(state.judge_costs),
             turns=state.turns,
             line=evaluation.line,
+            tools=self._own_tools(evaluation),
         )
+
+    def _own_tools(self, evaluation: Eval) -> list[dict[str, Any]] | None:
+        """The eval's tools for the report when they are not the suite's."""
+        own = ToolSetup.of(self.suite.metadata, evaluation).tools
+        return None if own == ToolSetup.of(self.suite.metadata).tools else list(own)
+
+
+_NO_USAGE = Usage()
 
 
 def _minus(after: Usage, before: Usage) -> Usage:
+    if after == before:  # most turns call no judge: one shared zero, not one per turn
+        return _NO_USAGE
     return Usage(input_tokens=after.input_tokens - before.input_tokens,
                  output_tokens=after.output_tokens - before.output_tokens)
 
 
+def _system_prompt(suite: Suite, session: SuiteSession, settings: RunSettings) -> str | None:
+    """The system prompt as the suite's evals send it, for the report; None when there is
+    none or it cannot be rendered (each eval's error then says why)."""
+    system = suite.metadata.system_prompt
+    if not system or session.template_error is not None:
+        return None
+    try:
+        text = templates.render(system, _variables(suite, settings))
+    except KeyError:
+        return None
+    return session_redactor(session, settings.env).text(text)
+
+
 def _suite_result(
-    suite_file: SuiteFile, suite: Suite, session: SuiteSession, evals: list[EvalResult]
+    suite_file: SuiteFile, suite: Suite, session: SuiteSession, settings: RunSettings,
+    evals: list[EvalResult],
 ) -> SuiteResult:
     cassette = None if session.transport is None else cassette_path_for(Path(suite_file.path))
     bare = SuiteResult(
@@ -288,6 +320,8 @@ def _suite_result(
         model=session.metadata.model,
         provider=session.provider_name,
         cassette=None if cassette is None else cassette.as_posix(),
+        system_prompt=_system_prompt(suite, session, settings),
+        tools=list(ToolSetup.of(suite.metadata).tools),
     )
     return with_suite_totals(bare, evals)
 
@@ -304,7 +338,7 @@ async def _run_suite(
     return await run_suite_cases(
         session, suite.evals, suite.metadata.threads, limit,
         partial(_SuiteRun, suite_file, suite, session, settings, pricer),
-        partial(_suite_result, suite_file, suite, session), on_eval)
+        partial(_suite_result, suite_file, suite, session, settings), on_eval)
 
 
 async def _grade(samples: Sequence[SampleFile], settings: RunSettings, pricer: Pricer,

@@ -108,7 +108,6 @@ from turncheck.github.trust import (
 )
 from turncheck.github.workflow import add_mask, escape_data
 from turncheck.providers.factory import API_KEY_ENV_VARS
-from turncheck.render.budget_text import budget_title_note
 from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
 from turncheck.render.estimate_view import estimate_markdown
 from turncheck.render.html_report import render_report
@@ -572,7 +571,7 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
             # verdict must go); no new comment is created.
             post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
                          published, create=not nothing_changed)
-        title = check_title(comparison, reasons) + budget_title_note(bundle.head)
+        title = check_title(comparison, reasons)  # the heading names a budget stop
         brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
         if provenance.verified:
             post_check(api, bundle.head_sha, title, brief, bool(reasons), items,

@@ -33,6 +33,8 @@ CommandLevel = Literal["error", "warning", "notice"]
 STATUS_CONTEXT = "turncheck"
 ANNOTATED_GROUPS = (Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
                     Group.LATER_TURN, Group.ERROR)
+ANNOTATION_TITLE = {Group.ERROR: "errors"}
+"""Short annotation titles where the comment's group title is long."""
 VERDICT_EXTERNAL_ID = "turncheck-verdict"
 """Marks check runs turncheck created from a trusted run's own results. A fork's job
 may be *named* `turncheck` too, but a fork's read-only token cannot create check runs."""
@@ -100,8 +102,12 @@ def _case_annotations(comparison: Comparison, head: Report | None,
                 continue
             found.append(Annotation(prefix + path, case.line, case.line, "failure",
                                     f"protocol case {case.id!r} {case_change(case)}",
-                                    f"turncheck: {TITLE[group].lower()}: {case.id}"))
+                                    f"turncheck: {_annotation_title(group)}: {case.id}"))
     return found
+
+
+def _annotation_title(group: Group) -> str:
+    return ANNOTATION_TITLE.get(group, TITLE[group].lower())
 
 
 def _eval_annotation(item: EvalComparison, path: str,
@@ -116,7 +122,7 @@ def _eval_annotation(item: EvalComparison, path: str,
         message += f"; {first_failure}"
     level: AnnotationLevel = "failure" if group in ANNOTATED_GROUPS or failing else "warning"
     return Annotation(path, item.line, item.line, level, message,
-                      f"turncheck: {TITLE[group].lower()}: {item.name}")
+                      f"turncheck: {_annotation_title(group)}: {item.name}")
 
 
 def _first_failed_check(result: EvalResult | None) -> str | None:

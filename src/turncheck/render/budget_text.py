@@ -37,11 +37,3 @@ def budget_lines(report: Report) -> list[str]:
             lines.append(f"Budget: {_scope(budget)} — spent {_limit(budget)}.")
     return lines
 
-
-def budget_title_note(report: Report) -> str:
-    """Appended to the check run's title when a budget stopped the run."""
-    stopped = [b for b in report.budgets if b.stopped]
-    if not stopped:
-        return ""
-    return f" — budget stopped the run ({_limit(stopped[0])}; " \
-        f"{skipped_count(report)} eval(s) skipped)"

@@ -7,21 +7,28 @@ head run appear only at full detail (the step summary has them all).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from turncheck.compare.calibration import (
     CalibrationComparison,
-    FileState,
+    CalibrationSide,
     FlippedSample,
 )
 from turncheck.engine.calibration_report import (
-    Badge,
     CalibrationFileResult,
     Verdict,
     percent_text,
 )
 from turncheck.engine.report import Report
-from turncheck.render.calibration_console import kappa_change, kappa_text, kappa_verdict
+from turncheck.render.calibration_console import (
+    BADGE_LABEL,
+    distance,
+    kappa_change,
+    kappa_text,
+    kappa_verdict,
+)
+from turncheck.render.table_model import Capped, or_dash, state_note
 
 MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30
@@ -29,23 +36,16 @@ MAX_SAMPLE_ROWS = 100
 VERDICT_ICON = {
     Verdict.AGREE: "✅ agree", Verdict.DISAGREE: "❌ disagree", Verdict.ERROR: "💥 error",
 }
-BADGE_ICON = {Badge.AGREE: "✅", Badge.OFF: "🟡", Badge.FAR: "🔴", Badge.ERROR: "💥"}
-STATE_NOTE = {FileState.NEW: " (new)", FileState.REMOVED: " (removed)"}
 
 
-def _distance(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _score(value: int | None) -> str:
-    return "—" if value is None else str(value)
-
-
-def _change(base: str | None, head: str | None) -> str:
-    """`base → head`, or the one side there is."""
+def _change(base: CalibrationSide | None, head: CalibrationSide | None,
+            text: Callable[[CalibrationSide], str]) -> str:
+    """`text` of base → head, or of the one side there is."""
     if base is not None and head is not None:
-        return f"{base} → {head}"
-    return head if head is not None else f"{base} → —"
+        return f"{text(base)} → {text(head)}"
+    if head is not None:
+        return text(head)
+    return "—" if base is None else f"{text(base)} → —"
 
 
 def _grader_label(item: CalibrationComparison) -> str:
@@ -59,20 +59,12 @@ def _grader_label(item: CalibrationComparison) -> str:
 def _file_row(item: CalibrationComparison) -> dict[str, str]:
     base, head = item.base, item.head
     return {
-        "path": item.path + STATE_NOTE.get(item.state, ""),
+        "path": item.path + state_note(item.state),
         "previous_path": item.previous_path or "",
         "grader": _grader_label(item),
-        "agreement": _change(
-            None if base is None else percent_text(base.agreement_percent),
-            None if head is None else percent_text(head.agreement_percent),
-        ),
-        "distance": _change(
-            None if base is None else _distance(base.mean_distance),
-            None if head is None else _distance(head.mean_distance),
-        ),
-        "errors": _change(
-            None if base is None else str(base.errors), None if head is None else str(head.errors)
-        ),
+        "agreement": _change(base, head, lambda side: percent_text(side.agreement_percent)),
+        "distance": _change(base, head, lambda side: distance(side.mean_distance)),
+        "errors": _change(base, head, lambda side: str(side.errors)),
         "kappa": _kappa_cell(item),
     }
 
@@ -96,31 +88,33 @@ def _flipped_row(path: str, row: FlippedSample) -> dict[str, str]:
         "path": path,
         "id": row.id,
         "label": str(row.label),
-        "scores": f"{_score(row.base_score)} → {_score(row.head_score)}",
+        "scores": f"{or_dash(row.base_score)} → {or_dash(row.head_score)}",
         "verdicts": f"{VERDICT_ICON[row.base_verdict]} → {VERDICT_ICON[row.head_verdict]}",
         "reason": row.head_error or row.head_reason or "",
     }
 
 
 def _head_samples(result: CalibrationFileResult) -> dict[str, Any]:
+    samples = Capped.of(result.samples, MAX_SAMPLE_ROWS)
     rows = [
-        {"id": row.id, "label": str(row.label), "score": _score(row.score),
-         "distance": _score(row.distance), "badge": f"{BADGE_ICON[row.badge]} {row.badge.value}",
+        {"id": row.id, "label": str(row.label), "score": or_dash(row.score),
+         "distance": or_dash(row.distance), "badge": BADGE_LABEL[row.badge],
          "reason": row.error or row.reason or ""}
-        for row in result.samples[:MAX_SAMPLE_ROWS]
+        for row in samples.shown
     ]
-    return {"path": result.path, "rows": rows,
-            "hidden": max(0, len(result.samples) - MAX_SAMPLE_ROWS)}
+    return {"path": result.path, "rows": rows, "hidden": samples.hidden}
 
 
 def calibration_view(items: list[CalibrationComparison], head: Report) -> dict[str, Any]:
-    flipped = [_flipped_row(item.path, row) for item in items for row in item.flipped]
+    flipped = Capped.of([_flipped_row(item.path, row) for item in items
+                         for row in item.flipped], MAX_FLIPPED_ROWS)
     graded = {result.path: result for result in head.calibrations if result.samples}
+    files = Capped.of(items, MAX_FILES)
     return {
-        "files": [_file_row(item) for item in items[:MAX_FILES]],
-        "hidden_files": max(0, len(items) - MAX_FILES),
-        "flipped": flipped[:MAX_FLIPPED_ROWS],
-        "hidden_flipped": max(0, len(flipped) - MAX_FLIPPED_ROWS),
-        "details": [_head_samples(graded[item.path]) for item in items[:MAX_FILES]
+        "files": [_file_row(item) for item in files.shown],
+        "hidden_files": files.hidden,
+        "flipped": flipped.shown,
+        "hidden_flipped": flipped.hidden,
+        "details": [_head_samples(graded[item.path]) for item in files.shown
                     if item.path in graded],
     }

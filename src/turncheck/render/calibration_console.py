@@ -12,7 +12,14 @@ from turncheck.engine.calibration_report import (
     percent_text,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.render.console import table, terminal_safe
+from turncheck.render.table_model import (
+    Table,
+    console_heading,
+    or_dash,
+    print_lines,
+    terminal_safe,
+    tokens_in_out,
+)
 from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -37,35 +44,34 @@ def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _distance(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def _number(value: int | None) -> str:
-    return "—" if value is None else str(value)
+def distance(value: float | None) -> str:
+    return or_dash(value, lambda v: f"{v:.2f}")
 
 
 def sample_row(row: SampleGrade) -> list[str]:
     explanation = row.error if row.error is not None else (row.reason or "")
     return [
-        row.id, str(row.label), _number(row.score), _number(row.distance), BADGE_LABEL[row.badge],
-        f"{row.input_tokens:,}/{row.output_tokens:,}", usd(row.cost_usd), _one_line(explanation),
+        row.id, str(row.label), or_dash(row.score), or_dash(row.distance), BADGE_LABEL[row.badge],
+        tokens_in_out(row.input_tokens, row.output_tokens), usd(row.cost_usd),
+        _one_line(explanation),
     ]
 
 
 def file_header(result: CalibrationFileResult, mode: str) -> str:
     grader = result.grader
     if grader is None:
-        return f"== {result.path} — {result.note} ({result.valid_samples} valid samples)"
-    how = grader.kind + (f", {grader.prompt_version}" if grader.prompt_version else "")
-    return f"== {result.path} — grader {grader.model} via {grader.provider} ({how}, {mode})"
+        return console_heading(result.path, result.note or "not graded",
+                               f"{result.valid_samples} valid samples")
+    version = [grader.prompt_version] if grader.prompt_version else []
+    return console_heading(result.path, f"grader {grader.model} via {grader.provider}",
+                           grader.kind, *version, mode)
 
 
 def file_footer(result: CalibrationFileResult) -> str:
     parts = [
         f"Agreement {percent_text(result.agreement_percent)} "
         f"({result.agreed} of {len(result.samples)})",
-        f"mean distance {_distance(result.mean_distance)}",
+        f"mean distance {distance(result.mean_distance)}",
         f"{result.errors} error(s)",
     ]
     if result.min_agreement is not None:
@@ -81,7 +87,7 @@ def file_lines(result: CalibrationFileResult, mode: str) -> Iterable[str]:
         if result.grader is not None and result.note:
             yield terminal_safe(result.note)
         return
-    yield from table([SAMPLE_HEADER, *(sample_row(row) for row in result.samples)], total=False)
+    yield from Table(SAMPLE_HEADER, [sample_row(row) for row in result.samples]).lines()
     yield file_footer(result)
     yield from error_lines(result.samples)
 
@@ -100,8 +106,8 @@ def _summary_row(result: CalibrationFileResult) -> list[str]:
         return [result.path, str(result.valid_samples), "not graded", "—", "—", "—", "—"]
     return [
         result.path, str(len(result.samples)), percent_text(result.agreement_percent),
-        _distance(result.mean_distance), str(result.errors),
-        f"{result.input_tokens:,}/{result.output_tokens:,}", usd(result.cost_usd),
+        distance(result.mean_distance), str(result.errors),
+        tokens_in_out(result.input_tokens, result.output_tokens), usd(result.cost_usd),
     ]
 
 
@@ -112,16 +118,15 @@ def _total_row(results: Sequence[CalibrationFileResult]) -> list[str]:
     agreed = sum(r.agreed for r in graded)
     return [
         "Total", str(len(rows)), percent_text(100 * agreed / len(rows) if rows else None),
-        _distance(sum(scored) / len(scored) if scored else None),
+        distance(sum(scored) / len(scored) if scored else None),
         str(sum(r.errors for r in graded)),
-        f"{sum(r.input_tokens for r in graded):,}/{sum(r.output_tokens for r in graded):,}",
+        tokens_in_out(sum(r.input_tokens for r in graded), sum(r.output_tokens for r in graded)),
         usd(add_costs([r.cost_usd for r in graded])) if graded else "—",
     ]
 
 
 def summary_lines(results: Sequence[CalibrationFileResult]) -> list[str]:
-    rows = [SUMMARY_HEADER, *(_summary_row(r) for r in results), _total_row(results)]
-    return table(rows)
+    return Table(SUMMARY_HEADER, [_summary_row(r) for r in results], _total_row(results)).lines()
 
 
 def print_calibrations(
@@ -132,11 +137,9 @@ def print_calibrations(
         return
     if not quiet:
         for result in results:
-            for line in file_lines(result, mode):
-                print(line, file=out)
+            print_lines(file_lines(result, mode), out)
             print(file=out)
-    for line in summary_lines(results):
-        print(line, file=out)
+    print_lines(summary_lines(results), out)
 
 
 class SampleProgress:

@@ -21,25 +21,30 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.comparison import Comparison, EvalComparison, Spend, SuiteState
+from turncheck.compare.comparison import Comparison, EvalComparison
+from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import EvalResult, Report, Status, TurnResult
+from turncheck.engine.report import Report, Status
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
+from turncheck.render.comment_transcript import transcripts
 from turncheck.render.headline import Headline, headline
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
     ICON,
     NEWS,
     TITLE,
+    WORSE,
     Finding,
     Group,
     eval_group,
+    fails_check,
     findings,
+    fired,
 )
-from turncheck.render.tool_calls import call_text
+from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.text.environment import make_environment, render_template
-from turncheck.text.money import MoneyRow, signed_int, usd
+from turncheck.text.money import MoneyRow
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1024 * 1024
@@ -51,13 +56,8 @@ DIAGNOSTIC_CAP = 20
 COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
-                     Group.LATER_TURN, Group.NEW, Group.STILL_FAILING)
+                     Group.LATER_TURN, Group.NEW, Group.NOT_RUN, Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
-STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥", Status.SKIPPED: "⏭️"}
-SUITE_STATE = {
-    SuiteState.NEW: ("🆕", "new suite"), SuiteState.REMOVED: ("🗑️", "removed suite"),
-    SuiteState.CHANGED: ("📝", "changed suite"), SuiteState.RENAMED: ("📝", "renamed suite"),
-}
 
 
 @dataclass(frozen=True)
@@ -111,15 +111,53 @@ def _finding_view(finding: Finding) -> dict[str, Any]:
             "case": finding.kind == "case"}
 
 
-def _groups(found: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
+def _groups(found: Sequence[Finding], cap: int,
+            conditions: Sequence[FailOn] = ()) -> list[dict[str, Any]]:
+    """The news groups in order of severity. Errors and budget stops are one row per
+    cause (what was not judged or not run, and why); rows that fail the check outside
+    the news (a flaky or failing eval under `fail-on: flaky`/`failure`) get a group of
+    their own after the changes for the worse, so every row failing the check is listed."""
     groups = []
     for group in NEWS:
         members = [f for f in found if f.group is group]
-        if members:
+        if not members:
+            continue
+        if group in (Group.ERROR, Group.NOT_RUN):
+            rows = _collapsed(members, cap)
             groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
-                           "rows": [_finding_view(f) for f in members[:cap]],
-                           "hidden": max(0, len(members) - cap)})
+                           "rows": rows, "hidden": 0})
+            continue
+        groups.append({"icon": ICON[group], "title": TITLE[group], "count": len(members),
+                       "rows": [_finding_view(f) for f in members[:cap]],
+                       "hidden": max(0, len(members) - cap)})
+    others = [f for f in found if f.group not in NEWS and fails_check(f, conditions)]
+    if others:
+        after = sum(1 for g in groups if g["title"] in {TITLE[w] for w in (Group.ERROR, *WORSE)})
+        groups.insert(after, {"icon": "⛔", "title": "Also fail the check",
+                              "count": len(others),
+                              "rows": [_finding_view(f) for f in others[:cap]],
+                              "hidden": max(0, len(others) - cap)})
     return groups
+
+
+def _collapsed(members: Sequence[Finding], cap: int) -> list[dict[str, Any]]:
+    """One row per suite and cause: `**a, b, c and 5 more** · suite · not run: …`."""
+    by_cause: dict[tuple[str, str], list[Finding]] = {}
+    for finding in members:
+        by_cause.setdefault((finding.suite, _cause_text(finding)), []).append(finding)
+    rows = []
+    for (suite, cause), items in by_cause.items():
+        names = ", ".join(f.name for f in items[:cap])
+        more = f" and {len(items) - cap} more" if len(items) > cap else ""
+        rows.append({"icon": items[0].icon, "name": names + more, "suite": suite,
+                     "detail": cause, "flaky": False, "case": items[0].kind == "case"})
+    return rows
+
+
+def _cause_text(finding: Finding) -> str:
+    if finding.group is Group.NOT_RUN:
+        return f"{finding.change}; neither a pass nor a fail"
+    return finding.change
 
 
 # -- files that could not run ----------------------------------------------------------
@@ -140,7 +178,8 @@ def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None, ca
                      "link": _blob(blob_url, first, linkable),
                      "severity": severity, "message": message,
                      "more": "" if len(items) == 1 else f" (×{len(items)})"})
-    return rows[:cap], max(0, len(rows) - cap)
+    shown = Capped.of(rows, cap)
+    return shown.shown, shown.hidden
 
 
 def _blob(blob_url: str | None, diagnostic: Diagnostic,
@@ -160,38 +199,11 @@ def _blob(blob_url: str | None, diagnostic: Diagnostic,
 
 
 def _cost_rows(comparison: Comparison) -> list[dict[str, str]]:
-    totals = comparison.totals
     if not comparison.suites and comparison.protocols is None:
         return []
-    base, head, has_base = totals.base, totals.head, comparison.has_base
-
-    def row(label: str, pick: Any) -> dict[str, str]:
-        money = MoneyRow.of(pick(base) if base else None, pick(head) if head else None,
-                            has_base)
-        return {"label": label, "base": money.base, "head": money.head, "delta": money.delta,
-                "percent": money.percent}
-
-    judged = any(side is not None and (side.judge_cost_usd or side.judge_tokens)
-                 for side in (base, head))
-    rows = [row("Model", lambda s: s.cost_usd),
-            *([row("Judge", lambda s: s.judge_cost_usd)] if judged else []),
-            row("**Total**", lambda s: s.total_cost_usd)]
-    # A row with no price on either side says less than the note under the table does.
-    unpriced = usd(None)
-    priced = [r for r in rows if not (r["head"] == unpriced and r["base"] in (unpriced, "—"))]
-    return [*priced, _tokens_row(base, head, has_base)]
-
-
-def _tokens_row(base: Spend | None, head: Spend | None, has_base: bool) -> dict[str, str]:
-    def tokens(side: Spend | None) -> int | None:
-        return None if side is None else side.tokens + side.judge_tokens
-
-    before, after = tokens(base), tokens(head)
-    delta = None if before is None or after is None else after - before
-    return {"label": "Tokens (model + judge)",
-            "base": "—" if before is None or not has_base else f"{before:,}",
-            "head": "—" if after is None else f"{after:,}",
-            "delta": signed_int(delta) if has_base else "—", "percent": ""}
+    totals = comparison.totals
+    money = Money(totals.base, totals.head, comparison.has_base)
+    return [line.cells() for line in money.lines()]
 
 
 def _cost_sources(comparison: Comparison) -> list[dict[str, str]]:
@@ -216,6 +228,10 @@ def _cost_reason(item: EvalComparison) -> str:
         return "new eval"
     if head is None:
         return "removed eval"
+    if head.status is Status.SKIPPED:
+        return "a budget stopped it: turns not sent cost nothing"
+    if head.status is Status.ERROR:
+        return "it errored: turns not answered cost nothing"
     parts = []
     if head.turns != base.turns:
         more = "more" if head.turns > base.turns else "fewer"
@@ -236,58 +252,27 @@ def _alert(comparison: Comparison) -> str | None:
 # -- transcripts -----------------------------------------------------------------------
 
 
-def _results(report: Report | None) -> dict[tuple[str, str], EvalResult]:
-    if report is None:
-        return {}
-    return {(suite.path, e.name): e for suite in report.suites for e in suite.evals}
-
-
-def _turn_cell(turn: TurnResult | None) -> str:
-    if turn is None:
-        return "—"
-    checks = " ".join(("💥" if c.error else "✅" if c.passed else "❌") for c in turn.checks)
-    calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
-    return f"{checks} {calls}{turn.response}"
-
-
 def _transcripts(comparison: Comparison, context: CommentContext, found: Sequence[Finding],
                  caps: _Caps) -> list[dict[str, Any]]:
-    """Regressed, errored, likely regressed and new evals (and, in the step summary, still
-    failing ones): base beside head."""
-    heads, bases = _results(context.head), _results(context.base)
+    """Evals that fail the check, then regressed, errored, broken, likely regressed,
+    later-turn, new and budget-stopped evals (and, in the step summary, still failing
+    ones): base beside head."""
     previous = {s.path: s.previous_path or s.path for s in comparison.suites}
     groups = TRANSCRIPT_GROUPS if caps is _SUMMARY_CAPS else TRANSCRIPT_GROUPS[:-1]
-    shown = [f for f in found if f.kind == "eval" and f.group in groups]
-    shown.sort(key=lambda f: TRANSCRIPT_GROUPS.index(f.group))
-    views = []
-    for finding in shown[:caps.transcripts]:
-        head = heads.get((finding.path, finding.name))
-        base = bases.get((previous.get(finding.path, finding.path), finding.name))
-        if head is None:
-            continue
-        views.append(_transcript(finding, base, head))
-    return views
+    conditions = fired(context.fail_reasons)
+    # An eval that errored before its first answer has nothing to show but its error,
+    # which its group's row already says.
+    shown = [f for f in found if f.kind == "eval"
+             and (f.group in groups or fails_check(f, conditions))
+             and not (f.group is Group.ERROR and not f.head_turns)]
+    shown.sort(key=lambda f: (not fails_check(f, conditions), _transcript_rank(f)))
+    return transcripts(shown[:caps.transcripts], context.head, context.base, previous,
+                       full=caps is _SUMMARY_CAPS)
 
 
-def _transcript(finding: Finding, base: EvalResult | None, head: EvalResult) -> dict[str, Any]:
-    count = max(len(head.turns), len(base.turns) if base else 0)
-    rows = []
-    for index in range(count):
-        head_turn = head.turns[index] if index < len(head.turns) else None
-        base_turn = base.turns[index] if base and index < len(base.turns) else None
-        either = head_turn or base_turn
-        prompt = either.prompt if either is not None else ""
-        rows.append({"number": index + 1, "prompt": prompt, "base": _turn_cell(base_turn),
-                     "head": _turn_cell(head_turn)})
-    failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
-              for t in head.turns for c in t.checks if not c.passed]
-    turns = [{"number": index + 1,
-              "base": base.turns[index].response if base and index < len(base.turns) else None,
-              "head": head.turns[index].response if index < len(head.turns) else None}
-             for index in range(count)]
-    return {"icon": finding.icon, "name": finding.name, "suite": finding.suite,
-            "change": finding.change, "rows": rows, "has_base": base is not None,
-            "failed_checks": failed[:6], "error": head.error, "turns": turns}
+def _transcript_rank(finding: Finding) -> int:
+    return TRANSCRIPT_GROUPS.index(finding.group) if finding.group in TRANSCRIPT_GROUPS \
+        else len(TRANSCRIPT_GROUPS)
 
 
 # -- per-suite tables (folded) ---------------------------------------------------------
@@ -298,20 +283,26 @@ def _row(item: EvalComparison) -> dict[str, str]:
     group = eval_group(item)
     side = head or base
     assert side is not None
-    status = "removed" if head is None else head.status.value
+    status = "removed" if head is None else \
+        "not run" if head.status is Status.SKIPPED else head.status.value
     turn = "—" if head is None or head.passed_on_turn is None else str(head.passed_on_turn)
     if base is not None and head is not None and base.passed_on_turn != head.passed_on_turn:
         turn += f" (was {base.passed_on_turn or '—'})"
+    repeated = head is not None and head.samples + head.errored + head.skipped > 1
+    if repeated and head is not None:  # samples pass on different turns: their spread
+        turn = ", ".join(f"✗ ×{n}" if t == "fail" else f"{t} ×{n}"
+                         for t, n in head.turn_of_pass.items()) or "—"
     money = MoneyRow.of(base.total_cost_usd if base else None,
                         head.total_cost_usd if head else None, base is not None)
     return {"name": item.name, "status": f"{ICON[group]} {status}", "turn": turn,
-            "turns": "—" if head is None else str(head.turns),
+            "turns": "—" if head is None or repeated else str(head.turns),
             "tokens": "—" if head is None else f"{head.tokens + head.judge_tokens:,}",
             "cost": money.head, "delta": money.change if base is not None else "—"}
 
 
 def _suite_tables(comparison: Comparison) -> list[dict[str, Any]]:
-    return [{"icon": SUITE_STATE[s.state][0], "label": SUITE_STATE[s.state][1],
+    return [{"icon": suite_heading(EVAL_SUITE, s.state).icon,
+             "label": suite_heading(EVAL_SUITE, s.state).label,
              "name": s.name, "path": s.path, "previous_path": s.previous_path,
              "model": s.model, "rows": [_row(e) for e in s.evals]}
             for s in comparison.suites]
@@ -359,11 +350,13 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
     top = headline(comparison, found, context.fail_reasons)
     diagnostics, hidden = _diagnostic_rows(comparison.diagnostics, context.blob_url,
                                            caps.diagnostics, context.linkable)
-    groups = _groups(found, caps.rows)
-    if detail <= FRAME:  # the frame: only regressions survive among the findings
+    groups = _groups(found, caps.rows, fired(context.fail_reasons))
+    if detail <= FRAME:  # the frame: only what fails the check survives among the findings
         groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
                                                       TITLE[Group.ERROR],
-                                                      TITLE[Group.BROKEN])]
+                                                      TITLE[Group.BROKEN],
+                                                      TITLE[Group.NOT_RUN],
+                                                      "Also fail the check")]
     still = [_finding_view(f) for f in found if f.group is Group.STILL_FAILING]
     return render_template(
         _ENVIRONMENT, "comment.md.j2",

@@ -8,44 +8,26 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
-from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult, Usage
+from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult
 from turncheck.render.budget_text import budget_lines
+from turncheck.render.table_model import (
+    STATUS_LABEL,
+    Table,
+    check_status,
+    console_heading,
+    exchange_lines,
+    print_lines,
+    samples_text,
+    spend_cells,
+    terminal_safe,
+)
 from turncheck.render.tool_calls import call_text
-from turncheck.text.money import usd
 
-MAX_SHOWN_CHARS = 1000
-STATUS_LABEL = {Status.PASS: "✅ PASS", Status.FAIL: "❌ FAIL", Status.ERROR: "💥 ERROR",
-                Status.SKIPPED: "⏭️ SKIPPED"}
-
-
-# Control characters (newline and tab excepted) and lone surrogates: model output and
-# file content must not move the cursor, clear the screen or crash the encoder.
-_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with control characters shown as `\\xNN` escapes (line breaks kept)."""
-    return _NOT_PRINTABLE.sub(_escaped, text.replace("\r\n", "\n"))
-
-
-def _shown(text: str, indent: str) -> str:
-    clipped = (
-        text
-        if len(text) <= MAX_SHOWN_CHARS
-        else (text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)")
-    )
-    return clipped.strip().replace("\n", "\n" + indent)
-
+__all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "summary", "terminal_safe",
+           "transcript"]
 
 def _check_line(check: CheckResult) -> str:
-    mark = "✅ PASS" if check.passed else "❌ FAIL"
-    if check.error:
-        mark = "💥 ERROR"
+    mark = STATUS_LABEL[check_status(check)]
     suffix = f" — {check.error}" if check.error else ""
     return "  " * check.depth + f"{mark} {check.detail}{suffix}"
 
@@ -53,43 +35,41 @@ def _check_line(check: CheckResult) -> str:
 def overall(result: EvalResult) -> str:
     repeats = result.repeats
     if repeats is not None:
-        shown = _single(result)
-        flaky = ", flaky" if repeats.flaky else ""
-        return f"{shown} · {repeats.passes}/{repeats.samples} samples passed{flaky}"
+        return f"{_single(result)} · {samples_text(repeats.passes, repeats.samples, repeats.flaky)}"
     return _single(result)
 
 
 def _single(result: EvalResult) -> str:
     if result.status is Status.PASS:
-        return f"✅ PASS (succeeded on turn {result.passed_on_turn})"
+        return f"{STATUS_LABEL[result.status]} (succeeded on turn {result.passed_on_turn})"
     if result.status is Status.FAIL:
-        return f"❌ FAIL (after {len(result.turns)} turn{'s' if len(result.turns) != 1 else ''})"
+        turns = len(result.turns)
+        return f"{STATUS_LABEL[result.status]} (after {turns} turn{'s' if turns != 1 else ''})"
     if result.status is Status.SKIPPED:
-        return f"⏭️ SKIPPED ({result.reason}: a live call could have crossed the budget)"
-    return f"💥 ERROR: {result.error}"
+        return (f"{STATUS_LABEL[result.status]} ({result.reason}: a live call could have "
+                "crossed the budget)")
+    return f"{STATUS_LABEL[Status.ERROR]}: {result.error}"
 
 
 def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
     yield f"Eval {index}: {result.name}"
     for turn in result.turns:
         yield f"  Turn {turn.turn}:"
-        yield f"    Prompt: {_shown(turn.prompt, '            ')}"
-        for call in turn.tool_calls:
-            yield f"    Tool call {_shown(call_text(call), '      ')}"
-        yield f"    Response: {_shown(turn.response, '              ')}"
+        yield from exchange_lines(turn.prompt, turn.response,
+                                  [call_text(call) for call in turn.tool_calls])
         for check in turn.checks:
             yield f"    {_check_line(check)}"
     yield f"  Overall: {overall(result)}"
 
 
 def suite_header(suite: SuiteResult, mode: str) -> str:
-    return f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, {mode})"
+    return console_heading(suite.path, suite.name, f"{suite.model} via {suite.provider}", mode)
 
 
 def transcript(report: Report, out: TextIO) -> None:
     first_with: dict[str, str] = {}  # error text → the eval that showed it first
     for suite in report.suites:
-        print(terminal_safe(suite_header(suite, report.mode)), file=out)
+        print_lines([suite_header(suite, report.mode)], out)
         for index, result in enumerate(suite.evals, 1):
             lines = list(eval_lines(index, result))
             if result.status is Status.ERROR and result.error:
@@ -97,82 +77,31 @@ def transcript(report: Report, out: TextIO) -> None:
                     lines[-1] = f"  Overall: 💥 ERROR: the same as {first_with[result.error]}"
                 else:
                     first_with[result.error] = f"{suite.name} › {result.name}"
-            for line in lines:
-                print(terminal_safe(line), file=out)
+            print_lines(lines, out)
         print(file=out)
 
 
-def _tokens(usage: Usage) -> str:
-    return f"{usage.input_tokens:,}/{usage.output_tokens:,}"
+SUMMARY_HEADER = ["Suite", "Evals", "Pass", "Fail", "Error", "Tokens in/out", "Cost",
+                  "Judge tokens", "Judge cost"]
 
 
-def _judge_cost(usage: Usage, cost: float | None) -> str:
-    return "—" if usage.total == 0 and cost == 0 else usd(cost)
-
-
-def summary_rows(report: Report) -> list[list[str]]:
-    rows = [
-        [
-            "Suite",
-            "Evals",
-            "Pass",
-            "Fail",
-            "Error",
-            "Tokens in/out",
-            "Cost",
-            "Judge tokens",
-            "Judge cost",
-        ]
-    ]
+def summary_table(report: Report) -> Table:
+    rows = []
     for suite in report.suites:
         statuses = [e.status for e in suite.evals]
-        rows.append(
-            [
-                suite.name,
-                str(len(statuses)),
-                str(statuses.count(Status.PASS)),
-                str(statuses.count(Status.FAIL)),
-                str(statuses.count(Status.ERROR)),
-                _tokens(suite.usage),
-                usd(suite.cost_usd),
-                _tokens(suite.judge_usage),
-                _judge_cost(suite.judge_usage, suite.judge_cost_usd),
-            ]
-        )
+        rows.append([suite.name, str(len(statuses)), *(str(statuses.count(status)) for status
+                                                      in (Status.PASS, Status.FAIL, Status.ERROR)),
+                     *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage,
+                                  suite.judge_cost_usd)])
     t = report.totals
-    rows.append(
-        [
-            "Total",
-            str(t.evals),
-            str(t.passed),
-            str(t.failed),
-            str(t.errors),
-            _tokens(t.usage),
-            usd(t.cost_usd),
-            _tokens(t.judge_usage),
-            _judge_cost(t.judge_usage, t.judge_cost_usd),
-        ]
-    )
-    return rows
-
-
-def table(rows: list[list[str]], *, total: bool = True) -> list[str]:
-    """Aligned columns with a rule under the header and, when the last row is a `total`,
-    one above it."""
-    rows = [[terminal_safe(cell) for cell in row] for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    rule = "  ".join("-" * width for width in widths)
-    body = [*lines[1:-1], rule, lines[-1]] if total else lines[1:]
-    return [lines[0], rule, *body]
+    total = ["Total", str(t.evals), str(t.passed), str(t.failed), str(t.errors),
+             *spend_cells(t.usage, t.cost_usd, t.judge_usage, t.judge_cost_usd)]
+    return Table(SUMMARY_HEADER, rows, total)
 
 
 def summary(report: Report, out: TextIO) -> None:
     # A run of protocol suites only has no eval table (its own table comes before this).
-    for line in table(summary_rows(report)) if report.suites or not report.protocols else []:
+    for line in summary_table(report).lines() if report.suites or not report.protocols else []:
         print(line, file=out)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}", file=out)

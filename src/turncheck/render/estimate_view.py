@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from turncheck.engine.estimate import Estimate, Figures, SuiteEstimate
-from turncheck.render.console import table, terminal_safe
+from turncheck.render.table_model import Table, terminal_safe
 from turncheck.text.markdown import md_cell, md_text
 from turncheck.text.money import usd
 
@@ -62,7 +62,9 @@ def footer_lines(estimate: Estimate) -> list[str]:
 
 
 def console_lines(estimate: Estimate) -> list[str]:
-    return [terminal_safe(line) for line in [*table(rows(estimate)), *footer_lines(estimate)]]
+    header, *body, total = rows(estimate)
+    table = Table(header, body, total).lines()
+    return [terminal_safe(line) for line in [*table, *footer_lines(estimate)]]
 
 
 def _cell(text: str) -> str:

@@ -27,6 +27,15 @@ from turncheck.engine.calibration_report import CalibrationFileResult, SampleGra
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult, ProtocolTurn
 from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
 from turncheck.engine.results import CheckResult, Usage
+from turncheck.render.prompt_changes import (
+    SUMMARY_DIFF_LINES,
+    Change,
+    Sent,
+    prompt_changed,
+    sent_by_key,
+    setup_changes,
+    text_change,
+)
 from turncheck.text.environment import html_environment, render_template
 from turncheck.text.money import usd
 
@@ -55,6 +64,28 @@ class TurnView:
 
 
 @dataclass(frozen=True)
+class DiffLineView:
+    kind: str
+    """`add`, `del`, `hunk` or `ctx`: a CSS class, never a value from the report."""
+    text: str
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """Something the two sides sent differently: a prompt, the system prompt, the tools."""
+
+    title: str
+    summary: str
+    base: str
+    head: str
+    lines: list[DiffLineView]
+    """The diff; empty when both texts are short enough to read side by side."""
+    note: str = ""
+    folded: bool = False
+    """Both texts in full behind a click (they are long, or the diff says it)."""
+
+
+@dataclass(frozen=True)
 class TurnPair:
     number: int
     base: TurnView | None
@@ -62,6 +93,9 @@ class TurnPair:
     base_gap: str = ""
     """Why the base has no such turn, when it has none."""
     head_gap: str = ""
+    prompt_changed: bool = False
+    prompt_diff: ChangeView | None = None
+    """Set for a long changed prompt."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +126,8 @@ class RowView:
     """Why the row has its verdict (the comparison's reason), when known."""
     has_base: bool = False
     has_head: bool = False
+    changes: list[ChangeView] = field(default_factory=list)
+    """The system prompt and tools, where base and head differ."""
 
 
 @dataclass
@@ -166,12 +202,36 @@ def _gap(turns: Sequence[TurnResult]) -> str:
     return f"not sent: the conversation ended after turn {len(turns)}"
 
 
+_DIFF_KIND = {"+": "add", "-": "del", "@": "hunk"}
+
+
+def change_view(change: Change) -> ChangeView:
+    lines = [] if change.diff is None else \
+        [DiffLineView(_DIFF_KIND.get(line[:1], "ctx"), line) for line in change.diff.lines]
+    return ChangeView(title=f"{change.what[:1].upper()}{change.what[1:]} changed",
+                      summary=change.summary, base=_cut(change.base), head=_cut(change.head),
+                      lines=lines, note="" if change.diff is None else change.diff.note,
+                      folded=bool(lines) or not change.inline)
+
+
+def _pair(number: int, base: TurnResult | None, head: TurnResult | None,
+          base_gap: str, head_gap: str) -> TurnPair:
+    changed = prompt_changed(base, head)
+    diff = None
+    if changed and base is not None and head is not None:
+        change = text_change(f"turn {number} prompt", base.prompt, head.prompt,
+                             SUMMARY_DIFF_LINES)
+        diff = change_view(change) if change.diff is not None else None
+    return TurnPair(number=number, base=turn_view(base) if base is not None else None,
+                    head=turn_view(head) if head is not None else None, base_gap=base_gap,
+                    head_gap=head_gap, prompt_changed=changed, prompt_diff=diff)
+
+
 def pair_turns(base: Sequence[TurnResult], head: Sequence[TurnResult]) -> list[TurnPair]:
-    """Turn by turn: the base's n-th turn beside the head's n-th turn."""
-    return [TurnPair(number=i + 1,
-                     base=turn_view(base[i]) if i < len(base) else None,
-                     head=turn_view(head[i]) if i < len(head) else None,
-                     base_gap=_gap(base), head_gap=_gap(head))
+    """Turn by turn: the base's n-th turn beside the head's n-th turn, each with its own
+    prompt (a long changed prompt also as a diff)."""
+    return [_pair(i + 1, base[i] if i < len(base) else None,
+                  head[i] if i < len(head) else None, _gap(base), _gap(head))
             for i in range(max(len(base), len(head)))]
 
 
@@ -217,7 +277,9 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
 
 
 def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
-             verdict: str | None = None, transition: str = "") -> RowView:
+             verdict: str | None = None, transition: str = "",
+             sent: tuple[Sent | None, Sent | None] = (None, None)) -> RowView:
+    """`sent`: what base and head sent besides the turns' prompts, when both are known."""
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
     row = RowView(
@@ -228,6 +290,7 @@ def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | 
         base_samples=_eval_samples(base), head_samples=_eval_samples(head),
         error=head.error if head is not None else None,
         has_base=base is not None, has_head=head is not None,
+        changes=[change_view(c) for c in setup_changes(*sent, SUMMARY_DIFF_LINES)],
     )
     return row
 
@@ -241,21 +304,24 @@ def _evals_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
 def eval_rows(comparison: Comparison | None, base: Report | None,
               head: Report | None) -> list[RowView]:
     base_evals, head_evals = _evals_by_key(base), _evals_by_key(head)
+    base_sent, head_sent = sent_by_key(base), sent_by_key(head)
     if comparison is None:
         side = head if head is not None else base
         suites: list[SuiteResult] = side.suites if side is not None else []
         return [eval_row(s.path, e.name, base_evals.get((s.path, e.name)) if head else e,
-                         e if head else None)
+                         e if head else None,
+                         sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))))
                 for s in suites for e in s.evals]
     rows = []
     for suite in comparison.suites:
         base_path = suite.previous_path or suite.path
         for item in suite.evals:
+            base_key = (base_path, item.previous_name or item.name)
+            head_key = (suite.path, item.name)
             row = eval_row(
-                suite.path, item.name,
-                base_evals.get((base_path, item.previous_name or item.name)),
-                head_evals.get((suite.path, item.name)),
-                verdict=item.verdict.value, transition=item.label)
+                suite.path, item.name, base_evals.get(base_key), head_evals.get(head_key),
+                verdict=item.verdict.value, transition=item.label,
+                sent=(base_sent.get(base_key), head_sent.get(head_key)))
             if item.p_value is not None:
                 row.facts.append(f"adjusted p = {item.p_value:.3g}")
             row.why = item.verdict_reason

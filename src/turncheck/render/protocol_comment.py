@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turncheck.compare.comparison import SuiteState, Transition
+from turncheck.compare.comparison import Transition
 from turncheck.compare.protocol import (
     CaseComparison,
     ProtocolComparison,
@@ -18,20 +18,21 @@ from turncheck.compare.protocol import (
 )
 from turncheck.engine.protocol_report import CaseResult, ScorerResult
 from turncheck.engine.report import Report, Status
-from turncheck.text.money import MoneyRow, score_change, signed_int
+from turncheck.render.table_model import (
+    PROTOCOL_SUITE,
+    STATUS_ICON,
+    Capped,
+    Money,
+    samples_text,
+    suite_heading,
+)
+from turncheck.text.money import score_change
 from turncheck.text.money import usd as format_usd
 
 MAX_SUITES = 20
 MAX_CASES = 50
 MAX_CASES_COMPACT = 15
 MAX_TRANSCRIPTS = 10
-STATUS_ICON = {Status.PASS: "✅", Status.FAIL: "❌", Status.ERROR: "💥"}
-STATE = {
-    SuiteState.NEW: ("🆕", "new protocol suite"),
-    SuiteState.REMOVED: ("🗑️", "removed protocol suite"),
-    SuiteState.CHANGED: ("🧪", "protocol suite"),
-    SuiteState.RENAMED: ("🧪", "renamed protocol suite"),
-}
 AGGREGATE_LABELS = {
     "interactive_reasoning": "Interactive reasoning (weighted)",
     "final_f1": "Final hierarchy F1",
@@ -53,17 +54,8 @@ def _change_row(label: str, item: ScoreChange, has_base: bool) -> dict[str, str]
 def _aggregates(suite: ProtocolSuiteComparison, has_base: bool) -> list[dict[str, str]]:
     rows = [_change_row(label, suite.aggregates[name], has_base)
             for name, label in AGGREGATE_LABELS.items() if name in suite.aggregates]
-    base, head, delta = suite.base, suite.head, suite.delta
-    rows.append({"label": "Tokens", "base": "—" if base is None else f"{base.tokens:,}",
-                 "head": "—" if head is None else f"{head.tokens:,}",
-                 "delta": str(signed_int(delta.tokens)) if has_base else "—"})
-    # One money rule: base, head and Δ rounded alike, as in the comment's cost table.
-    money = MoneyRow.of(base.total_cost_usd if base else None,
-                        head.total_cost_usd if head else None, has_base and base is not None)
-    rows.append({"label": "Cost (model + judge)",
-                 "base": "—" if base is None else money.base,
-                 "head": "—" if head is None else money.head, "delta": money.delta})
-    return rows
+    money = Money(suite.base, suite.head, has_base)
+    return [*rows, money.tokens().cells(), money.total("Cost (model + judge)").cells()]
 
 
 def _case_label(case: CaseComparison) -> str:
@@ -72,7 +64,7 @@ def _case_label(case: CaseComparison) -> str:
     else:
         label = case.transition.value
     if case.head is not None and case.head.samples > 1:
-        label += f" · {case.head.passes}/{case.head.samples} samples pass"
+        label += f" · {samples_text(case.head.passes, case.head.samples, False, 'pass')}"
     return label + (" · 🎲 flaky" if case.flaky else "")
 
 
@@ -132,19 +124,18 @@ def _interesting(case: CaseComparison) -> bool:
 
 def _suite_view(suite: ProtocolSuiteComparison, head: Report, has_base: bool,
                 detail: int) -> dict[str, Any]:
-    icon, label = STATE[suite.state]
+    heading = suite_heading(PROTOCOL_SUITE, suite.state)
     cases = suite.cases
     if detail < 3:
         cases = [c for c in cases if _interesting(c)] or cases
-    limit = MAX_CASES if detail >= 3 else MAX_CASES_COMPACT
-    shown = cases[:limit]
+    shown = Capped.of(cases, MAX_CASES if detail >= 3 else MAX_CASES_COMPACT).shown
     results = next((p for p in head.protocols if p.path == suite.path), None)
     by_id = {c.id: c for c in results.cases} if results else {}
     transcripts = [_transcript(by_id[c.id]) for c in shown[:MAX_TRANSCRIPTS] if c.id in by_id]
     counts = suite.counts
     return {
         "name": suite.name, "path": suite.path, "previous_path": suite.previous_path,
-        "state_icon": icon, "state_label": label, "model": suite.model,
+        "state_icon": heading.icon, "state_label": heading.label, "model": suite.model,
         "summary": f"{counts.passed} of {counts.cases} cases pass"
         + (f" (threshold {suite.pass_threshold:g})" if suite.pass_threshold is not None else ""),
         "meta_note": suite.meta_cognition_note,
@@ -160,9 +151,9 @@ def protocol_view(protocols: ProtocolComparison | None, head: Report, has_base: 
     """What `protocol.md.j2` renders; empty `suites` when there are no protocol suites."""
     if protocols is None:
         return {"suites": [], "hidden_suites": 0, "detail": detail}
-    suites = protocols.suites[:MAX_SUITES]
+    suites = Capped.of(protocols.suites, MAX_SUITES)
     return {
-        "suites": [_suite_view(s, head, has_base, detail) for s in suites],
-        "hidden_suites": len(protocols.suites) - len(suites),
+        "suites": [_suite_view(s, head, has_base, detail) for s in suites.shown],
+        "hidden_suites": suites.hidden,
         "detail": detail,
     }

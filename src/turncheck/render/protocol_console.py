@@ -10,33 +10,28 @@ from turncheck.engine.protocol_report import (
     ProtocolAggregates,
     ScorerResult,
 )
-from turncheck.engine.report import Report, Status, Usage
-from turncheck.render.console import STATUS_LABEL, terminal_safe
-from turncheck.text.money import usd
+from turncheck.engine.report import Report, Status
+from turncheck.render.table_model import (
+    STATUS_LABEL,
+    Table,
+    console_heading,
+    exchange_lines,
+    or_dash,
+    print_lines,
+    samples_text,
+    short_cell,
+    spend_cells,
+)
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.protocol import ProtocolComparison
 
-MAX_SHOWN_CHARS = 1000
-
-
 def score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    return or_dash(value, lambda v: f"{v:.2f}")
 
 
 def signed(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.2f}"
-
-
-def _tokens(usage: Usage) -> str:
-    return f"{usage.input_tokens:,}/{usage.output_tokens:,}"
-
-
-def _shown(text: str, indent: str) -> str:
-    clipped = text if len(text) <= MAX_SHOWN_CHARS else (
-        text[:MAX_SHOWN_CHARS] + f" … ({len(text) - MAX_SHOWN_CHARS} more characters)"
-    )
-    return clipped.strip().replace("\n", "\n" + indent)
+    return or_dash(value, lambda v: f"{v:+.2f}")
 
 
 def scorer_line(result: ScorerResult) -> str:
@@ -48,31 +43,22 @@ def scorer_line(result: ScorerResult) -> str:
     return text
 
 
-def table(rows: list[list[str]], indent: str = "") -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    return [lines[0], indent + "  ".join("-" * w for w in widths), *lines[1:]]
-
-
 def case_outcome(case: CaseResult, threshold: float | None) -> str:
     irs = case.aggregates.interactive_reasoning
     if case.status is Status.ERROR:
-        return f"💥 ERROR: {case.error}"
+        return f"{STATUS_LABEL[Status.ERROR]}: {case.error}"
     if case.status is Status.FAIL:
-        return f"❌ FAIL (interactive reasoning {score(irs)} < {threshold:g})" if threshold \
-            is not None else "❌ FAIL"
+        fail = STATUS_LABEL[Status.FAIL]
+        return fail if threshold is None else \
+            f"{fail} (interactive reasoning {score(irs)} < {threshold:g})"
     return f"{STATUS_LABEL[Status.PASS]} (interactive reasoning {score(irs)})"
 
 
-def turn_table(case: CaseResult) -> list[list[str]]:
-    rows = [["Turn", "Variant", "Score", "Weight", "Tokens in/out", "Cost"]]
-    for turn in case.turns:
-        rows.append([f"{turn.turn} {turn.id}", turn.variant or "—", score(turn.score),
-                     f"{turn.weight:g}", _tokens(turn.usage), usd(turn.cost_usd)])
-    return rows
+def turn_table(case: CaseResult) -> Table:
+    return Table(["Turn", "Variant", "Score", "Weight", "Tokens in/out", "Cost"],
+                 [[f"{turn.turn} {turn.id}", or_dash(turn.variant), score(turn.score),
+                   f"{turn.weight:g}", *spend_cells(turn.usage, turn.cost_usd)]
+                  for turn in case.turns])
 
 
 def aggregate_line(case: CaseResult) -> str:
@@ -94,11 +80,10 @@ def case_lines(index: int, case: CaseResult, threshold: float | None,
         for turn in case.turns:
             variant = f" [variant {turn.variant}]" if turn.variant else ""
             yield f"  Turn {turn.turn} {turn.id}{variant}:"
-            yield f"    Prompt: {_shown(turn.prompt, '            ')}"
-            yield f"    Response: {_shown(turn.response, '              ')}"
+            yield from exchange_lines(turn.prompt, turn.response)
             for result in turn.scorers:
                 yield f"    {scorer_line(result)}"
-    yield from table(turn_table(case), "  ")
+    yield from turn_table(case).lines("  ")
     yield f"  {aggregate_line(case)}"
     yield f"  Overall: {case_outcome(case, threshold)}{samples_note(case)}"
 
@@ -109,9 +94,8 @@ def samples_note(case: CaseResult) -> str:
     repeats = case.repeats
     if repeats is None:
         return ""
-    flaky = ", flaky" if repeats.flaky else ""
     scores = " ".join(score(s.score) for s in case.samples)
-    return f" · {repeats.passes}/{repeats.samples} samples passed{flaky}; scores {scores}"
+    return f" · {samples_text(repeats.passes, repeats.samples, repeats.flaky)}; scores {scores}"
 
 
 def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
@@ -128,38 +112,36 @@ def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
 
 def transcript(report: Report, out: TextIO, full: bool = True) -> None:
     for suite in report.protocols:
-        header = (f"== {suite.path} — {suite.name} ({suite.model} via {suite.provider}, "
-                  f"{report.mode}, protocol)")
-        print(terminal_safe(header), file=out)
+        print_lines([console_heading(suite.path, suite.name,
+                                     f"{suite.model} via {suite.provider}", report.mode,
+                                     "protocol")], out)
         for index, case in enumerate(suite.cases, 1):
-            for line in case_lines(index, case, suite.pass_threshold, full):
-                print(terminal_safe(line), file=out)
-        for line in suite_aggregate_lines(suite.aggregates):
-            print(terminal_safe(line), file=out)
+            print_lines(case_lines(index, case, suite.pass_threshold, full), out)
+        print_lines(suite_aggregate_lines(suite.aggregates), out)
         print(file=out)
 
 
-def summary_rows(report: Report) -> list[list[str]]:
-    rows = [["Protocol", "Cases", "Pass", "Fail", "Error", "Reasoning", "Final F1",
-             "Self-corr.", "Meta r", "Tokens in/out", "Cost", "Judge tokens", "Judge cost"]]
+SUMMARY_HEADER = ["Protocol", "Cases", "Pass", "Fail", "Error", "Reasoning", "Final F1",
+                  "Self-corr.", "Meta r", "Tokens in/out", "Cost", "Judge tokens", "Judge cost"]
+
+
+def summary_table(report: Report) -> Table:
+    rows = []
     for suite in report.protocols:
         a = suite.aggregates
         rows.append([
             suite.name, str(a.cases), str(a.passed), str(a.failed), str(a.errors),
             score(a.interactive_reasoning), score(a.final_f1), signed(a.self_correction),
             "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}",
-            _tokens(suite.usage), usd(suite.cost_usd), _tokens(suite.judge_usage),
-            "—" if suite.judge_usage.total == 0 and suite.judge_cost_usd == 0
-            else usd(suite.judge_cost_usd),
+            *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd),
         ])
-    return rows
+    return Table(SUMMARY_HEADER, rows)
 
 
 def summary(report: Report, out: TextIO) -> None:
     if not report.protocols:
         return
-    for line in table([[terminal_safe(c) for c in row] for row in summary_rows(report)]):
-        print(line, file=out)
+    print_lines(summary_table(report).lines(), out)
     print(file=out)
 
 
@@ -168,18 +150,13 @@ def failed(report: Report) -> bool:
     return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
 
 
-def _cell(text: str, limit: int = 60) -> str:
-    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[str]:
     """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
     if protocols is None:
         return
     from turncheck.render.severity import verdict_suffix  # loads the comparison (scipy)
 
-    rows = [["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"]]
+    rows = []
     for suite in protocols.suites:
         for case in suite.cases:
             label = case.transition.value + (" [REGRESSION]" if case.regression else "")
@@ -189,12 +166,13 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
                 if turn.base_variant and turn.head_variant and turn.base_variant != \
                         turn.head_variant:
                     variant = f"{turn.base_variant}→{turn.head_variant}"
-                rows.append([_cell(suite.path), _cell(case.id), label, _cell(turn.id),
-                             _cell(variant), f"{score(turn.base)}→{score(turn.head)}",
-                             signed(turn.delta)])
+                rows.append([short_cell(suite.path), short_cell(case.id), label,
+                             short_cell(turn.id), short_cell(variant),
+                             f"{score(turn.base)}→{score(turn.head)}", signed(turn.delta)])
     yield ""
-    yield from (line for line in table(rows))
+    yield from Table(["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"],
+                     rows).lines()
     for suite in protocols.suites:
         parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
                  f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
-        yield f"{_cell(suite.path)}: " + "; ".join(parts)
+        yield f"{short_cell(suite.path)}: " + "; ".join(parts)

@@ -12,11 +12,12 @@ annotations all read these groups, in this order of severity.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from turncheck.compare.comparison import Comparison, EvalComparison, Transition
+from turncheck.compare.comparison import Comparison, EvalComparison, EvalSide, Transition
+from turncheck.compare.policy import FailOn, FailReason
 from turncheck.compare.protocol import CaseComparison, CaseSide
 from turncheck.compare.rows import SampleSide
 from turncheck.engine.report import Status
@@ -28,6 +29,7 @@ class Group(StrEnum):
     BROKEN = "broken"
     LIKELY_REGRESSION = "likely-regression"
     LATER_TURN = "later-turn"
+    NOT_RUN = "not-run"
     IMPROVEMENT = "improvement"
     FIXED = "fixed"
     EARLIER_TURN = "earlier-turn"
@@ -44,11 +46,12 @@ ICON = {
     Group.ERROR: "💥", Group.REGRESSION: "🔻", Group.LIKELY_REGRESSION: "🔸",
     Group.IMPROVEMENT: "🔺", Group.BROKEN: "🔴", Group.FIXED: "🟢",
     Group.LATER_TURN: "⏬", Group.EARLIER_TURN: "⏫", Group.INCONCLUSIVE: "❔",
-    Group.UNRELIABLE_BASELINE: "⚠️",
+    Group.UNRELIABLE_BASELINE: "⚠️", Group.NOT_RUN: "⏭️",
     Group.NEW: "🆕", Group.REMOVED: "🗑️", Group.STILL_FAILING: "❌", Group.UNCHANGED: "⚪",
 }
 TITLE = {
-    Group.ERROR: "Errors", Group.REGRESSION: "Regressions",
+    Group.ERROR: "Not judged: errors (infrastructure, not the model)",
+    Group.NOT_RUN: "Not run: budget stop", Group.REGRESSION: "Regressions",
     Group.LIKELY_REGRESSION: "Likely regressions", Group.IMPROVEMENT: "Improvements",
     Group.BROKEN: "Broke", Group.FIXED: "Fixed", Group.LATER_TURN: "Later turn",
     Group.EARLIER_TURN: "Earlier turn",
@@ -57,7 +60,7 @@ TITLE = {
     Group.UNCHANGED: "Unchanged",
 }
 NEWS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
-        Group.LATER_TURN, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
+        Group.LATER_TURN, Group.NOT_RUN, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
         Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
 """Groups that are news; still-failing and unchanged evals are not."""
 
@@ -92,18 +95,48 @@ class Finding:
     error: str | None = None
     base_turn: int | None = None
     head_turn: int | None = None
+    head_failed: bool = False
+    """The head eval or case failed (not errored, not skipped)."""
+    head_turns: int = 0
+    """Turns the head conversation took (a budget-stopped one: the turns before it)."""
 
     @property
     def icon(self) -> str:
         return ICON[self.group]
 
 
+WORSE = (Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION, Group.LATER_TURN)
+_GATED_GROUPS = {
+    FailOn.REGRESSION: (Group.REGRESSION,), FailOn.BROKEN: (Group.BROKEN,),
+    FailOn.LATER_TURN: (Group.LATER_TURN,), FailOn.LIKELY_REGRESSION: WORSE,
+    FailOn.ERROR: (Group.ERROR,),
+}
+
+
+def fails_check(finding: Finding, conditions: Collection[FailOn]) -> bool:
+    """Whether `finding` is one of the rows that make the check fail under `conditions`
+    (the fail-on conditions that fired)."""
+    if any(finding.group in _GATED_GROUPS.get(c, ()) for c in conditions):
+        return True
+    return (FailOn.FLAKY in conditions and finding.flaky) or \
+        (FailOn.FAILURE in conditions and finding.head_failed)
+
+
+def fired(reasons: Sequence[str]) -> list[FailOn]:
+    """The conditions behind the check's fail reasons, in order (a reason made outside
+    `fail_reasons`, plain text, names none)."""
+    return list(dict.fromkeys(r.condition for r in reasons if isinstance(r, FailReason)))
+
+
 def eval_group(item: EvalComparison | CaseComparison) -> Group:
     """The group of an eval or a protocol case: error, else its verdict's, else (for
     comparisons made before verdicts existed) its transition's."""
     head = item.head_status
-    if head is Status.ERROR or getattr(item, "verdict_cause", None) == "errors":
+    cause = getattr(item, "verdict_cause", None)
+    if head is Status.ERROR or cause == "errors":
         return Group.ERROR
+    if head is Status.SKIPPED or cause in ("budget", "skipped"):
+        return Group.NOT_RUN  # a budget stopped it: neither a pass nor a fail
     verdict = getattr(item, "verdict", None)
     if isinstance(verdict, str) and verdict in _BY_VERDICT:
         return _BY_VERDICT[verdict]
@@ -124,7 +157,7 @@ def _by_transition(transition: Transition, regression: bool, head: Status | None
     if transition is Transition.ERRORED:
         return Group.ERROR
     if transition is Transition.SKIPPED:
-        return Group.INCONCLUSIVE  # a budget stopped it: neither a pass nor a fail
+        return Group.NOT_RUN
     return _quiet(head)
 
 
@@ -141,6 +174,10 @@ def eval_change(item: EvalComparison) -> str:
     if base is not None and item.verdict_cause == "errors":
         return f"base errors ({base.errored} of {base.errored + base.samples} samples)" \
             ": not judged"
+    if head.status is Status.SKIPPED:
+        return _not_run(head.turns)
+    if _taken(head) > 1 or (base is not None and _taken(base) > 1):
+        return _repeated_change(base, head)
     now = _outcome(head.status, head.passed_on_turn, head.turns)
     if base is None:
         return f"new: {now}"
@@ -150,6 +187,28 @@ def eval_change(item: EvalComparison) -> str:
         return f"now passes on turn {head.passed_on_turn} (was {base.passed_on_turn})"
     was = _outcome(base.status, base.passed_on_turn, base.turns)
     return f"now {now} (was: {was})"
+
+
+def _not_run(turns: int) -> str:
+    if not turns:
+        return "not run: a budget stopped it before its first turn"
+    return f"not run: a budget stopped it after turn {turns} (the next turn was never sent)"
+
+
+def _repeated_change(base: EvalSide | None, head: EvalSide) -> str:
+    """A repeated eval's status change: its samples pass on different turns, so no single
+    turn is named (the evidence gives their distribution)."""
+    now = _status_word(head.status)
+    if base is None:
+        return f"new: {now}"
+    if base.status is head.status:
+        return now
+    return f"now {now} (was: {_status_word(base.status)})"
+
+
+def _status_word(status: Status) -> str:
+    return {Status.PASS: "passes", Status.FAIL: "fails", Status.ERROR: "errors",
+            Status.SKIPPED: "skipped (budget)"}[status]
 
 
 def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
@@ -163,14 +222,18 @@ def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
 
 
 def _evidence(item: EvalComparison | CaseComparison) -> str | None:
-    """`9/10 → 2/10 samples pass, p = 0.003` for evals; for protocol cases the mean
-    score too: `mean score 0.95 → 0.47, 10/10 → 3/10 samples pass, p = 0.002`."""
+    """The statistics behind a repeated row's verdict: the pass rate base → head with its
+    95 % interval, both p-values labelled, and (evals) the turn-of-pass distribution:
+    `pass rate 100% [84–100%] → 45% [26–66%] (20/20 → 9/20 samples) · adjusted p =
+    0.0004 (raw p = 0.0001) · turn of pass: base 1 ×20 → head 1 ×7, 2 ×2, failed ×11`.
+    A protocol case leads with its mean score."""
     base, head = item.base, item.head
     if base is None or head is None:
         return None
     if max(_taken(base), _taken(head)) <= 1:  # one sample a side: no news
         return None
-    text = f"{base.passes}/{base.samples} → {head.passes}/{head.samples} samples pass"
+    text = f"pass rate {_rate(base)} → {_rate(head)} " \
+        f"({base.passes}/{base.samples} → {head.passes}/{head.samples} samples)"
     unusable = [f"{side} {n} {what}" for side, found in (("base", base), ("head", head))
                 for n, what in ((found.errored, "errored"), (found.skipped, "skipped")) if n]
     if unusable:
@@ -178,8 +241,36 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
     if isinstance(item, CaseComparison) and isinstance(base, CaseSide) \
             and isinstance(head, CaseSide) and None not in (base.mean_score, head.mean_score):
         text = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {text}"
-    p_value = item.p_value
-    return text if p_value is None else f"{text}, p = {p_value:.3g}"
+    parts = [text]
+    if item.p_value is not None:
+        parts.append(p_values(item))
+    if isinstance(base, EvalSide) and isinstance(head, EvalSide) and head.turn_of_pass:
+        parts.append(f"turn of pass: base {_turns(base.turn_of_pass)} → "
+                     f"head {_turns(head.turn_of_pass)}")
+    return " · ".join(parts)
+
+
+def p_values(item: EvalComparison | CaseComparison) -> str:
+    """`adjusted p = 0.004 (raw p = 0.001)`: the verdict `regression` is decided on the
+    first, `likely-regression` on the second."""
+    adjusted = f"adjusted p {_p(item.p_value)}"
+    return adjusted if item.p_raw is None else f"{adjusted} (raw p {_p(item.p_raw)})"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else "< 0.001" if value < 0.001 else f"= {value:.2g}"
+
+
+def _rate(side: SampleSide) -> str:
+    if not side.samples:
+        return "n/a"
+    return f"{side.passes / side.samples:.0%} " \
+        f"[{side.pass_rate_low * 100:.0f}–{side.pass_rate_high:.0%}]"
+
+
+def _turns(turn_of_pass: dict[str, int]) -> str:
+    return ", ".join(f"failed ×{n}" if turn == "fail" else f"{turn} ×{n}"
+                     for turn, n in turn_of_pass.items()) or "none"
 
 
 def _taken(side: SampleSide) -> int:
@@ -187,8 +278,9 @@ def _taken(side: SampleSide) -> int:
 
 
 def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
-    """` · regression (9/10 → 2/10, p = 0.003)` for text tables: the tier when it is news,
-    with the samples behind it (and a protocol case's mean scores) when repeated."""
+    """` · regression (9/10 → 2/10, adjusted p = 0.003 (raw p = 0.001))` for text tables:
+    the tier when it is news, with the samples behind it (and a protocol case's mean
+    scores) when repeated."""
     if item.verdict.value in ("unchanged", "new", "removed"):
         return ""
     label = f" · {item.verdict.value}"
@@ -196,8 +288,7 @@ def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
     if item.p_value is None or base is None or head is None \
             or max(base.samples, head.samples) <= 1:
         return label
-    figures = f"{base.passes}/{base.samples} → {head.passes}/{head.samples}, " \
-        f"p = {item.p_value:.3g}"
+    figures = f"{base.passes}/{base.samples} → {head.passes}/{head.samples}, {p_values(item)}"
     if isinstance(base, CaseSide) and isinstance(head, CaseSide) \
             and base.mean_score is not None and head.mean_score is not None:
         figures = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {figures}"
@@ -225,7 +316,7 @@ def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
             change=f"pass rate {way} {abs(suite.pass_rate_change) * 100:.1f} points on "
                    f"average over its {judged} evals (suite-level test)",
             base_cost=None, head_cost=None, has_base=True,
-            evidence=None if suite.p_value is None else f"p = {suite.p_value:.3g}",
+            evidence=None if suite.p_value is None else f"adjusted p {_p(suite.p_value)}",
         )
 
 
@@ -241,6 +332,8 @@ def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
                 evidence=_evidence(item), error=item.error,
                 base_turn=item.base.passed_on_turn if item.base else None,
                 head_turn=item.head.passed_on_turn if item.head else None,
+                head_failed=item.head_status is Status.FAIL,
+                head_turns=item.head.turns if item.head else 0,
             )
 
 
@@ -255,7 +348,7 @@ def _case_findings(comparison: Comparison) -> Iterator[Finding]:
                 base_cost=case.base.total_cost_usd if case.base else None,
                 head_cost=case.head.total_cost_usd if case.head else None,
                 has_base=case.base is not None, flaky=case.flaky, evidence=_evidence(case),
-                error=case.error,
+                error=case.error, head_failed=case.head_status is Status.FAIL,
             )
 
 

@@ -273,6 +273,9 @@ class Decision:
     reason: str
     cause: str | None = None
     """Why an inconclusive row could not be judged: `errors`, `budget`, `skipped`."""
+    p_raw: float | None = None
+    """The unadjusted p-value of the row's own test (worse direction for regressions,
+    likely regressions and unchanged rows; better for improvements)."""
 
 
 def decide(evidence: Sequence[Evidence],
@@ -304,8 +307,9 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
     worse, better = adjusted
     raw = evidence.test.worse
 
-    def decision(verdict: Verdict, reason: str, p: float = worse) -> Decision:
-        return Decision(verdict, p, worse, better, reason)
+    def decision(verdict: Verdict, reason: str, p: float = worse,
+                 p_raw: float = raw) -> Decision:
+        return Decision(verdict, p, worse, better, reason, p_raw=p_raw)
 
     if evidence.worse_effect:
         if evidence.base_unreliable:
@@ -318,8 +322,9 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
     if evidence.better_effect:
         if better <= settings.alpha:
             return decision(Verdict.IMPROVEMENT, f"better, adjusted p ≤ {settings.alpha:g}",
-                            better)
-        return decision(Verdict.INCONCLUSIVE, "better, but too few samples to tell", better)
+                            better, evidence.test.better)
+        return decision(Verdict.INCONCLUSIVE, "better, but too few samples to tell", better,
+                        evidence.test.better)
     return decision(Verdict.UNCHANGED, "no change of at least the minimum effect")
 
 
