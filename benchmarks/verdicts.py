@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import itertools
 import math
 import multiprocessing
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from turncheck.compare.comparison import compare_reports  # noqa: E402
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
+from turncheck.compare.pool import BasePool, pool_reports  # noqa: E402
 from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
 from turncheck.engine.report import (  # noqa: E402
     EvalResult,
@@ -64,6 +66,10 @@ MIXTURE = (1.0,) * 8 + (0.99,) * 2 + (0.95,) * 3 + (0.9,) * 3 + (0.8,) * 2 + (0.
 MAX_SAMPLES = 60
 """Length of every sample stream: the largest repeat / max_repeat measured."""
 SEED_OFFSET = 1
+HISTORY_RUNS = 5
+"""Pooled-base cells: main's trusted runs of the base commit pooled into the base side
+(each `repeat: 20`, each with its own run-level drift); the PR samples its head only."""
+HISTORY_REPEAT = 20
 """The suites' `seed` (sample i sends SEED_OFFSET + i): recorded, never drawn from."""
 
 Chances = tuple[float, ...]
@@ -125,10 +131,14 @@ class Sampling:
 
     repeat: int | None
     max_repeat: int
+    pooled: bool = False
+    """The base side is HISTORY_RUNS runs of main pooled (`compare.pool`); only the head
+    is sampled, alone (`repeat: auto` stops on the head's own samples)."""
 
     @property
     def label(self) -> str:
-        return f"repeat {self.repeat}" if self.repeat else f"auto<={self.max_repeat}"
+        plain = f"repeat {self.repeat}" if self.repeat else f"auto<={self.max_repeat}"
+        return f"pooled base, head {plain}" if self.pooled else plain
 
     @property
     def plan(self) -> RepeatPlan:
@@ -137,6 +147,10 @@ class Sampling:
 
 FIXED_20 = Sampling(20, 20)
 AUTO_20 = Sampling(None, 20)
+POOLED_FIXED_20 = Sampling(20, 20, pooled=True)
+POOLED_AUTO_30 = Sampling(None, 30, pooled=True)
+"""Head only, `repeat: auto` up to 30: with the base reused, a PR can afford more head
+samples than fixed 20 on both sides and still spend under half its calls."""
 
 
 def looks_of(base: Sequence[object], head: Sequence[object], sampling: Sampling
@@ -149,6 +163,8 @@ def looks_of(base: Sequence[object], head: Sequence[object], sampling: Sampling
     its own samples (`more_samples`), as two separate `turncheck run`s do."""
     if sampling.repeat is not None:
         return [sampling.repeat], [sampling.repeat]
+    if sampling.pooled:
+        return [], head_looks(head, sampling.max_repeat)
     joint = getattr(adaptive, "joint_more_samples", None)
     looks: tuple[list[int], list[int]] = ([], [])
     sides = (base, head)
@@ -164,6 +180,14 @@ def looks_of(base: Sequence[object], head: Sequence[object], sampling: Sampling
         for sizes, more in zip(looks, wanted, strict=True):
             if more > 0:
                 sizes.append(more)
+
+
+def head_looks(head: Sequence[object], max_repeat: int) -> list[int]:
+    """The looks of a head sampled alone (`adaptive.more_samples`)."""
+    looks: list[int] = []
+    while (more := adaptive.more_samples(list(head[:sum(looks)]), max_repeat)) > 0:
+        looks.append(more)
+    return looks
 
 
 # -- drawing samples -----------------------------------------------------------------
@@ -256,11 +280,26 @@ def calls_of(outcomes: np.ndarray, turns: int, fault: str | None) -> int:
     return int(np.where(outcomes > 0, outcomes, turns).sum())
 
 
-def report_of(suite: list[EvalResult]) -> Report:
+def report_of(suite: list[EvalResult], commit: str | None = None) -> Report:
     results = SuiteResult(path="bench.eval.yaml", name="bench", model="m", provider="openai",
                           cassette=None, evals=suite)
     return Report(turncheck_version="bench", mode="live", price_source=PRICES,
-                  suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0)
+                  suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0,
+                  commit=commit)
+
+
+HISTORY_PLAN = RepeatPlan(HISTORY_REPEAT, HISTORY_REPEAT, None)
+
+
+def pooled_base(scenario: Scenario, history: np.ndarray) -> tuple[Report, BasePool]:
+    """The library's pooled base of main's runs; `history`: (HISTORY_RUNS, evals,
+    MAX_SAMPLES) streams, each run's first HISTORY_REPEAT samples taken."""
+    runs = []
+    for run in history:
+        suite = [combined(f"e{i}", sorted(int(t) for t in run[i][:HISTORY_REPEAT]), None,
+                          HISTORY_PLAN) for i in range(scenario.evals)]
+        runs.append(report_of(suite, commit="base"))
+    return pool_reports(runs, base_commit="base")
 
 
 @dataclass
@@ -275,22 +314,28 @@ class PrOutcome:
 
 def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.ndarray
            ) -> PrOutcome:
-    """Sample, combine and compare one PR; `base`/`head`: (evals, MAX_SAMPLES) streams."""
+    """Sample, combine and compare one PR; `base`/`head`: (evals, MAX_SAMPLES) streams
+    (`base`: (HISTORY_RUNS, evals, MAX_SAMPLES) main's runs when the base is pooled)."""
     suites: tuple[list[EvalResult], list[EvalResult]] = ([], [])
     calls = [0, 0]
     faults = (None, scenario.fault)
     for index in range(scenario.evals):
         name = f"e{index}"
-        streams = (base[index], head[index])
-        seen = [[outcome_of(sample_of(name, int(t), fault)) for t in stream]
-                for stream, fault in zip(streams, faults, strict=True)]
+        streams = (base[0][index] if sampling.pooled else base[index], head[index])
+        seen = [[] if sampling.pooled and side == 0 else
+                [outcome_of(sample_of(name, int(t), fault)) for t in stream]
+                for side, (stream, fault) in enumerate(zip(streams, faults, strict=True))]
         looks = looks_of(seen[0], seen[1], sampling)
-        for side in (0, 1):
+        for side in (1,) if sampling.pooled else (0, 1):
             outcomes = in_look_order(streams[side], looks[side])
             suites[side].append(combined(name, outcomes, faults[side], sampling.plan))
             turns = len((scenario.base, scenario.head)[side][index])
             calls[side] += calls_of(np.asarray(outcomes, dtype=int), turns, faults[side])
-    comparison = compare_reports(report_of(suites[0]), report_of(suites[1]))
+    if sampling.pooled:
+        base_report, pool = pooled_base(scenario, base)
+        comparison = compare_reports(base_report, report_of(suites[1]), base_pool=pool)
+    else:
+        comparison = compare_reports(report_of(suites[0]), report_of(suites[1]))
     return PrOutcome(
         verdicts=[e.verdict for s in comparison.suites for e in s.evals],
         head_statuses=[e.status for e in suites[1]],
@@ -300,7 +345,8 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
     )
 
 
-PURE_TESTS = ("turn_shift_test", "fisher_worse", "fisher_better", "stratified_shift_test")
+PURE_TESTS = ("turn_shift_test", "fisher_worse", "fisher_better", "stratified_shift_test",
+              "predictive_test")
 """The library's exact tests: pure functions of their arguments, called with the same
 samples again and again across PRs, so memoised (wherever a module imported them)."""
 
@@ -367,15 +413,20 @@ class Tally:
     """Per PR: the figure the cell is about (for paired comparisons across cells)."""
 
 
-def stream_seed(scenario: Scenario, seed: int) -> int:
-    """Same scenario, same stream, whatever the sampling (common random numbers)."""
-    return int.from_bytes(scenario.name.encode()[:16].ljust(16, b"\0"), "big") % 2**31 + seed
+def stream_seed(scenario: Scenario, seed: int, pooled: bool = False) -> int:
+    """Same scenario, same stream, whatever the sampling (common random numbers); every
+    scenario its own stream (a digest of its whole name), the pooled-base cells too."""
+    digest = hashlib.sha256(f"{scenario.name}|{'pooled' if pooled else ''}|{seed}".encode())
+    return int.from_bytes(digest.digest()[:8], "big")
 
 
 def run_cell(cell: Cell) -> tuple[str, Tally]:
     memoise_tests()
-    rng = np.random.default_rng(stream_seed(cell.scenario, cell.seed))
-    base = draw_outcomes(cell.scenario.base, cell.prs, rng, cell.scenario.drift)
+    rng = np.random.default_rng(stream_seed(cell.scenario, cell.seed, cell.sampling.pooled))
+    runs = HISTORY_RUNS if cell.sampling.pooled else 1
+    base = draw_outcomes(cell.scenario.base, cell.prs * runs, rng, cell.scenario.drift)
+    if cell.sampling.pooled:
+        base = base.reshape(cell.prs, runs, *base.shape[1:])
     head = draw_outcomes(cell.scenario.head, cell.prs, rng, cell.scenario.drift)
     tally = Tally()
     for pr in range(cell.prs):
@@ -447,17 +498,42 @@ def size_for(scenario: Scenario, prs: int) -> int:
     return prs
 
 
-def cells(prs: int, seed: int) -> list[Cell]:
+POOLED_SCENARIOS = (
+    "null 1 eval at 0.9", "null 20 mixture", "null 20 mixture, 3 turns", "null 20 at 0.5",
+    "null 20 mixture, drift 0.25", "0.9->0.5 in 20 mixture", "0.9->0.7 in 20 mixture",
+    "0.95->0.8 in 20 mixture", "1->0.8 in 20 mixture", "turn shift 1->2 in 20 mixture",
+    "outage at head, 20 mixture", "budget stop at head, 20 mixture",
+)
+"""Scenarios also measured with a pooled base (main's runs reused, head-only spend)."""
+POOLED_FIXED_SCENARIOS = ("null 20 mixture", "null 20 mixture, drift 0.25",
+                          "0.9->0.5 in 20 mixture")
+POOLED_FULL_SIZE = ("null 20 mixture", "null 20 mixture, drift 0.25",
+                    "0.9->0.5 in 20 mixture", "1->0.8 in 20 mixture")
+"""Their pooled `auto` cells run at full size; the other pooled cells at half (CPU: each
+PR pools 5 reports)."""
+
+
+def cells(prs: int, seed: int, only: str | None = None) -> list[Cell]:
     planned = []
     for scenario in scenarios().values():
         samplings = [FIXED_20, AUTO_20]
+        if scenario.name in POOLED_SCENARIOS:
+            samplings.append(POOLED_AUTO_30)
+        if scenario.name in POOLED_FIXED_SCENARIOS:
+            samplings.append(POOLED_FIXED_20)
         if scenario.changed is not None and scenario.evals == 1 and "turn" not in scenario.name:
             before_after = scenario.name.split(" ")[0]
             if any(before_after == f"{b:g}->{a:g}" for b, a in MONOTONE_CHANGES):
                 samplings = [*(Sampling(n, n) for n in MONOTONE_REPEATS),
                              *(Sampling(None, n) for n in MONOTONE_REPEATS)]
         for sampling in samplings:
-            planned.append(Cell(scenario, sampling, size_for(scenario, prs), seed))
+            size = size_for(scenario, prs)
+            if sampling.pooled and (scenario.name not in POOLED_FULL_SIZE
+                                    or sampling.repeat is not None):
+                size = max(2, size // 2)
+            cell = Cell(scenario, sampling, size, seed)
+            if only is None or only in cell.key:
+                planned.append(cell)
     return planned
 
 
@@ -498,10 +574,10 @@ def false_alarms(results: Results, printed: Printed) -> None:
     for key, tally in results.items():
         if not key.startswith("null"):
             continue
-        drift = "drift" in key
-        target = "info (no history)" if drift else "<= 5%"
+        no_history = "drift" in key and "pooled" not in key
+        target = "info (no history)" if no_history else "<= 5%"
         printed.row(key, rate_text(tally.flagged, tally.prs), target,
-                    None if drift else at_most(tally.flagged, tally.prs, 0.05))
+                    None if no_history else at_most(tally.flagged, tally.prs, 0.05))
     print("\nThe default gate (`fail-on: invalid,failure`) on the same identical PRs "
           "(item 9: <= alpha; shown, not one of the Targets)")
     for key, tally in results.items():
@@ -511,8 +587,8 @@ def false_alarms(results: Results, printed: Printed) -> None:
 
 def detection(results: Results, printed: Printed) -> None:
     print("\nDetection: the changed eval's verdict is `regression`")
-    targets = {f"0.9->0.5 in 20 mixture | {AUTO_20.label}": 0.80,
-               f"1->0.8 in 20 mixture | {AUTO_20.label}": 0.50}
+    targets = {f"0.9->0.5 in 20 mixture | {POOLED_AUTO_30.label}": 0.80,
+               f"1->0.8 in 20 mixture | {POOLED_AUTO_30.label}": 0.50}
     for key, tally in results.items():
         if tally.prs == 0 or not any(key.startswith(f"{b:g}->{a:g}") or key.startswith("turn")
                                      for b, a in CHANGES):
@@ -527,7 +603,9 @@ def detection(results: Results, printed: Printed) -> None:
                         rate_text(tally.false_regression, tally.prs), "info")
     key = "diffuse 0.95->0.85 over 20"
     for sampling in (FIXED_20, AUTO_20):
-        tally = results[f"{key} | {sampling.label}"]
+        tally = results.get(f"{key} | {sampling.label}")
+        if tally is None:
+            continue
         printed.row(f"{key} | {sampling.label}: PR flagged",
                     rate_text(tally.flagged, tally.prs), ">= 95%",
                     at_least(tally.flagged, tally.prs, 0.95))
@@ -567,7 +645,10 @@ def monotone(results: Results, printed: Printed) -> None:
     for before, after in MONOTONE_CHANGES:
         for auto in (False, True):
             steps = [Sampling(None if auto else n, n) for n in MONOTONE_REPEATS]
-            tallies = [results[f"{before:g}->{after:g} alone | {s.label}"] for s in steps]
+            found = [results.get(f"{before:g}->{after:g} alone | {s.label}") for s in steps]
+            tallies = [t for t in found if t is not None]
+            if len(tallies) < len(steps):
+                continue
             figures = " ".join(f"{t.changed_regression / t.prs:.0%}" for t in tallies)
             worst = min(exact_drop_p(a.detected, b.detected)
                         for a, b in itertools.pairwise(tallies))
@@ -576,29 +657,36 @@ def monotone(results: Results, printed: Printed) -> None:
             printed.row(label, figures, "monotone", worst > MONOTONE_LEVEL)
 
 
+CALLS_TARGET = f"0.9->0.5 in 20 mixture | {POOLED_AUTO_30.label}"
+"""The cell whose calls the target "<= 50 % of fixed 20 on both sides" is about."""
+
+
 def calls(results: Results, printed: Printed) -> None:
-    print("\nProvider calls per PR (both sides, and head only: what a PR spends when its "
-          "base report is reused), as a share of fixed repeat 20 on both sides")
+    print("\nProvider calls per PR as a share of fixed repeat 20 on both sides: both sides "
+          "sampled (auto), or head only (a pooled base of main's runs is reused)")
     for key, tally in results.items():
         scenario, _, sampling = key.partition(" | ")
         fixed = results.get(f"{scenario} | {FIXED_20.label}")
-        if sampling != AUTO_20.label or fixed is None or fixed.base_calls + fixed.head_calls == 0:
+        if sampling in (FIXED_20.label,) or fixed is None \
+                or fixed.base_calls + fixed.head_calls == 0 or "alone" in scenario:
             continue
         full = (fixed.base_calls + fixed.head_calls) / fixed.prs
-        both = (tally.base_calls + tally.head_calls) / tally.prs
-        head = tally.head_calls / tally.prs
-        target = scenario == "0.9->0.5 in 20 mixture"
-        printed.row(f"{scenario}: auto", f"{both:7.1f} ({both / full:4.0%}), head "
-                    f"{head:6.1f} ({head / full:4.0%})",
-                    "head <= 50%" if target else "info",
-                    head / full <= 0.5 if target else None)
+        spent = (tally.base_calls + tally.head_calls) / tally.prs
+        target = key == CALLS_TARGET
+        printed.row(key, f"{spent:7.1f} ({spent / full:4.0%})",
+                    "<= 50%" if target else "info", spent / full <= 0.5 if target else None)
 
 
 LEFT_OUT = (
     "3-turn evals are measured with identical base and head (false alarms, calls); the "
     "changed-eval cells are single-turn, the turn-of-pass shift is the multi-turn change.",
     "drift sigma 0.25 is measured on the 20-eval mixture only; its <= 5% target applies "
-    "when main's history estimates the over-dispersion, which this harness has no input for.",
+    f"with a pooled base, where main's history ({HISTORY_RUNS} runs of repeat "
+    f"{HISTORY_REPEAT}, each with its own drift) estimates it; without history it is info.",
+    "pooled-base cells draw a fresh history per PR (as if every PR had its own base "
+    "commit); PRs sharing one base share its history, and so their verdicts' errors.",
+    "with a pooled base the suite-level (stratified) test is not run: the shared drift of "
+    "a run would make it fire; the diffuse-drop target is for both sides sampled.",
     "the fixed-vs-auto monotonicity sweep (repeat 10..60) runs on the single-eval changes "
     "0.95->0.8 and 0.9->0.7 only (the gate on observed effect bites there).",
     "the action target (1,000 x 3 at 100 ms, <= 1.15x one side) is measured by "
@@ -631,10 +719,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--only", help="only the cells whose name contains this text")
     args = parser.parse_args(argv)
     prs = 3 if args.quick else args.prs
     started, load = time.perf_counter(), os.getloadavg()
-    planned = cells(prs, args.seed)
+    planned = cells(prs, args.seed, args.only)
     print(f"load average at start: {load[0]:.2f}; {len(planned)} cells, {prs} PRs per cell, "
           f"seed {args.seed}; rates with their Wilson 95 % interval over the PRs")
     results = run_all(planned, args.workers)

@@ -244,3 +244,43 @@ def test_many_pull_request_artifacts_cannot_push_the_baseline_out(
     assert not github_fake.requests_matching("GET", r"/actions/runs/6\d\d")
     [comment] = github_fake.comments_on(PR)
     assert "1 later turn · multiply now passes on turn 2 \\(was 1\\)" in comment.body
+
+
+def test_several_trusted_main_runs_are_pooled_and_untrusted_ones_never_are(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    # Issue 22 item 6: main's push run (500) and a scheduled run (501) of the base commit
+    # both left reports of a repeated suite; a fork's run (900) left a forged one.
+    repeated = suite_text(model.base_url, BASE_EVALS).replace("  temperature: 0\n",
+                                                              "  temperature: 0\n  repeat: 2\n")
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write(SUITE, repeated)
+    base = repo.commit("base")
+    for run_id, event, when, where in ((500, "push", "00", "main"),
+                                       (501, "schedule", "06", "again")):
+        github_fake.artifacts[run_id] = [(f"turncheck-report-{base}", main_branch_report(
+            repo, tmp_path / where, github_fake))]
+        github_fake.artifact_runs[run_id] = {"head_sha": base, "head_branch": "main",
+                                             "event": event,
+                                             "created_at": f"2026-01-01T{when}:00:00Z"}
+    github_fake.artifacts[900] = [(f"turncheck-report-{base}",
+                                   forged_report(repo.path / "turncheck-report.json", tmp_path))]
+    github_fake.artifact_runs[900] = {**FORK_RUN, "head_sha": base,
+                                      "created_at": "2026-01-02T00:00:00Z"}
+    repo.branch("feature", checkout=True)
+    repo.write(SUITE, repeated.replace("What is 2 + 2?", "What is 2 + 2 exactly?"))
+    head = repo.commit("reworded")
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"mode": "live", "baseline": "artifact", "fail-on": "failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 run(s) of its commit pooled" in run.stdout
+    assert run.report is not None
+    pool = run.report["baseline"]["pool"]
+    assert pool["runs"] == 2 and pool["history_runs"] == 2 and not pool["stale"]
+    # Every pooled eval holds the two samples of each trusted run, none of the fork's.
+    assert all(len(e["runs"]) == 2 for e in pool["evals"])
+    samples = [len(e["samples"]) for s in run.report["base"]["suites"] for e in s["evals"]]
+    assert samples and set(samples) == {4}
+    assert not github_fake.requests_matching("GET", "/actions/runs/900/artifacts")
+    [comment] = github_fake.comments_on(PR)
+    assert "2 run\\(s\\) of its commit pooled" in comment.body

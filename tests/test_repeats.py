@@ -145,3 +145,24 @@ def test_protocol_suites_accept_repeat_without_a_warning() -> None:
     assert loaded.protocol is not None
     assert loaded.diagnostics == []
     assert (loaded.protocol.metadata.repeat, loaded.protocol.metadata.min_pass) == (3, 2)
+
+
+def test_errored_samples_are_not_counted_in_the_repeat_summary() -> None:
+    from turncheck.engine.repeats import RepeatPlan, combine
+    from turncheck.engine.report import EvalResult, Usage
+
+    def sample(status: Status) -> EvalResult:
+        return EvalResult(name="e", prompt="p", status=status,
+                          passed_on_turn=1 if status is Status.PASS else None,
+                          error="HTTP 503" if status is Status.ERROR else None, usage=Usage(),
+                          cost_usd=None, judge_usage=Usage(), judge_cost_usd=None)
+
+    result = combine([sample(Status.PASS)] * 3 + [sample(Status.ERROR)] * 2,
+                     RepeatPlan(5, 5, None), None)
+    summary = result.repeats
+    assert summary is not None
+    # 3 of 3 usable samples passed: the two provider errors say nothing about the model.
+    assert (summary.passes, summary.samples, summary.unusable) == (3, 3, 2)
+    assert summary.pass_hat_n and not summary.flaky and summary.pass_rate == 1.0
+    assert summary.turn_of_pass == {"1": 3}
+    assert result.status is Status.PASS

@@ -74,3 +74,11 @@ def test_quick_run_prints_every_target_and_fails_on_a_miss(
         assert needed in out
     assert code == (1 if " MISS" in out else 0)
     assert ("target(s) missed" in out) == (code == 1)
+
+
+def test_every_cell_draws_from_its_own_seed_stream(bench: ModuleType) -> None:
+    """The seed was the first 16 characters of the name: "null 1 eval at 0.5" and
+    "null 1 eval at 0.7" drew the same samples, and so did the 3-turn and drift mixtures."""
+    scenarios = list(bench.scenarios().values())
+    seeds = {bench.stream_seed(s, 2024, pooled) for s in scenarios for pooled in (False, True)}
+    assert len(seeds) == 2 * len(scenarios)

@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
+from turncheck.compare.pool import BasePool
 from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
 from turncheck.compare.rows import (
     USABLE,
@@ -51,6 +52,7 @@ from turncheck.engine.model import ReportModel
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
 from turncheck.engine.results import SampleResult
 from turncheck.stats.looks import stratified_shift_test, testable_looks
+from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -92,6 +94,8 @@ class EvalSide(SampleSide):
     """`repeat: auto`: `turn_of_pass` of each look (empty for a fixed number of samples)."""
     paired: str | None = None
     """The pairing token of a `repeat: auto` eval stopped together with the other side."""
+    max_repeat: int | None = None
+    """`repeat: auto`: the most samples the eval could have taken."""
 
 
 class EvalComparison(VerdictRow):
@@ -186,6 +190,12 @@ class Comparison(ReportModel):
     """Per sample file: grader agreement base → head and the samples that flipped."""
     protocols: ProtocolComparison | None = None
     """Protocol suites (SPEC §9): per case, per turn score deltas; None without any."""
+    pooled_runs: int | None = None
+    """Runs of main pooled into the base side (`compare.pool`); None when not pooled."""
+    drift_sigma: float | None = None
+    """The pooled base's estimated run-to-run drift (logit scale)."""
+    baseline_note: str | None = None
+    """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
 
     @property
     def regressions(self) -> int:
@@ -252,6 +262,8 @@ def eval_side(result: EvalResult) -> EvalSide:
         turn_of_pass=turn_distribution(outcomes),
         looks=[turn_distribution(look) for look in look_outcomes(result)],
         paired=result.repeats.paired if result.repeats is not None else None,
+        max_repeat=result.repeats.max_repeat
+        if result.repeats is not None and result.repeats.adaptive else None,
     )
 
 
@@ -279,33 +291,86 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
     together; else each side's first look (all of a fixed side's samples)."""
     if item.base is None or item.head is None:
         return missing_evidence(item.base is not None)
-    lost = {"base_lost": item.base.unusable, "head_lost": item.head.unusable}
+    base_lost, head_lost = item.base.unusable, item.head.unusable
     if not item.base.looks and not item.head.looks:
         return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
-                                **lost)
+                                base_lost=base_lost, head_lost=head_lost)
     joint = item.base.paired is not None and item.base.paired == item.head.paired
     looks = testable_looks(side_looks(item.base), side_looks(item.head), joint)
     base = [o for look in looks for o in look.base]
     head = [o for look in looks for o in look.head]
-    evidence = outcome_evidence(base, head, settings, **lost)
+    evidence = outcome_evidence(base, head, settings, base_lost=base_lost,
+                                head_lost=head_lost)
     if evidence.empty or len(looks) < 2:
         return evidence
     return replace(evidence, test=stratified_shift_test(looks))
 
 
+def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
+    """The head outcomes a predictive test may use, and the design they were taken by
+    (`stats.pooled.outcome_law`): all of a fixed side's samples in one look; for
+    `repeat: auto` alone, the first look and its top-up (a top-up that could have
+    been taken counts even when the look stopped). When the first look did not stop
+    although it all passed (on different turns), only that look is used: the
+    two-stage law assumes a look stops when it all passed or all failed."""
+    looks = side_looks(side)
+    if not side.looks or side.max_repeat is None:
+        outcomes = [o for look in looks for o in look]
+        return outcomes, [len(outcomes)]
+    first = looks[0]
+    all_alike = len({o is None for o in first}) <= 1
+    room = side.max_repeat - len(first)
+    if len(looks) == 1 and all_alike and room > 0:
+        return first, [len(first), room]
+    if len(looks) == 2 and not all_alike and looks[1]:
+        return [*first, *looks[1]], [len(first), len(looks[1])]
+    return first, [len(first)]
+
+
+def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], variance: float,
+                    settings: VerdictSettings = DEFAULT_SETTINGS) -> Evidence:
+    """Evidence against a pooled base: the effects as usual, the test the predictive
+    test against a new run of the base (`stats.pooled.predictive_test`)."""
+    assert item.base is not None and item.head is not None
+    base = side_outcomes(item.base)
+    head, design = head_design(item.head)
+    test = None
+    if base and head:
+        pooled = PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs)))
+        test = predictive_test(pooled, variance, sum(o is not None for o in head), len(head),
+                               design)
+    return outcome_evidence(base, head, settings, base_lost=item.base.unusable,
+                            head_lost=item.head.unusable, test=test)
+
+
 def suites_evidence(suites: Sequence[SuiteComparison],
-                    settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
-    return [eval_evidence(item, settings) for suite in suites for item in suite.evals]
+                    settings: VerdictSettings = DEFAULT_SETTINGS,
+                    base_pool: BasePool | None = None) -> list[Evidence]:
+    found = []
+    for suite in suites:
+        for item in suite.evals:
+            runs = None if base_pool is None or item.base is None or item.head is None \
+                else base_pool.runs_of(suite.previous_path or suite.path,
+                                       item.previous_name or item.name)
+            found.append(eval_evidence(item, settings) if runs is None or base_pool is None
+                         else pooled_evidence(item, runs, base_pool.drift_variance, settings))
+    return found
 
 
 def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[Evidence],
-                         settings: VerdictSettings = DEFAULT_SETTINGS) -> list[Evidence]:
+                         settings: VerdictSettings = DEFAULT_SETTINGS,
+                         base_pool: BasePool | None = None) -> list[Evidence]:
     """One stratified test per suite over its evals judged on both sides (`evidence`
-    in `suites_evidence` order tells which were)."""
+    in `suites_evidence` order tells which were). Not against a pooled base: the
+    conditional stratified test would ignore the run-level drift every eval of a run
+    shares (docs/statistics.md)."""
     judged = iter(evidence)
     found = []
     for suite in suites:
         own = [next(judged) for _ in suite.evals]
+        if base_pool is not None:
+            found.append(Evidence(empty=True, cause="pooled base"))
+            continue
         strata = [(side_outcomes(item.base), side_outcomes(item.head))
                   for item, e in zip(suite.evals, own, strict=True)
                   if item.base is not None and item.head is not None and not e.empty]
@@ -548,11 +613,14 @@ def compare_reports(
     removed: Iterable[str] = (),
     thresholds: CostThresholds = NO_THRESHOLDS,
     verdict_settings: VerdictSettings = DEFAULT_SETTINGS,
+    base_pool: BasePool | None = None,
 ) -> Comparison:
     """Compare `head` against `base`.
 
     `renames` maps a head suite path to its base path; `removed` lists suite paths the
     PR deleted (it only sets `deleted_in_pr`: any base suite missing from head is removed).
+    `base_pool` says that `base` pools several runs of main (`compare.pool`): its evals
+    are then tested against a new run of the base, drift included.
     """
     deleted = set(removed)
     suites = [
@@ -561,8 +629,8 @@ def compare_reports(
     ]
     protocols = compare_protocols(base, head, renames=renames)
     # One family for multiplicity: every eval and every protocol case of the PR.
-    evidence = suites_evidence(suites, verdict_settings)
-    suite_level = suite_level_evidence(suites, evidence, verdict_settings)
+    evidence = suites_evidence(suites, verdict_settings, base_pool)
+    suite_level = suite_level_evidence(suites, evidence, verdict_settings, base_pool)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
     decided, suite_decided, case_decided = decide_groups(
         [evidence, suite_level, case_evidence], verdict_settings)
@@ -582,6 +650,9 @@ def compare_reports(
             base.calibrations if base else None, head.calibrations, renames
         ),
         protocols=protocols,
+        pooled_runs=None if base_pool is None else base_pool.runs,
+        drift_sigma=None if base_pool is None else round(base_pool.drift_sigma, 3),
+        baseline_note=None if base_pool is None else base_pool.note,
     )
 
 

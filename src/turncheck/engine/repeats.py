@@ -168,15 +168,17 @@ def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
 def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
               turns: Sequence[Outcome] | None = None) -> RepeatSummary:
     """k, n, the Wilson interval, pass^n, pass@n, flakiness and the adaptive figures;
-    the turn-of-pass distribution from `turns` (evals only)."""
-    rates = summarize_passes([s.status is Status.PASS for s in samples])
+    the turn-of-pass distribution from `turns` (evals only). Errored and skipped samples
+    are not evidence about the model: n counts the usable ones, `unusable` the others."""
+    usable = [i for i, s in enumerate(samples) if s.status in USABLE]
+    rates = summarize_passes([samples[i].status is Status.PASS for i in usable])
     return RepeatSummary(
-        passes=rates.passes, samples=rates.samples,
+        passes=rates.passes, samples=rates.samples, unusable=len(samples) - len(usable),
         pass_rate=None if rates.rate is None else round(rates.rate, 6),
         pass_rate_low=round(rates.low, 6), pass_rate_high=round(rates.high, 6),
         pass_hat_n=rates.pass_all, pass_at_n=rates.pass_any, flaky=rates.flaky,
-        turn_of_pass={} if turns is None else turn_distribution(turns),
-        min_pass=min(plan.min_pass or len(samples), len(samples)),
+        turn_of_pass={} if turns is None else turn_distribution([turns[i] for i in usable]),
+        min_pass=min(plan.min_pass or len(usable), len(usable)),
         adaptive=plan.fixed is None, max_repeat=plan.max_repeat,
         samples_saved=max(0, plan.max_repeat - len(samples)),
     )

@@ -206,7 +206,9 @@ class RepeatSummary(ReportModel):
     passes: int
     """k: samples that passed."""
     samples: int
-    """n: samples taken."""
+    """n: usable samples taken (passed or failed)."""
+    unusable: int = 0
+    """Samples that errored or were skipped: not counted in n."""
     pass_rate: float | None
     pass_rate_low: float
     """Wilson 95 % interval of the pass rate."""
@@ -218,7 +220,8 @@ class RepeatSummary(ReportModel):
     flaky: bool
     """0 < k < n."""
     turn_of_pass: dict[str, int] = Field(default_factory=dict)
-    """Samples per turn they passed on; failed and errored samples under `fail`."""
+    """Samples per turn they passed on; failed samples under `fail` (errored and
+    skipped ones are left out)."""
     min_pass: int
     """Passing samples the eval needed to pass."""
     adaptive: bool = False

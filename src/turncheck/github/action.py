@@ -491,9 +491,15 @@ def write_bundle(job: Job, bundle: ReportBundle) -> None:
     log(f"report written to {job.inputs.report_path}")
 
 
-def compare_bundle(job: Job, bundle: ReportBundle) -> Comparison:
+def compare_bundle(job: Job, bundle: ReportBundle, provenance: Provenance = VERIFIED
+                   ) -> Comparison:
+    """The bundle's comparison; against a pooled base when our own job pooled it (a
+    fork's claim of a pool is not believed: its base is compared as one run)."""
+    pool = bundle.baseline.pool if bundle.baseline is not None and provenance.verified \
+        else None
     return compare_reports(bundle.base, bundle.head, renames=bundle.renames,
-                           removed=bundle.removed, thresholds=job.thresholds())
+                           removed=bundle.removed, thresholds=job.thresholds(),
+                           base_pool=pool)
 
 
 def token_notes(bundle: ReportBundle, provenance: Provenance = VERIFIED) -> list[str]:
@@ -543,7 +549,7 @@ def comment_context(job: Job, bundle: ReportBundle, reasons: list[str],
 
 def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
             provenance: Provenance = VERIFIED) -> int:
-    comparison = compare_bundle(job, bundle)
+    comparison = compare_bundle(job, bundle, provenance)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())
     banner = None if provenance.verified else unverified_banner(provenance.source,

@@ -11,6 +11,11 @@ pull requests'. So the lookup starts from the runs, not the artifacts: GitHub li
 `push`, `schedule` and `workflow_dispatch` runs of the default branch (filtered by
 branch, event and commit), each is checked again, and only their artifacts are read.
 However many pull-request runs upload artifacts, none can push the baseline out.
+
+Several trusted runs are read (at most `MAX_POOLED_RUNS`, within the `MAX_RUNS_CHECKED`
+runs listed): the first one found is the reference (the base commit's own run when
+there is one); the runs of its commit are pooled into the base side, and all of them
+estimate the run-to-run drift (`turncheck.compare.pool`, docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from turncheck.compare.pool import MAX_POOLED_RUNS, pool_reports
 from turncheck.engine.report import Report
 from turncheck.engine.summary import run_totals
 from turncheck.github.bundle import BaselineInfo, BundleError, ReportBundle, bundle_from_zip
@@ -130,20 +136,37 @@ def load_artifact_baseline(
         runs = trusted_runs(api, trust, base_sha, base_time)
     except GitHubApiError as exc:
         return None, _miss(f"cannot list the default branch's runs: {exc}", vetting)
+    found = _trusted_reports(api, runs, trust, suites, vetting)
+    if not found:
+        reason = f"no trusted {BASELINE_PREFIX}* artifact for {base_sha[:12]} or before it"
+        return None, _miss(reason, vetting)
+    origin, artifact, reference = found[0]
+    age = 0.0 if origin.head_sha == base_sha else _age_hours(origin, base_time)
+    report, pool = pool_reports([r for _, _, r in found], base_commit=base_sha,
+                                stale_hours=age)
+    return report, BaselineInfo(
+        source="artifact", artifact=artifact.name, run_id=origin.id,
+        commit=origin.head_sha, event=origin.event, age_hours=age,
+        saved_tokens=reference.totals.usage.total + reference.totals.judge_usage.total,
+        rejected=vetting.rejected, pool=pool)
+
+
+def _trusted_reports(api: GitHubApi, runs: list[RunOrigin], trust: Trust, suites: set[str],
+                     vetting: Vetting) -> list[tuple[RunOrigin, ArtifactRef, Report]]:
+    """The valid reports of up to MAX_POOLED_RUNS trusted runs, in order of preference,
+    each stamped with its run's commit (what pooling matches runs by)."""
+    found: list[tuple[RunOrigin, ArtifactRef, Report]] = []
     for origin in runs:
         if untrusted_because(origin, trust) is not None:
             continue  # GitHub's filter said otherwise; never trust it alone
-        found = _from_run(api, origin, trust, suites, vetting)
-        if found is not None:
-            report, artifact = found
-            age = 0.0 if origin.head_sha == base_sha else _age_hours(origin, base_time)
-            return report, BaselineInfo(
-                source="artifact", artifact=artifact.name, run_id=origin.id,
-                commit=origin.head_sha, event=origin.event, age_hours=age,
-                saved_tokens=report.totals.usage.total + report.totals.judge_usage.total,
-                rejected=vetting.rejected)
-    reason = f"no trusted {BASELINE_PREFIX}* artifact for {base_sha[:12]} or before it"
-    return None, _miss(reason, vetting)
+        read = _from_run(api, origin, trust, suites, vetting)
+        if read is not None:
+            report, artifact = read
+            found.append((origin, artifact,
+                          report.model_copy(update={"commit": origin.head_sha})))
+        if len(found) >= MAX_POOLED_RUNS:
+            break
+    return found
 
 
 def _from_run(api: GitHubApi, origin: RunOrigin, trust: Trust, suites: set[str],

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from turncheck.compare.pool import BasePool
 from turncheck.engine.report import Report
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -48,6 +49,8 @@ class BaselineInfo(BaseModel):
     """Why no artifact was used, when `baseline: artifact` fell back to a re-run."""
     rejected: list[str] = Field(default_factory=list)
     """Artifacts passed over, each with why (e.g. uploaded by a fork's pull-request run)."""
+    pool: BasePool | None = None
+    """The trusted runs pooled into the base side and their estimated drift."""
 
     def describe(self) -> str:
         if self.source != "artifact":
@@ -58,8 +61,14 @@ class BaselineInfo(BaseModel):
         return (
             f"baseline: artifact {self.artifact} from run {self.run_id} "
             f"(commit {(self.commit or '?')[:12]}{event}{age}); "
-            f"{self.saved_tokens:,} tokens saved" + self._rejections()
+            f"{self.saved_tokens:,} tokens saved" + self._pooled() + self._rejections()
         )
+
+    def _pooled(self) -> str:
+        if self.pool is None or self.pool.history_runs <= 1:
+            return ""
+        return (f"; {self.pool.runs} run(s) of its commit pooled, drift σ ≈ "
+                f"{self.pool.drift_sigma:.2f} from {self.pool.history_runs} runs")
 
     def _rejections(self) -> str:
         if not self.rejected:

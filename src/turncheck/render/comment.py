@@ -325,6 +325,8 @@ def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -
     ]
     if comparison.price_note:
         parts.append(comparison.price_note)
+    if comparison.baseline_note:
+        parts.append(comparison.baseline_note)
     parts.extend(context.notes)
     return " · ".join(parts)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -59,10 +60,9 @@ def summarize_passes(outcomes: Sequence[bool]) -> RateSummary:
 
 def turn_distribution(turns: Sequence[int | None]) -> dict[str, int]:
     """How many samples passed on each turn; failures under `"fail"`. Keys sorted by turn."""
-    counts: dict[str, int] = {}
-    for turn in sorted(t for t in turns if t is not None):
-        counts[str(turn)] = counts.get(str(turn), 0) + 1
-    failures = sum(t is None for t in turns)
+    tally = Counter(turns)
+    failures = tally.pop(None, 0)
+    counts = {str(turn): tally[turn] for turn in sorted(t for t in tally if t is not None)}
     if failures:
         counts["fail"] = failures
     return counts

@@ -166,10 +166,11 @@ def missing_evidence(base_present: bool) -> Evidence:
 
 def outcome_evidence(base: Sequence[Outcome], head: Sequence[Outcome],
                      settings: VerdictSettings = DEFAULT_SETTINGS, *,
-                     base_lost: Unusable = ALL_USABLE, head_lost: Unusable = ALL_USABLE
-                     ) -> Evidence:
+                     base_lost: Unusable = ALL_USABLE, head_lost: Unusable = ALL_USABLE,
+                     test: ShiftTest | None = None) -> Evidence:
     """Evidence from the usable pass/fail outcomes (the turn passed on, or None) of each
-    side; `*_lost` count the samples that errored or were skipped."""
+    side; `*_lost` count the samples that errored or were skipped; `test` the test to
+    use instead of the exact turn-of-pass test (e.g. against a pooled base)."""
     cause = shortfall(len(head), head_lost) or shortfall(len(base), base_lost)
     if cause is not None:
         return Evidence(empty=True, cause=cause)
@@ -179,7 +180,7 @@ def outcome_evidence(base: Sequence[Outcome], head: Sequence[Outcome],
     shift = mean_outcome_shift(base, head)
     single = len(base) == 1 and len(head) == 1
     return Evidence(
-        test=turn_shift_test(base, head),
+        test=turn_shift_test(base, head) if test is None or single else test,
         worse_effect=settings.material(base_rate - head_rate, settings.min_effect)
         or settings.material(shift, settings.min_turn_shift),
         better_effect=settings.material(head_rate - base_rate, settings.min_effect)
