@@ -15,10 +15,11 @@ Prism sits behind a tiny recording proxy on 127.0.0.1, which:
   to a path Prism does not know. Pagination is tested against tests/github_fake.py.
 
 Prism serves the part of the description the action can use (`CONTRACT_PATHS`: the
-authenticated user, the repository, its issues and comments, check runs, statuses, pull requests and commits,
-with every schema they reference, exactly as published): loading all 800 paths took
-Prism 16 s, a quarter of that for these (issue 21). A request outside them gets a 404,
-which `assert_no_violations` reports like any other violation.
+authenticated user, the repository, its issues and comments, check runs, statuses,
+pull requests and commits, with every schema they reference, exactly as published):
+loading all 800 paths took Prism 16 s, a quarter of that for these (issue 21). A
+request outside them gets a 404, which `assert_no_violations` reports like any other
+violation.
 
 Install the tools with `tools/install-test-tools.sh`. Without them the fixture
 skips, unless TURNCHECK_REQUIRE_PRISM=1 (set it in CI) makes it fail instead.
