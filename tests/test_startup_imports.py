@@ -134,11 +134,12 @@ REPLAY_NEEDS_NONE_OF = ("aiohttp.client", "aiohttp.connector", "requests", "urll
                         "turncheck.formats.grader", "turncheck.stats.agreement",
                         "genai_prices.update_prices", "httpx2", "httpx._main", "click",
                         "pygments", "turncheck.render.junit", "turncheck.render.protocol_console",
-                        "turncheck.render.calibration_console")
+                        "turncheck.render.calibration_console", "turncheck.formats.protocol")
 """What a replay of one plain suite never uses (issue 25: ≤ 0.25 s whole-process): the
 live network client, vcrpy's patching of every HTTP client, grading (numpy, Jinja),
 protocol scoring, genai-prices' price updater (and its HTTP client, httpx2), httpx's
-command-line client (click, pygments), and the JUnit, protocol and calibration renderers.
+command-line client (click, pygments), the protocol suite format, and the JUnit, protocol
+and calibration renderers.
 Each loads when its part of a run is used."""
 
 
@@ -166,7 +167,7 @@ def test_the_parts_a_replay_leaves_out_load_when_used(tmp_path: Path) -> None:
     loaded = loaded_after(["run", str(examples), "--quiet"], REPLAY_NEEDS_NONE_OF)
     assert {"turncheck.engine.calibration", "turncheck.engine.protocol", "numpy",
             "jinja2", "turncheck.render.protocol_console",
-            "turncheck.render.calibration_console"} <= loaded
+            "turncheck.render.calibration_console", "turncheck.formats.protocol"} <= loaded
     junit = loaded_after(["run", str(SUITE), "--quiet", "--junit", str(tmp_path / "j.xml")],
                          REPLAY_NEEDS_NONE_OF)
     assert junit == {"turncheck.render.junit"}
