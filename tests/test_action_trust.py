@@ -288,12 +288,15 @@ PHISHING = ("x) [Sign in again](https://evil.example/login) ![](https://evil.exa
             "@maintainer #1 [y](https://evil.example")
 
 
-def with_diagnostic(report: dict[str, Any], file: str) -> dict[str, Any]:
-    """The report with a validation problem at `file:3` (the comment links file:line)."""
+def with_diagnostic(report: dict[str, Any], *files: str) -> dict[str, Any]:
+    """The report with a validation problem at `file:3` of each of `files` (the comment
+    links file:line); a second and later one says which (the comment merges identical
+    problems into one row)."""
     edited = json.loads(json.dumps(report))
-    edited["head"]["diagnostics"] = [{"file": file, "line": 3, "column": 1,
-                                      "severity": "error", "code": "yaml-syntax",
-                                      "message": "bad indentation"}]
+    edited["head"]["diagnostics"] = [
+        {"file": file, "line": 3, "column": 1, "severity": "error", "code": "yaml-syntax",
+         "message": "bad indentation" + (f" ({number})" if number else "")}
+        for number, file in enumerate(files)]
     return edited
 
 
@@ -326,22 +329,19 @@ def test_links_in_a_fork_report_go_only_to_the_commits_own_files(
     report = fork_run_report(repo, tmp_path, github_fake, base, head)
     blob = f"https://github.com/{REPOSITORY}/blob/{head}/"
 
-    real = post(tmp_path, github_fake, with_diagnostic(report, "evals/math.eval.yaml"), head,
-                run_id=101)
-    assert real.returncode == 1, real.stdout + real.stderr
-    assert f"]({blob}evals/math.eval.yaml#L3)" in github_fake.comments[0].body
-
-    for number, hostile in enumerate(["../../../../someone/phish", PHISHING,
-                                      "evals/missing.eval.yaml"], start=102):
-        github_fake.comments.clear()
-        github_fake.check_runs.clear()
-        post(tmp_path, github_fake, with_diagnostic(report, hostile), head, run_id=number)
-        [comment] = github_fake.comments
-        assert "bad indentation" in comment.body  # the problem is still shown, as text
-        assert f"]({blob}" not in comment.body  # but not as a link
-        posted = everything_posted(github_fake)
-        assert "](https://evil" not in posted and "![" not in posted
-        assert "@maintainer" not in posted  # no mention: a zero-width space follows the @
+    # One poster run (a turncheck process each: issue 21) for the real file and the three
+    # hostile ones: each diagnostic decides its own link.
+    hostile = ["../../../../someone/phish", PHISHING, "evals/missing.eval.yaml"]
+    run = post(tmp_path, github_fake, with_diagnostic(report, "evals/math.eval.yaml", *hostile),
+               head, run_id=101)
+    assert run.returncode == 1, run.stdout + run.stderr
+    [comment] = github_fake.comments
+    assert f"]({blob}evals/math.eval.yaml#L3)" in comment.body
+    assert comment.body.count(f"]({blob}") == 1  # the hostile three are not links
+    assert comment.body.count("bad indentation") == 4  # but their problems are shown, as text
+    posted = everything_posted(github_fake)
+    assert "](https://evil" not in posted and "![" not in posted
+    assert "@maintainer" not in posted  # no mention: a zero-width space follows the @
 
 
 def test_the_footer_never_prints_the_baseline_a_fork_report_claims(

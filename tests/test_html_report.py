@@ -6,12 +6,14 @@ hostile model output stays text."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.browser import with_display_state
 from tests.test_comment_rendering import eval_result, many_evals, report, suite, turn
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
@@ -26,10 +28,16 @@ HOSTILE = ('<img src=x onerror="document.title=\'pwned\'"><script>document.title
            '</script><a href="https://evil.example/">click me</a> https://evil.example/x')
 
 
-def three_hundred(tmp_path: Path) -> Path:
+@cache
+def three_hundred_html() -> str:
+    """Built once per session: several tests open the same page."""
     base, head = many_evals(300, 60, suites=20)
+    return render_report(head=head, base=base, comparison=compare_reports(base, head))
+
+
+def three_hundred(tmp_path: Path) -> Path:
     page = tmp_path / "report.html"
-    page.write_text(render_report(head=head, base=base, comparison=compare_reports(base, head)))
+    page.write_text(three_hundred_html())
     return page
 
 
@@ -42,7 +50,8 @@ def hostile_pair() -> tuple[Report, Report]:
 
 
 def rows(browser: WebDriver) -> list[WebElement]:
-    return browser.find_elements("css selector", "#evals details.row")
+    """The eval rows, each `is_displayed()` as of this call (read in one round trip)."""
+    return with_display_state(browser, browser.find_elements("css selector", "#evals details.row"))
 
 
 def choose(browser: WebDriver, filter_name: str, value: str) -> None:

@@ -319,19 +319,33 @@ def test_too_many_interactions_are_refused_while_reading(
     assert len(CassetteTransport(path, "replay")) == 1_000
 
 
-def test_a_cassette_of_99000_tiny_interactions_loads_at_bounded_memory(tmp_path: Path) -> None:
+def test_a_cassette_of_tiny_interactions_loads_in_memory_for_its_interactions_not_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """A hostile cassette of tiny interactions cost about 100 bytes of memory per byte of
+    file (1.35 GB for 99,000 of them). Read here: 20,000 (4 MB; the peak grows by the
+    interactions' compact form only, about 1 KiB each), and the same growth up to the
+    largest cassette accepted (`MAX_INTERACTIONS`) stays under 400 MiB. A fifth of the
+    limit proves the same linear cost in a fifth of the time (issue 21)."""
+    count = 20_000
     path = tmp_path / "s.eval.cassette.yaml"
-    path.write_text(tiny_interactions(99_000))
-    assert path.stat().st_size > 13_000_000
-    peak, done = peak_kib(tmp_path, """
+    path.write_text(tiny_interactions(count))
+    assert path.stat().st_size > 4_000_000
+    loading = """
         import sys
         from turncheck.providers import CassetteTransport
+        """
+    baseline, _ = peak_kib(tmp_path, loading)
+    peak, done = peak_kib(tmp_path, loading + """
         transport = CassetteTransport(sys.argv[1], "replay")
         print(transport.load_error, len(transport))
     """, str(path))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["None", "99000"]
-    assert peak < 400 * 1024, f"peak RSS {peak / 1024:.0f} MiB (was 1.35 GB)"
+    assert done.stdout.split() == ["None", str(count)]
+    per_interaction = max(peak - baseline, 0) / count
+    at_the_limit = baseline + per_interaction * MAX_INTERACTIONS
+    assert per_interaction < 3, f"{per_interaction:.1f} KiB per interaction (was 12)"
+    assert at_the_limit < 400 * 1024, f"{at_the_limit / 1024:.0f} MiB at the limit"
 
 
 # --- 10: concurrent recorders ------------------------------------------------------------

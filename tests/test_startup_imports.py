@@ -131,10 +131,16 @@ def test_run_loads_no_scipy_but_compare_does(tmp_path: Path) -> None:
 REPLAY_NEEDS_NONE_OF = ("aiohttp.client", "aiohttp.connector", "requests", "urllib3", "numpy",
                         "scipy", "jinja2", "vcr.patch", "vcr.config",
                         "turncheck.engine.calibration", "turncheck.engine.protocol",
-                        "turncheck.formats.grader", "turncheck.stats.agreement")
+                        "turncheck.formats.grader", "turncheck.stats.agreement",
+                        "genai_prices.update_prices", "httpx2", "httpx._main", "click",
+                        "pygments", "turncheck.render.junit", "turncheck.render.protocol_console",
+                        "turncheck.render.calibration_console", "turncheck.formats.protocol")
 """What a replay of one plain suite never uses (issue 25: ≤ 0.25 s whole-process): the
-live network client, vcrpy's patching of every HTTP client, grading (numpy, Jinja) and
-protocol scoring. Each loads when its part of a run is used."""
+live network client, vcrpy's patching of every HTTP client, grading (numpy, Jinja),
+protocol scoring, genai-prices' price updater (and its HTTP client, httpx2), httpx's
+command-line client (click, pygments), the protocol suite format, and the JUnit, protocol
+and calibration renderers.
+Each loads when its part of a run is used."""
 
 
 def loaded_after(argv: list[str], names: tuple[str, ...]) -> set[str]:
@@ -160,4 +166,34 @@ def test_the_parts_a_replay_leaves_out_load_when_used(tmp_path: Path) -> None:
     examples = ROOT / "examples"
     loaded = loaded_after(["run", str(examples), "--quiet"], REPLAY_NEEDS_NONE_OF)
     assert {"turncheck.engine.calibration", "turncheck.engine.protocol", "numpy",
-            "jinja2"} <= loaded
+            "jinja2", "turncheck.render.protocol_console",
+            "turncheck.render.calibration_console", "turncheck.formats.protocol"} <= loaded
+    junit = loaded_after(["run", str(SUITE), "--quiet", "--junit", str(tmp_path / "j.xml")],
+                         REPLAY_NEEDS_NONE_OF)
+    assert junit == {"turncheck.render.junit"}
+    assert "<testsuite" in (tmp_path / "j.xml").read_text()
+
+
+def test_a_replay_prices_with_the_bundled_prices_only() -> None:
+    """genai-prices' package `__init__` (price updater, httpx2) stays unloaded while the
+    same prices come out as from its public `calc_price`."""
+    code = (
+        "import sys\nfrom datetime import UTC, datetime\n"
+        "from turncheck.engine.pricing import Pricer\n"
+        "from turncheck.engine.report import Usage\n"
+        "pricer = Pricer.at('2026-01-01T00:00:00Z')\n"
+        "cost = pricer.cost(Usage(input_tokens=1000, output_tokens=100), 'gpt-4o', None)\n"
+        "print(cost, 'httpx2' in sys.modules, file=sys.__stdout__)\n"
+        "import genai_prices\n"
+        "usage = genai_prices.Usage(input_tokens=1000, output_tokens=100)\n"
+        "public = genai_prices.calc_price(usage, 'gpt-4o', genai_request_timestamp="
+        "datetime(2026, 1, 1, tzinfo=UTC))\n"
+        "print(float(public.total_price), file=sys.__stdout__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    ours, public = done.stdout.strip().splitlines()[-2:]
+    cost, updater_loaded = ours.split()
+    assert updater_loaded == "False"
+    assert float(cost) == float(public) > 0

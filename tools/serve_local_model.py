@@ -113,6 +113,28 @@ def register_plain_chat_format() -> None:
         )
 
 
+def keep_every_model_loaded() -> None:
+    """llama-cpp-python's server holds one model at a time: each switch between
+    `CHAT_MODEL` and `EMBEDDING_MODEL` (a semantic check, then the next turn) closed one
+    and loaded the other from disk again, most of a live test's time. Both are small:
+    each stays loaded once it is first used."""
+    from llama_cpp.server.model import LlamaProxy  # type: ignore[import-not-found,unused-ignore]
+
+    def model_for(proxy: Any, model: str | None = None) -> Any:
+        known = proxy._model_settings_dict
+        alias = model if model in known else proxy._default_model_alias
+        loaded: dict[str, Any] = proxy.__dict__.setdefault("_turncheck_loaded", {})
+        if alias not in loaded:
+            if alias == proxy._current_model_alias and proxy._current_model is not None:
+                loaded[alias] = proxy._current_model
+            else:
+                loaded[alias] = proxy.load_llama_from_model_settings(known[alias])
+        proxy._current_model, proxy._current_model_alias = loaded[alias], alias
+        return loaded[alias]
+
+    LlamaProxy.__call__ = model_for
+
+
 def serve(config: dict[str, Any]) -> None:
     """Run llama-cpp-python's server in this process (blocks until interrupted)."""
     import uvicorn  # type: ignore[import-not-found,unused-ignore]
@@ -123,6 +145,7 @@ def serve(config: dict[str, Any]) -> None:
     )
 
     register_plain_chat_format()
+    keep_every_model_loaded()
     settings = ConfigFileSettings.model_validate(config)
     app = create_app(
         server_settings=ServerSettings.model_validate(settings), model_settings=settings.models

@@ -32,9 +32,7 @@ from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
-from turncheck.render import console, protocol_console
-from turncheck.render.calibration_console import print_calibrations
-from turncheck.render.junit import write_junit
+from turncheck.render import console
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,12 +101,18 @@ def print_report(report: Report, quiet: bool) -> None:
     with untrusted_output(sys.stdout):
         if not quiet:
             console.transcript(report, sys.stdout)
-            protocol_console.transcript(report, sys.stdout)
-        protocol_console.summary(report, sys.stdout)
+        if report.protocols:  # their renderer loads only for a run that has protocol suites
+            from turncheck.render import protocol_console
+
+            if not quiet:
+                protocol_console.transcript(report, sys.stdout)
+            protocol_console.summary(report, sys.stdout)
         console.summary(report, sys.stdout)
         if report.calibrations:
+            from turncheck.render.calibration_console import print_calibrations
+
             print(file=sys.stdout)
-        print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
+            print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
 
 
 def shard_of(
@@ -170,6 +174,8 @@ def handle_run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, report)
     if args.junit:
+        from turncheck.render.junit import write_junit
+
         write_junit(report, args.junit)
     if args.html:
         write_html_report(args.html, report)

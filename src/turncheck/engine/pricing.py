@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
-
 from turncheck.engine.report import PriceSource, Usage
 from turncheck.engine.results import add_costs
+from turncheck.lazy import submodules_without_package_init
+
+# genai-prices' `__init__` also loads its price-update thread and the HTTP client it
+# fetches with (httpx2); turncheck prices from the bundled snapshot only, so a run loads
+# just the snapshot and its types (`genai_prices.calc_price` is the same one call).
+_snapshot, _types = submodules_without_package_init("genai_prices", "data_snapshot", "types")
 
 __all__ = ["Pricer", "add_costs"]
 
@@ -68,12 +71,10 @@ class Pricer:
     def _calculate(self, usage: Usage, model: str, provider_id: str | None,
                    cached: int) -> float | None:
         try:
-            price = calc_price(
-                PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                           cache_read_tokens=cached or None),
-                model_ref=model,
-                provider_id=provider_id,
-                genai_request_timestamp=self.timestamp,
+            price = _snapshot.get_snapshot().calc(
+                _types.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                             cache_read_tokens=cached or None),
+                model, provider_id, None, self.timestamp, None,
             )
         except LookupError:
             self._cache[(model, provider_id)] = False

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.engine.settings import RunSettings
-from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.suite import Suite
 from turncheck.formats.suite_loader import SuiteFile
+
+if TYPE_CHECKING:
+    from turncheck.formats.protocol import ProtocolSuite  # loads with a protocol suite
 
 Case = TypeVar("Case", contravariant=True)
 Result = TypeVar("Result")

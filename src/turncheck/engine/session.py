@@ -25,7 +25,6 @@ from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import sample_seed
 from turncheck.engine.report import Usage
 from turncheck.formats import templates
-from turncheck.formats.protocol import ProtocolSuite
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
     AnswerSchema,
@@ -47,6 +46,7 @@ from turncheck.providers.secrets import SecretBinder
 
 if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files
+    from turncheck.formats.protocol import ProtocolSuite  # loads with a protocol suite
 
 Mode = Literal["replay", "record", "live"]
 Item = TypeVar("Item")
@@ -99,7 +99,7 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     Reserved names (the runner's, the action's inputs, the API keys) are never among
     them: validation refuses such a suite, and they are dropped here as well."""
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
-    model = suite.metadata if isinstance(suite, ProtocolSuite) else suite
+    model = suite if isinstance(suite, Suite) else suite.metadata
     names: set[str] = set()
     # A suite without `{{` anywhere (JSON keeps braces as they are) declares none; the
     # check is one serialisation in pydantic's core instead of a walk of every string.
@@ -110,7 +110,7 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
             names |= templates.secret_names(text)
         except templates.TemplateError:
             continue
-    if isinstance(suite, ProtocolSuite):
+    if not isinstance(suite, Suite):  # a protocol suite (its module loads with one)
         names |= set(suite.secret_names)
     return {name for name in names if templates.reserved_secret(name) is None}
 

@@ -3,6 +3,11 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from turncheck.lazy import skip_optional_submodule
+
+# httpx's command-line client (click, pygments, rich) is of no use to turncheck.
+skip_optional_submodule("httpx._main")
+
 # Re-exports load on first use (PEP 562), so `turncheck.providers.base` can be imported
 # without httpx and vcrpy (the cassette and HTTP modules) by commands that never call out.
 _HOMES = {
