@@ -124,7 +124,8 @@ def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
     assert sections[0] == "### 🔻 Regressions (1)"
     assert sections[1] == "### 🔴 Broke (1)"
     regressions = body.split("### 🔻 Regressions (1)\n", 1)[1].split("\n\n", 1)[0]
-    assert "**slow**" in regressions and "5/5 → 5/5 samples pass, p = 0.0" in regressions
+    assert "**slow**" in regressions and "(5/5 → 5/5 samples)" in regressions.replace("\\", "")
+    assert "adjusted p = 0.0063 (raw p = 0.004)" in regressions.replace("\\", "")
     broke = body.split("### 🔴 Broke (1)\n", 1)[1].split("\n\n", 1)[0]
     assert "**flip**" in broke
     assert body.index("**slow**") < body.index("**flip**") < body.index("**better**")
@@ -141,6 +142,6 @@ def test_console_shows_samples_and_verdicts(tmp_path: Path,
                "--fail-on", "regression") == 1
     captured = capsys.readouterr()
     out = captured.out + captured.err
-    assert "· regression (9/10 → 2/10, p = " in out
+    assert "· regression (9/10 → 2/10, adjusted p = " in out and "(raw p = " in out
     assert "1 regression(s) against base" in out
     assert overall(rate("coin", 5, 10)).endswith("· 5/10 samples passed, flaky")
