@@ -197,3 +197,44 @@ def test_a_replay_prices_with_the_bundled_prices_only() -> None:
     cost, updater_loaded = ours.split()
     assert updater_loaded == "False"
     assert float(cost) == float(public) > 0
+
+
+NUMERIC = ("numpy", "scipy")
+STATS_MODULES = tuple(sorted("turncheck.stats." + p.stem for p in (ROOT / "src" / "turncheck"
+                             / "stats").glob("*.py") if p.stem != "__init__"))
+
+
+def numeric_loaded_after_importing(modules: tuple[str, ...]) -> list[str]:
+    """numpy/scipy modules in `sys.modules` after importing `modules` in a fresh
+    interpreter."""
+    code = (
+        "import sys\n"
+        f"for name in {modules!r}:\n    __import__(name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {NUMERIC!r}),"
+        " file=sys.__stdout__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+    return loaded
+
+
+def test_the_action_and_the_statistics_import_no_numpy_or_scipy() -> None:
+    """Every `turncheck action` job imports the action module, and through the comparison
+    all of `turncheck.stats`; a shard job never compares, so numpy and scipy (about half a
+    second) load only inside the statistics that use them."""
+    modules = ("turncheck.github.action", "turncheck.compare.comparison",
+               "turncheck.compare.calibration", *STATS_MODULES)
+    assert numeric_loaded_after_importing(modules) == []
+
+
+def test_a_statistical_test_loads_scipy_when_it_runs() -> None:
+    """The test above can fail: the same probe sees scipy once a test is computed."""
+    code = ("import sys\nfrom turncheck.stats.tests import fisher_worse\n"
+            "print(fisher_worse(10, 10, 2, 10) < 0.01, 'scipy' in sys.modules,"
+            " file=sys.__stdout__)\n")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["True", "True"]

@@ -12,5 +12,8 @@
 - `agreement`: Cohen's κ (plain and quadratically weighted), bootstrap interval,
   within-one agreement, confusion matrix, TPR/TNR.
 
+numpy and scipy are imported inside the functions that use them: every `turncheck action`
+job imports this package through the comparison, and a shard job never compares.
+
 See docs/statistics.md for the method in plain words.
 """

@@ -21,9 +21,10 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy import stats
+if TYPE_CHECKING:
+    import numpy as np
 
 SCALE = tuple(range(-3, 4))
 BOOTSTRAP_RESAMPLES = 2_000
@@ -34,6 +35,7 @@ LOWER_LEVEL = 0.025
 
 
 def _matrix(labels: Sequence[int], scores: Sequence[int]) -> np.ndarray:
+    import numpy as np
     matrix = np.zeros((len(SCALE), len(SCALE)))
     for label, score in zip(labels, scores, strict=True):
         matrix[label - SCALE[0], score - SCALE[0]] += 1
@@ -41,6 +43,7 @@ def _matrix(labels: Sequence[int], scores: Sequence[int]) -> np.ndarray:
 
 
 def _weights(weighted: bool) -> np.ndarray:
+    import numpy as np
     points = np.arange(len(SCALE))
     distance = points[:, None] - points[None, :]
     weights: np.ndarray = (
@@ -51,6 +54,7 @@ def _weights(weighted: bool) -> np.ndarray:
 
 
 def _kappa_of(matrix: np.ndarray, weights: np.ndarray) -> float | None:
+    import numpy as np
     total = matrix.sum()
     if total == 0:
         return None
@@ -73,6 +77,7 @@ def kappa_of_samples(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray
                      ) -> np.ndarray:
     """κ of every row of `labels`/`scores` (scale indices 0..K−1, samples on the last
     axis), vectorised; NaN where κ is undefined."""
+    import numpy as np
     observed = weights[labels, scores].mean(axis=-1)
     points = np.arange(len(SCALE))
     label_share = (labels[..., None] == points).mean(axis=-2)
@@ -87,11 +92,14 @@ def kappa_of_samples(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray
 
 
 def _indices(values: Sequence[int]) -> np.ndarray:
+    import numpy as np
     return np.asarray(values, dtype=np.intp) - SCALE[0]
 
 
 def _bca(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray, resamples: int,
          seed: int) -> tuple[float, float] | None:
+    import numpy as np
+    from scipy import stats
     def statistic(label_rows: np.ndarray, score_rows: np.ndarray, axis: int = -1
                   ) -> np.ndarray:
         return kappa_of_samples(np.moveaxis(label_rows, axis, -1),
@@ -111,6 +119,8 @@ def _bca(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray, resamples:
 
 def _jackknife(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray
                ) -> tuple[float, float] | None:
+    import numpy as np
+    from scipy import stats
     count = len(labels)
     estimate = float(kappa_of_samples(labels, scores, weights))
     left_out = ~np.eye(count, dtype=bool)
@@ -159,6 +169,7 @@ def bootstrap_difference(base: Sequence[Pair], head: Sequence[Pair], weighted: b
     resample draws samples with replacement and takes both sides' κ on the same draw,
     so the sample-to-sample variation that both graders share cancels out. None with
     fewer than two samples, or when κ is undefined on every resample."""
+    import numpy as np
     count = len(base)
     if count < 2 or len(head) != count:
         return None
@@ -189,6 +200,7 @@ def swap_test_lower(base: Sequence[Pair], head: Sequence[Pair], weighted: bool =
     p ≤ 0.025 has at most that false-alarm rate between equally good graders (Good
     2005, permutation tests; the Monte Carlo (k + 1) / (m + 1) form is exact too).
     None with fewer than two paired samples or an undefined κ."""
+    import numpy as np
     count = len(base)
     if count < 2 or len(head) != count:
         return None

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from turncheck.stats.tests import (
     Outcome,
@@ -47,6 +49,7 @@ def stratified_shift_test(looks: Sequence[Look]) -> ShiftTest:
     rank sum is the convolution of each look's subset-sum distribution. With one look
     this is `turn_shift_test`; with pass/fail outcomes it is the exact conditional test
     of a common odds ratio of 1 over the looks."""
+    import numpy as np
     looks = [look for look in looks if look.base and look.head]
     if not looks:
         return ShiftTest(1.0, 1.0)
@@ -72,6 +75,7 @@ def stratified_shift_test(looks: Sequence[Look]) -> ShiftTest:
 def _tail_test(counts: np.ndarray, observed: int) -> ShiftTest:
     """Exact one-sided p-values of the observed rank sum under the law `counts`, with
     that law's attainable p-values (for the discrete multiplicity procedure)."""
+    import numpy as np
     sums = np.nonzero(counts)[0]
     chances = counts[sums] / counts.sum()
     worse = float(chances[sums >= observed].sum())

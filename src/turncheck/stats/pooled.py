@@ -29,9 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy.special import betaln, gammaln
+if TYPE_CHECKING:
+    import numpy as np
 
 from turncheck.stats.tests import ShiftTest
 
@@ -88,6 +89,7 @@ def head_chance_law(base: PooledBase, variance: float) -> tuple[float, float]:
 
 
 def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln
     values: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
     return values
 
@@ -96,6 +98,8 @@ def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, n
     """(pass rates, probabilities) of every result of the head's design under a
     Beta(a, b) pass chance: one look of `looks[0]` samples, or a first look that stops
     when it all passed or all failed and is otherwise topped up by `looks[1]`."""
+    import numpy as np
+    from scipy.special import betaln
     first = looks[0]
     if len(looks) == 1:
         passes = np.arange(first + 1)

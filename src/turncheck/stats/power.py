@@ -11,9 +11,10 @@ The power is summed exactly over every pair of pass counts, not approximated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy.stats import binom, hypergeom
+if TYPE_CHECKING:
+    pass
 
 from turncheck.stats.verdicts import DEFAULT_SETTINGS, VerdictSettings
 
@@ -22,6 +23,8 @@ def regression_power(base_rate: float, head_rate: float, samples: int, tests: in
                      settings: VerdictSettings = DEFAULT_SETTINGS) -> float:
     """Probability that an eval passing `base_rate` at base and `head_rate` at head,
     `samples` samples a side, is called `regression` in a family of `tests` evals."""
+    import numpy as np
+    from scipy.stats import binom, hypergeom
     counts = np.arange(samples + 1)
     base, head = np.meshgrid(counts, counts, indexing="ij")
     pooled = base + head

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy.stats import fisher_exact, rankdata
+if TYPE_CHECKING:
+    import numpy as np
 
 Outcome = int | None
 
@@ -20,6 +21,7 @@ Outcome = int | None
 def fisher_worse(base_passes: int, base_samples: int,
                  head_passes: int, head_samples: int) -> float:
     """One-sided Fisher's exact p-value for "head passes less often than base"."""
+    from scipy.stats import fisher_exact
     if base_samples == 0 or head_samples == 0:
         return 1.0
     table = [[base_passes, base_samples - base_passes],
@@ -36,6 +38,7 @@ def fisher_better(base_passes: int, base_samples: int,
 def outcome_ranks(base: Sequence[Outcome], head: Sequence[Outcome]) -> tuple[list[int], int]:
     """Doubled mid-ranks (integers) of head's outcomes in the pooled samples, and
     the number of pooled samples; a failure ranks after every passing turn."""
+    from scipy.stats import rankdata
     last = max([t for t in [*base, *head] if t is not None], default=0)
     pooled = [last + 1 if t is None else t for t in [*base, *head]]
     ranks = [round(float(2 * r)) for r in rankdata(pooled)]
@@ -44,6 +47,7 @@ def outcome_ranks(base: Sequence[Outcome], head: Sequence[Outcome]) -> tuple[lis
 
 def _rank_sum_distribution(ranks: Sequence[int], chosen: int) -> np.ndarray:
     """counts[s]: how many `chosen`-element subsets of `ranks` sum to s (exact)."""
+    import numpy as np
     total = sum(ranks)
     counts = np.zeros((chosen + 1, total + 1), dtype=np.float64)
     counts[0, 0] = 1.0
@@ -84,6 +88,7 @@ def turn_shift_test(base: Sequence[Outcome], head: Sequence[Outcome]) -> ShiftTe
     full), so P(p ≤ α) ≤ α holds for every α under "no change", conditionally on the
     pooled samples: the property Tarone's screen and Holm's step-down need for their
     family-wise guarantee to be a theorem (docs/statistics.md)."""
+    import numpy as np
     if not base or not head:
         return ShiftTest(1.0, 1.0)
     ranks, _ = outcome_ranks(base, head)
@@ -108,6 +113,7 @@ def _null_law(sums: np.ndarray, chances: np.ndarray, worse: bool
               ) -> tuple[tuple[float, float], ...]:
     """(p-value, probability) of every attainable value of a one-sided test whose
     statistic has the law (`sums`, `chances`): large sums are worse."""
+    import numpy as np
     values = np.unique(sums)
     mass = np.array([chances[sums == v].sum() for v in values])
     tails = np.cumsum(mass[::-1])[::-1] if worse else np.cumsum(mass)
@@ -122,6 +128,7 @@ def _category_law(ranks: Sequence[int], chosen: int) -> tuple[np.ndarray, np.nda
     turns and "fail"): head's count per category is multivariate hypergeometric, so the
     law is enumerated over those counts — fast where the subset-sum recursion is
     quadratic in the samples. None when there are too many count vectors."""
+    import numpy as np
     from scipy.special import gammaln
 
     values, sizes = np.unique(np.asarray(ranks), return_counts=True)
@@ -174,6 +181,7 @@ def clustered_permutation_test(
     `least_worse`/`least_better` (for Tarone's rule) depend on the pooled samples only:
     1 when no split can change the statistic (every case's samples score alike), else
     the smallest p-value any split gives (exact), or 1 / (resamples + 1)."""
+    import numpy as np
     cases = [(list(b), list(h)) for b, h in zip(base, head, strict=True) if b and h]
     if not cases:
         return ShiftTest(1.0, 1.0)
@@ -201,6 +209,7 @@ def _n_choose(n: int, k: int) -> int:
 
 
 def _clustered_statistic(cases: Sequence[tuple[list[float], list[float]]]) -> float:
+    import numpy as np
     return float(np.mean([np.mean(h) - np.mean(b) for b, h in cases]))
 
 
@@ -222,6 +231,7 @@ def _random_statistics(cases: list[tuple[list[float], list[float]]], resamples: 
                        rng: np.random.Generator) -> np.ndarray:
     """The statistic under `resamples` random splits, each shuffling every case's samples
     within that case (all resamples of one case at once)."""
+    import numpy as np
     total = np.zeros(resamples)
     for b, h in cases:
         pooled = np.asarray([*b, *h], dtype=np.float64)
@@ -251,6 +261,7 @@ def stratified_pass_test(strata: Sequence[Stratum]) -> ShiftTest:
     follows the convolution of those laws, computed exactly. `worse` is the probability
     of at most the observed sum, `better` of at least it; `least_*` the smallest value
     either can take given the pooled samples (for Tarone's screen)."""
+    import numpy as np
     law = np.ones(1)
     observed = 0
     for stratum in strata:
@@ -273,6 +284,7 @@ def stratified_pass_test(strata: Sequence[Stratum]) -> ShiftTest:
 
 def _head_pass_law(stratum: Stratum) -> np.ndarray:
     """P(head passes = j) for j = 0..head_samples, given the stratum's pooled passes."""
+    import numpy as np
     from scipy.stats import hypergeom
 
     total = stratum.base_samples + stratum.head_samples
