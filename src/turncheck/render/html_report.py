@@ -27,6 +27,7 @@ from turncheck.engine.calibration_report import CalibrationFileResult, SampleGra
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult, ProtocolTurn
 from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
 from turncheck.engine.results import CheckResult, Usage
+from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
@@ -295,15 +296,9 @@ def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | 
     return row
 
 
-def _evals_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
-    if report is None:
-        return {}
-    return {(s.path, e.name): e for s in report.suites for e in s.evals}
-
-
 def eval_rows(comparison: Comparison | None, base: Report | None,
               head: Report | None) -> list[RowView]:
-    base_evals, head_evals = _evals_by_key(base), _evals_by_key(head)
+    base_evals, head_evals = results_by_key(base), results_by_key(head)
     base_sent, head_sent = sent_by_key(base), sent_by_key(head)
     if comparison is None:
         side = head if head is not None else base
