@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 # A DFA for the pattern may use this much memory; past it RE2 falls back to its NFA,
 # which is slower but still linear, so no answer can exhaust memory through a pattern.

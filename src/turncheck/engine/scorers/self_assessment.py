@@ -29,7 +29,9 @@ _LABELLED = re.compile(
     rf"[^0-9\n]{{0,40}}?(?P<value>{_NUMBER}\s*(?:%|percent|(?:/|out of)\s*{_NUMBER})?)",
     re.IGNORECASE,
 )
-_PERCENT = re.compile(rf"{_NUMBER}\s*(?:%|percent)", re.IGNORECASE)
+# (?<!\d): a match starts where a digit run starts, so a run of a million digits is
+# scanned once, not once per digit (quadratic, benchmarks/hostile.py).
+_PERCENT = re.compile(rf"(?<!\d){_NUMBER}\s*(?:%|percent)", re.IGNORECASE)
 _RATIO = re.compile(rf"\b{_NUMBER}\s*(?:/|out of)\s*{_NUMBER}", re.IGNORECASE)
 
 
