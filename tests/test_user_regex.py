@@ -104,3 +104,14 @@ def test_matching_is_case_insensitive_and_reads_the_first_group() -> None:
     assert first_match(r"(x)?y", "y") is None
     with pytest.raises(UserRegexError, match="invalid repetition size"):
         compile_user_regex("a{1001}")
+
+
+def test_a_discovery_glob_with_many_stars_does_not_hang_on_a_long_path() -> None:
+    """Globs in the configuration and file names both come from pull requests; with
+    Python's re, nine stars against a 60-character name backtracked for minutes."""
+    code = ("from turncheck.formats.discovery import glob_matches\n"
+            "print(glob_matches('*a*a*a*a*a*a*a*a*b', 'evals/' + 'a' * 200),"
+            " glob_matches('**/*a*a*.eval.yaml', 'x/' + 'a' * 200 + '.eval.yaml'))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30, check=True)
+    assert done.stdout.split() == ["False", "True"]

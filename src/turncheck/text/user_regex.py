@@ -52,6 +52,10 @@ class UserRegex:
         found: str | None = match.group(1) if self.groups else match.group(0)
         return found
 
+    def fullmatch(self, text: str) -> bool:
+        """Whether the pattern matches the whole of `text`."""
+        return self._compiled.fullmatch(text) is not None
+
 
 def _options(ignore_case: bool) -> Any:
     options = re2.Options()
