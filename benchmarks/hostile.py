@@ -80,6 +80,51 @@ def glob_wildcard_segments() -> tuple[str, int]:
     return f"matched={glob_match('*' + 'a?' * 200 + 'b*', answer)}", len(answer)
 
 
+# -- regexes on answers (issue 23: no small input hangs a run) ------------------------------
+
+REGEX_MB = 1
+
+
+@hostile_case("suite-regex-redos",
+              f"a protocol's extract pattern '(a+)+$' against a {REGEX_MB} MB answer of 'a's "
+              "and a 'b' (Python's re: hours from 40 characters on)",
+              target_ms_per_kb=0.5, target_mib=150)
+def suite_regex_redos() -> tuple[str, int]:
+    from turncheck.text.user_regex import first_match
+
+    answer = "a" * (REGEX_MB << 20) + "b"
+    return f"extracted={first_match('(a+)+$', answer)!r}", len(answer)
+
+
+def _blank_runs() -> str:
+    """1 MB of the worst for turncheck's own answer regexes: long blank and digit runs."""
+    unit = " " * 5000 + "\t" * 5000 + "\n" * 5000 + "1" * 5000 + " (x " + "a" * 5000 + "\n"
+    return (unit * ((REGEX_MB << 20) // len(unit) + 1))[: REGEX_MB << 20]
+
+
+@hostile_case("answer-regexes-blank-runs",
+              f"item extraction, the self-assessment reader, a judge's fence and the comment's "
+              f"text escaping on a {REGEX_MB} MB answer of 5,000-character blank and digit runs",
+              target_ms_per_kb=1.0, target_mib=200)
+def answer_regexes_blank_runs() -> tuple[str, int]:
+    from turncheck.engine.judge import JudgeAnswerError, parse_verdict
+    from turncheck.engine.scorers.extract import extract
+    from turncheck.engine.scorers.self_assessment import find_estimate
+    from turncheck.text.markdown import md_text
+
+    answer = _blank_runs()
+    items = extract(answer).names
+    estimate = find_estimate(answer)
+    try:
+        parse_verdict("```json\n" + answer)
+        verdict = "parsed"
+    except JudgeAnswerError:
+        verdict = "refused"
+    escaped = len(md_text(answer, limit=None))
+    return (f"items={len(items)}, estimate={estimate and estimate[0]}, judge {verdict}, "
+            f"escaped {escaped} chars"), len(answer)
+
+
 # -- templates (issue 23, defect 4) ----------------------------------------------------------
 
 

@@ -77,7 +77,7 @@ GRADE_ANSWER = answer_schema(
     {"type": "integer", "enum": list(range(MIN_GRADER_SCORE, MAX_GRADER_SCORE + 1))},
 )
 
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
+_FENCE_OPENER = re.compile(r"```[a-zA-Z0-9_-]*")
 
 
 @dataclass(frozen=True)
@@ -140,15 +140,23 @@ def grader_messages(conversation: Sequence[Turn], criteria: str) -> list[ChatMes
     return [ChatMessage("system", GRADER_SYSTEM_PROMPT), ChatMessage("user", user)]
 
 
-def _unfenced(text: str) -> str:
-    match = _FENCE.match(text)
-    return match["body"] if match else text.strip()
+def unfenced(text: str) -> str:
+    """`text` stripped, and without a code fence that wraps the whole of it.
+
+    No regex with `.*?` here: on a hostile answer with long whitespace runs the old
+    pattern backtracked for minutes (see benchmarks/hostile.py).
+    """
+    stripped = text.strip()
+    opener = _FENCE_OPENER.match(stripped)
+    if opener is None or len(stripped) < opener.end() + 3 or not stripped.endswith("```"):
+        return stripped
+    return stripped[opener.end() : -3].strip()
 
 
 def _json_object(text: str, who: str) -> dict[str, Any]:
     """The JSON object `text` holds (a code fence around it is tolerated)."""
     try:
-        data = json.loads(_unfenced(text))
+        data = json.loads(unfenced(text))
     except (ValueError, RecursionError) as exc:  # ValueError: also int digit limits
         raise JudgeAnswerError(f"{who} answer is not JSON: {_excerpt(text)}") from exc
     if not isinstance(data, dict):

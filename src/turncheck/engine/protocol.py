@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.text.user_regex import first_match
 
 if TYPE_CHECKING:
     from turncheck.engine.settings import RunSettings
@@ -153,10 +153,7 @@ def _turn_view(turn: ProtocolTurn, extraction: Extraction) -> Record:
 def _extracted(turn: Turn, response: str) -> dict[str, str | None]:
     values: dict[str, str | None] = {}
     for name, pattern in turn.extract.items():
-        match = re.search(pattern, response, re.IGNORECASE)
-        values[name] = None if match is None else (
-            match.group(1) if match.re.groups else match.group(0)
-        )
+        values[name] = first_match(pattern, response)
     return values
 
 

@@ -47,6 +47,7 @@ from turncheck.formats.protocol_templates import Analysis, Scope, check_expressi
 from turncheck.formats.reporting import Reporter, SuiteReporter
 from turncheck.formats.suite import CHECK_TYPES
 from turncheck.formats.yamlsource import Path, Pos, Positions, load_yaml
+from turncheck.text.user_regex import UserRegexError, compile_user_regex
 
 PROTOCOL_KEYS = ("metadata", "cases", "turns", "aggregates")
 CASE_KEYS = ("id", "vars", "ground_truth")
@@ -437,8 +438,8 @@ class ProtocolValidator(SuiteReporter):
 
     def regex(self, path: Path, pattern: str) -> None:
         try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
+            compiled = compile_user_regex(pattern)
+        except UserRegexError as exc:
             self.error_at_value(path, "invalid-regex", f"invalid regular expression: {exc}")
             return
         if compiled.groups > 1:

@@ -49,7 +49,8 @@ _BACKTICK_RUN = re.compile(r"`+")
 _AUTOLINK_SCHEME = re.compile(r"(?=://)")
 _AUTOLINK_WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
 _UNSAFE_INFO_CHARS = re.compile(r"[^\w+.#-]")
-_WHITESPACE_WITH_NEWLINE = re.compile(r"[ \t]*\n\s*")
+# (?!(?<=[ \t])[ \t]): no match starts inside a blank run, so long blank runs cost linear time.
+_WHITESPACE_WITH_NEWLINE = re.compile(r"(?!(?<=[ \t])[ \t])[ \t]*\n\s*")
 
 _MARKDOWN_METACHARACTERS = "\\`*_[](){}+-!|~$"
 

@@ -29,15 +29,18 @@ from turncheck.formats.names import unique_names
 
 MAX_NAME_WORDS = 8
 MAX_JSON_CHARS = 200_000
+# A pattern that starts with \s* or \s+ begins with (?!(?<=\s)\s): a match cannot start
+# inside a whitespace run (one from the run's start covers it), so a hostile answer
+# of long whitespace runs costs linear time instead of quadratic (benchmarks/hostile.py).
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n(?P<body>.*?)```", re.DOTALL)
 _BULLET = re.compile(
     r"^(?P<indent>[ \t]*)(?:[-*+•‣◦▪●]|\d{1,3}[.)]|[a-zA-Z][.)])\s+(?P<text>\S.*)$"
 )
-_HEADER = re.compile(r"^(?P<indent>[ \t]*)(?:#{1,6}\s+)?(?P<text>[^:]{1,80}):\s*$")
-_ARROW = re.compile(r"\s*(?:→|->|=>|⟶|>)\s*")
+_HEADER = re.compile(r"^(?P<indent>[ \t]*+)(?:#{1,6}\s+)?(?P<text>[^:]{1,80}):\s*$")
+_ARROW = re.compile(r"(?!(?<=\s)\s)\s*(?:→|->|=>|⟶|>)\s*")
 _PREFIX = re.compile(r"^(?:gate|step|level|stage|tier)\s*\d+\s*[:.)\-–]\s*", re.IGNORECASE)
-_EXPLANATION = re.compile(r"\s+[-–—]\s+|:\s+|:$")
-_PARENTHESES = re.compile(r"\s*\(([^()]*)\)")
+_EXPLANATION = re.compile(r"(?!(?<=\s)\s)\s+[-–—]\s+|:\s+|:$")
+_PARENTHESES = re.compile(r"(?!(?<=\s)\s)\s*\(([^()]*)\)")
 _MARKERISH = re.compile(
     r"^(?:[A-Za-z]{1,6}[- ]?\d+[A-Za-z]*|[A-Za-z]{2,6}-?[A-Za-z]{0,3})"
     r"\s*(?:\+\+|\+|-|−|hi|lo|dim|bright|high|low|pos|neg)?$"
@@ -222,7 +225,7 @@ def _from_commas(text: str) -> list[_Builder]:
         if line.count(",") >= 2:
             body = line.strip().rstrip(".")
             body = body.rsplit(":", 1)[-1] if ":" in body else _LIST_LEAD.sub("", body, count=1)
-            parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", body)
+            parts = re.split(r",\s*(?:and\s+)?|(?!(?<=\s)\s)\s+and\s+", body)
             names = [n for n in (clean_name(p) for p in parts) if n]
             if len(names) >= 3:
                 return [_Builder(n) for n in names]

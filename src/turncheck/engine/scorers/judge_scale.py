@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript
+from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript, unfenced
 from turncheck.engine.protocol_report import JudgeScaleDetail, ScorerResult
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
@@ -35,7 +35,6 @@ into account, on an integer scale from {MIN_RATING} (does not meet it at all) to
 {MAX_RATING} (meets it fully). Answer with JSON only, exactly of the form
 {{"score": an integer from {MIN_RATING} to {MAX_RATING}, "reason": "one short sentence"}}."""
 
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(?P<body>.*?)\n?\s*```\s*$", re.DOTALL)
 _INTEGER = re.compile(r"\s*\d\s*")
 
 
@@ -54,8 +53,7 @@ def _excerpt(text: str, limit: int = 120) -> str:
 
 def parse_rating(text: str) -> tuple[int, str]:
     """(rating, reason) from the judge's answer; JudgeAnswerError when it is anything else."""
-    match = _FENCE.match(text)
-    body = match["body"] if match else text.strip()
+    body = unfenced(text)
     try:
         data = json.loads(body)
     except (ValueError, RecursionError) as exc:

@@ -17,6 +17,7 @@ import re
 from turncheck.engine.protocol_report import ScorerResult, SelfAssessmentDetail
 from turncheck.engine.scorers.base import ScorerError, ScoringContext, result
 from turncheck.formats.protocol import Scorer, SelfAssessmentSpec
+from turncheck.text.user_regex import first_match
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _VALUE = re.compile(
@@ -28,7 +29,9 @@ _LABELLED = re.compile(
     rf"[^0-9\n]{{0,40}}?(?P<value>{_NUMBER}\s*(?:%|percent|(?:/|out of)\s*{_NUMBER})?)",
     re.IGNORECASE,
 )
-_PERCENT = re.compile(rf"{_NUMBER}\s*(?:%|percent)", re.IGNORECASE)
+# (?<!\d): a match starts where a digit run starts, so a run of a million digits is
+# scanned once, not once per digit (quadratic, benchmarks/hostile.py).
+_PERCENT = re.compile(rf"(?<!\d){_NUMBER}\s*(?:%|percent)", re.IGNORECASE)
 _RATIO = re.compile(rf"\b{_NUMBER}\s*(?:/|out of)\s*{_NUMBER}", re.IGNORECASE)
 
 
@@ -53,10 +56,9 @@ def as_fraction(text: str) -> float | None:
 def find_estimate(text: str, pattern: str | None = None) -> tuple[float, str] | None:
     """(estimate in 0..1, the text it was read from), or None."""
     if pattern is not None:
-        match = re.search(pattern, text, re.IGNORECASE)
-        if match is None:
+        quote = first_match(pattern, text)
+        if quote is None:
             return None
-        quote = match.group(1) if match.re.groups else match.group(0)
         value = as_fraction(quote or "")
         return None if value is None else (value, quote)
     for finder in (_LABELLED, _PERCENT, _RATIO):

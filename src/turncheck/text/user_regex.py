@@ -1,0 +1,93 @@
+"""Regular expressions written by suite authors, matched with RE2 in linear time.
+
+A protocol suite's `extract` patterns and `self_assessment.pattern` come from a pull
+request and run against model answers, which are hostile too. Python's `re`
+backtracks: `(a+)+$` against forty `a`s and a `b` runs for hours, and the interpreter
+checks for signals only between bytecodes, so not even SIGTERM stops it. RE2 matches
+in time linear in the answer for every pattern, so nothing needs a timeout (a timeout
+would make a case's result depend on the machine, and base and head could then
+differ for no reason). The price is RE2's dialect: no lookarounds, no backreferences,
+no `\\Z` (use `\\z` or `$`), and `\\d`, `\\w`, `\\s`, `\\b` are ASCII-only. A pattern
+that uses them is refused when the suite is loaded, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+# A DFA for the pattern may use this much memory; past it RE2 falls back to its NFA,
+# which is slower but still linear, so no answer can exhaust memory through a pattern.
+_MAX_MEMORY = 8 << 20
+
+_UNSUPPORTED = (
+    ("(?=", "lookahead (?=...)"),
+    ("(?!", "negative lookahead (?!...)"),
+    ("(?<=", "lookbehind (?<=...)"),
+    ("(?<!", "negative lookbehind (?<!...)"),
+    ("(?P=", "named backreference (?P=name)"),
+    ("(?#", "comment group (?#...)"),
+    ("\\Z", "\\Z (use \\z or $)"),
+)
+
+
+class UserRegexError(ValueError):
+    """A pattern RE2 cannot use; the message says why, for a diagnostic."""
+
+
+@dataclass(frozen=True)
+class UserRegex:
+    pattern: str
+    groups: int
+    _compiled: Any
+
+    def first(self, text: str) -> str | None:
+        """The first match's group (its whole text without a group); None without one."""
+        match = self._compiled.search(text)
+        if match is None:
+            return None
+        found: str | None = match.group(1) if self.groups else match.group(0)
+        return found
+
+    def fullmatch(self, text: str) -> bool:
+        """Whether the pattern matches the whole of `text`."""
+        return self._compiled.fullmatch(text) is not None
+
+
+def _options(ignore_case: bool) -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to stderr
+    options.case_sensitive = not ignore_case
+    options.max_mem = _MAX_MEMORY
+    return options
+
+
+def _reason(pattern: str, message: str) -> str:
+    for syntax, name in _UNSUPPORTED:
+        if syntax in pattern:
+            return (f"{name} is not supported: answers are matched with RE2, which runs in "
+                    "linear time and has no lookarounds or backreferences")
+    if "invalid escape sequence: \\" in message and message[-1:].isdigit():
+        return ("backreferences (\\1 …) are not supported: answers are matched with RE2, "
+                "which runs in linear time")
+    return message
+
+
+@lru_cache(maxsize=512)
+def compile_user_regex(pattern: str, ignore_case: bool = True) -> UserRegex:
+    """`pattern` compiled for RE2 (case-insensitive by default); UserRegexError if refused."""
+    try:
+        compiled = re2.compile(pattern, _options(ignore_case))
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else ""
+        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        raise UserRegexError(_reason(pattern, message)) from None
+    return UserRegex(pattern, int(compiled.groups), compiled)
+
+
+def first_match(pattern: str, text: str) -> str | None:
+    """The first match of a (validated) suite pattern in `text`, ignoring case."""
+    return compile_user_regex(pattern).first(text)
