@@ -135,6 +135,20 @@ def keep_every_model_loaded() -> None:
     LlamaProxy.__call__ = model_for
 
 
+def load_every_model_now() -> None:
+    """Both models loaded and warmed up before the server answers (it is ready once
+    `/models` answers), as llama.cpp's own server does: a model's first decode costs
+    seconds (its compute graph and weights are set up then), which the first request
+    of each kind would otherwise wait for."""
+    from llama_cpp.server import app  # type: ignore[import-not-found,unused-ignore]
+
+    proxy = app._llama_proxy
+    proxy(EMBEDDING_MODEL).embed("warm-up")
+    chat = proxy(CHAT_MODEL)  # the default model, current again
+    chat.eval([chat.token_bos()])
+    chat.reset()
+
+
 def serve(config: dict[str, Any]) -> None:
     """Run llama-cpp-python's server in this process (blocks until interrupted)."""
     import uvicorn  # type: ignore[import-not-found,unused-ignore]
@@ -150,6 +164,7 @@ def serve(config: dict[str, Any]) -> None:
     app = create_app(
         server_settings=ServerSettings.model_validate(settings), model_settings=settings.models
     )
+    load_every_model_now()
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
 
 
