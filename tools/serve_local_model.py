@@ -143,6 +143,7 @@ def load_every_model_now() -> None:
     from llama_cpp.server import app  # type: ignore[import-not-found,unused-ignore]
 
     proxy = app._llama_proxy
+    assert proxy is not None, "create_app sets the proxy"
     proxy(EMBEDDING_MODEL).embed("warm-up")
     chat = proxy(CHAT_MODEL)  # the default model, current again
     chat.eval([chat.token_bos()])
