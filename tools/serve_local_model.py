@@ -147,7 +147,7 @@ def load_every_model_now() -> None:
     proxy(EMBEDDING_MODEL).embed("warm-up")
     chat = proxy(CHAT_MODEL)  # the default model, current again
     chat.eval([chat.token_bos()])
-    chat.reset()
+    chat.reset()  # type: ignore[no-untyped-call,unused-ignore]
 
 
 def serve(config: dict[str, Any]) -> None:
