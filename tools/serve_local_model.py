@@ -89,6 +89,10 @@ def server_config(gguf: Path, port: int, host: str = "127.0.0.1") -> dict[str, o
                 "model_alias": CHAT_MODEL,
                 "chat_format": PLAIN_CHAT_FORMAT,
                 "n_ctx": 4096,
+                # llama-cpp-python's server computes (and copies) the logits of every
+                # prompt token by default, over Gemma's 262k-token vocabulary: most of a
+                # request's time. Only `logprobs` needs them, which turncheck never asks.
+                "logits_all": False,
                 "verbose": False,
             },
             {
@@ -97,6 +101,7 @@ def server_config(gguf: Path, port: int, host: str = "127.0.0.1") -> dict[str, o
                 "embedding": True,
                 "kv_overrides": [POOLING_OVERRIDE],
                 "n_ctx": 2048,
+                "logits_all": False,
                 "verbose": False,
             },
         ],
