@@ -22,6 +22,10 @@ One process serves two models from the same weights: `CHAT_MODEL` and
 `EMBEDDING_MODEL`, whose embeddings are mean-pooled by llama.cpp (one vector
 per input, not one per token, which keeps cassettes small).
 
+Both models are loaded and warmed up before the server answers, and neither computes
+the logits of every prompt token (llama-cpp-python's server default, only needed for
+`logprobs`, most of a request's CPU with Gemma's 262k-token vocabulary).
+
 `tests/llama.py` starts the live-test server with `start_server` and
 `wait_until_ready`, so tests and recordings use the same serving mode.
 """
