@@ -75,11 +75,12 @@ def _start(cache: Path, log: Path) -> _Starting:
     return _Starting(local_model.start_server(port, cache, log), local_model.base_url(port), log)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Start the server as soon as the session is known to need it: it loads and warms up
-    its models while the tests before the live ones run, instead of in the first live
-    test's set-up."""
-    if not any("llama_server" in getattr(item, "fixturenames", ()) for item in items):
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the server as soon as the session is known to need it (after deselection):
+    it loads and warms up its models while the tests before the live ones run, instead
+    of in the first live test's set-up."""
+    config = session.config
+    if not any("llama_server" in getattr(item, "fixturenames", ()) for item in session.items):
         return
     if _missing_package() is not None:
         return  # the fixture skips (or fails) with the reason
