@@ -27,7 +27,7 @@ def live_suite(server: LlamaServer) -> str:
   system_prompt: You are a helpful assistant. Be brief.
   temperature: 0
   seed: 1
-  max_output_tokens: 24
+  max_output_tokens: 12
 evals:
   - name: multiply
     prompt: What is 15 * 7?
@@ -35,7 +35,7 @@ evals:
       - match: "*105*"
       - prompt: "Hint: 15 * 7 = 10*7 + 5*7. What is the answer?"
         checks:
-          - max_tokens: 24
+          - max_tokens: 12
   - name: similar
     prompt: Say hello.
     checks:

@@ -22,6 +22,10 @@ One process serves two models from the same weights: `CHAT_MODEL` and
 `EMBEDDING_MODEL`, whose embeddings are mean-pooled by llama.cpp (one vector
 per input, not one per token, which keeps cassettes small).
 
+Both models are loaded and warmed up before the server answers, and neither computes
+the logits of every prompt token (llama-cpp-python's server default, only needed for
+`logprobs`, most of a request's CPU with Gemma's 262k-token vocabulary).
+
 `tests/llama.py` starts the live-test server with `start_server` and
 `wait_until_ready`, so tests and recordings use the same serving mode.
 """
@@ -89,6 +93,10 @@ def server_config(gguf: Path, port: int, host: str = "127.0.0.1") -> dict[str, o
                 "model_alias": CHAT_MODEL,
                 "chat_format": PLAIN_CHAT_FORMAT,
                 "n_ctx": 4096,
+                # llama-cpp-python's server computes (and copies) the logits of every
+                # prompt token by default, over Gemma's 262k-token vocabulary: most of a
+                # request's time. Only `logprobs` needs them, which turncheck never asks.
+                "logits_all": False,
                 "verbose": False,
             },
             {
@@ -97,6 +105,7 @@ def server_config(gguf: Path, port: int, host: str = "127.0.0.1") -> dict[str, o
                 "embedding": True,
                 "kv_overrides": [POOLING_OVERRIDE],
                 "n_ctx": 2048,
+                "logits_all": False,
                 "verbose": False,
             },
         ],
@@ -135,6 +144,21 @@ def keep_every_model_loaded() -> None:
     LlamaProxy.__call__ = model_for
 
 
+def load_every_model_now() -> None:
+    """Both models loaded and warmed up before the server answers (it is ready once
+    `/models` answers), as llama.cpp's own server does: a model's first decode costs
+    seconds (its compute graph and weights are set up then), which the first request
+    of each kind would otherwise wait for."""
+    from llama_cpp.server import app  # type: ignore[import-not-found,unused-ignore]
+
+    proxy = app._llama_proxy
+    assert proxy is not None, "create_app sets the proxy"
+    proxy(EMBEDDING_MODEL).embed("warm-up")
+    chat = proxy(CHAT_MODEL)  # the default model, current again
+    chat.eval([chat.token_bos()])
+    chat.reset()  # type: ignore[no-untyped-call,unused-ignore]
+
+
 def serve(config: dict[str, Any]) -> None:
     """Run llama-cpp-python's server in this process (blocks until interrupted)."""
     import uvicorn  # type: ignore[import-not-found,unused-ignore]
@@ -150,6 +174,7 @@ def serve(config: dict[str, Any]) -> None:
     app = create_app(
         server_settings=ServerSettings.model_validate(settings), model_settings=settings.models
     )
+    load_every_model_now()
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
 
 
