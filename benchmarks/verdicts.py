@@ -518,7 +518,8 @@ false-alarm chance averages 4.6-4.9 %, docs/statistics.md) and 400 PRs cannot te
 from 5 %."""
 
 
-def cells(prs: int, seed: int, only: str | None = None) -> list[Cell]:
+def cells(prs: int, seed: int, only: str | None = None, smoke: bool = False) -> list[Cell]:
+    """Every cell at its size for `prs` PRs; `smoke`: one PR each (the smoke test's run)."""
     planned = []
     for scenario in scenarios().values():
         samplings = [FIXED_20, AUTO_20]
@@ -538,7 +539,7 @@ def cells(prs: int, seed: int, only: str | None = None) -> list[Cell]:
             if sampling.pooled and (scenario.name not in POOLED_FULL_SIZE
                                     or sampling.repeat is not None):
                 size = max(2, size // 2)
-            cell = Cell(scenario, sampling, size, seed)
+            cell = Cell(scenario, sampling, 1 if smoke else size, seed)
             if only is None or only in cell.key:
                 planned.append(cell)
     return planned
@@ -725,12 +726,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="simulated PRs per cell (a quarter for 100-eval and fault cells)")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--quick", action="store_true", help="one PR per cell: a smoke run")
     parser.add_argument("--only", help="only the cells whose name contains this text")
     args = parser.parse_args(argv)
-    prs = 3 if args.quick else args.prs
+    prs = 1 if args.quick else args.prs
     started, load = time.perf_counter(), os.getloadavg()
-    planned = cells(prs, args.seed, args.only)
+    planned = cells(prs, args.seed, args.only, smoke=args.quick)
     print(f"load average at start: {load[0]:.2f}; {len(planned)} cells, {prs} PRs per cell, "
           f"seed {args.seed}; rates with their Wilson 95 % interval over the PRs")
     results = run_all(planned, args.workers)
