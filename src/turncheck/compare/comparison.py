@@ -28,10 +28,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
-from turncheck.compare.pool import BasePool
+from turncheck.compare.pool import BasePool, outcomes_of
 from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
 from turncheck.compare.rows import (
-    USABLE,
     RowCounts,
     SampleSide,
     SuiteState,
@@ -49,8 +48,8 @@ from turncheck.compare.rows import (
 from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spend_of
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.model import ReportModel
+from turncheck.engine.repeats import USABLE
 from turncheck.engine.report import EvalResult, PriceSource, Report, Status, SuiteResult
-from turncheck.engine.results import SampleResult
 from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
@@ -230,14 +229,6 @@ class Comparison(ReportModel):
 
 def sample_statuses(result: EvalResult) -> list[Status]:
     return [s.status for s in result.samples] if result.samples else [result.status]
-
-
-def outcomes_of(result: EvalResult) -> list[int | None]:
-    """Each usable sample's turn of pass (None when it failed); errored and skipped
-    samples are left out."""
-    samples: Sequence[EvalResult | SampleResult] = result.samples or [result]
-    return [s.passed_on_turn if s.status is Status.PASS else None
-            for s in samples if s.status in USABLE]
 
 
 def look_outcomes(result: EvalResult) -> list[list[int | None]]:

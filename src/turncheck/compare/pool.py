@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from turncheck.engine.model import ReportModel
-from turncheck.engine.repeats import RepeatPlan, outcome_of, status_of, summarize
+from turncheck.engine.repeats import USABLE, RepeatPlan, outcome_of, status_of, summarize
 from turncheck.engine.report import EvalResult, Report, SampleResult, Status, SuiteResult
 from turncheck.stats.pooled import between_run_variance
 
@@ -103,10 +103,18 @@ def _samples(result: EvalResult) -> list[SampleResult]:
                          passed_on_turn=result.passed_on_turn)]
 
 
+def outcomes_of(result: EvalResult) -> list[int | None]:
+    """Each usable sample's turn of pass (None when it failed); errored and skipped
+    samples are left out."""
+    samples: Sequence[EvalResult | SampleResult] = result.samples or [result]
+    return [s.passed_on_turn if s.status is Status.PASS else None
+            for s in samples if s.status in USABLE]
+
+
 def run_counts(result: EvalResult) -> tuple[int, int]:
-    samples = _samples(result)
-    usable = [s for s in samples if s.status in (Status.PASS, Status.FAIL)]
-    return sum(s.status is Status.PASS for s in usable), len(usable)
+    """(passes, usable samples) of one run's eval."""
+    outcomes = outcomes_of(result)
+    return sum(o is not None for o in outcomes), len(outcomes)
 
 
 def _indexed(reports: Sequence[Report]) -> list[dict[EvalIdentity, EvalResult]]:

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from turncheck.compare.rows import (
-    USABLE,
     RowCounts,
     SampleSide,
     SuiteState,
@@ -36,6 +35,7 @@ from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spe
 from turncheck.engine.model import ReportModel
 from turncheck.engine.pricing import add_costs
 from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
+from turncheck.engine.repeats import USABLE
 from turncheck.engine.report import Report, Status
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (

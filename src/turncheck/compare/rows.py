@@ -17,6 +17,7 @@ from pydantic import Field
 
 from turncheck.compare.spend import Spend
 from turncheck.engine.model import ReportModel
+from turncheck.engine.repeats import USABLE
 from turncheck.engine.results import Status
 from turncheck.stats.rates import wilson_interval
 from turncheck.stats.verdicts import (
@@ -114,9 +115,6 @@ class SampleSide(Spend):
     def unusable(self) -> Unusable:
         return Unusable(errors=self.errored, skipped=self.skipped,
                         skip_reason=self.skip_reason or "skipped")
-
-
-USABLE = (Status.PASS, Status.FAIL)
 
 
 def sample_stats(statuses: Sequence[Status], skip_reason: str | None = None) -> dict[str, Any]:
