@@ -1,10 +1,10 @@
 """Request URLs in httpx's normal form (`str(httpx.URL(url))`), the form a cassette
 stores and matches, without loading httpx for the URLs providers usually post to.
 
-A plain URL (lower-case `http(s)` host, no default or zero-padded port, no dot segments,
-userinfo, fragment, escapes or characters httpx would escape) is its own normal form: a
-replay keys its requests without importing httpx. Any other URL is left to httpx itself,
-so both forms agree by construction (tests/test_urls.py checks the plain ones).
+A plain URL (lower-case `http(s)` and ASCII host, no default or zero-padded port, no dot
+segments, userinfo, fragment, escapes or characters httpx would escape) is its own normal
+form: a replay keys its requests without importing httpx. Any other URL is left to httpx
+itself, so both forms agree by construction (tests/test_urls.py checks the plain ones).
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ def _plain(url: str) -> re.Match[str] | None:
     if match is None:
         return None
     port = match["port"]
-    if port is not None and (int(port) > 65535 or int(port) == _DEFAULT_PORTS[match["scheme"]]):
+    if port is not None and int(port) == _DEFAULT_PORTS[match["scheme"]]:
         return None
     host = match["host"]
     if _IPV4_STYLE.fullmatch(host) and not _valid_ipv4(host):
         return None  # httpx refuses it: let httpx say so
+    if "xn--" in host:
+        return None  # an IDNA host: httpx's `host` is its Unicode form
     return match
 
 
