@@ -58,7 +58,7 @@ from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suite
 from turncheck.engine.session import Mode  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
-from turncheck.providers.cassettes import CassetteTransport, cassette_path_for  # noqa: E402
+from turncheck.providers.cassettes import Cassette, cassette_path_for  # noqa: E402
 
 FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
 PASSING_REPLY = "done"
@@ -507,7 +507,7 @@ def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     print(f"recorded {recorded.turns} turns in {recorded.wall_s:.3f} s (no target for recording)")
     print(f"cassette: {cassette.name}, {size / 1e6:.1f} MB; server stopped")
     started = time.perf_counter()
-    transport = CassetteTransport(cassette, "replay", secrets=[FAKE_KEY])
+    transport = Cassette(cassette, "replay", secrets=[FAKE_KEY])
     load_s = time.perf_counter() - started
     print(f"cassette load alone (for reference): {load_s:.3f} s for {len(transport)} interactions")
     run = measure(suite, "replay", args, None)

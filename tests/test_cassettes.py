@@ -17,6 +17,7 @@ from vcr.serializers import yamlserializer
 from tests.provider_helpers import run
 from tests.scripted_server import ScriptedServer
 from turncheck.providers import (
+    Cassette,
     CassetteTransport,
     ChatMessage,
     ChatRequest,
@@ -427,3 +428,24 @@ def test_cassette_is_a_vcrpy_cassette(suite: Path) -> None:
 
 def test_open_cassette_is_none_in_live_mode(suite: Path) -> None:
     assert open_cassette(suite, "live", env={}) is None
+
+
+def test_replay_needs_no_httpx_transport_and_matches_a_url_httpx_normalised(suite: Path) -> None:
+    """Record mode's cassette is an httpx transport; replay's is the plain `Cassette`,
+    which keys a request by its URL in httpx's form all the same: a base URL httpx
+    rewrites (scheme case, a dot segment) replays what it recorded."""
+    recorder = open_cassette(suite, "record", env={"OPENROUTER_API_KEY": API_KEY})
+    replayer = open_cassette(suite, "replay", env={})
+    assert isinstance(recorder, httpx.AsyncBaseTransport)
+    assert isinstance(replayer, Cassette) and not isinstance(replayer, httpx.AsyncBaseTransport)
+    with ScriptedServer(default_reply=echo) as server:
+        odd_url = server.base_url.replace("http://", "HTTP://") + "/."
+        recorded = run(lambda: chat_all(openrouter_via(recorder, odd_url), ["odd url"]))
+        assert recorder.save()
+    stored = cassette_path_for(suite).read_text()
+    assert f"uri: {server.base_url}/chat/completions" in stored  # httpx's form
+    replayer = open_cassette(suite, "replay", env={})
+    assert replayer is not None
+    replayed = run(lambda: chat_all(openrouter_via(replayer, odd_url, env={}), ["odd url"]))
+    assert replayed == recorded
+    assert replayed[0].text == "you said: odd url"

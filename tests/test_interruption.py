@@ -23,7 +23,8 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.interruption import STOP, interruptible
-from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
+from turncheck.providers.cassette_transport import CassetteTransport
+from turncheck.providers.cassettes import cassette_path_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EVALS = 24

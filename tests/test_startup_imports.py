@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted_server import ScriptedServer
 from turncheck.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,9 +135,12 @@ REPLAY_NEEDS_NONE_OF = ("aiohttp.client", "aiohttp.connector", "requests", "urll
                         "turncheck.formats.grader", "turncheck.stats.agreement",
                         "genai_prices.update_prices", "httpx2", "httpx._main", "click",
                         "pygments", "turncheck.render.junit", "turncheck.render.protocol_console",
-                        "turncheck.render.calibration_console", "turncheck.formats.protocol")
+                        "turncheck.render.calibration_console", "turncheck.formats.protocol",
+                        "httpx", "httpcore", "turncheck.providers.cassette_transport",
+                        "turncheck.providers.live_http", "turncheck.providers.aiohttp_transport")
 """What a replay of one plain suite never uses (issue 25: ≤ 0.25 s whole-process): the
-live network client, vcrpy's patching of every HTTP client, grading (numpy, Jinja),
+live network client and httpx (a replay's answers come from the cassette, never through
+an httpx transport), vcrpy's patching of every HTTP client, grading (numpy, Jinja),
 protocol scoring, genai-prices' price updater (and its HTTP client, httpx2), httpx's
 command-line client (click, pygments), the protocol suite format, and the JUnit, protocol
 and calibration renderers.
@@ -172,6 +176,29 @@ def test_the_parts_a_replay_leaves_out_load_when_used(tmp_path: Path) -> None:
                          REPLAY_NEEDS_NONE_OF)
     assert junit == {"turncheck.render.junit"}
     assert "<testsuite" in (tmp_path / "j.xml").read_text()
+
+
+SENDING = ("httpx", "turncheck.providers.live_http", "turncheck.providers.aiohttp_transport")
+"""What a call that may reach the network loads (httpx's exceptions classify its failures)."""
+
+
+@pytest.mark.parametrize("mode", ["record", "live"])
+def test_httpx_loads_when_a_run_records_or_calls_live(
+    tmp_path: Path, scripted_server: ScriptedServer, mode: str
+) -> None:
+    """The replay test above can fail: the same probe sees httpx and the network client
+    once a run records (`record`, and the recording cassette's httpx transport) or calls
+    the provider live, here a local server."""
+    suite = tmp_path / SUITE.name
+    suite.write_text(SUITE.read_text())
+    command = ["record"] if mode == "record" else ["run", "--mode", "live"]
+    argv = [*command, str(suite), "--quiet", "--base-url", scripted_server.base_url,
+            "--json", str(tmp_path / "report.json")]
+    recording = {"turncheck.providers.cassette_transport"} if mode == "record" else set()
+    loaded = loaded_after(argv, (*SENDING, "turncheck.providers.cassette_transport"))
+    assert loaded == {*SENDING, *recording}
+    assert scripted_server.requests  # the provider was called
+    assert (tmp_path / "arithmetic.eval.cassette.yaml").is_file() == (mode == "record")
 
 
 def test_a_replay_prices_with_the_bundled_prices_only() -> None:

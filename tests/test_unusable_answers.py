@@ -14,7 +14,8 @@ import yaml
 from tests.engine_helpers import only_eval, run_paths, suite_yaml, write_suite
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.report import Status
-from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
+from turncheck.providers.cassette_transport import CassetteTransport
+from turncheck.providers.cassettes import cassette_path_for
 
 EVALS = "  - {prompt: What is 15 * 7?, checks: [{match: '*105*'}]}\n"
 

@@ -34,7 +34,7 @@ from turncheck.providers.base import (
     EmbeddingResponse,
     Provider,
 )
-from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.factory import (
     URL_PROVIDERS,
     make_provider,
@@ -223,7 +223,7 @@ class SuiteSession:
     judge_provider: Provider
     embedding_model: str
     embedding_provider: Provider
-    transport: CassetteTransport | None
+    transport: Cassette | None
     secrets: dict[str, str] = field(default_factory=dict)
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
@@ -335,7 +335,7 @@ async def guarded_chat(
     )
 
 
-async def _close(providers: list[Provider], transport: CassetteTransport | None) -> None:
+async def _close(providers: list[Provider], transport: Cassette | None) -> None:
     """Close each provider once, then save (record mode) and close the shared cassette."""
     for provider in {id(p): p for p in providers}.values():
         await provider.aclose()
@@ -418,7 +418,7 @@ class GraderSession:
     provider_name: str
     model: str
     provider: Provider
-    transport: CassetteTransport | None
+    transport: Cassette | None
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
     guard: CallGuard | None = None

@@ -9,7 +9,8 @@ from turncheck.lazy import skip_optional_submodule
 skip_optional_submodule("httpx._main")
 
 # Re-exports load on first use (PEP 562), so `turncheck.providers.base` can be imported
-# without httpx and vcrpy (the cassette and HTTP modules) by commands that never call out.
+# without httpx and vcrpy (the cassette and HTTP modules) by commands that never call out,
+# and a replay without httpx (`CassetteTransport`, the recording one, needs it).
 _HOMES = {
     "SECRET_PLACEHOLDER": "base",
     "AnswerSchema": "base",
@@ -20,9 +21,10 @@ _HOMES = {
     "Provider": "base",
     "ProviderError": "base",
     "RecordingMissing": "base",
+    "Cassette": "cassettes",
     "CassetteFormatError": "cassettes",
     "CassetteMode": "cassettes",
-    "CassetteTransport": "cassettes",
+    "CassetteTransport": "cassette_transport",
     "cassette_path_for": "cassettes",
     "Mode": "factory",
     "make_provider": "factory",
@@ -43,10 +45,11 @@ if TYPE_CHECKING:
         ProviderError,
         RecordingMissing,
     )
+    from turncheck.providers.cassette_transport import CassetteTransport
     from turncheck.providers.cassettes import (
+        Cassette,
         CassetteFormatError,
         CassetteMode,
-        CassetteTransport,
         cassette_path_for,
     )
     from turncheck.providers.factory import Mode, make_provider, open_cassette, select_provider
@@ -64,6 +67,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SECRET_PLACEHOLDER",
     "AnswerSchema",
+    "Cassette",
     "CassetteFormatError",
     "CassetteMode",
     "CassetteTransport",

@@ -10,6 +10,8 @@ transports, so retries, timeouts, `Retry-After` and tests keep working.
 `JsonHttpClient` sends live calls with `AiohttpSession.request` and gets a `Reply`
 (building httpx's request and response objects cost a fifth of a turn); a cassette
 reaches the network through `AiohttpTransport`, the same session as an httpx transport.
+Only live calls and recording load this module (and httpx with it): a replay needs
+neither.
 
 Behaviour kept from httpx's own transport: one pool of `max_connections` kept-alive
 connections; proxies from `HTTP(S)_PROXY`/`NO_PROXY`; gzip and deflate bodies are
@@ -24,13 +26,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 
 from turncheck.lazy import lazy_module
+from turncheck.providers.reply import Reply
 
 if TYPE_CHECKING:
     import aiohttp
@@ -60,31 +62,6 @@ class AnswerTooLarge(httpx.DecodingError):
         super().__init__(
             f"the answer is larger than the {limit:,}-byte limit (counted after "
             "decompression) and was refused"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A response, read in full: all that the retry loop and the providers look at.
-
-    `headers` look-ups ignore case, as `httpx.Headers` does.
-    """
-
-    status_code: int
-    reason_phrase: str
-    headers: Mapping[str, str]
-    content: bytes
-    extensions: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, response: httpx.Response) -> Reply:
-        """An httpx response (from a cassette), already read."""
-        return cls(
-            response.status_code,
-            response.reason_phrase,
-            response.headers,
-            response.content,
-            response.extensions,
         )
 
 

@@ -1,4 +1,4 @@
-"""Cassette record/replay as an httpx transport, in vcrpy's cassette format.
+"""Cassette record/replay, in vcrpy's cassette format.
 
 One cassette per suite, beside it: `math.eval.yaml` → `math.eval.cassette.yaml`
 (see `cassette_path_for`); likewise one per sample file for its grader's calls.
@@ -34,6 +34,11 @@ Keys are computed on the scrubbed request, so a replay run whose prompt renders
 an unavailable secret as `<SECRET>` still matches. Record mode returns exactly
 what replay will return later (the scrubbed, decompressed response).
 
+Replay needs no httpx: `Cassette` (this module) loads, matches, replays and saves, and
+`JsonHttpClient` asks it for a `Reply` directly. Recording goes through its httpx transport
+subclass, `CassetteTransport` (`cassette_transport.py`), which only record mode and httpx
+clients load (a replayed run starts without httpx).
+
 Cassettes from pull requests are untrusted: files over `max_bytes` (50 MiB),
 nesting deeper than `MAX_YAML_DEPTH`, more than `MAX_YAML_ALIASES` aliases or
 `MAX_INTERACTIONS` interactions are refused before or while parsing, and the
@@ -46,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -54,13 +58,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, quote_plus
 
-import httpx
-
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
 from turncheck.lazy import submodules_without_package_init
-from turncheck.providers.aiohttp_transport import AiohttpTransport, Reply
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
@@ -72,12 +73,8 @@ else:  # vcrpy's cassette format only, not its patching of every HTTP client
     VcrRequest, serialize = _request.Request, _serialize.serialize
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
-    MISSING_KEY_EXTENSION,
-    NETWORK_GATE,
-    RECORDED_LATENCY_HEADER,
     REPLAYED_EXTENSION,
     SECRET_PLACEHOLDER,
-    USABILITY_EXTENSION,
     ProviderError,
     RecordingMissing,
 )
@@ -88,6 +85,7 @@ from turncheck.providers.cassette_reader import (
 )
 from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.providers.record_lock import RecorderLock
+from turncheck.providers.reply import Reply
 from turncheck.providers.secret_forms import FormRedactor
 from turncheck.providers.secrets import SecretBinder
 
@@ -99,15 +97,6 @@ MAX_YAML_ALIASES = 1_000
 DROPPED_HEADERS = frozenset(
     {"authorization", "x-api-key", "api-key", "openai-organization", "cookie", "set-cookie"}
 )
-# Not stored, to keep cassettes small and quick to load: request headers that
-# httpx adds itself, and every response header but the content type (a replay
-# needs nothing else, and the stored body is already decompressed) and the retry
-# hints: record mode hands the retry loop what it stores, so dropping `Retry-After`
-# here would make recording retry on its own backoff where live mode waits as told.
-_UNSTORED_REQUEST_HEADERS = frozenset(
-    {"host", "content-length", "accept", "accept-encoding", "connection", "user-agent"}
-)
-_STORED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "retry-after-ms"})
 _LOADED_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
 Key = tuple[str, str, bytes, int]
@@ -231,17 +220,6 @@ class Interaction:
     response_headers: Headers
     response_body: bytes
 
-    def to_httpx(self, replayed: bool = False) -> httpx.Response:
-        return httpx.Response(
-            self.status,
-            headers=self.response_headers,
-            stream=httpx.ByteStream(self.response_body),
-            extensions={
-                "reason_phrase": self.reason.encode("ascii", errors="replace"),
-                REPLAYED_EXTENSION: replayed,
-            },
-        )
-
     def to_reply(self) -> Reply:
         """As replayed: header names lower-cased (look-ups ignore case, as httpx's do)."""
         headers = {name.lower(): value for name, value in self.response_headers}
@@ -275,8 +253,9 @@ class CassetteFormatError(ProviderError):
     """The cassette file cannot be used (too big, not YAML, not a vcrpy cassette)."""
 
 
-class CassetteTransport(httpx.AsyncBaseTransport):
-    """Answers requests from a cassette; in record mode, records the misses.
+class Cassette:
+    """Answers requests from a cassette file; `CassetteTransport`, its httpx transport
+    subclass, also records the misses (record mode).
 
     `live` mode does not use this class at all. One instance may be shared by
     several providers (clients): `aclose()` is therefore a no-op, and the owner
@@ -287,7 +266,6 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self,
         path: Path,
         mode: CassetteMode,
-        inner_transport: httpx.AsyncBaseTransport | None = None,
         secrets: Iterable[str] = (),
         suite_path: Path | str | None = None,
         *,
@@ -302,7 +280,6 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self.suite_path = str(suite_path) if suite_path is not None else "<suite path>"
         self.record_command = record_command or f"turncheck record {self.suite_path}"
         """What a miss suggests: with the options that shaped the requests."""
-        self._inner = inner_transport
         self._binder = binder
         self._scrubber = Scrubber(secrets)
         self._interactions: list[Interaction] = []
@@ -335,35 +312,12 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def replay_reply(self, method: str, url: str, body: bytes, usable: object) -> Reply:
         """Replay mode's answer as a `Reply`, without httpx's request and response objects
-        (the replay hot path of `JsonHttpClient`); the same answer `handle_async_request`
-        gives."""
+        (the replay path of `JsonHttpClient`); the same answer `CassetteTransport`'s
+        `handle_async_request` gives."""
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
         key, _, match_body = self._key_of(method, url, body)
         return self._replay(key, usable, match_body).to_reply()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.load_error is not None:
-            raise CassetteFormatError(self.load_error)
-        raw_body = await request.aread()
-        key, stored_body, match_body = self._key_of(request.method, str(request.url), raw_body)
-        usable = request.extensions.get(USABILITY_EXTENSION)
-        if self.mode == "replay":
-            return self._replay(key, usable, match_body).to_httpx(replayed=True)
-        async with self._locks.setdefault(key, asyncio.Lock()):
-            hit = self._usable_hit(key, usable)
-            if hit is None:
-                await self._claim()
-                hit = self._usable_hit(key, usable)  # another recorder may have saved it
-            if hit is not None:
-                return hit.to_httpx(replayed=True)
-            missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
-            if isinstance(missing_key, str):
-                raise ProviderError(missing_key)
-            gate = NETWORK_GATE.get()
-            if gate is not None:
-                gate()  # may refuse the request (a budget): raises before anything is sent
-            return await self._record(request, key, stored_body)
 
     def save(self) -> bool:
         """Write the cassette atomically if this run recorded anything; True if written.
@@ -398,8 +352,6 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     async def close(self) -> None:
         self._recorder_lock.release()
-        if self._inner is not None:
-            await self._inner.aclose()
 
     def _key_of(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, str | bytes]:
         """(the key, the scrubbed body to store, the body's match form)."""
@@ -415,7 +367,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         hit = self._next(key)
         if hit is None:
             raise RecordingMissing(self._missing_message(key, match_body))
-        problem = _problem_of(hit.response_body, usable)
+        problem = problem_of(hit.response_body, usable)
         if problem is not None:
             raise RecordingMissing(
                 f"the recorded answer in {self.path} is not usable ({problem}); re-record "
@@ -425,7 +377,7 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     def _usable_hit(self, key: Key, usable: object) -> Interaction | None:
         hit = self._next(key)
-        if hit is not None and _problem_of(hit.response_body, usable) is not None:
+        if hit is not None and problem_of(hit.response_body, usable) is not None:
             self._forget(key)  # an unusable recording heals by being re-requested
             hit = None
         return hit
@@ -501,23 +453,6 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         bases.discard(_base_url(url))
         return bases.pop() if len(bases) == 1 else None
 
-    async def _record(self, request: httpx.Request, key: Key, stored_body: bytes) -> httpx.Response:
-        if self._inner is None:
-            self._inner = AiohttpTransport(max_connections=64)
-        started = time.perf_counter()
-        outgoing = self._binder.request(request) if self._binder else request
-        response = await self._inner.handle_async_request(outgoing)
-        try:
-            content = await response.aread()  # decompresses gzip/deflate/br
-        finally:
-            await response.aclose()
-        latency_ms = (time.perf_counter() - started) * 1000
-        interaction = self._scrubbed(request, key, stored_body, response, content, latency_ms)
-        usable = request.extensions.get(USABILITY_EXTENSION)
-        if _worth_recording(response, content) and _problem_of(content, usable) is None:
-            self._keep(interaction)
-        return interaction.to_httpx()
-
     def _keep(self, interaction: Interaction) -> None:
         """Record `interaction` unless the cassette would then be one replay refuses."""
         if len(self._interactions) >= MAX_INTERACTIONS:
@@ -535,42 +470,6 @@ class CassetteTransport(httpx.AsyncBaseTransport):
         self._stored_bytes += size
         self._add(interaction)
         self._new_count += 1
-
-    def _scrubbed(
-        self,
-        request: httpx.Request,
-        key: Key,
-        stored_body: bytes,
-        response: httpx.Response,
-        content: bytes,
-        latency_ms: float,
-    ) -> Interaction:
-        scrub = self._scrubber
-        _, body = scrub.body(content)
-        kept = [
-            (n, v)
-            for n, v in response.headers.multi_items()
-            if n.lower() in _STORED_RESPONSE_HEADERS
-        ]
-        response_headers = [*scrub.headers(kept), (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}")]
-        request_headers = [
-            (n, v)
-            for n, v in request.headers.multi_items()
-            if n.lower() not in _UNSTORED_REQUEST_HEADERS
-        ]
-        if key[3]:
-            request_headers.append((SAMPLE_HEADER, str(key[3])))
-        return Interaction(
-            key=key,
-            method=key[0],
-            uri=key[1],
-            request_body=stored_body,
-            request_headers=scrub.headers(request_headers),
-            status=response.status_code,
-            reason=response.reason_phrase,
-            response_headers=response_headers,
-            response_body=body,
-        )
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -643,7 +542,7 @@ def _model_of(body: str | bytes) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def _problem_of(body: bytes, usable: object) -> str | None:
+def problem_of(body: bytes, usable: object) -> str | None:
     """What the provider's usability check finds wrong with a JSON answer body, or None."""
     if not callable(usable):
         return None
@@ -655,21 +554,6 @@ def _problem_of(body: bytes, usable: object) -> str | None:
         return "not a JSON object"
     problem = usable(payload)
     return problem if isinstance(problem, str) else None
-
-
-def _worth_recording(response: httpx.Response, content: bytes) -> bool:
-    """2xx with a usable body: not malformed JSON, and not an error object sent with 200."""
-    if not 200 <= response.status_code < 300:
-        return False
-    if "json" not in response.headers.get("content-type", ""):
-        return True
-    try:
-        payload = loads_bounded(content)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return not (isinstance(payload, dict) and "error" in payload)
-
-
 
 
 def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> Iterator[Interaction]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from turncheck.providers.base import MISSING_KEY_EXTENSION, ProviderError
-from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.http import JsonHttpClient, RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
+
+if TYPE_CHECKING:
+    from turncheck.providers.http import Transport
 
 
 class ApiKey:
@@ -29,7 +30,7 @@ class ApiKey:
         env_name: str,
         provider_name: str,
         required: bool,
-        transport: httpx.AsyncBaseTransport | None,
+        transport: Transport | None,
     ) -> None:
         self.value = value or None
         self._missing: str | None = None
@@ -38,7 +39,7 @@ class ApiKey:
                 f"{env_name} is not set; {provider_name} needs it in live and record modes "
                 "(replay mode needs no key)"
             )
-        self._defer = isinstance(transport, CassetteTransport)
+        self._defer = isinstance(transport, Cassette)
 
     @property
     def secrets(self) -> list[str]:
@@ -63,7 +64,7 @@ class Connection:
     env: Mapping[str, str]
     base_url: str | None = None
     policy: RetryPolicy | None = None
-    transport: httpx.AsyncBaseTransport | None = None
+    transport: Transport | None = None
     sleep: Sleep | None = None
     secrets: tuple[str, ...] = ()
     binder: SecretBinder | None = None

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Literal
-
-import httpx
+from typing import TYPE_CHECKING, Literal
 
 from turncheck.providers.anthropic import AnthropicProvider
 from turncheck.providers.base import Provider, ProviderError
-from turncheck.providers.cassettes import CassetteTransport, cassette_path_for
+from turncheck.providers.cassettes import Cassette, cassette_path_for
 from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.openai_compat import (
@@ -35,6 +33,9 @@ from turncheck.providers.openai_compat import (
     openrouter,
 )
 from turncheck.providers.secrets import SecretBinder
+
+if TYPE_CHECKING:
+    from turncheck.providers.http import Transport
 
 PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
 API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
@@ -66,7 +67,7 @@ def make_provider(
     *,
     env: Mapping[str, str],
     policy: RetryPolicy | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
+    transport: Transport | None = None,
     base_url: str | None = None,
     sleep: Sleep | None = None,
     secrets: Iterable[str] = (),
@@ -102,8 +103,10 @@ def open_cassette(
     suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = (),
     record_command: str | None = None,
     binder: SecretBinder | None = None,
-) -> CassetteTransport | None:
-    """The suite's cassette transport, or None in live mode.
+) -> Cassette | None:
+    """The suite's cassette, or None in live mode: in record mode its httpx transport
+    (`CassetteTransport`, loaded with httpx only then), in replay mode the `Cassette`
+    itself, which needs no httpx.
 
     `secrets` are the values of the suite's `{{secret(...)}}` templates; the API
     keys found in `env` are scrubbed as well. `record_command` is the command a
@@ -112,7 +115,12 @@ def open_cassette(
     if mode == "live":
         return None
     keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
-    return CassetteTransport(
+    cassette_class: type[Cassette] = Cassette
+    if mode == "record":
+        from turncheck.providers.cassette_transport import CassetteTransport
+
+        cassette_class = CassetteTransport
+    return cassette_class(
         cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path,
         record_command=record_command,
         binder=binder,

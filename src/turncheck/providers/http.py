@@ -23,16 +23,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import httpx
-
-from turncheck.providers.aiohttp_transport import (
-    AiohttpSession,
-    AnswerTooLarge,
-    Reply,
-    client_timeout,
-)
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     RECORDED_LATENCY_HEADER,
@@ -41,10 +33,21 @@ from turncheck.providers.base import (
     USABILITY_EXTENSION,
     ProviderError,
 )
-from turncheck.providers.cassettes import CassetteTransport
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.reply import Failure, Reply, timed_out
 from turncheck.providers.secret_forms import FormRedactor
 from turncheck.providers.secrets import SecretBinder
+from turncheck.providers.urls import as_sent
+
+if TYPE_CHECKING:
+    import httpx
+
+    from turncheck.providers.live_http import LiveSender
+
+    Transport: TypeAlias = Cassette | httpx.AsyncBaseTransport
+    """A cassette (replay needs no httpx), or any httpx transport (a recording cassette is
+    a `CassetteTransport`; tests pass mock transports)."""
 
 Sleep = Callable[[float], Awaitable[None]]
 JsonObject = dict[str, Any]
@@ -52,15 +55,8 @@ Usability = Callable[[JsonObject], str | None]
 """What is wrong with a 2xx JSON answer (no usable completion in it), or None."""
 
 EXCERPT_CHARS = 200
-# What `httpx.AsyncClient` sent by default, and the JSON content type.
-DEFAULT_HEADERS = {
-    "accept": "*/*",
-    "accept-encoding": "gzip, deflate",
-    "connection": "keep-alive",
-    "user-agent": f"python-httpx/{httpx.__version__}",
-    "content-type": "application/json",
-}
-_NOT_RETRIED_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+_TIMEOUT_PHASES = ("connect", "read", "write", "pool")
+"""httpx's per-request timeouts (`httpx.Timeout(seconds).as_dict()`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +91,6 @@ class JsonResult:
     body: JsonObject
     latency_ms: float
     replayed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    summary: str
-    detail: str
-    retryable: bool
-    status_code: int | None = None
-    retry_after: float | None = None
-    malformed: bool = False
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -163,16 +149,18 @@ def _recorded_latency_ms(response: Reply) -> float | None:
 
 
 class JsonHttpClient:
-    """One httpx transport plus the retry loop; `post_json` is safe to call concurrently.
+    """One transport plus the retry loop; `post_json` is safe to call concurrently.
 
-    `redact` values (API keys, secret template values) are removed from error messages.
+    A replaying cassette answers directly; anything else is sent by `LiveSender`
+    (live_http.py), loaded with httpx only then. `redact` values (API keys, secret
+    template values) are removed from error messages.
     """
 
     def __init__(
         self,
         provider_name: str,
         policy: RetryPolicy,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: Transport | None = None,
         *,
         redact: Sequence[str] = (),
         sleep: Sleep | None = None,
@@ -189,21 +177,19 @@ class JsonHttpClient:
         # Waiting for a free slot here, outside the attempt's timeout, keeps a
         # burst of requests from timing out in the connection pool's queue.
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        # Live calls go straight to aiohttp (see aiohttp_transport.py), with a pool as
-        # large as the requests allowed in flight. A given transport is a cassette:
-        # its requests go straight to it, without an `httpx.AsyncClient` (URL merging,
-        # cookie jar, auth and redirect flows cost a quarter of a turn's CPU).
         self._transport = transport
-        self._network = AiohttpSession(max_in_flight) if transport is None else None
-        self._timeouts = httpx.Timeout(policy.timeout).as_dict()
-        # Built for live calls only: a replay never loads aiohttp.
-        self._network_timeout = client_timeout(policy.timeout) if transport is None else None
-        self._urls: dict[str, httpx.URL] = {}
-        self._binder = binder
+        self._timeouts = dict.fromkeys(_TIMEOUT_PHASES, policy.timeout)
+        self._replaying = (
+            transport if isinstance(transport, Cassette) and transport.mode == "replay" else None
+        )
+        self._urls: dict[str, str] = {}
+        """Each URL in the form the cassette matches (`as_sent`), worked out once."""
+        self._sender = None if self._replaying is not None else _live_sender(
+            transport, max_in_flight, policy.timeout, binder)
 
     async def aclose(self) -> None:
-        if self._network is not None:
-            await self._network.aclose()
+        if self._sender is not None:
+            await self._sender.aclose()
         if self._transport is not None:
             await self._transport.aclose()
 
@@ -224,14 +210,13 @@ class JsonHttpClient:
         extensions = {**(extensions or {}), "timeout": self._timeouts}
         if usable is not None:
             extensions[USABILITY_EXTENSION] = usable
-        all_headers = {**DEFAULT_HEADERS, **headers}
-        failure: _Failure | None = None
+        failure: Failure | None = None
         malformed_count = 0
         attempt = 0
         while attempt < self._policy.max_attempts:
             attempt += 1
             async with self._in_flight:
-                outcome = await self._attempt(url, content, all_headers, extensions)
+                outcome = await self._attempt(url, content, headers, extensions)
             if isinstance(outcome, JsonResult) and usable is not None:
                 outcome = _checked(outcome, usable)
             if isinstance(outcome, JsonResult):
@@ -257,58 +242,41 @@ class JsonHttpClient:
         self,
         url: str,
         content: bytes,
-        headers: dict[str, str],
+        headers: Mapping[str, str],
         extensions: dict[str, Any],
-    ) -> JsonResult | _Failure:
+    ) -> JsonResult | Failure:
         started = time.perf_counter()
         try:
             # httpx's timeout bounds each read; this also bounds a slow trickle.
             async with asyncio.timeout(self._policy.timeout):
                 response = await self._send(url, content, headers, extensions)
-        except (httpx.TimeoutException, TimeoutError):
-            limit = f"{self._policy.timeout:g}s per attempt"
-            return _Failure("timed out", f"no response within {limit}", retryable=True)
-        except AnswerTooLarge as exc:  # the same request would get the same answer
-            return _Failure("answer too large", str(exc), retryable=False)
-        except _NOT_RETRIED_TRANSPORT_ERRORS as exc:
-            return _Failure("request failed", _describe(exc), retryable=False)
-        except httpx.TransportError as exc:
-            return _Failure("connection error", _describe(exc), retryable=True)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            return _Failure("request failed", _describe(exc), retryable=False)
+        except TimeoutError:
+            return timed_out(self._policy.timeout)
+        except ProviderError:
+            raise  # a replay miss, a refused cassette, a missing key: not a failed send
+        except Exception as exc:
+            failure = _send_failure(exc, self._policy.timeout)
+            if failure is None:
+                raise
+            return failure
         recorded = _recorded_latency_ms(response)
         measured = (time.perf_counter() - started) * 1000
         return _interpret(response, measured if recorded is None else recorded)
 
     async def _send(
-        self, url: str, content: bytes, headers: dict[str, str], extensions: dict[str, Any]
+        self, url: str, content: bytes, headers: Mapping[str, str], extensions: dict[str, Any]
     ) -> Reply:
-        """POST to the network, or through the cassette transport; the reply is read."""
-        if self._network is not None:
-            if self._binder:  # the one place a secret's value enters a live request
-                headers, content = self._binder.bind(headers, content)
-            assert self._network_timeout is not None
-            return await self._network.request(
-                "POST", url, headers, content, self._network_timeout
-            )
-        assert self._transport is not None
-        parsed = self._urls.get(url)
-        if parsed is None:
-            parsed = self._urls[url] = httpx.URL(url)
-        if isinstance(self._transport, CassetteTransport) and self._transport.mode == "replay":
+        """The replaying cassette's answer, else what `LiveSender` gets; read in full."""
+        if self._replaying is not None:
+            sent = self._urls.get(url)
+            if sent is None:
+                sent = self._urls[url] = as_sent(url)
             usable = extensions.get(USABILITY_EXTENSION)
-            return self._transport.replay_reply("POST", str(parsed), content, usable)
-        request = httpx.Request(
-            "POST", parsed, headers=headers, content=content, extensions=extensions
-        )
-        response = await self._transport.handle_async_request(request)
-        try:
-            await response.aread()
-        finally:
-            await response.aclose()
-        return Reply.of(response)
+            return self._replaying.replay_reply("POST", sent, content, usable)
+        assert self._sender is not None
+        return await self._sender.post(url, content, headers, extensions)
 
-    def _error(self, url: str, headline: str, failure: _Failure) -> ProviderError:
+    def _error(self, url: str, headline: str, failure: Failure) -> ProviderError:
         # Redact before shortening, so no secret is cut into a partial leak.
         detail = excerpt(self._redacted(failure.detail)) or "(empty body)"
         text = f"{self._provider_name} request to {url} failed: {headline}: {detail}"
@@ -323,20 +291,32 @@ class JsonHttpClient:
         return self._redact.text(text)
 
 
-def _checked(result: JsonResult, usable: Usability) -> JsonResult | _Failure:
+def _checked(result: JsonResult, usable: Usability) -> JsonResult | Failure:
     problem = usable(result.body)
     if problem is None:
         return result
-    return _Failure("unusable answer in a 2xx response", problem, retryable=True,
-                    malformed=True)
+    return Failure("unusable answer in a 2xx response", problem, retryable=True,
+                   malformed=True)
 
 
-def _describe(exc: Exception) -> str:
-    detail = str(exc)
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+def _live_sender(
+    transport: Transport | None, max_in_flight: int, timeout: float, binder: SecretBinder | None
+) -> LiveSender:
+    """The sender of calls that may reach the network: httpx (and aiohttp) load here."""
+    from turncheck.providers.live_http import LiveSender
+
+    return LiveSender(transport, max_in_flight, timeout, binder)
 
 
-def _interpret(response: Reply, latency_ms: float) -> JsonResult | _Failure:
+def _send_failure(exc: Exception, timeout: float) -> Failure | None:
+    """`exc` as a failed attempt when it is one of httpx's exceptions (aiohttp's are raised
+    as them), else None. httpx is loaded already whenever one was raised."""
+    from turncheck.providers.live_http import failure_of
+
+    return failure_of(exc, timeout)
+
+
+def _interpret(response: Reply, latency_ms: float) -> JsonResult | Failure:
     status = response.status_code
     if 200 <= status < 300:
         return _parse_success(response, latency_ms)
@@ -344,8 +324,8 @@ def _interpret(response: Reply, latency_ms: float) -> JsonResult | _Failure:
     detail = error_message_of(response) or response.reason_phrase
     if status in (408, 429) or status >= 500:
         retry_after = _retry_after_of(response)
-        return _Failure(summary, detail, True, status_code=status, retry_after=retry_after)
-    return _Failure(summary, detail, retryable=False, status_code=status)
+        return Failure(summary, detail, True, status_code=status, retry_after=retry_after)
+    return Failure(summary, detail, retryable=False, status_code=status)
 
 
 def _retry_after_of(response: Reply) -> float | None:
@@ -356,12 +336,12 @@ def _retry_after_of(response: Reply) -> float | None:
     return parse_retry_after(response.headers.get("retry-after"))
 
 
-def _parse_success(response: Reply, latency_ms: float) -> JsonResult | _Failure:
+def _parse_success(response: Reply, latency_ms: float) -> JsonResult | Failure:
     status = response.status_code
     try:
         payload = loads_bounded(response.content)
     except (ValueError, UnicodeDecodeError):
-        return _Failure(
+        return Failure(
             f"malformed JSON in HTTP {status} response",
             response.content.decode("utf-8", errors="replace"),
             retryable=True,
@@ -370,5 +350,5 @@ def _parse_success(response: Reply, latency_ms: float) -> JsonResult | _Failure:
         )
     if not isinstance(payload, dict):
         detail = f"expected a JSON object, got {type(payload).__name__}"
-        return _Failure("unexpected response", detail, retryable=False, status_code=status)
+        return Failure("unexpected response", detail, retryable=False, status_code=status)
     return JsonResult(payload, latency_ms, bool(response.extensions.get(REPLAYED_EXTENSION)))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import httpx
-
 from turncheck.providers.base import (
     AnswerSchema,
     ChatMessage,
@@ -18,6 +16,7 @@ from turncheck.providers.base import (
 from turncheck.providers.common import Connection, dig, token_count, well_formed
 from turncheck.providers.http import JsonObject, JsonResult
 from turncheck.providers.structured import first_accepted
+from turncheck.providers.urls import host_of
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -291,7 +290,7 @@ def openai_compatible(connection: Connection) -> OpenAICompatProvider:
     """OpenAI itself, or a local server (no key needed) when the base URL points elsewhere."""
     url = connection.base_url or connection.env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     url = url.rstrip("/")
-    is_openai = _host_of(url) == "api.openai.com"
+    is_openai = host_of(url) == "api.openai.com"
     return OpenAICompatProvider(
         connection,
         name="openai",
@@ -342,9 +341,3 @@ def gemini(connection: Connection) -> OpenAICompatProvider:
         price_provider_id="google",
     )
 
-
-def _host_of(url: str) -> str | None:
-    try:
-        return httpx.URL(url).host
-    except httpx.InvalidURL:
-        return None  # reported when the first request is sent

@@ -15,8 +15,6 @@ import json
 import re
 from collections.abc import Mapping
 
-import httpx
-
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.providers.base import ProviderError
 
@@ -61,12 +59,3 @@ class SecretBinder:
             return bound_headers, body
         is_json = "json" in {k.lower(): v for k, v in headers.items()}.get("content-type", "")
         return bound_headers, self.text(text, json_escaped=is_json).encode("utf-8")
-
-    def request(self, request: httpx.Request) -> httpx.Request:
-        """`request` with the tokens in its body and header values bound."""
-        if not self._declared:
-            return request
-        headers = {n: v for n, v in request.headers.items() if n.lower() != "content-length"}
-        bound_headers, body = self.bind(headers, request.content)
-        return httpx.Request(request.method, request.url, headers=bound_headers, content=body,
-                             extensions=request.extensions)
