@@ -7,13 +7,41 @@ action-long-answers` (target 500 MB); here the per-turn bound is checked directl
 
 from __future__ import annotations
 
+import json
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from tests.engine_helpers import FAKE_KEY, run_text, sent_messages, suite_yaml
+import pytest
+
+from tests.engine_helpers import (
+    FAKE_KEY,
+    run_paths,
+    run_text,
+    sent_messages,
+    suite_yaml,
+    write_suite,
+)
 from tests.protocol_helpers import ANSWERS, first_user, run_protocol_files, script, write_protocol
-from tests.scripted_server import ScriptedServer
-from turncheck.engine.results import MAX_REPORT_ANSWER_CHARS, cut_marker
+from tests.scripted_server import ScriptedServer, ToolCalls
+from tests.tool_agent import WEATHER_SUITE, latest_results, weather_agent
+from turncheck.engine.judge import (
+    MAX_KEPT_REASON_CHARS,
+    Grade,
+    Verdict,
+    parse_grade,
+    parse_verdict,
+)
+from turncheck.engine.report import EvalResult, Status
+from turncheck.engine.results import (
+    MAX_REPORT_ANSWER_CHARS,
+    CheckResult,
+    TurnResult,
+    Usage,
+    cut_marker,
+    excerpt_answers,
+)
 
 LONG = 100_000
 FIRST_ANSWER = "y" * (LONG - 4) + "TAIL"
@@ -121,3 +149,78 @@ def test_a_protocol_case_scores_the_whole_answer_and_reports_an_excerpt(
     second = [r.json for r in scripted_server.requests
               if "[CASE-C]" in first_user(r.json) and len(r.json["messages"]) == 3]
     assert second and second[0]["messages"][1] == {"role": "assistant", "content": padded}
+
+
+LONG_NOTE = "z" * LONG + "END"
+
+
+def test_a_tool_calls_long_arguments_are_cut_in_the_report_but_seen_whole(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    """The arguments of a tool call are model output too, up to a whole answer's size:
+    the report keeps an excerpt of their JSON text, while the tool script and the checks
+    got them whole (`*END` is past the cut)."""
+    def long_arguments(body: dict[str, Any]) -> str | ToolCalls:
+        if latest_results(body):  # the tool's result came back: the final answer
+            return weather_agent(body)
+        return ToolCalls.one("get_weather", city="Paris", note=LONG_NOTE)
+
+    scripted_server.add_rule(long_arguments, contains="LONG ARGUMENTS")
+    scripted_server.add_rule(weather_agent)
+    long_call = ("  - name: long\n    prompt: LONG ARGUMENTS\n    checks:\n"
+                 "      - tool_call: get_weather\n        args: {note: '*END'}\n"
+                 "      - match: '*sunny*'\n")
+    [suite] = run_paths([write_suite(tmp_path, WEATHER_SUITE + long_call)],
+                        scripted_server).suites
+    long = next(result for result in suite.evals if result.name == "long")
+    assert long.passed_on_turn == 1
+    [call] = long.turns[0].tool_calls
+    whole = json.dumps({"city": "Paris", "note": LONG_NOTE}, ensure_ascii=False)
+    assert call.arguments == whole[:MAX_REPORT_ANSWER_CHARS] + cut_marker(
+        len(whole), "the arguments")
+    assert call.arguments_chars == len(whole)
+    assert json.loads(call.result or "")["forecast"] == "sunny"  # answered on the whole
+    assert len(long.turns[0].model_dump_json()) < 2 * MAX_REPORT_ANSWER_CHARS
+    # Short arguments stay a JSON object, with no length field in the report.
+    paris = next(result for result in suite.evals if result.name == "paris")
+    assert paris.turns[0].tool_calls[0].arguments == {"city": "Paris"}
+    assert '"arguments_chars"' not in paris.model_dump_json()
+
+
+def test_a_check_quoting_a_huge_model_output_keeps_an_excerpt() -> None:
+    """Whatever a check quotes (a judge's reason, an error), the report keeps a bounded
+    part of it: the per-turn bound holds for every check type."""
+    huge = "r" * LONG
+    turn = TurnResult(turn=1, prompt="p", response="ok", usage=Usage(), cost_usd=None,
+                      latency_ms=1.0, checks=[
+                          CheckResult(type="llm_judge", passed=True, detail=huge),
+                          CheckResult(type="semantic", passed=False, detail="short",
+                                      error=huge)])
+    result = an_eval([turn])
+    [kept] = excerpt_answers(result).turns
+    judged, semantic = kept.checks
+    assert judged.detail == huge[:MAX_REPORT_ANSWER_CHARS] + cut_marker(LONG,
+                                                                         "the check's detail")
+    assert semantic.detail == "short"
+    assert semantic.error == huge[:MAX_REPORT_ANSWER_CHARS] + cut_marker(LONG,
+                                                                          "the check's error")
+    plain = an_eval([turn.model_copy(update={"checks": []})])
+    assert excerpt_answers(plain) is plain  # nothing to cut: the same result
+
+
+def an_eval(turns: list[TurnResult]) -> EvalResult:
+    return EvalResult(name="e", prompt="p", status=Status.PASS, passed_on_turn=1, error=None,
+                      usage=Usage(), cost_usd=None, judge_usage=Usage(), judge_cost_usd=None,
+                      turns=turns)
+
+
+@pytest.mark.parametrize("parse, answer", [
+    (parse_verdict, {"pass": True}),
+    (parse_grade, {"score": 2}),
+])
+def test_a_judge_ignoring_the_reasons_length_keeps_a_bounded_reason(
+    parse: Callable[[str], Verdict | Grade], answer: dict[str, object]
+) -> None:
+    kept = parse(json.dumps({**answer, "reason": "w" * LONG}))
+    assert kept.reason == "w" * MAX_KEPT_REASON_CHARS + "…"
+    assert parse(json.dumps({**answer, "reason": "fine"})).reason == "fine"

@@ -21,7 +21,7 @@ from turncheck.engine.judge import (
 )
 from turncheck.engine.report import CheckResult, ToolCallResult
 from turncheck.engine.tokens import completion_tokens
-from turncheck.engine.tools import args_match, arguments_text
+from turncheck.engine.tools import args_match, arguments_text, shorten
 from turncheck.formats.suite import (
     Check,
     CheckList,
@@ -158,7 +158,7 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
 def _calls_text(calls: Sequence[ToolCallResult]) -> str:
     if not calls:
         return "no tool calls"
-    return "called " + ", ".join(f"{call.name}({arguments_text(call.arguments)})"
+    return "called " + ", ".join(f"{shorten(call.name)}({shorten(arguments_text(call.arguments))})"
                                  for call in calls)
 
 

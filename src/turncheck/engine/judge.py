@@ -50,6 +50,9 @@ GRADER_ANSWER_FORMAT = (
 
 
 MAX_REASON_CHARS = 160
+MAX_KEPT_REASON_CHARS = 2_000
+"""A judge or grader asked for a reason of `MAX_REASON_CHARS` may ignore it (a hostile
+or broken model): what reports keep of a longer reason, marked with `…`."""
 
 
 def answer_schema(name: str, verdict_field: str, verdict: dict[str, Any]) -> AnswerSchema:
@@ -171,7 +174,7 @@ def parse_verdict(text: str) -> Verdict:
         raise JudgeAnswerError(
             f'judge answer must be {{"pass": bool, "reason": str}}, got {_excerpt(text)}'
         )
-    return Verdict(verdict, reason)
+    return Verdict(verdict, _kept(reason))
 
 
 _INTEGER_STRING = re.compile(r"\s*[+-]?\d{1,3}\s*")
@@ -192,7 +195,12 @@ def parse_grade(text: str) -> Grade:
             f"grader score must be an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "
             f"got {score}"
         )
-    return Grade(score, reason)
+    return Grade(score, _kept(reason))
+
+
+def _kept(reason: str) -> str:
+    return reason if len(reason) <= MAX_KEPT_REASON_CHARS else (
+        reason[:MAX_KEPT_REASON_CHARS] + "…")
 
 
 def _excerpt(text: str, limit: int = 120) -> str:

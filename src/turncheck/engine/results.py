@@ -8,6 +8,7 @@ other back.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
@@ -57,18 +58,6 @@ class CheckResult(ReportModel):
     """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
 
 
-class ToolCallResult(ReportModel):
-    """One function call the model made during a turn, and the scripted result it got."""
-
-    round: int
-    """Which answer of the turn made the call (1 = the turn's first answer)."""
-    name: str
-    arguments: Any
-    """The call's arguments: a JSON object, or the raw text when it was not valid JSON."""
-    result: str | None = None
-    """The tool message sent back; None when the call could not be answered."""
-
-
 def _empty(value: object) -> bool:
     return not value
 
@@ -79,6 +68,21 @@ def _one(value: object) -> bool:
 
 def _none(value: object) -> bool:
     return value is None
+
+
+class ToolCallResult(ReportModel):
+    """One function call the model made during a turn, and the scripted result it got."""
+
+    round: int
+    """Which answer of the turn made the call (1 = the turn's first answer)."""
+    name: str
+    arguments: Any
+    """The call's arguments: a JSON object, or the raw text when it was not valid JSON."""
+    result: str | None = None
+    """The tool message sent back; None when the call could not be answered."""
+    arguments_chars: int | None = Field(default=None, exclude_if=_none)
+    """Set only when `arguments` is an excerpt (`excerpt_answers`): the length of the
+    arguments' JSON text."""
 
 
 class TurnResult(ReportModel):
@@ -119,18 +123,55 @@ the whole answer while the conversation runs; a run of many long answers keeps o
 this much of each, so its memory stays bounded by the number of turns."""
 
 
-def cut_marker(length: int) -> str:
+def cut_marker(length: int, what: str = "the answer") -> str:
     # ASCII: a non-ASCII character would double the memory of an ASCII excerpt.
-    return (f"\n... [cut by turncheck: the answer had {length:,} characters; the report keeps "
+    return (f"\n... [cut by turncheck: {what} had {length:,} characters; the report keeps "
             f"the first {MAX_REPORT_ANSWER_CHARS:,}]")
 
 
+def _cut(text: str, what: str = "the answer") -> str:
+    return text[:MAX_REPORT_ANSWER_CHARS] + cut_marker(len(text), what)
+
+
+def _excerpt_call(call: ToolCallResult) -> ToolCallResult:
+    """`call` keeping at most `MAX_REPORT_ANSWER_CHARS` of its arguments' JSON text and
+    of its name: both are model output, each up to the size of a whole answer."""
+    update: dict[str, Any] = {}
+    if len(call.name) > MAX_REPORT_ANSWER_CHARS:
+        update["name"] = _cut(call.name, "the tool name")
+    arguments = (call.arguments if isinstance(call.arguments, str)
+                 else json.dumps(call.arguments, ensure_ascii=False))
+    if len(arguments) > MAX_REPORT_ANSWER_CHARS:
+        update["arguments"] = _cut(arguments, "the arguments")
+        update["arguments_chars"] = len(arguments)
+    return call.model_copy(update=update) if update else call
+
+
+def _excerpt_check(check: CheckResult) -> CheckResult:
+    """`check` keeping at most `MAX_REPORT_ANSWER_CHARS` of its detail and error, which
+    may quote model output (a judge's reason, a tool call)."""
+    update = {field: _cut(text, f"the check's {field}")
+              for field, text in (("detail", check.detail), ("error", check.error))
+              if text is not None and len(text) > MAX_REPORT_ANSWER_CHARS}
+    return check.model_copy(update=update) if update else check
+
+
 def _excerpt(turn: TurnResultT) -> TurnResultT:
+    update: dict[str, Any] = {}
     length = len(turn.response)
-    if length <= MAX_REPORT_ANSWER_CHARS:
-        return turn
-    excerpt = turn.response[:MAX_REPORT_ANSWER_CHARS] + cut_marker(length)
-    return turn.model_copy(update={"response": excerpt, "response_chars": length})
+    if length > MAX_REPORT_ANSWER_CHARS:
+        update = {"response": _cut(turn.response), "response_chars": length}
+    calls = [_excerpt_call(call) for call in turn.tool_calls]
+    if _changed(calls, turn.tool_calls):
+        update["tool_calls"] = calls
+    checks = [_excerpt_check(check) for check in turn.checks]
+    if _changed(checks, turn.checks):
+        update["checks"] = checks
+    return turn.model_copy(update=update) if update else turn
+
+
+def _changed(excerpts: Sequence[object], originals: Sequence[object]) -> bool:
+    return any(new is not old for new, old in zip(excerpts, originals, strict=True))
 
 
 class HasTurns(Protocol):
@@ -146,10 +187,12 @@ TurnResultT = TypeVar("TurnResultT", bound=TurnResult)
 
 def excerpt_answers(result: HasTurnsT) -> HasTurnsT:
     """`result` (one finished, redacted conversation) keeping at most
-    `MAX_REPORT_ANSWER_CHARS` of each answer, with the marker and the full length."""
-    if all(len(turn.response) <= MAX_REPORT_ANSWER_CHARS for turn in result.turns):
+    `MAX_REPORT_ANSWER_CHARS` of each answer and of each tool call's arguments, with the
+    marker and the full length."""
+    turns = [_excerpt(turn) for turn in result.turns]
+    if not _changed(turns, result.turns):
         return result
-    copy: HasTurnsT = result.model_copy(update={"turns": [_excerpt(t) for t in result.turns]})
+    copy: HasTurnsT = result.model_copy(update={"turns": turns})
     return copy
 
 
