@@ -329,7 +329,7 @@ EXPECTED_CAUSE = {
     "hostile-output": ("❌ 1 file could not run", "1 eval errored", "1 broke"),
     "calibration-drop": ("❌ grader calibration", "agreement 100 % → 60 %"),
     "protocol-change": ("1 protocol case errored", "clean"),
-    "repeats-two-flaky-evals": ("❌ 1 regression, 1 flaky", "refund-window", "tone"),
+    "repeats-two-flaky-evals": ("❌ 1 regression, 2 flaky", "refund-window", "tone"),
     "budget-stop": ("⚠️ budget stopped the run", "2 of 8 evals not run"),
     "outage-head-provider-down": ("❌ 4 evals errored (not judged)", "provider unreachable"),
     "tool-calls": ("❌ 1 broke", "umbrella tomorrow"),
@@ -519,6 +519,11 @@ def test_repeats_show_the_failing_sample_both_flaky_evals_and_labelled_p_values(
     # No "passed on turn 1 | 2 turns": a repeated eval's row gives its samples' turns.
     assert "| refund\\-window | 🔻 fail | 1 ×7, 2 ×2, ✗ ×11 | — |" in body
     assert "refund-window" in title and "tone" in title
+    # The heading counts the flaky evals as the counts line and the check's reasons do:
+    # the flaky regression is one of each, not "1 regression, 1 flaky" beside "2 flaky".
+    assert title.startswith("❌ 1 regression, 2 flaky · ")
+    assert "turncheck: **🔴 1 regressed** · 2 flaky · " in body
+    assert "❌ 2 flaky eval\\(s\\)" in body
 
 
 def test_a_budget_stop_is_not_a_regression_and_lists_the_evals_not_run() -> None:

@@ -121,7 +121,7 @@ def _causes(comparison: Comparison, found: Sequence[Finding], invalid: list[str]
         causes.append(_errors(errored))
     worse = [f for f in failing if f.group is not Group.ERROR]
     if worse:
-        causes.append(_worse(worse))
+        causes.append(_worse(worse, flaky_fails=FailOn.FLAKY in conditions))
     causes += _budget(comparison, found)
     if FailOn.COST in conditions and comparison.alert is not None:
         causes.append(_cost_alert(comparison))
@@ -168,10 +168,15 @@ def _errors(errored: Sequence[Finding]) -> _Cause:
     return _Cause(summary, commonest[0][0])
 
 
-def _worse(worse: Sequence[Finding]) -> _Cause:
-    """`2 regressions, 1 flaky · refund-window, tone`: counted by what each row is,
-    most severe first, then named (a single row with what happened to it)."""
+def _worse(worse: Sequence[Finding], flaky_fails: bool = False) -> _Cause:
+    """`1 regression, 2 flaky · refund-window, tone`: counted by what each row is, most
+    severe first, then named (a single row with what happened to it). When flakiness
+    fails the check, every flaky row counts as flaky too, as the check's reasons and
+    the counts line count it (a flaky regression is one of each)."""
     labels = Counter(_label(f) for f in worse)
+    if flaky_fails:
+        labels["flaky"] = sum(1 for f in worse if f.flaky)
+        labels += Counter()  # drops a zero count
     ordered = sorted(worse, key=_severity)
     summary = ", ".join(f"{n} {label}" for label, n in
                         sorted(labels.items(), key=lambda kv: _LABEL_ORDER.index(kv[0])))
