@@ -106,7 +106,7 @@ def test_cost_budget_stops_a_live_run_at_forty_percent(
     comment = render_comment(comparison, CommentContext(fail_reasons=[], head=capped))
     comment = comment.replace("\\", "")  # Markdown escapes
     assert "Budget stopped the run" in comment
-    assert f"{len(skipped)} eval(s) skipped (budget)" in comment
+    assert f"{len(skipped)} evals skipped (budget)" in comment
     assert "skipped (budget)" in comment  # the skipped evals are listed, as inconclusive
     assert "no change" not in comment.split("\n")[1]
     assert comparison.totals.counts.regressions == 0  # skipped is never a fail

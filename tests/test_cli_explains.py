@@ -61,15 +61,15 @@ def test_compare_ends_with_why_and_a_local_report_names_no_commits(
     assert "commits:" not in out  # reports run locally name no commit: no `? → ?`
     assert last_line(out) == (
         "Exit 0: no --fail-on condition holds (invalid,error,regression,broken); "
-        "--fail-on failure,likely-regression would fail it: 1 failed eval(s)")
+        "--fail-on failure,likely-regression would fail it: 1 failed eval")
 
     assert main(["compare", str(base), str(head), "--fail-on", "failure"]) == 1
     assert last_line(capsys.readouterr().out) == (
-        "Exit 1: --fail-on failure: 1 failed eval(s)")
+        "Exit 1: --fail-on failure: 1 failed eval")
     assert main(["compare", str(base), str(head), "--fail-on", "regression"]) == 0
     assert last_line(capsys.readouterr().out) == (
         "Exit 0: no --fail-on condition holds (regression); "
-        "--fail-on invalid,failure,likely-regression would fail it: 1 failed eval(s)")
+        "--fail-on invalid,failure,likely-regression would fail it: 1 failed eval")
 
 
 @pytest.mark.parametrize(("argv", "hint"), [

@@ -497,6 +497,15 @@ def test_counts_lines_name_only_what_happened() -> None:
             f"{path.name}: {counts}")
 
 
+def test_counts_say_eval_or_evals_not_eval_s() -> None:
+    """"1 validation error", "4 evals errored": the number decides the noun's form."""
+    for path in sorted(GOLDEN.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        assert "\\(s\\)" not in text, path.name
+    assert "- ❌ 4 validation errors\n" in (GOLDEN / "invalid-files.md").read_text("utf-8")
+    assert "- ❌ 1 validation error\n" in (GOLDEN / "hostile-output.md").read_text("utf-8")
+
+
 def test_repeats_show_the_failing_sample_both_flaky_evals_and_labelled_p_values() -> None:
     body, title = rendered(repeats(), GATES["repeats-two-flaky-evals"])
     # Both flaky evals fail the check (one regressed, one under `fail-on: flaky`), and
@@ -523,7 +532,7 @@ def test_repeats_show_the_failing_sample_both_flaky_evals_and_labelled_p_values(
     # the flaky regression is one of each, not "1 regression, 1 flaky" beside "2 flaky".
     assert title.startswith("❌ 1 regression, 2 flaky · ")
     assert "turncheck: **🔴 1 regressed** · 2 flaky · " in body
-    assert "❌ 2 flaky eval\\(s\\)" in body
+    assert "❌ 2 flaky evals \\(passed on some samples" in body
 
 
 def test_a_budget_stop_is_not_a_regression_and_lists_the_evals_not_run() -> None:
@@ -564,7 +573,7 @@ def test_a_plain_text_reason_still_heads_with_what_got_worse() -> None:
     base, head = (stable(side) for side in turn_regression())
     assert head is not None
     comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
-    title = check_title(comparison, ["1 eval(s) passed on a later turn"])
+    title = check_title(comparison, ["1 eval passed on a later turn"])
     assert title.startswith("❌ 1 later turn, cost +$0.0074 (+171.2%) · refund-window now")
 
 

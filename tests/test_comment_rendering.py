@@ -248,7 +248,7 @@ def assert_inert(body: str, limit: int | None = COMMENT_LIMIT) -> tuple[str, lis
 
 def test_hostile_text_renders_inert(hostile: tuple[Report, Report]) -> None:
     base, head = hostile
-    body, comparison, context = comment_for(base, head, ["1 regression(s) against base"])
+    body, comparison, context = comment_for(base, head, ["1 regression against base"])
     prose, _ = assert_inert(body)
 
     # Names still read correctly once escaped.
@@ -333,12 +333,12 @@ def many_evals(count: int, response_chars: int, suites: int = 3) -> tuple[Report
 
 def test_transcripts_are_dropped_first_and_the_summary_keeps_them() -> None:
     base, head = many_evals(300, 1_500)
-    body, comparison, context = comment_for(base, head, ["12 regression(s) against base"])
+    body, comparison, context = comment_for(base, head, ["12 regressions against base"])
     prose, _ = assert_inert(body)
 
     # A plain-text reason names no condition: the heading names what got worse.
     assert body.startswith(MARKER + "\n## ❌ 12 broke · eval 0.0, eval 0.25 and 10 more")
-    assert "12 regression\\(s\\) against base" in body
+    assert "12 regressions against base" in body
     for label in ("| **Total** |", "| Tokens (model + judge) |"):
         assert label in prose
     # Capped at 15 rows, with a count of the rest and a link to the step summary.
@@ -360,7 +360,7 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
     base = base.model_copy(deep=True)
     for old, new in zip(base.suites[0].evals, renamed.suites[0].evals, strict=True):
         old.name = new.name
-    body, _, _ = comment_for(base, renamed, ["2000 regression(s) against base"])
+    body, _, _ = comment_for(base, renamed, ["2000 regressions against base"])
 
     assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count(MARKER) == 1

@@ -337,7 +337,7 @@ def test_cli_prints_table_totals_and_alert(reports: tuple[str, str],
     out = capsys.readouterr().out
     assert "turn changed 1→3 · later-turn" in out
     assert "1→3" in out and "fail→fail" in out
-    assert "1 regression(s)" in out
+    assert "changes: 1 regression, " in out
     assert "COST ALERT" in out
 
 
@@ -358,7 +358,7 @@ def test_cli_writes_the_comment_the_action_would_post(reports: tuple[str, str],
     assert heading == ("## ❌ 1 later turn · later now passes on turn 3 \\(was 1\\) · "
                        "evals passing 1 → 1 of 2")
     # likely-regression, the watch tier, takes the one-sample transitions too.
-    assert "- ❌ 1 eval\\(s\\) passed on a later turn \\(one sample per side\\)" in body
+    assert "- ❌ 1 eval passed on a later turn \\(one sample per side\\)" in body
 
 
 def test_the_comment_of_two_local_runs_has_a_base_without_a_commit(tmp_path: Path) -> None:

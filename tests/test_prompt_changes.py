@@ -71,7 +71,7 @@ def transcript_table(prose: str) -> list[str]:
 def test_a_changed_turn_prompt_sits_with_its_own_sides_answer() -> None:
     base, head = reports(capital(BASE_FOLLOW_UP, "Paris", True),
                          capital(HEAD_FOLLOW_UP, "Je ne sais pas", False))
-    body, comparison, context = comment_for(base, head, ["1 regression(s) against base"])
+    body, comparison, context = comment_for(base, head, ["1 regression against base"])
     prose, _ = assert_inert(body)
     rows = transcript_table(prose)[2:]
     assert len(rows) == 3  # turn 1 once, turn 2 once per side
@@ -191,7 +191,7 @@ def test_a_huge_prompt_change_gives_a_bounded_diff_that_says_it_was_cut() -> Non
     base, head = reports(capital(before, "Paris", True), capital(after, "Lyon", False))
     body, _, _ = comment_for(base, head)
     assert_inert(body)
-    assert "more diff line(s) not shown" in body and len(body) < 20_000
+    assert "more diff lines not shown" in body and len(body) < 20_000
 
 
 def many_lines(tag: str) -> str:

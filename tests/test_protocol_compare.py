@@ -99,7 +99,7 @@ def test_transitions_counts_and_policy(reports: tuple[Report, Report]) -> None:
     assert fail_reasons(comparison, {FailOn.FAILURE, FailOn.REGRESSION,
                                      FailOn.LIKELY_REGRESSION, FailOn.BROKEN}) == []
     assert fail_reasons(comparison, {FailOn.ERROR}) == [
-        "1 protocol case(s) errored (infrastructure, not a verdict)"]
+        "1 protocol case errored (infrastructure, not a verdict)"]
     assert fail_reasons(comparison, {FailOn.INVALID}) == []
 
 
@@ -170,7 +170,7 @@ def test_comment_escapes_untrusted_text_and_fits(tmp_path: Path,
     assert len(body) <= COMMENT_LIMIT and body.startswith(MARKER)
     assert "@octocat" not in body and "@\u200boctocat" in body
     assert "</details><!--" not in body.replace("</details>\n", "")
-    assert "more case(s) not shown" in body
+    assert "more cases not shown" in body
     assert "| Interactive reasoning (weighted) |" in body  # the aggregates always stay
 
 
@@ -237,7 +237,7 @@ def test_compare_command_prints_protocol_deltas(tmp_path: Path,
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 protocol case(s) errored (infrastructure, not a verdict)" in done.stderr
+    assert "1 protocol case errored (infrastructure, not a verdict)" in done.stderr
     lines = done.stdout.splitlines()
     assert any("hallucinates" in line and "expansion" in line and "0.86→1.00" in line
                and "+0.14" in line for line in lines), done.stdout

@@ -226,9 +226,9 @@ def test_a_score_drop_over_ten_samples_is_a_regression_with_its_figures(coin_dir
     counts = comparison.protocols.counts if comparison.protocols else None
     assert counts is not None and counts.verdicts["regression"] == 1 and counts.flaky == 1
     assert fail_reasons(comparison, {FailOn.REGRESSION}) == [
-        "1 protocol case regression(s) against base"]
+        "1 protocol case regression against base"]
     assert fail_reasons(comparison, {FailOn.FLAKY}) == [
-        "1 flaky protocol case(s) (passed on some samples, failed on others)"]
+        "1 flaky protocol case (passed on some samples, failed on others)"]
     data = json.loads(comparison.model_dump_json())
     case = data["protocols"]["suites"][0]["cases"][1]
     assert (case["verdict"], case["base"]["samples"], case["head"]["passes"]) == (

@@ -79,7 +79,7 @@ def test_every_kinds_comment_caps_its_rows_through_one_rule(
     evals_body, protocol_body, calibration_body = (
         rendered(scenario)[0] for scenario in (evals, protocol, calibration))
     assert "| _and 1 more_ — [step summary]" in evals_body  # two distinct problems
-    assert "_2 more case(s) not shown; the JSON report has every case._" in protocol_body
+    assert "_2 more cases not shown; the JSON report has every case._" in protocol_body
     assert "| _and 1 more_ | | | | | |" in calibration_body  # flipped or head samples
 
 

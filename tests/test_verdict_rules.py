@@ -62,7 +62,7 @@ def test_head_provider_down_is_inconclusive_for_errors_and_fails_by_the_error_ga
     assert comparison.suites[0].verdict is Verdict.UNCHANGED
     every_gate = set(FailOn) - {FailOn.COST, FailOn.CALIBRATION}
     reasons = fail_reasons(comparison, every_gate)
-    assert reasons == ["5 eval(s) errored (infrastructure, not a verdict)"]
+    assert reasons == ["5 evals errored (infrastructure, not a verdict)"]
     assert fail_reasons(comparison, every_gate - {FailOn.ERROR}) == []
     title = comment_headline(comparison, reasons)
     assert title.text.startswith("5 evals errored (not judged) · provider failed")
@@ -88,7 +88,7 @@ def test_budget_skipped_head_samples_make_the_eval_skipped_and_inconclusive() ->
     assert fail_reasons(comparison, set(FailOn) - {FailOn.COST, FailOn.CALIBRATION,
                                                    FailOn.BUDGET}) == []
     assert fail_reasons(comparison, {FailOn.BUDGET}) == [
-        "1 eval(s) not run (a budget stopped them)"]
+        "1 eval not run (a budget stopped them)"]
 
 
 def test_a_few_errored_samples_are_left_out_not_counted_as_failures() -> None:
@@ -127,9 +127,9 @@ def test_one_sample_flips_are_symmetric_transitions() -> None:
 def test_transitions_are_gateable_by_name() -> None:
     comparison = one_suite([ev("a", PASS, 1), ev("b", PASS)], [ev("a", PASS, 2), ev("b", FAIL)])
     assert parse_fail_on("broken,later-turn") == (FailOn.BROKEN, FailOn.LATER_TURN)
-    assert fail_reasons(comparison, {FailOn.BROKEN}) == ["1 eval(s) broke (one sample per side)"]
+    assert fail_reasons(comparison, {FailOn.BROKEN}) == ["1 eval broke (one sample per side)"]
     assert fail_reasons(comparison, {FailOn.LATER_TURN}) == [
-        "1 eval(s) passed on a later turn (one sample per side)"]
+        "1 eval passed on a later turn (one sample per side)"]
     assert fail_reasons(comparison, {FailOn.REGRESSION}) == []
 
 
@@ -140,7 +140,7 @@ def test_twenty_broken_evals_fail_the_default_check_without_repeats() -> None:
     assert listed.verdict is Verdict.REGRESSION
     reasons = fail_reasons(comparison, DEFAULT_FAIL_ON)
     assert any("suite-level regression" in r for r in reasons)
-    assert "20 eval(s) broke (one sample per side)" in reasons
+    assert "20 evals broke (one sample per side)" in reasons
 
 
 # -- item 9: defaults that do not flap ------------------------------------------------
@@ -247,7 +247,7 @@ def test_a_small_drop_in_every_eval_is_a_suite_level_regression(tmp_path: Path) 
     as_json = json.loads(comparison.model_dump_json())["suites"][0]
     assert as_json["verdict"] == "regression"
     reasons = fail_reasons(comparison, {FailOn.REGRESSION})
-    assert reasons == ["suite-level regression of 1 suite(s): s"]
+    assert reasons == ["suite-level regression of 1 suite: s"]
     markdown = render_comment(comparison, CommentContext(fail_reasons=reasons, head=report()))
     assert "**suite s**" in markdown and "suite\\-level test" in markdown
     assert comment_headline(comparison, reasons).text.startswith(

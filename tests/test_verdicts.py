@@ -92,12 +92,12 @@ def test_fail_on_regression_fails_only_on_the_regression_tier() -> None:
     counts = comparison.totals.counts
     assert counts.verdicts["regression"] == 1 and counts.verdicts["broken"] == 1
     assert fail_reasons(comparison, parse_fail_on("regression")) == [
-        "1 regression(s) against base"]
+        "1 regression against base"]
     # likely-regression, the watch tier, also takes the one-sample transitions.
     assert fail_reasons(comparison, parse_fail_on("likely-regression")) == [
-        "1 regression(s) against base", "1 eval(s) broke (one sample per side)"]
+        "1 regression against base", "1 eval broke (one sample per side)"]
     assert fail_reasons(comparison, (FailOn.FLAKY,)) == [
-        "2 flaky eval(s) (passed on some samples, failed on others)"]
+        "2 flaky evals (passed on some samples, failed on others)"]
 
 
 def test_old_single_sample_reports_still_load_and_compare() -> None:
@@ -143,5 +143,5 @@ def test_console_shows_samples_and_verdicts(tmp_path: Path,
     captured = capsys.readouterr()
     out = captured.out + captured.err
     assert "· regression (9/10 → 2/10, adjusted p = " in out and "(raw p = " in out
-    assert "1 regression(s) against base" in out
+    assert "1 regression against base" in out
     assert overall(rate("coin", 5, 10)).endswith("· 5/10 samples passed, flaky")

@@ -36,6 +36,7 @@ from turncheck.render.headline import headline
 from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.render.table_model import one_line, short_cell
+from turncheck.text.counts import counted
 from turncheck.text.money import usd
 
 MAX_CELL_CHARS = 40
@@ -336,11 +337,11 @@ def signed_usd(cost: float | None) -> str:
 def totals_lines(comparison: Comparison) -> Iterator[str]:
     totals, counts = comparison.totals, comparison.totals.counts
     yield (
-        f"head: {counts.evals} eval(s), {counts.passed} passed, {counts.failed} failed, "
-        f"{counts.errors} error(s)"
+        f"head: {counted(counts.evals, 'eval')}, {counts.passed} passed, {counts.failed} failed, "
+        f"{counted(counts.errors, 'error')}"
     )
     yield (
-        f"changes: {counts.regressions} regression(s), {counts.broken} broken, "
+        f"changes: {counted(counts.regressions, 'regression')}, {counts.broken} broken, "
         f"{counts.fixed} fixed, {counts.still_failing} still failing, "
         f"{counts.turn_changed} turn changed, {counts.new} new, {counts.removed} removed"
     )

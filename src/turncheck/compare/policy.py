@@ -27,6 +27,7 @@ from turncheck.compare.calibration import CalibrationThresholds, calibration_rea
 from turncheck.compare.comparison import Comparison
 from turncheck.compare.rows import RowCounts
 from turncheck.stats.verdicts import Verdict
+from turncheck.text.counts import counted
 
 NO_CALIBRATION_THRESHOLDS = CalibrationThresholds()
 
@@ -92,7 +93,7 @@ def fail_reasons(
     reasons: list[str] = []
     errors = sum(d.is_error for d in comparison.diagnostics)
     if FailOn.INVALID in conditions and errors:
-        reasons.append(FailReason(f"{errors} validation error(s)", FailOn.INVALID))
+        reasons.append(FailReason(counted(errors, "validation error"), FailOn.INVALID))
     counts = comparison.totals.counts
     protocol = comparison.protocols.counts if comparison.protocols is not None else None
     rows = [(counts, "eval"), *([(protocol, "protocol case")] if protocol else [])]
@@ -100,10 +101,10 @@ def fail_reasons(
         reasons += [FailReason(_error_reason(c, kind), FailOn.ERROR)
                     for c, kind in rows if _infrastructure(c)]
     if FailOn.FAILURE in conditions:
-        reasons += [FailReason(f"{c.failed} failed {kind}(s)", FailOn.FAILURE)
+        reasons += [FailReason(counted(c.failed, f"failed {kind}"), FailOn.FAILURE)
                     for c, kind in rows if c.failed]
     if FailOn.BUDGET in conditions:
-        reasons += [FailReason(f"{not_run(c)} {kind}(s) not run (a budget stopped them)",
+        reasons += [FailReason(f"{counted(not_run(c), kind)} not run (a budget stopped them)",
                                FailOn.BUDGET) for c, kind in rows if not_run(c)]
     reasons += _suite_reasons(comparison, conditions)
     for found, kind in rows:
@@ -136,14 +137,15 @@ def _infrastructure(counts: RowCounts) -> int:
 
 
 def _error_reason(counts: RowCounts, kind: str) -> str:
-    return f"{_infrastructure(counts)} {kind}(s) errored (infrastructure, not a verdict)"
+    return f"{counted(_infrastructure(counts), kind)} errored (infrastructure, not a verdict)"
 
 
 def _suite_reasons(comparison: Comparison, conditions: Conditions) -> list[str]:
     if not _any_regression(conditions):
         return []
     worse = [s.name for s in comparison.suites if s.verdict is Verdict.REGRESSION]
-    return [FailReason(f"suite-level regression of {len(worse)} suite(s): {', '.join(worse)}",
+    suites = counted(len(worse), "suite")
+    return [FailReason(f"suite-level regression of {suites}: {', '.join(worse)}",
                        FailOn.REGRESSION)] if worse else []
 
 
@@ -161,19 +163,20 @@ def _verdict_reasons(verdicts: dict[str, int], flaky: int,
     reasons: list[str] = []
     proven = verdicts.get(Verdict.REGRESSION.value, 0)
     likely = verdicts.get(Verdict.LIKELY_REGRESSION.value, 0)
-    label = "" if kind == "eval" else f" {kind}"
+    label = "" if kind == "eval" else f"{kind} "
     if _any_regression(conditions) and proven:
-        reasons.append(FailReason(f"{proven}{label} regression(s) against base",
+        reasons.append(FailReason(f"{counted(proven, label + 'regression')} against base",
                                   FailOn.REGRESSION))
     if FailOn.LIKELY_REGRESSION in conditions and likely:
-        reasons.append(FailReason(f"{likely}{label} likely regression(s) against base",
+        reasons.append(FailReason(f"{counted(likely, label + 'likely regression')} against base",
                                   FailOn.LIKELY_REGRESSION))
     watch = FailOn.LIKELY_REGRESSION in conditions
     for gate, verdict, said in TRANSITION_GATES:
         found = verdicts.get(verdict.value, 0)
         if found and (gate in conditions or watch):
-            reasons.append(FailReason(f"{found} {kind}(s) {said} (one sample per side)", gate))
+            reasons.append(FailReason(f"{counted(found, kind)} {said} (one sample per side)", gate))
     if FailOn.FLAKY in conditions and flaky:
         reasons.append(FailReason(
-            f"{flaky} flaky {kind}(s) (passed on some samples, failed on others)", FailOn.FLAKY))
+            f"{counted(flaky, 'flaky ' + kind)} (passed on some samples, failed on others)",
+            FailOn.FLAKY))
     return reasons

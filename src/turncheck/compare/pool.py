@@ -29,6 +29,7 @@ from turncheck.engine.model import ReportModel
 from turncheck.engine.repeats import USABLE, RepeatPlan, outcome_of, status_of, summarize
 from turncheck.engine.report import EvalResult, Report, SampleResult, Status, SuiteResult
 from turncheck.stats.pooled import between_run_variance
+from turncheck.text.counts import counted
 
 DRIFTING_SIGMA = 0.5
 """Estimated run-to-run drift (logit scale) from which the baseline is called drifting:
@@ -88,7 +89,8 @@ class BasePool(ReportModel):
                             f"{self.drift_sigma:.2f} on the logit scale)")
         if not problems:
             return None
-        return f"Baseline of {self.runs} pooled main run(s) is " + "; ".join(problems) + "."
+        runs = counted(self.runs, "pooled main run")
+        return f"Baseline of {runs} is " + "; ".join(problems) + "."
 
 
 def identity(suite: SuiteResult, result: EvalResult) -> EvalIdentity:

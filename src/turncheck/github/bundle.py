@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from turncheck.compare.pool import BasePool
 from turncheck.engine.report import Report
+from turncheck.text.counts import counted
 
 BUNDLE_SCHEMA_VERSION = 1
 MAX_BUNDLE_BYTES = 20 * 1024 * 1024
@@ -67,7 +68,7 @@ class BaselineInfo(BaseModel):
     def _pooled(self) -> str:
         if self.pool is None or self.pool.history_runs <= 1:
             return ""
-        return (f"; {self.pool.runs} run(s) of its commit pooled, drift σ ≈ "
+        return (f"; {counted(self.pool.runs, 'run')} of its commit pooled, drift σ ≈ "
                 f"{self.pool.drift_sigma:.2f} from {self.pool.history_runs} runs")
 
     def _rejections(self) -> str:

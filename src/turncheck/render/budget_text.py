@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from turncheck.engine.report import BudgetOutcome, Report, Status
+from turncheck.text.counts import counted
 
 
 def _limit(budget: BudgetOutcome) -> str:
@@ -28,10 +29,10 @@ def budget_lines(report: Report) -> list[str]:
     for budget in report.budgets:
         if budget.stopped:
             skipped = skipped_count(report)
-            evals = f", {skipped} eval(s) skipped (budget)" if skipped else ""
+            evals = f", {counted(skipped, 'eval')} skipped (budget)" if skipped else ""
             lines.append(
                 f"Budget stopped the run: {_scope(budget)} — spent {_limit(budget)}; "
-                f"{budget.refused_calls} live call(s) not sent{evals}."
+                f"{counted(budget.refused_calls, 'live call')} not sent{evals}."
             )
         else:
             lines.append(f"Budget: {_scope(budget)} — spent {_limit(budget)}.")

@@ -41,7 +41,8 @@ class Diff:
     def note(self) -> str:
         parts = []
         if self.cut_lines:
-            parts.append(f"{self.cut_lines:,} more diff line(s) not shown")
+            lines = "line" if self.cut_lines == 1 else "lines"
+            parts.append(f"{self.cut_lines:,} more diff {lines} not shown")
         if self.cut_chars:
             parts.append(f"only the first {MAX_DIFFED_CHARS:,} characters compared")
         return "; ".join(parts)
