@@ -13,6 +13,7 @@ from turncheck.compare.policy import FailOn
 from turncheck.compare.rows import SampleSide
 from turncheck.engine.report import Status
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
+from turncheck.text.counts import counted
 from turncheck.text.money import MoneyRow
 
 NAME_CHARS = 30
@@ -154,7 +155,7 @@ def _cost_alert(comparison: Comparison) -> _Cause:
 
 def _invalid(invalid: list[str]) -> _Cause:
     count = len(invalid)
-    return _Cause(f"{count} file{_plural(count)} could not run", names=invalid)
+    return _Cause(f"{counted(count, 'file')} could not run", names=invalid)
 
 
 def _errors(errored: Sequence[Finding]) -> _Cause:
@@ -162,7 +163,7 @@ def _errors(errored: Sequence[Finding]) -> _Cause:
     kind = _kind(errored)
     commonest = Counter(_short(_hosts(f.error or f.change), 80)
                         for f in errored).most_common(1)
-    summary = f"{len(errored)} {kind}{_plural(len(errored))} errored (not judged)"
+    summary = f"{counted(len(errored), kind)} errored (not judged)"
     if len(errored) == 1:
         return _Cause(summary, _short(f"{errored[0].name}: {commonest[0][0]}", 40))
     return _Cause(summary, commonest[0][0])
@@ -350,10 +351,10 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
         (groups[Group.NEW], f"{groups[Group.NEW]} new"
                             + (f" ({new_failing} failing)" if new_failing else "")),
         (groups[Group.REMOVED], f"{groups[Group.REMOVED]} removed"),
-        (groups[Group.ERROR], f"{groups[Group.ERROR]} error{_plural(groups[Group.ERROR])}"),
+        (groups[Group.ERROR], counted(groups[Group.ERROR], "error")),
         (groups[Group.NOT_RUN], f"{groups[Group.NOT_RUN]} not run (budget)"),
         (flaky, f"{flaky} flaky"),
-        (len(invalid), f"{len(invalid)} invalid file{_plural(len(invalid))}"),
+        (len(invalid), counted(len(invalid), "invalid file")),
     ]
     parts = [*worse, *better, *(text for count, text in plain if count)] or ["no changes"]
     counts = comparison.totals.counts
@@ -367,7 +368,3 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
 
 def _count(count: int) -> str:
     return "none" if count == 0 else str(count)
-
-
-def _plural(count: int) -> str:
-    return "" if count == 1 else "s"
