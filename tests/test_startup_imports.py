@@ -23,6 +23,14 @@ HEAVY = ("github", "vcr", "genai_prices", "httpx", "httpcore", "requests", "aioh
 (graders) only for protocol suites and sample files, the rest only to run or post."""
 
 
+def fresh_interpreter(code: str) -> list[str]:
+    """What `code` prints, line by line, run by a fresh interpreter (which must not fail)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.strip().splitlines()
+
+
 def modules_after(argv: list[str]) -> tuple[int, set[str]]:
     """Run the CLI with `argv` in a fresh interpreter: (exit code, heavy modules loaded)."""
     code = (
@@ -33,10 +41,7 @@ def modules_after(argv: list[str]) -> tuple[int, set[str]]:
         " or m.startswith(('turncheck.engine.', 'turncheck.formats.samples'))]\n"
         "print(json.dumps([code, heavy]), file=sys.__stdout__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    exit_code, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    exit_code, heavy = json.loads(fresh_interpreter(code)[-1])
     return exit_code, set(heavy)
 
 
@@ -63,15 +68,12 @@ def test_a_bad_config_file_loads_the_toml_locator_only_then(tmp_path: Path) -> N
 
 
 def test_help_loads_no_command_module() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c",
-         "import sys\nfrom turncheck.cli.main import main\n"
-         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-         "print(sorted(m for m in sys.modules if m.endswith('_cmd') or m == 'pydantic'))"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )
-    assert done.stdout.strip().splitlines()[-1] == "[]"
-    listing = " ".join(done.stdout.split())  # argparse wraps long help lines
+    lines = fresh_interpreter(
+        "import sys\nfrom turncheck.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.endswith('_cmd') or m == 'pydantic'))")
+    assert lines[-1] == "[]"
+    listing = " ".join(" ".join(lines).split())  # argparse wraps long help lines
     for command in cli_main.COMMANDS:
         assert f"{command.name} {command.help}" in listing
 
@@ -113,10 +115,7 @@ def scipy_loaded_after(argv: list[str]) -> bool:
         f"main({argv!r})\n"
         "print('scipy' in sys.modules, file=sys.__stdout__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    return done.stdout.strip().splitlines()[-1] == "True"
+    return fresh_interpreter(code)[-1] == "True"
 
 
 def test_run_loads_no_scipy_but_compare_does(tmp_path: Path) -> None:
@@ -155,10 +154,7 @@ def loaded_after(argv: list[str], names: tuple[str, ...]) -> set[str]:
         f"print(sorted(n for n in {names!r} if n in sys.modules and "
         "type(sys.modules[n]).__name__ != '_LazyModule'), file=sys.__stdout__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    return set(json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')))
+    return set(json.loads(fresh_interpreter(code)[-1].replace("'", '"')))
 
 
 def test_a_replay_of_one_suite_loads_no_network_client_grader_or_scorer(tmp_path: Path) -> None:
@@ -217,10 +213,7 @@ def test_a_replay_prices_with_the_bundled_prices_only() -> None:
         "datetime(2026, 1, 1, tzinfo=UTC))\n"
         "print(float(public.total_price), file=sys.__stdout__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    ours, public = done.stdout.strip().splitlines()[-2:]
+    ours, public = fresh_interpreter(code)[-2:]
     cost, updater_loaded = ours.split()
     assert updater_loaded == "False"
     assert float(cost) == float(public) > 0
@@ -240,10 +233,7 @@ def numeric_loaded_after_importing(modules: tuple[str, ...]) -> list[str]:
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {NUMERIC!r}),"
         " file=sys.__stdout__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+    loaded: list[str] = json.loads(fresh_interpreter(code)[-1].replace("'", '"'))
     return loaded
 
 
@@ -261,7 +251,4 @@ def test_a_statistical_test_loads_scipy_when_it_runs() -> None:
     code = ("import sys\nfrom turncheck.stats.tests import fisher_worse\n"
             "print(fisher_worse(10, 10, 2, 10) < 0.01, 'scipy' in sys.modules,"
             " file=sys.__stdout__)\n")
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert done.stdout.split() == ["True", "True"]
+    assert fresh_interpreter(code)[-1].split() == ["True", "True"]

@@ -175,9 +175,9 @@ def _worse(worse: Sequence[Finding], flaky_fails: bool = False) -> _Cause:
     fails the check, every flaky row counts as flaky too, as the check's reasons and
     the counts line count it (a flaky regression is one of each)."""
     labels = Counter(_label(f) for f in worse)
-    if flaky_fails:
-        labels["flaky"] = sum(1 for f in worse if f.flaky)
-        labels += Counter()  # drops a zero count
+    flaky = sum(1 for f in worse if f.flaky)
+    if flaky_fails and flaky:
+        labels["flaky"] = flaky
     ordered = sorted(worse, key=_severity)
     summary = ", ".join(f"{n} {label}" for label, n in
                         sorted(labels.items(), key=lambda kv: _LABEL_ORDER.index(kv[0])))
