@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_server import ScriptedServer
-from turncheck.engine.report import EvalResult, Report
+from turncheck.report.run import EvalResult, Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode, SessionSettings
 from turncheck.formats.suite_loader import load_suite

@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.scripted_server import Json, ScriptedServer
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode
 from turncheck.formats.suite_loader import load_suite

@@ -16,7 +16,7 @@ from turncheck.cli.main import main
 from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     Badge,
     CalibrationFileResult,
     GraderInfo,
@@ -31,7 +31,7 @@ from turncheck.engine.judge import (
     parse_grade,
     parse_verdict,
 )
-from turncheck.engine.report import PriceSource, Report
+from turncheck.report.run import PriceSource, Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode
 from turncheck.formats.discovery import Globs

@@ -12,13 +12,13 @@ from turncheck.cli.main import main
 from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.engine.calibration import agreement_stats
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     CalibrationFileResult,
     GraderInfo,
     SampleGrade,
     badge_for,
 )
-from turncheck.engine.report import PriceSource, Report
+from turncheck.report.run import PriceSource, Report
 from turncheck.render.comment import CommentContext, render_comment
 
 PRICES = PriceSource(library="genai-prices", version="0", timestamp="2026-01-01T00:00:00Z")

@@ -35,7 +35,7 @@ from turncheck.compare.comparison import CostThresholds, compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
 from turncheck.diagnostics import error
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.engine.report import (
+from turncheck.report.run import (
     BudgetOutcome,
     EvalResult,
     Report,

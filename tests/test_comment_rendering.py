@@ -26,7 +26,7 @@ from tests.logs import commands_in_log
 from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import Comparison, compare_reports
 from turncheck.diagnostics import Diagnostic, error
-from turncheck.engine.report import (
+from turncheck.report.run import (
     CheckResult,
     EvalResult,
     PriceSource,

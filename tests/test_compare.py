@@ -18,7 +18,7 @@ from turncheck.compare import (
     compare_reports,
 )
 from turncheck.engine.pricing import add_costs
-from turncheck.engine.report import (
+from turncheck.report.run import (
     EvalResult,
     PriceSource,
     Report,

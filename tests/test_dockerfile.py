@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from turncheck.compare.comparison import compare_reports
-from turncheck.engine.report import PriceSource, Report
+from turncheck.report.run import PriceSource, Report
 from turncheck.formats.discovery import glob_regex
 from turncheck.github.inputs import InputError, read_inputs
 from turncheck.github.publish import outputs

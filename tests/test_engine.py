@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.engine_helpers import only_eval, run_text, sent_messages, suite_yaml
 from tests.scripted_server import ScriptedServer
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 
 
 def test_pass_on_first_turn_sends_system_prompt_and_prompt(

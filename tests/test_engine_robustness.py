@@ -18,7 +18,7 @@ from tests.engine_helpers import (
 )
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import cassette_path_for
 
 MANY = 200

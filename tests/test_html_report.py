@@ -17,7 +17,7 @@ from tests.browser import with_display_state
 from tests.test_comment_rendering import eval_result, many_evals, report, suite, turn
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.render.html_report import render_report
 
 if TYPE_CHECKING:

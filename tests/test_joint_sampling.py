@@ -15,7 +15,7 @@ from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.protocol import CaseComparison, CaseSide, case_evidence
 from turncheck.compare.rows import Transition
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.runner import RunSettings, Side, run_both_sides
 from turncheck.formats.suite_loader import load_suite
 from turncheck.stats.adaptive import joint_more_samples, more_samples

@@ -8,7 +8,7 @@ import pytest
 
 from tests.engine_helpers import run_paths, write_suite
 from tests.llama import LlamaServer
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 from turncheck.engine.session import SessionSettings
 from turncheck.providers.cassettes import cassette_path_for
 

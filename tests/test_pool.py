@@ -7,7 +7,7 @@ import numpy as np
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.engine.report import (
+from turncheck.report.run import (
     EvalResult,
     PriceSource,
     Report,
@@ -115,7 +115,7 @@ def test_a_drifting_or_stale_baseline_gets_its_note_in_the_comparison_and_the_co
 
 
 def test_pooled_runs_beyond_the_first_keep_no_conversations() -> None:
-    from turncheck.engine.report import TurnResult
+    from turncheck.report.run import TurnResult
 
     def with_turns(result: EvalResult) -> EvalResult:
         turn = TurnResult.model_construct(index=1, prompt="p", response="r")

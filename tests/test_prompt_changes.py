@@ -24,7 +24,7 @@ from tests.test_comment_rendering import (
     turn,
 )
 from turncheck.compare.comparison import compare_reports
-from turncheck.engine.report import EvalResult, Report
+from turncheck.report.run import EvalResult, Report
 from turncheck.render.comment import render_summary
 from turncheck.render.html_report import render_report
 

@@ -22,7 +22,7 @@ from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import Transition, compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.compare.protocol import ProtocolComparison
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.render.comment import COMMENT_LIMIT, MARKER, CommentContext, render_comment
 from turncheck.stats.verdicts import Verdict
 

@@ -23,8 +23,8 @@ from tests.protocol_helpers import (
 )
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.protocol import correlation
-from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
-from turncheck.engine.report import Report, Status
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
+from turncheck.report.run import Report, Status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -330,7 +330,7 @@ def test_the_example_replays_offline_and_picks_variants_from_turn_two() -> None:
 def test_shard_reports_merge_with_their_protocols(tmp_path: Path,
                                                   scripted_server: ScriptedServer) -> None:
     from turncheck.engine.merge import merge_reports
-    from turncheck.engine.report import ShardInfo
+    from turncheck.report.run import ShardInfo
 
     script(scripted_server)
     report = run_protocol_files([write_protocol(tmp_path)], scripted_server)

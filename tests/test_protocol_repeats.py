@@ -17,8 +17,8 @@ from tests.scripted_server import ScriptedServer
 from turncheck.compare.comparison import Comparison, compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.compare.protocol import CaseComparison
-from turncheck.engine.protocol_report import CaseResult
-from turncheck.engine.report import Report, Status
+from turncheck.report.protocol import CaseResult
+from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
 from turncheck.stats.verdicts import Verdict
 

@@ -14,7 +14,7 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import Usage
+from turncheck.report.run import Usage
 from turncheck.formats.suite_loader import parse_suite
 from turncheck.providers.base import ChatRequest, ChatResponse, ProviderError
 from turncheck.providers.factory import make_provider

@@ -9,7 +9,7 @@ import pytest
 
 from tests.engine_helpers import only_eval, run_text, suite_yaml
 from tests.scripted_server import ScriptedServer
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
 
 EVAL = """  - name: capital
@@ -149,7 +149,7 @@ def test_protocol_suites_accept_repeat_without_a_warning() -> None:
 
 def test_errored_samples_are_not_counted_in_the_repeat_summary() -> None:
     from turncheck.engine.repeats import RepeatPlan, combine
-    from turncheck.engine.report import EvalResult, Usage
+    from turncheck.report.run import EvalResult, Usage
 
     def sample(status: Status) -> EvalResult:
         return EvalResult(name="e", prompt="p", status=status,

@@ -33,8 +33,8 @@ from turncheck.engine.judge import (
     parse_grade,
     parse_verdict,
 )
-from turncheck.engine.report import EvalResult, Status
-from turncheck.engine.results import (
+from turncheck.report.run import EvalResult, Status
+from turncheck.report.results import (
     MAX_REPORT_ANSWER_CHARS,
     CheckResult,
     TurnResult,

@@ -13,7 +13,7 @@ import pytest
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES, suite_yaml
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.merge import MergeError, merge_reports
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import (
     SLACK,
@@ -135,7 +135,7 @@ def test_merging_seven_shards_equals_one_unsharded_run(thousand: list[SuiteFile]
 
 def fake_shard(index: int, count: int = 3, **changes: object) -> Report:
     from turncheck.engine.pricing import Pricer
-    from turncheck.engine.report import ShardInfo
+    from turncheck.report.run import ShardInfo
 
     report = Report(
         turncheck_version="t",

@@ -203,7 +203,7 @@ def test_a_replay_prices_with_the_bundled_prices_only() -> None:
     code = (
         "import sys\nfrom datetime import UTC, datetime\n"
         "from turncheck.engine.pricing import Pricer\n"
-        "from turncheck.engine.report import Usage\n"
+        "from turncheck.report.run import Usage\n"
         "pricer = Pricer.at('2026-01-01T00:00:00Z')\n"
         "cost = pricer.cost(Usage(input_tokens=1000, output_tokens=100), 'gpt-4o', None)\n"
         "print(cost, 'httpx2' in sys.modules, file=sys.__stdout__)\n"

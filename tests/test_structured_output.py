@@ -12,7 +12,7 @@ from tests.protocol_helpers import is_judge, run_protocol_files, script, write_p
 from tests.provider_helpers import run
 from tests.scripted_server import Json, ScriptedServer
 from turncheck.engine.judge import GRADE_ANSWER, JUDGE_PROMPT_VERSION, VERDICT_ANSWER
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 from turncheck.engine.scorers.judge_scale import RATING_ANSWER
 from turncheck.providers import (
     AnswerSchema,

@@ -19,7 +19,7 @@ from tests.test_comment_golden import (
     turn_regression,
 )
 from turncheck.compare.spend import Spend
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.render import calibration_console, console, protocol_console
 from turncheck.render.table_model import Capped, Money, MoneyLine, Table
 

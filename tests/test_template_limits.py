@@ -14,7 +14,7 @@ import pytest
 
 from tests.protocol_helpers import PROTOCOL, run_protocol_files, write_protocol
 from tests.scripted_server import ScriptedServer
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 from turncheck.formats.grader import template_problems
 from turncheck.formats.suite_loader import parse_suite
 from turncheck.text.environment import sandboxed_environment

@@ -13,7 +13,7 @@ import yaml
 
 from tests.engine_helpers import only_eval, run_paths, suite_yaml, write_suite
 from tests.scripted_server import ScriptedServer
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 from turncheck.providers.cassette_transport import CassetteTransport
 from turncheck.providers.cassettes import cassette_path_for
 

@@ -14,7 +14,7 @@ from turncheck.cli.main import main
 from turncheck.compare.comparison import Comparison
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.repeats import RepeatPlan, combine, status_of
-from turncheck.engine.report import EvalResult, Status
+from turncheck.report.run import EvalResult, Status
 from turncheck.render.comment import CommentContext, comment_headline, render_comment
 from turncheck.stats.multiplicity import tarone_holm
 from turncheck.stats.tests import Stratum, stratified_pass_test, turn_shift_test

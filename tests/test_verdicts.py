@@ -12,7 +12,7 @@ from tests.test_compare import FAIL, PASS, ev, one_suite, report, suite
 from turncheck.compare import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.engine.report import EvalResult, Report
+from turncheck.report.run import EvalResult, Report
 from turncheck.stats.verdicts import Verdict
 
 

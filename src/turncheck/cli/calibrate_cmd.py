@@ -27,7 +27,7 @@ from turncheck.cli.common import (
 )
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files

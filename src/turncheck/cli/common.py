@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from turncheck.compare.comparison import Comparison
-    from turncheck.engine.report import Report
+    from turncheck.report.run import Report
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
     from turncheck.engine.runner import RunSettings

@@ -23,7 +23,7 @@ from turncheck.compare.comparison import (
     compare_reports,
 )
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
-from turncheck.engine.report import SCHEMA_VERSION, Report, Status
+from turncheck.report.run import SCHEMA_VERSION, Report, Status
 from turncheck.formats.files import (
     MAX_DATA_BYTES,
     read_text_bounded,

@@ -33,7 +33,7 @@ from turncheck.cli.compare_cmd import add_comparison_options, report_comparison
 from turncheck.cli.run_cmd import repeat_setting
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.runner import Side, run_both_sides
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.suite import MAX_DEPTH

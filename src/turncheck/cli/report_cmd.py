@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from turncheck.cli.common import UsageError, usage_error, write_html
 from turncheck.cli.compare_cmd import first_problem, load_report, read_report_text
 from turncheck.compare.comparison import Comparison, compare_reports
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 
 Model = TypeVar("Model", bound=BaseModel)
 

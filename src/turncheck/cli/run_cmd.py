@@ -26,7 +26,7 @@ from turncheck.cli.common import (
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.report import Report, ShardInfo, Status
+from turncheck.report.run import Report, ShardInfo, Status
 from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite import MAX_REPEAT

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import ConfigDict, Field
 
 from turncheck.compare.rows import SuiteState, pair_by_path, previous_path, state_of
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     AgreementStats,
     CalibrationFileResult,
     GraderInfo,
@@ -29,7 +29,7 @@ from turncheck.engine.calibration_report import (
     is_below,
     percent_text,
 )
-from turncheck.engine.model import ReportModel
+from turncheck.report.model import ReportModel
 from turncheck.stats.agreement import LOWER_LEVEL, bootstrap_difference, swap_test_lower
 
 _TOLERANCE = 1e-9

@@ -32,11 +32,11 @@ from turncheck.compare.rows import (
     verdict_fields,
 )
 from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spend_or_none
-from turncheck.engine.model import ReportModel
+from turncheck.report.model import ReportModel
 from turncheck.engine.pricing import add_costs
-from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
 from turncheck.engine.repeats import USABLE
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,

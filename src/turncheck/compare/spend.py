@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from turncheck.engine.model import ReportModel
-from turncheck.engine.results import Metered
+from turncheck.report.model import ReportModel
+from turncheck.report.results import Metered
 
 __all__ = ["Metered", "Spend", "add_spend", "spend_delta", "spend_of", "spend_or_none"]
 

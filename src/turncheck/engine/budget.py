@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import BudgetOutcome, Usage
+from turncheck.report.run import BudgetOutcome, Usage
 from turncheck.engine.tokens import input_token_bound
 from turncheck.formats.budget import BudgetLimits
 from turncheck.providers.base import NETWORK_GATE, ChatMessage, ProviderError

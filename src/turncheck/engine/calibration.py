@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     AgreementStats,
     CalibrationFileResult,
     ConfusionMatrix,
@@ -39,7 +39,7 @@ from turncheck.engine.judge import (
 )
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.redaction import Redactor
-from turncheck.engine.report import Usage
+from turncheck.report.run import Usage
 from turncheck.engine.session import GraderSession, open_grader_session, run_then_close
 from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile

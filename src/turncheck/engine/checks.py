@@ -19,7 +19,7 @@ from turncheck.engine.judge import (
     judge_messages,
     parse_verdict,
 )
-from turncheck.engine.report import CheckResult, ToolCallResult
+from turncheck.report.run import CheckResult, ToolCallResult
 from turncheck.engine.tokens import completion_tokens
 from turncheck.engine.tools import args_match, arguments_text, shorten
 from turncheck.formats.suite import (

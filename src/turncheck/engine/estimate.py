@@ -37,9 +37,9 @@ from pydantic import Field
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
 from turncheck.engine.judge import JUDGE_SYSTEM_PROMPT, grader_messages, judge_messages
-from turncheck.engine.model import ReportModel
+from turncheck.report.model import ReportModel
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.engine.report import EvalResult, PriceSource, Report, Usage
+from turncheck.report.run import EvalResult, PriceSource, Report, Usage
 from turncheck.engine.scorers.judge_scale import JUDGE_SCALE_SYSTEM_PROMPT
 from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
 from turncheck.engine.tokens import (

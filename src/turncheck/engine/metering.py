@@ -11,7 +11,7 @@ from typing import Protocol
 
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
-from turncheck.engine.report import Usage
+from turncheck.report.run import Usage
 from turncheck.engine.session import SuiteSession
 from turncheck.providers.base import AnswerSchema, ChatMessage, ChatResponse
 from turncheck.providers.factory import API_KEY_ENV_VARS

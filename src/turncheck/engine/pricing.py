@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
 
-from turncheck.engine.report import PriceSource, Usage
-from turncheck.engine.results import add_costs
+from turncheck.report.run import PriceSource, Usage
+from turncheck.report.results import add_costs
 from turncheck.lazy import submodules_without_package_init
 
 # genai-prices' `__init__` also loads its price-update thread and the HTTP client it

@@ -26,7 +26,7 @@ import jinja2
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.engine.protocol_report import (
+from turncheck.report.protocol import (
     CaseAggregates,
     CaseResult,
     ProtocolAggregates,
@@ -36,8 +36,8 @@ from turncheck.engine.protocol_report import (
     TurnSummary,
 )
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
-from turncheck.engine.report import Status, StatusReason, Usage
-from turncheck.engine.results import excerpt_answers, spend_totals
+from turncheck.report.run import Status, StatusReason, Usage
+from turncheck.report.results import excerpt_answers, spend_totals
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
 from turncheck.engine.interruption import STOP
-from turncheck.engine.protocol_report import CaseResult, CaseSample
-from turncheck.engine.report import EvalResult
-from turncheck.engine.results import RepeatSummary, SampleResult, Status, spend_totals
+from turncheck.report.protocol import CaseResult, CaseSample
+from turncheck.report.run import EvalResult
+from turncheck.report.results import RepeatSummary, SampleResult, Status, spend_totals
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.stats.adaptive import more_samples

@@ -25,7 +25,7 @@ from turncheck.engine.metering import metered_embed, metered_judge, session_reda
 from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
-from turncheck.engine.report import (
+from turncheck.report.run import (
     EvalResult,
     Report,
     Status,
@@ -34,7 +34,7 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
-from turncheck.engine.results import excerpt_answers
+from turncheck.report.results import excerpt_answers
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
     SuiteSession,
@@ -58,9 +58,9 @@ from turncheck.providers.cassettes import cassette_path_for
 if TYPE_CHECKING:
     # Grading sample files (numpy, Jinja) loads only when a run has sample files.
     from turncheck.engine.calibration import SampleCallback
-    from turncheck.engine.calibration_report import CalibrationFileResult
+    from turncheck.report.calibration import CalibrationFileResult
     from turncheck.engine.protocol import CaseCallback
-    from turncheck.engine.protocol_report import ProtocolSuiteResult
+    from turncheck.report.protocol import ProtocolSuiteResult
     from turncheck.formats.protocol import ProtocolSuite
     from turncheck.formats.samples import SampleFile
 

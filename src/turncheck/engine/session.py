@@ -23,7 +23,7 @@ from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import sample_seed
-from turncheck.engine.report import Usage
+from turncheck.report.run import Usage
 from turncheck.formats import templates
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (

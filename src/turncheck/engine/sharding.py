@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from turncheck.engine.report import ShardInfo
+from turncheck.report.run import ShardInfo
 from turncheck.formats.suite import CheckList, Eval, FollowUp, OrGroup, level_items
 from turncheck.formats.suite_loader import SuiteFile
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import ToolCallResult, Usage
+from turncheck.report.run import ToolCallResult, Usage
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,

@@ -32,7 +32,7 @@ from turncheck.engine.estimate import estimate
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.pricing import Pricer
-from turncheck.engine.report import Report, ShardInfo
+from turncheck.report.run import Report, ShardInfo
 from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.budget import BudgetLimits

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from turncheck.compare.pool import MAX_POOLED_RUNS, pool_reports
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.engine.summary import run_totals
 from turncheck.github.bundle import BaselineInfo, BundleError, ReportBundle, bundle_from_zip
 from turncheck.github.client import ArtifactRef, GitHubApi, GitHubApiError, RunOrigin

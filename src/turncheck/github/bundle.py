@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from turncheck.compare.pool import BasePool
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.text.counts import counted
 
 BUNDLE_SCHEMA_VERSION = 1

@@ -14,7 +14,7 @@ from typing import Literal, TextIO
 
 from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import EvalResult, Report, Status
+from turncheck.report.run import EvalResult, Report, Status
 from turncheck.github.client import (
     Annotation,
     CheckConclusion,

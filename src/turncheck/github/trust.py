@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.github.bundle import ReportBundle
 from turncheck.github.client import (
     GitHubApi,

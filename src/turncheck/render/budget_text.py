@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turncheck.engine.report import BudgetOutcome, Report, Status
+from turncheck.report.run import BudgetOutcome, Report, Status
 from turncheck.text.counts import counted
 
 

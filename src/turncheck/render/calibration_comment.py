@@ -15,12 +15,12 @@ from turncheck.compare.calibration import (
     CalibrationSide,
     FlippedSample,
 )
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     CalibrationFileResult,
     Verdict,
     percent_text,
 )
-from turncheck.engine.report import Report
+from turncheck.report.run import Report
 from turncheck.render.calibration_console import (
     BADGE_LABEL,
     distance,

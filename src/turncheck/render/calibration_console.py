@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.engine.calibration_report import (
+from turncheck.report.calibration import (
     Badge,
     CalibrationFileResult,
     SampleGrade,

@@ -24,7 +24,7 @@ from urllib.parse import quote
 from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.comment_transcript import transcripts

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turncheck.engine.report import EvalResult, Report, SampleResult, Status, TurnResult
+from turncheck.report.run import EvalResult, Report, SampleResult, Status, TurnResult
 from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     SUMMARY_DIFF_LINES,

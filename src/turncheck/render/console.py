@@ -7,8 +7,8 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult
-from turncheck.engine.report import CheckResult, EvalResult, Report, Status, SuiteResult
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
+from turncheck.report.run import CheckResult, EvalResult, Report, Status, SuiteResult
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.table_model import (
     STATUS_LABEL,

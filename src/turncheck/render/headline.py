@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from turncheck.compare.comparison import Comparison
 from turncheck.compare.policy import FailOn
 from turncheck.compare.rows import SampleSide
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
 from turncheck.text.counts import counted
 from turncheck.text.money import MoneyRow

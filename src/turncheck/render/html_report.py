@@ -23,10 +23,10 @@ from importlib.resources import files
 from markupsafe import Markup
 
 from turncheck.compare.comparison import Comparison
-from turncheck.engine.calibration_report import CalibrationFileResult, SampleGrade
-from turncheck.engine.protocol_report import CaseResult, ProtocolSuiteResult, ProtocolTurn
-from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
-from turncheck.engine.results import CheckResult, Usage
+from turncheck.report.calibration import CalibrationFileResult, SampleGrade
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
+from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
+from turncheck.report.results import CheckResult, Usage
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,

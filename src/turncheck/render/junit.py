@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.formats.files import write_text_confined
 from turncheck.render.console import eval_lines, overall
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turncheck.engine.report import EvalResult, Report, SuiteResult, TurnResult
+from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
 
 SHORT_TEXT_CHARS = 160
 """A one-line text up to this long is shown whole on both sides, without a diff."""

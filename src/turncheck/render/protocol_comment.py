@@ -16,8 +16,8 @@ from turncheck.compare.protocol import (
     ProtocolSuiteComparison,
     ScoreChange,
 )
-from turncheck.engine.protocol_report import CaseResult, ScorerResult
-from turncheck.engine.report import Report, Status
+from turncheck.report.protocol import CaseResult, ScorerResult
+from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     PROTOCOL_SUITE,
     STATUS_ICON,

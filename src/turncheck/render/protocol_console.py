@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.engine.protocol_report import (
+from turncheck.report.protocol import (
     CaseResult,
     ProtocolAggregates,
     ScorerResult,
 )
-from turncheck.engine.report import Report, Status
+from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,

@@ -20,7 +20,7 @@ from turncheck.compare.comparison import Comparison, EvalComparison, EvalSide, T
 from turncheck.compare.policy import FailOn, FailReason
 from turncheck.compare.protocol import CaseComparison, CaseSide
 from turncheck.compare.rows import SampleSide
-from turncheck.engine.report import Status
+from turncheck.report.run import Status
 
 
 class Group(StrEnum):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
-from turncheck.engine.report import CheckResult, Status, Usage
+from turncheck.report.run import CheckResult, Status, Usage
 from turncheck.text.money import MoneyRow, signed_int, usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turncheck.engine.report import ToolCallResult
+from turncheck.report.run import ToolCallResult
 from turncheck.engine.tools import arguments_text
 
 MAX_RESULT_CHARS = 300

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import jinja2
 
-from turncheck.engine.protocol_report import ScorerResult
+from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers import checks, judge_scale, list_f1, order, self_assessment
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.formats.hierarchy import HierarchyError

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turncheck.engine.protocol_report import ScorerResult
+from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers.extract import Extraction
 from turncheck.formats.protocol import Scorer
 from turncheck.providers.base import AnswerSchema, ChatMessage

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from turncheck.engine.checks import TurnContext, evaluate_check
-from turncheck.engine.protocol_report import ScorerResult
+from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers.base import ScoringContext
 from turncheck.formats.protocol import Scorer
 

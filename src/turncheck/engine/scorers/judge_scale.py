@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript, unfenced
-from turncheck.engine.protocol_report import JudgeScaleDetail, ScorerResult
+from turncheck.report.protocol import JudgeScaleDetail, ScorerResult
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
 from turncheck.providers.base import ChatMessage, ProviderError

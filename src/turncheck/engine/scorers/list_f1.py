@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from turncheck.engine.protocol_report import ListF1Detail, NameMatch, ScorerResult
+from turncheck.report.protocol import ListF1Detail, NameMatch, ScorerResult
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.engine.scorers.extract import extract
 from turncheck.formats.hierarchy import HierarchyError, names

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from turncheck.engine.protocol_report import OrderDetail, PairResult, ScorerResult
+from turncheck.report.protocol import OrderDetail, PairResult, ScorerResult
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.formats.names import DEFAULT_THRESHOLD, similarity
 from turncheck.formats.protocol import OrderSpec, Scorer

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from turncheck.engine.protocol_report import ScorerResult, SelfAssessmentDetail
+from turncheck.report.protocol import ScorerResult, SelfAssessmentDetail
 from turncheck.engine.scorers.base import ScorerError, ScoringContext, result
 from turncheck.formats.protocol import Scorer, SelfAssessmentSpec
 from turncheck.text.user_regex import first_match

@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import Field
 
 from turncheck.diagnostics import Diagnostic
-from turncheck.engine.calibration_report import CalibrationFileResult
-from turncheck.engine.model import ReportModel
-from turncheck.engine.protocol_report import ProtocolSuiteResult
-from turncheck.engine.results import (
+from turncheck.report.calibration import CalibrationFileResult
+from turncheck.report.model import ReportModel
+from turncheck.report.protocol import ProtocolSuiteResult
+from turncheck.report.results import (
     CheckResult,
     Metered,
     RepeatSummary,

@@ -1,7 +1,7 @@
 """The parts of a run report that every kind of case shares (evals, protocol cases):
 statuses, usage, checks, turns, samples and what repeated samples add up to.
 
-`engine/report.py` (the whole report) and `engine/protocol_report.py` (protocol
+`report/run.py` (the whole report) and `report/protocol.py` (protocol
 suites) build on these; both re-export nothing of each other, so neither imports the
 other back.
 """
@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import Field
 
-from turncheck.engine.model import ReportModel
+from turncheck.report.model import ReportModel
 
 
 class Status(StrEnum):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from turncheck.engine.model import ReportModel
-from turncheck.engine.results import (
+from turncheck.report.model import ReportModel
+from turncheck.report.results import (
     CheckResult,
     RepeatSummary,
     Sample,

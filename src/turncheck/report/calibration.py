@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from turncheck.engine.model import ReportModel
+from turncheck.report.model import ReportModel
 
 FAR_DISTANCE = 3
 
