@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from turncheck.compare.comparison import compare_reports
-from turncheck.engine.report import (
+from turncheck.render.html_report import render_report
+from turncheck.report.run import (
     CheckResult,
     EvalResult,
     PriceSource,
@@ -31,7 +32,6 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
-from turncheck.render.html_report import render_report
 
 TARGET_SECONDS = 2.0
 RUNS = 3
