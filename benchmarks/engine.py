@@ -59,6 +59,7 @@ from turncheck.engine.session import Mode  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
 from turncheck.providers.cassettes import Cassette, cassette_path_for  # noqa: E402
+from turncheck.report.run import Report, Status  # noqa: E402
 
 FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
 PASSING_REPLY = "done"

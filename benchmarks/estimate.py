@@ -40,6 +40,7 @@ from turncheck.engine.pricing import Pricer  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import SessionSettings  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
+from turncheck.report.run import Report  # noqa: E402
 
 EXPECTED_TOLERANCE = 0.15
 JITTER = 0.10

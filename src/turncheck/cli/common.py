@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from turncheck.compare.comparison import Comparison
-    from turncheck.report.run import Report
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
     from turncheck.engine.runner import RunSettings
     from turncheck.formats.budget import BudgetLimits
+    from turncheck.report.run import Report
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 

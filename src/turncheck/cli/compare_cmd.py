@@ -23,7 +23,6 @@ from turncheck.compare.comparison import (
     compare_reports,
 )
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
-from turncheck.report.run import SCHEMA_VERSION, Report, Status
 from turncheck.formats.files import (
     MAX_DATA_BYTES,
     read_text_bounded,
@@ -36,6 +35,7 @@ from turncheck.render.headline import headline
 from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.render.table_model import one_line, short_cell
+from turncheck.report.run import SCHEMA_VERSION, Report, Status
 from turncheck.text.counts import counted
 from turncheck.text.money import usd
 

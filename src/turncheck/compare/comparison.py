@@ -47,8 +47,8 @@ from turncheck.compare.rows import (
 )
 from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spend_of
 from turncheck.diagnostics import Diagnostic
-from turncheck.report.model import ReportModel
 from turncheck.engine.repeats import USABLE
+from turncheck.report.model import ReportModel
 from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult
 from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test

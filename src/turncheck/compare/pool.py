@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from turncheck.report.model import ReportModel
 from turncheck.engine.repeats import USABLE, RepeatPlan, outcome_of, status_of, summarize
+from turncheck.report.model import ReportModel
 from turncheck.report.run import EvalResult, Report, SampleResult, Status, SuiteResult
 from turncheck.stats.pooled import between_run_variance
 from turncheck.text.counts import counted

@@ -32,10 +32,10 @@ from turncheck.compare.rows import (
     verdict_fields,
 )
 from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spend_or_none
-from turncheck.report.model import ReportModel
 from turncheck.engine.pricing import add_costs
-from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
 from turncheck.engine.repeats import USABLE
+from turncheck.report.model import ReportModel
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
 from turncheck.report.run import Report, Status
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (

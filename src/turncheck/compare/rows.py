@@ -16,8 +16,8 @@ from typing import Any, Protocol, TypeVar
 from pydantic import Field
 
 from turncheck.compare.spend import Spend
-from turncheck.report.model import ReportModel
 from turncheck.engine.repeats import USABLE
+from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.stats.rates import wilson_interval
 from turncheck.stats.verdicts import (

@@ -32,7 +32,6 @@ from turncheck.engine.estimate import estimate
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import Report, ShardInfo
 from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.budget import BudgetLimits
@@ -111,6 +110,7 @@ from turncheck.providers.factory import API_KEY_ENV_VARS
 from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
 from turncheck.render.estimate_view import estimate_markdown
 from turncheck.render.html_report import render_report
+from turncheck.report.run import Report, ShardInfo
 
 PULL_REQUEST_EVENTS = ("pull_request", TRUSTED_RUN_EVENT)
 MERGE_GROUP_EVENT = "merge_group"

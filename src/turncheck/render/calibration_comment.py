@@ -15,12 +15,6 @@ from turncheck.compare.calibration import (
     CalibrationSide,
     FlippedSample,
 )
-from turncheck.report.calibration import (
-    CalibrationFileResult,
-    Verdict,
-    percent_text,
-)
-from turncheck.report.run import Report
 from turncheck.render.calibration_console import (
     BADGE_LABEL,
     distance,
@@ -29,6 +23,12 @@ from turncheck.render.calibration_console import (
     kappa_verdict,
 )
 from turncheck.render.table_model import Capped, or_dash, state_note
+from turncheck.report.calibration import (
+    CalibrationFileResult,
+    Verdict,
+    percent_text,
+)
+from turncheck.report.run import Report
 
 MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30

@@ -5,12 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.report.calibration import (
-    Badge,
-    CalibrationFileResult,
-    SampleGrade,
-    percent_text,
-)
 from turncheck.engine.pricing import add_costs
 from turncheck.render.table_model import (
     Table,
@@ -19,6 +13,12 @@ from turncheck.render.table_model import (
     print_lines,
     terminal_safe,
     tokens_in_out,
+)
+from turncheck.report.calibration import (
+    Badge,
+    CalibrationFileResult,
+    SampleGrade,
+    percent_text,
 )
 from turncheck.text.money import usd
 

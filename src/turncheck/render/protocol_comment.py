@@ -16,8 +16,6 @@ from turncheck.compare.protocol import (
     ProtocolSuiteComparison,
     ScoreChange,
 )
-from turncheck.report.protocol import CaseResult, ScorerResult
-from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     PROTOCOL_SUITE,
     STATUS_ICON,
@@ -26,6 +24,8 @@ from turncheck.render.table_model import (
     samples_text,
     suite_heading,
 )
+from turncheck.report.protocol import CaseResult, ScorerResult
+from turncheck.report.run import Report, Status
 from turncheck.text.money import score_change
 from turncheck.text.money import usd as format_usd
 

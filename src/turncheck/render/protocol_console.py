@@ -5,12 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.report.protocol import (
-    CaseResult,
-    ProtocolAggregates,
-    ScorerResult,
-)
-from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -22,6 +16,12 @@ from turncheck.render.table_model import (
     short_cell,
     spend_cells,
 )
+from turncheck.report.protocol import (
+    CaseResult,
+    ProtocolAggregates,
+    ScorerResult,
+)
+from turncheck.report.run import Report, Status
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.compare.protocol import ProtocolComparison
