@@ -33,7 +33,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
-from turncheck.engine.report import Report  # noqa: E402
 
 from turncheck.engine.estimate import Estimate, Figures, estimate  # noqa: E402
 from turncheck.engine.pricing import Pricer  # noqa: E402

@@ -28,8 +28,8 @@ from tests.golden.test_comment_rendering import (
     suite,
     turn,
 )
-from tests.support.scripted_server import ScriptedServer
 from tests.integration.test_protocol_compare import ANSWERS, JUDGE_RATINGS, run_side
+from tests.support.scripted_server import ScriptedServer
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import CostThresholds, compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
