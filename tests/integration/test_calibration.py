@@ -1,4 +1,4 @@
-"""Grader calibration (SPEC §7, issue 5): grader tables, grading on the engine's
+"""Grader calibration (docs/samples.md): grader tables, grading on the engine's
 providers and cassettes, agreement and distance, the CLI, base-vs-head and the comment."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §4 execution semantics against the scripted server."""
+"""Eval execution semantics (docs/suites.md) against the scripted server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Protocol suites (SPEC §9) against the scripted server: variants, scores, aggregates."""
+"""Protocol suites against the scripted server: variants, scores, aggregates."""
 
 from __future__ import annotations
 

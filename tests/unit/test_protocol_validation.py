@@ -1,4 +1,4 @@
-"""Protocol suites (SPEC §9) are validated like eval suites: every problem at its line."""
+"""Protocol suites are validated like eval suites: every problem at its line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §7 sample files: both layouts, per-sample validation, positions, robustness."""
+"""Sample files (docs/samples.md): both layouts, per-sample validation, positions, robustness."""
 
 from __future__ import annotations
 

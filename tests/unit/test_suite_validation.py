@@ -1,4 +1,4 @@
-"""SPEC §2 rules: every invalid fixture yields exactly its declared diagnostics."""
+"""Suite rules (docs/suites.md): every invalid fixture yields exactly its declared diagnostics."""
 
 from __future__ import annotations
 
