@@ -36,8 +36,8 @@ from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode
 from turncheck.formats.discovery import Globs
 from turncheck.formats.samples import load_samples
-from turncheck.github.changes import suite_changes
-from turncheck.github.client import ChangedFile
+from turncheck.git import ChangedFile
+from turncheck.sides.changes import suite_changes
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.render.comment import CommentContext, render_comment, render_summary
 
