@@ -217,6 +217,36 @@ def test_missing_git_or_a_timeout_becomes_git_error(
         current_sha(repo.path)
 
 
+# --- work trees -----------------------------------------------------------------------------
+
+
+def test_a_work_tree_holds_the_commit_runs_no_hook_and_goes_away(
+        repo: GitRepo, tmp_path: Path) -> None:
+    base = repo.commit_files({"a.txt": "base\n", "gone.txt": "only at base\n"})
+    repo.commit_files({"a.txt": "head\n", "gone.txt": None})
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch '{tmp_path}/hook-ran'\n", encoding="utf-8")
+    hook.chmod(0o755)
+
+    with git.work_tree(repo.path, base) as tree:
+        assert (tree / "a.txt").read_text() == "base\n"
+        assert (tree / "gone.txt").is_file()
+        assert (repo.path / "a.txt").read_text() == "head\n"
+
+    assert not tree.exists() and not tree.parent.exists()
+    assert not (tmp_path / "hook-ran").exists()
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_work_tree_refuses_a_file_over_the_limit_by_name(repo: GitRepo) -> None:
+    base = repo.commit_files({"small.txt": "x", "data/big.bin": "y" * 1536})
+
+    refused = pytest.raises(git.FileTooLarge, match=r"'data/big\.bin' is 1\.5 KiB at commit")
+    with refused, git.work_tree(repo.path, base, max_file_bytes=1024):
+        pytest.fail("nothing is checked out")
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
+
+
 # --- the test helper itself ----------------------------------------------------------------
 
 

@@ -200,6 +200,7 @@ def test_a_2_gib_file_in_the_base_commit_is_a_clear_error_in_little_memory(
 
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    assert f"'{cassette}' of 2 GiB, over the 100 MiB" in done.stderr
+    assert (f"turncheck: error: cannot check out the base commit: '{cassette}' is 2 GiB at "
+            f"commit {base[:12]}, over the 100 MiB limit") in done.stderr
     assert int(peak_file.read_text(encoding="utf-8")) < 200 * 1024  # KiB
     assert _worktrees(repo) == [str(repo.path)]

@@ -28,9 +28,9 @@ class FileTooLarge(GitError):
     """The commit holds a file over the limit; nothing was checked out."""
 
     def __init__(self, commit: str, path: str, size: int, limit: int) -> None:
-        super().__init__(f"the commit {commit[:12]} holds {path!r} of {byte_size(size)}, "
-                         f"over the {byte_size(limit)} a file may have for turncheck to "
-                         "check the commit out")
+        super().__init__(f"{path!r} is {byte_size(size)} at commit {commit[:12]}, over the "
+                         f"{byte_size(limit)} limit for a file turncheck checks out; keep "
+                         "large files in Git LFS")
         self.path = path
         self.size = size
 
@@ -44,6 +44,7 @@ def work_tree(repo: Path, commit: str, max_file_bytes: int = MAX_FILE_BYTES
     root = work_tree_root(repo)
     sha = require_commit(root, commit)
     refuse_large_files(root, sha, max_file_bytes)
+    _prune(root)  # records of work trees an earlier, killed run left behind
     holder = Path(tempfile.mkdtemp(prefix=WORK_TREE_PREFIX))
     tree = holder / "tree"
     try:
@@ -68,6 +69,10 @@ def _remove(root: Path, tree: Path, holder: Path) -> None:
     with contextlib.suppress(GitError):
         run(root, ["worktree", "remove", "--force", "--force", str(tree)])
     shutil.rmtree(holder, ignore_errors=True)
+    _prune(root)
+
+
+def _prune(root: Path) -> None:
     with contextlib.suppress(GitError):
         run(root, ["worktree", "prune"])
 
