@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,10 @@ def _two_commits(root: Path) -> tuple[GitRepo, str]:
     return repo, base
 
 
-def _runner(repo: GitRepo, base: str, listener: object) -> TwoCommitRun:
+def _runner(repo: GitRepo, base: str, listener: Callable[[Event], None]) -> TwoCommitRun:
     changes = SuiteChanges(head_suites=[SUITE], base_suites=[SUITE])
     return TwoCommitRun(Checkout(repo.path), Commits(base=base, head=repo.head), changes,
-                        RunOptions(), listener=listener)  # type: ignore[arg-type]
+                        RunOptions(), listener=listener)
 
 
 def test_the_base_side_loads_from_a_checkout_of_the_base_commit(tmp_path: Path) -> None:

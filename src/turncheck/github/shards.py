@@ -66,6 +66,5 @@ def baseline_for(job: Job, first: ReportBundle, head: Report
     changes = SuiteChanges(base_suites=list(first.base_suites))
     options = job.options().priced_at(head.price_source.timestamp)
     runner = job.runner(Commits(base=first.base_sha, head=first.head_sha), changes, options)
-    runner.shard = None  # one base for all shards
     report = runner.run_base()
     return report, None if report is None else info
