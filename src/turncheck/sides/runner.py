@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from turncheck import git
 from turncheck.diagnostics import Diagnostic
@@ -35,16 +36,16 @@ class Commits:
     base: str | None
     """The full SHA of the base commit; None: the head runs alone."""
     head: str | None
-    """The full SHA of the commit the checkout is at; None: its work tree as it is,
-    uncommitted changes included (`turncheck diff`)."""
+    """The full SHA of the head commit, whose files the checkout holds (the reports name
+    it, prices are taken at its time); None: the work tree as it is, uncommitted changes
+    included (`turncheck diff` on a changed work tree)."""
 
 
 @dataclass(frozen=True)
 class SideLoaded:
     """A side's files are loaded and about to run."""
 
-    side: str
-    """"head" or "base"."""
+    side: Literal["head", "base"]
     commit: str | None
     suites: int
     samples: int
