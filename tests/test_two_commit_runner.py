@@ -205,3 +205,23 @@ def test_a_2_gib_file_in_the_base_commit_is_a_clear_error_in_little_memory(
             f"commit {base[:12]}, over the 100 MiB limit") in done.stderr
     assert int(peak_file.read_text(encoding="utf-8")) < 200 * 1024  # KiB
     assert _worktrees(repo) == [str(repo.path)]
+
+
+def test_the_action_refuses_a_base_commit_with_an_oversized_file_by_name(
+        tmp_path: Path, github_fake: FakeGitHub) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write(SUITE, TINY_SUITE)
+    repo.git("add", "--all")
+    _stage_zeros(repo, "data/huge.bin", 101 << 20)
+    repo.git("commit", "--quiet", "--no-verify", "-m", "a 101 MiB file beside the suite")
+    base = repo.head
+    repo.branch("feature", checkout=True)
+    head = repo.commit_files({SUITE: TINY_SUITE.replace("hi", "hello")})
+
+    ran = run_pull_request(repo, tmp_path / "runner", github_fake, base, head)
+
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert ("::error title=turncheck::'data/huge.bin' is 101 MiB at commit "
+            f"{base[:12]}, over the 100 MiB limit") in ran.stdout
+    assert "Traceback" not in ran.stdout + ran.stderr
+    assert _worktrees(repo) == [str(repo.path)]
