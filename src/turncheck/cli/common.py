@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from turncheck.compare.comparison import Comparison
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
     from turncheck.formats.budget import BudgetLimits
     from turncheck.report.run import Report
+    from turncheck.sides.options import RunOptions
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -197,9 +198,13 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
-    """Run settings from the provider, request and `--var` options."""
-    from turncheck.engine.runner import RunSettings
-    from turncheck.engine.session import SessionSettings
+    """Run settings from the provider, request, `--repeat` and `--var` options."""
+    return options_from(args).settings()
+
+
+def options_from(args: argparse.Namespace) -> RunOptions:
+    """What the provider, request, `--repeat` and `--var` options ask of a run."""
+    from turncheck.sides.options import RunOptions
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
@@ -213,7 +218,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
                 "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
                 f"got {args.price_timestamp!r}"
             ) from None
-    return RunSettings(
+    return RunOptions(
         mode=args.mode,
         concurrency=args.concurrency,
         provider="openai" if args.base_url and not args.provider else args.provider,
@@ -221,8 +226,10 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         variables=parse_vars(args.var),
         env=dict(os.environ),
         price_timestamp=args.price_timestamp,
-        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+        timeout_s=args.timeout,
+        attempts=args.attempts,
         budget=budget_from(args),
+        repeat=getattr(args, "repeat", None),
     )
 
 

@@ -131,7 +131,6 @@ def shard_of(
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
-    settings.repeat = getattr(args, "repeat", None)
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
