@@ -33,13 +33,13 @@ from turncheck.providers.openai_compat import (
     openrouter,
 )
 from turncheck.providers.secrets import SecretBinder
+from turncheck.text.credentials import PROVIDER_KEY_ENV
 
 if TYPE_CHECKING:
     from turncheck.providers.http import Transport
 
 PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
-API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-                    "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY")
+API_KEY_ENV_VARS = tuple(PROVIDER_KEY_ENV[name] for name in PROVIDER_NAMES)
 URL_PROVIDERS = ("openai", "azure", "gemini")
 """Providers a suite's `base_url` (or `--base-url`) points somewhere."""
 Mode = Literal["replay", "record", "live"]
