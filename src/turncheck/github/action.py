@@ -29,6 +29,7 @@ from turncheck.compare.policy import fail_reasons, incomplete
 from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.estimate import estimate
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.pricing import Pricer
@@ -349,16 +350,18 @@ def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:
 def compare_flow(job: Job, base_sha: str, head_sha: str, changes: SuiteChanges,
                  number: int | None, provenance: Provenance = VERIFIED) -> int:
     """Run `changes` at head and base, write the report, publish (unless a shard)."""
-    head, base_report, baseline = head_and_base(job, base_sha, head_sha, changes)
-    bundle = with_token_counts(ReportBundle(
-        repository=job.context.repository, event=job.context.event_name, pull_number=number,
-        base_sha=base_sha, head_sha=head_sha,
-        working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
-        removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
-        head=head, base=base_report,
-        baseline=baseline,
-    ))
-    write_bundle(job, bundle)
+    with STOP.keeping():  # after a signal the runs stop at once, and their report is written
+        head, base_report, baseline = head_and_base(job, base_sha, head_sha, changes)
+        bundle = with_token_counts(ReportBundle(
+            repository=job.context.repository, event=job.context.event_name,
+            pull_number=number, base_sha=base_sha, head_sha=head_sha,
+            working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
+            removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
+            head=head, base=base_report,
+            baseline=baseline,
+        ))
+        write_bundle(job, bundle)
+    STOP.checkpoint()
     if job.inputs.shard is not None:
         shard = job.inputs.shard
         log(f"shard {shard.index}/{shard.count} done; the report job merges the shards and posts")
@@ -482,13 +485,16 @@ def _read_bundle(path: Path, workspace: Path) -> ReportBundle:
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:
-    try:
-        write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
-                            root=job.context.workspace)
-    except OSError as exc:
-        log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
-        return
-    log(f"report written to {job.inputs.report_path}")
+    """The report file; after a signal, nothing more is done (compared, rendered, posted)."""
+    with STOP.keeping():
+        try:
+            write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
+                                root=job.context.workspace)
+        except OSError as exc:
+            log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
+        else:
+            log(f"report written to {job.inputs.report_path}")
+    STOP.checkpoint()
 
 
 def compare_bundle(job: Job, bundle: ReportBundle, provenance: Provenance = VERIFIED
@@ -730,11 +736,14 @@ def branch_flow(job: Job) -> int:
               if f.kind is FileKind.SUITE]
     samples = [f.path.relative_to(job.workdir).as_posix() for f in found.files
                if f.kind is FileKind.SAMPLES]
-    head = run_head(job, suites, samples, job.context.sha)
-    bundle = ReportBundle(repository=job.context.repository, event=job.context.event_name,
-                          head_sha=job.context.sha or "unknown",
-                          working_directory=job.inputs.working_directory.as_posix(), head=head)
-    write_bundle(job, bundle)
+    with STOP.keeping():
+        head = run_head(job, suites, samples, job.context.sha)
+        bundle = ReportBundle(repository=job.context.repository,
+                              event=job.context.event_name, head_sha=job.context.sha or "unknown",
+                              working_directory=job.inputs.working_directory.as_posix(),
+                              head=head)
+        write_bundle(job, bundle)
+    STOP.checkpoint()
     comparison = compare_bundle(job, bundle)
     reasons = fail_reasons(comparison, job.inputs.fail_on,
                            calibration=job.calibration_thresholds())

@@ -13,11 +13,18 @@ that uses them is refused when the suite is loaded, with the reason.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import re2
+
+_OFF_THREAD_CHARS = 65_536
+"""A search over a longer text runs in a worker thread (RE2 releases the GIL), so the
+main thread stays free to act on a signal within the interpreter's next bytecodes."""
+_WAIT_SECONDS = 0.05
 
 # A DFA for the pattern may use this much memory; past it RE2 falls back to its NFA,
 # which is slower but still linear, so no answer can exhaust memory through a pattern.
@@ -46,7 +53,7 @@ class UserRegex:
 
     def first(self, text: str) -> str | None:
         """The first match's group (its whole text without a group); None without one."""
-        match = self._compiled.search(text)
+        match = _interruptible(self._compiled.search, text)
         if match is None:
             return None
         found: str | None = match.group(1) if self.groups else match.group(0)
@@ -54,7 +61,30 @@ class UserRegex:
 
     def fullmatch(self, text: str) -> bool:
         """Whether the pattern matches the whole of `text`."""
-        return self._compiled.fullmatch(text) is not None
+        return _interruptible(self._compiled.fullmatch, text) is not None
+
+
+def _interruptible(search: Callable[[str], Any], text: str) -> Any:
+    """`search(text)`; for a long text in a daemon thread, waited for in short steps so
+    a signal handler (or the interruption watchdog) can end the wait. An abandoned
+    search finishes on its own, or dies with the process."""
+    if len(text) <= _OFF_THREAD_CHARS:
+        return search(text)
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(search(text))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="turncheck-regex", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(_WAIT_SECONDS)
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _options(ignore_case: bool) -> Any:
