@@ -12,7 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+from tests.action_harness import PR, run_pull_request
+from tests.git_repo import GitRepo
+from tests.github_fake import FakeGitHub
 from tests.scripted_server import ScriptedServer
+from tests.test_action_trust import pr_repo
+
+__all__ = ["pr_repo"]  # the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_SECONDS = 1.0
@@ -87,3 +93,20 @@ def test_sigterm_while_rendering_keeps_the_report(
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert [e["status"] for e in report["suites"][0]["evals"]] == ["pass"] * 4
     assert junit.exists() and not html.exists()
+
+
+def test_sigterm_while_the_action_renders_keeps_the_report_and_posts_nothing(
+    tmp_path: Path, pr_repo: tuple[GitRepo, str, str], github_fake: FakeGitHub
+) -> None:
+    repo, base, head = pr_repo
+    signalled = tmp_path / "signalled"
+    run = run_pull_request(
+        repo, tmp_path / "runner", github_fake, base, head,
+        extra_env={"TURNCHECK_TEST_SLOW_RENDER": "1", "TURNCHECK_TEST_SIGNAL_FILE": str(signalled)},
+        wrapper=(sys.executable, str(ROOT / "tests" / "slow_phase_cli.py")))
+    elapsed = time.time() - float(signalled.read_text(encoding="utf-8"))
+    assert run.returncode == 143, run.stdout + run.stderr
+    assert elapsed < EXIT_SECONDS, elapsed  # rendering alone would compute for 120 s
+    assert "Traceback" not in run.stdout + run.stderr
+    assert run.report is not None and run.report["head"]["suites"]  # the report is kept
+    assert github_fake.comments_on(PR) == []  # nothing half-rendered is posted
