@@ -23,7 +23,7 @@ from turncheck.cli.common import (
     write_html,
     write_json,
 )
-from turncheck.engine.interruption import STOP, PhaseInterrupted
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.repeats import RepeatSetting
 from turncheck.report.run import Report, ShardInfo, Status
@@ -164,11 +164,12 @@ def load(args: argparse.Namespace) -> ValidationResult:
     """The suites and sample files found; on a signal, those loaded so far (the run
     then starts nothing and reports their evals interrupted)."""
     validation = ValidationResult()
-    try:
+
+    def discover_and_load() -> None:
         found = discover_from(args)
         validate_files(found.files, args.max_depth, result=validation)
-    except PhaseInterrupted:
-        pass
+
+    STOP.cut_short(discover_and_load)
     return validation
 
 

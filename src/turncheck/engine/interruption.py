@@ -67,6 +67,8 @@ class Interruption:
         """Inside `abandoning()`: a signal outside the event loop ends the phase."""
         self.keeping_depth = 0
         """Inside `keeping()`: the report is being written and is let finish."""
+        self.cut_short_depth = 0
+        """Inside `cut_short()`: abandoned even within `keeping()` (loading files)."""
         self.grace = GRACE_SECONDS
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -107,7 +109,8 @@ class Interruption:
             _cancel_busy_guarded_work(self.message())
             return
         self.request(signum)
-        if self.abandoning and not self.keeping_depth and not _loop_running():
+        if self.abandoning and (self.cut_short_depth or not self.keeping_depth) \
+                and not _loop_running():
             raise PhaseInterrupted(self.message())
 
     @contextlib.contextmanager
@@ -127,6 +130,20 @@ class Interruption:
             yield
         finally:
             self.keeping_depth -= 1
+
+    def cut_short(self, work: Callable[[], object]) -> None:
+        """`work()`, ended where it stands by a signal (or not started after one); what
+        it stored before stays. For loading files, even while a report is kept."""
+        try:
+            if self.abandoning and self.requested:
+                return
+            self.cut_short_depth += 1
+            try:
+                work()
+            finally:
+                self.cut_short_depth -= 1
+        except PhaseInterrupted:
+            return
 
     def checkpoint(self) -> None:
         """After a stop request nothing new starts: raise PhaseInterrupted."""
@@ -282,7 +299,8 @@ def interruptible() -> Iterator[Interruption]:
     def handler(signum: int, frame: FrameType | None) -> None:
         STOP.handle(signum)
 
-    STOP.signal, STOP.installed, STOP.keeping_depth = None, True, 0
+    STOP.signal, STOP.installed = None, True
+    STOP.keeping_depth = STOP.cut_short_depth = 0
     watchdog = STOP._watchdog = _Watchdog(STOP)
     for sig in _SIGNALS:
         signal.signal(sig, handler)

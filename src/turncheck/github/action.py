@@ -46,7 +46,7 @@ from turncheck.formats.files import (
 )
 from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite_loader import SuiteFile
-from turncheck.formats.validation import validate_files
+from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.github import git
 from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
 from turncheck.github.bundle import (
@@ -230,7 +230,9 @@ def run_files(job: Job, files: list[SuiteFile], settings: RunSettings,
 def head_side(job: Job, suites: list[str], samples: list[str], commit: str) -> Side:
     checkout = job.checkout
     files = checkout.found(suites, FileKind.SUITE) + checkout.found(samples, FileKind.SAMPLES)
-    validation = validate_files(files, job.inputs.max_depth, root=job.workdir)
+    validation = ValidationResult()  # a signal ends loading: the files loaded so far run
+    STOP.cut_short(lambda: validate_files(files, job.inputs.max_depth, root=job.workdir,
+                                          result=validation))
     log(f"head: {len(validation.suites)} suite(s), {len(validation.samples)} sample file(s)")
     settings = job.settings(job.inputs.mode, commit_timestamp(job, commit), commit)
     return Side(validation.suites, settings, validation.diagnostics, validation.samples)
