@@ -9,7 +9,7 @@ recording that completed, and the command writes its partial report, prints one
 line and exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
 
 Every other phase of a command (loading, comparing, rendering, posting: whatever
-runs while no event loop does) is abandoned where it stands: inside `abandoning()`
+runs while no event loop does) is abandoned where it stands: inside `phases()`
 the signal handler raises `PhaseInterrupted` at the next bytecode, and the command
 keeps what it finished. Only writing the report itself (`keeping()`) is let finish;
 `checkpoint()` after it starts nothing more once a stop was requested.
@@ -64,7 +64,7 @@ class Interruption:
         self.signal: int | None = None
         self.installed = False
         self.abandoning = False
-        """Inside `abandoning()`: a signal outside the event loop ends the phase."""
+        """Inside `phases()`: a signal outside the event loop ends the phase."""
         self.keeping_depth = 0
         """Inside `keeping()`: the report is being written and is let finish."""
         self.cut_short_depth = 0
