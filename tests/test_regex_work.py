@@ -10,12 +10,14 @@ import random
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from turncheck.engine.interruption import STOP, interruptible
 from turncheck.engine.protocol import CaseError, _extracted
 from turncheck.formats.protocol import Turn
+from turncheck.formats.suite_loader import load_suite
 from turncheck.text.user_regex import (
     MAX_PROGRAM_SIZE,
     RegexWorkError,
@@ -68,3 +70,17 @@ def test_sigterm_during_a_long_re2_search_is_acted_on_within_a_second() -> None:
         STOP.signal = None  # this process goes on running tests
     assert outcome == "interrupted"
     assert time.monotonic() - started < 1.3  # the signal at 0.3 s, then within a second
+
+
+def test_a_pattern_too_large_is_an_invalid_regex_at_its_line(tmp_path: Path) -> None:
+    huge = "(" + "|".join(f"a[ab]{{{i}}}b[ab]{{{i}}}c" for i in range(20, 90)) + ")"
+    path = tmp_path / "big.eval.yaml"
+    path.write_text(
+        "metadata: {name: big, model: gpt-4o-mini}\n"
+        "cases:\n  - id: one\n"
+        "turns:\n  - id: ask\n    prompt: hi\n"
+        f"    extract: {{run: '{huge}'}}\n"
+        "    scorers:\n      - id: said\n        match: '*a*'\n", encoding="utf-8")
+    loaded = load_suite(path)
+    [problem] = [d for d in loaded.diagnostics if d.is_error]
+    assert problem.line == 7 and "RE2 instructions; at most 4,000" in problem.message
