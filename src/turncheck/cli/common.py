@@ -283,10 +283,18 @@ def nothing_to_do(reason: str) -> None:
 def interruptible_run(command: Callable[[], int]) -> int:
     """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
     interrupted command keeps its partial results, prints one line and exits 130/143."""
-    from turncheck.engine.interruption import interruptible, report_interruption
+    from turncheck.engine.interruption import (
+        PhaseInterrupted,
+        interruptible,
+        report_interruption,
+    )
 
     with interruptible() as stop:
-        code = command()
+        try:
+            with stop.phases():
+                code = command()
+        except PhaseInterrupted:
+            code = stop.exit_code
     return report_interruption() if stop.requested else code
 
 

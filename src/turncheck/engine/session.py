@@ -43,6 +43,7 @@ from turncheck.providers.factory import (
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
 from turncheck.report.run import Usage
+from turncheck.text.credentials import url_credentials
 
 if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files
@@ -364,6 +365,9 @@ def open_session(
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
     binder = SecretBinder({name: secrets.get(name) for name in declared})
+    # An undeclared credential in the URL's query is kept out of outputs like a secret.
+    secrets = {**secrets, **{f"base_url credential {n}": value
+                             for n, value in enumerate(url_credentials(base_url), 1)}}
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
                               record_command=hint, binder=binder)
     built: dict[str, Provider] = {}
@@ -422,6 +426,8 @@ class GraderSession:
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
     guard: CallGuard | None = None
+    url_credentials: list[str] = field(default_factory=list)
+    """What the grader's base URL carries in its query: kept out of results."""
 
     @property
     def price_provider_id(self) -> str | None:
@@ -460,7 +466,9 @@ def open_grader_session(
     provider = provider or grader.provider
     base_url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider, base_url)
-    transport = open_cassette(sample_path, mode, env=env, record_command=hint)
+    credentials = url_credentials(base_url)
+    transport = open_cassette(sample_path, mode, env=env, secrets=credentials,
+                              record_command=hint)
     chat_provider = make_provider(
         name,
         env=env,
@@ -470,7 +478,8 @@ def open_grader_session(
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)
-    return GraderSession(grader, name, model, chat_provider, transport, guard=guard)
+    return GraderSession(grader, name, model, chat_provider, transport, guard=guard,
+                         url_credentials=credentials)
 
 
 async def run_then_close(

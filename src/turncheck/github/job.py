@@ -11,6 +11,7 @@ from pathlib import Path
 from turncheck import git
 from turncheck.compare.calibration import CalibrationThresholds
 from turncheck.compare.comparison import CostThresholds
+from turncheck.engine.interruption import STOP
 from turncheck.engine.session import Mode
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.files import (
@@ -151,10 +152,13 @@ def read_bundle(path: Path, workspace: Path) -> ReportBundle:
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:
-    try:
-        write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
-                            root=job.context.workspace)
-    except OSError as exc:
-        log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
-        return
-    log(f"report written to {job.inputs.report_path}")
+    """The report file; after a signal, nothing more is done (compared, rendered, posted)."""
+    with STOP.keeping():
+        try:
+            write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
+                                root=job.context.workspace)
+        except OSError as exc:
+            log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
+        else:
+            log(f"report written to {job.inputs.report_path}")
+    STOP.checkpoint()

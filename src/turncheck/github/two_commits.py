@@ -5,6 +5,7 @@ published (unless this job is one shard of several)."""
 from __future__ import annotations
 
 from turncheck import git
+from turncheck.engine.interruption import STOP
 from turncheck.github.baseline import resolve_mode
 from turncheck.github.bundle import BaselineInfo, ReportBundle
 from turncheck.github.job import ActionError, Job, trusted_baseline, with_token_counts, write_bundle
@@ -33,15 +34,17 @@ def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:
 def compare_flow(job: Job, commits: Commits, changes: SuiteChanges, number: int | None,
                  provenance: Provenance = VERIFIED) -> int:
     """Run `changes` at head and base, write the report, publish (unless a shard)."""
-    head, base_report, baseline = head_and_base(job, commits, changes)
-    bundle = with_token_counts(ReportBundle(
-        repository=job.context.repository, event=job.context.event_name, pull_number=number,
-        base_sha=commits.base, head_sha=commits.head or "unknown",
-        working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
-        removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
-        head=head, base=base_report, baseline=baseline,
-    ))
-    write_bundle(job, bundle)
+    with STOP.keeping():  # after a signal the runs stop at once, and their report is written
+        head, base_report, baseline = head_and_base(job, commits, changes)
+        bundle = with_token_counts(ReportBundle(
+            repository=job.context.repository, event=job.context.event_name,
+            pull_number=number, base_sha=commits.base, head_sha=commits.head or "unknown",
+            working_directory=job.inputs.working_directory.as_posix(), renames=changes.renames,
+            removed=changes.removed, reasons=changes.reasons, base_suites=changes.base_suites,
+            head=head, base=base_report, baseline=baseline,
+        ))
+        write_bundle(job, bundle)
+    STOP.checkpoint()
     if job.inputs.shard is not None:
         shard = job.inputs.shard
         log(f"shard {shard.index}/{shard.count} done; the report job merges the shards and posts")

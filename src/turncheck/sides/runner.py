@@ -19,12 +19,13 @@ from typing import Literal
 
 from turncheck import git
 from turncheck.diagnostics import Diagnostic
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.runner import Side, run_both_sides, run_suites
 from turncheck.engine.session import Mode
 from turncheck.engine.sharding import ShardSpec, select_shard
 from turncheck.formats.discovery import FileKind
-from turncheck.formats.validation import validate_files
+from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.report.run import Report, ShardInfo
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
@@ -122,7 +123,9 @@ class TwoCommitRun:
         checkout, changes = self.checkout, self.changes
         files = checkout.found(changes.head_suites, FileKind.SUITE) + checkout.found(
             changes.samples, FileKind.SAMPLES)
-        validation = validate_files(files, checkout.max_depth, root=checkout.workdir)
+        validation = ValidationResult()  # a signal ends loading: the files loaded so far run
+        STOP.cut_short(lambda: validate_files(files, checkout.max_depth, root=checkout.workdir,
+                                              result=validation))
         self.listener(SideLoaded("head", self.commits.head, len(validation.suites),
                                  len(validation.samples), self.options.mode, checkout.root,
                                  tuple(validation.diagnostics)))
