@@ -14,6 +14,7 @@ from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
     ToolScriptError,
     ToolSetup,
+    kept_arguments,
     parse_arguments,
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
@@ -53,10 +54,14 @@ class TurnAnswer:
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
         """The tool message answering `call`; the call is recorded even when it cannot be
         answered (ToolScriptError)."""
-        record = ToolCallResult(round=round_number, name=call.name, arguments=call.arguments)
+        try:
+            arguments = parse_arguments(call)
+        except ToolScriptError as problem:
+            self.calls.append(ToolCallResult(round=round_number, name=call.name,
+                                             arguments=kept_arguments(call, problem)))
+            raise
+        record = ToolCallResult(round=round_number, name=call.name, arguments=arguments)
         self.calls.append(record)
-        arguments = parse_arguments(call)
-        record.arguments = arguments
         record.result = tools.answer(call, arguments)
         return ChatMessage("tool", record.result, tool_call_id=call.id)
 

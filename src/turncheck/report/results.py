@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from pydantic import Field
+from pydantic_core import PydanticSerializationError
 
 from turncheck.report.model import ReportModel
 
@@ -194,6 +195,29 @@ def excerpt_answers(result: HasTurnsT) -> HasTurnsT:
         return result
     copy: HasTurnsT = result.model_copy(update={"turns": turns})
     return copy
+
+
+RowT = TypeVar("RowT", bound=ReportModel)
+_CONVERSATION_FIELDS = ("turns", "samples")
+
+
+def writable(row: RowT) -> RowT:
+    """`row` (a finished eval or protocol case), or, when it cannot be written as JSON,
+    `row` as an error that says so, without its conversation: one row that cannot be
+    written never costs the report the others."""
+    try:
+        row.model_dump_json()
+    except (PydanticSerializationError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:300]
+        update: dict[str, Any] = {
+            "status": Status.ERROR,
+            "error": f"turncheck could not write this result ({reason}); its conversation "
+                     "is left out of the report"}
+        update.update({name: [] for name in _CONVERSATION_FIELDS
+                       if name in type(row).model_fields})
+        return row.model_copy(update={name: value for name, value in update.items()
+                                      if name in type(row).model_fields})
+    return row
 
 
 class Metered(Protocol):
