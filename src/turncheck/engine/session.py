@@ -23,7 +23,6 @@ from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import sample_seed
-from turncheck.report.run import Usage
 from turncheck.formats import templates
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
@@ -43,6 +42,7 @@ from turncheck.providers.factory import (
 )
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
+from turncheck.report.run import Usage
 
 if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files
@@ -80,13 +80,16 @@ class SessionSettings:
 
 
 def _templated_strings(value: Any) -> Iterator[str]:
-    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`."""
+    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`;
+    a text many fields share (one prompt file referenced by every eval) is read once."""
     pending = [value]
+    seen: set[int] = set()
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if "{{" in item:
+            if id(item) not in seen and "{{" in item:
                 yield item
+            seen.add(id(item))
         elif isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, list):
@@ -101,11 +104,9 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
     model = suite if isinstance(suite, Suite) else suite.metadata
     names: set[str] = set()
-    # A suite without `{{` anywhere (JSON keeps braces as they are) declares none; the
-    # check is one serialisation in pydantic's core instead of a walk of every string.
-    has_templates = "{{" in model.model_dump_json()
-    data = model.model_dump(by_alias=True) if has_templates else None
-    for text in _templated_strings(data):
+    # Not a JSON serialisation: that would copy a prompt file every eval references once
+    # per eval; the dump shares the strings themselves.
+    for text in _templated_strings(model.model_dump(by_alias=True)):
         try:
             names |= templates.secret_names(text)
         except templates.TemplateError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer
@@ -18,6 +19,11 @@ from turncheck.engine.tools import (
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.run import ToolCallResult, Usage
+
+
+class TokenDetails(TypedDict):
+    reasoning_tokens: int | None
+    cached_input_tokens: int | None
 
 
 @dataclass
@@ -46,7 +52,7 @@ class TurnAnswer:
         self.cached_input_tokens = _plus(self.cached_input_tokens, response.cached_input_tokens)
 
     @property
-    def token_details(self) -> dict[str, int | None]:
+    def token_details(self) -> TokenDetails:
         """The turn's reasoning and cached tokens, as `TurnResult` fields."""
         return {"reasoning_tokens": self.reasoning_tokens,
                 "cached_input_tokens": self.cached_input_tokens}

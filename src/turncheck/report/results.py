@@ -8,12 +8,22 @@ other back.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
-from pydantic import Field
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticSerializationError
 
 from turncheck.report.model import ReportModel
@@ -86,7 +96,93 @@ class ToolCallResult(ReportModel):
     arguments' JSON text."""
 
 
-class TurnResult(ReportModel):
+MAX_REPORT_PROMPT_CHARS = 20_000
+"""Characters of a prompt a report keeps: what a prompt diff compares and the HTML report
+shows. A longer prompt (a referenced prompt file of up to 1 MiB) ends with a marker, and
+its `prompt_chars` and `prompt_sha256` tell its full length and content apart."""
+SHARED_PROMPT_CHARS = 500
+"""A prompt longer than this is written once per report (`Report.prompts`, keyed by its
+`prompt_sha256`); each eval and turn that sent it holds this many characters of it and a
+marker. 3,000 evals sharing one prompt file cost the report one copy, not 3,000."""
+
+_PROMPT_TABLE: ContextVar[dict[str, str] | None] = ContextVar("turncheck_prompts",
+                                                              default=None)
+
+
+@functools.lru_cache(maxsize=16)
+def kept_prompt(prompt: str) -> tuple[str, int | None, str | None]:
+    """(what a report keeps of `prompt`, its length when cut, its SHA-256 when long). One
+    result per distinct prompt, so the evals that sent the same prompt share one string."""
+    if len(prompt) <= SHARED_PROMPT_CHARS:
+        return prompt, None, None
+    digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
+    if len(prompt) <= MAX_REPORT_PROMPT_CHARS:
+        return prompt, None, digest
+    return _cut(prompt, "the prompt", MAX_REPORT_PROMPT_CHARS), len(prompt), digest
+
+
+def _shared_stub(prompt: str) -> str:
+    return (prompt[:SHARED_PROMPT_CHARS] + "\n... [kept once per report by turncheck: the "
+            "whole prompt is under `prompts`, keyed by this entry's prompt_sha256]")
+
+
+class SharedPrompt(ReportModel):
+    """A part of a report holding a prompt (an eval, a turn): a long prompt is written once
+    per report (`prompts_written_once`) and read back from there."""
+
+    @model_serializer(mode="wrap")
+    def _prompt_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        table = _PROMPT_TABLE.get()
+        digest = self.__dict__.get("prompt_sha256")
+        if table is None or digest is None or not isinstance(data, dict):
+            return data
+        prompt: str = self.__dict__["prompt"]
+        table.setdefault(digest, prompt)
+        data["prompt"] = _shared_stub(prompt)
+        return data
+
+    @model_validator(mode="after")
+    def _prompt_from_table(self) -> Self:
+        table = _PROMPT_TABLE.get()
+        digest = self.__dict__.get("prompt_sha256")
+        if table and digest in table and isinstance(table[digest], str):
+            object.__setattr__(self, "prompt", table[digest])
+        return self
+
+
+class PromptTable(ReportModel):
+    """A document (the run report) whose long prompts are written once, in `prompts`."""
+
+    @model_serializer(mode="wrap")
+    def _prompts_once(self, handler: SerializerFunctionWrapHandler,
+                      info: SerializationInfo) -> Any:
+        if not info.mode_is_json():
+            return handler(self)
+        table: dict[str, str] = {}
+        token = _PROMPT_TABLE.set(table)
+        try:
+            data = handler(self)
+        finally:
+            _PROMPT_TABLE.reset(token)
+        if table and isinstance(data, dict):
+            data["prompts"] = table
+        return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _prompts_read_once(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        table = data.get("prompts") if isinstance(data, dict) else None
+        if table is None:
+            return handler(data)
+        token = _PROMPT_TABLE.set(table if isinstance(table, dict) else {})
+        try:
+            return handler({key: value for key, value in data.items() if key != "prompts"})
+        finally:
+            _PROMPT_TABLE.reset(token)
+
+
+class TurnResult(SharedPrompt):
     turn: int
     prompt: str
     response: str
@@ -115,6 +211,12 @@ class TurnResult(ReportModel):
     response_chars: int | None = Field(default=None, exclude_if=_none)
     """Set only when `response` is an excerpt (`excerpt_answers`): the answer's full
     length in characters."""
+    prompt_chars: int | None = Field(default=None, exclude_if=_none)
+    """Set only when `prompt` is an excerpt (`MAX_REPORT_PROMPT_CHARS`): its full length."""
+    prompt_sha256: str | None = Field(default=None, exclude_if=_none)
+    """SHA-256 of the whole prompt, when longer than `SHARED_PROMPT_CHARS`: two prompts
+    that differ past the excerpt still differ here, and the report's `prompts` holds the
+    prompt under it."""
 
 
 MAX_REPORT_ANSWER_CHARS = 8_000
@@ -130,8 +232,11 @@ def cut_marker(length: int, what: str = "the answer") -> str:
             f"the first {MAX_REPORT_ANSWER_CHARS:,}]")
 
 
-def _cut(text: str, what: str = "the answer") -> str:
-    return text[:MAX_REPORT_ANSWER_CHARS] + cut_marker(len(text), what)
+def _cut(text: str, what: str = "the answer", keep: int = MAX_REPORT_ANSWER_CHARS) -> str:
+    if keep == MAX_REPORT_ANSWER_CHARS:
+        return text[:keep] + cut_marker(len(text), what)
+    return (text[:keep] + f"\n... [cut by turncheck: {what} had {len(text):,} characters; "
+            f"the report keeps the first {keep:,}]")
 
 
 def _excerpt_call(call: ToolCallResult) -> ToolCallResult:
@@ -157,11 +262,20 @@ def _excerpt_check(check: CheckResult) -> CheckResult:
     return check.model_copy(update=update) if update else check
 
 
+def prompt_fields(prompt: str) -> dict[str, Any]:
+    """What a report keeps of `prompt`: the `prompt`, `prompt_chars` and `prompt_sha256`
+    fields that change (none for a short prompt)."""
+    kept, length, digest = kept_prompt(prompt)
+    if digest is None:
+        return {}
+    return {"prompt": kept, "prompt_chars": length, "prompt_sha256": digest}
+
+
 def _excerpt(turn: TurnResultT) -> TurnResultT:
-    update: dict[str, Any] = {}
+    update: dict[str, Any] = prompt_fields(turn.prompt)
     length = len(turn.response)
     if length > MAX_REPORT_ANSWER_CHARS:
-        update = {"response": _cut(turn.response), "response_chars": length}
+        update |= {"response": _cut(turn.response), "response_chars": length}
     calls = [_excerpt_call(call) for call in turn.tool_calls]
     if _changed(calls, turn.tool_calls):
         update["tool_calls"] = calls
@@ -189,11 +303,15 @@ TurnResultT = TypeVar("TurnResultT", bound=TurnResult)
 def excerpt_answers(result: HasTurnsT) -> HasTurnsT:
     """`result` (one finished, redacted conversation) keeping at most
     `MAX_REPORT_ANSWER_CHARS` of each answer and of each tool call's arguments, with the
-    marker and the full length."""
+    marker and the full length, and at most `MAX_REPORT_PROMPT_CHARS` of each prompt."""
     turns = [_excerpt(turn) for turn in result.turns]
-    if not _changed(turns, result.turns):
+    prompt = getattr(result, "prompt", None)
+    update = prompt_fields(prompt) if isinstance(prompt, str) else {}
+    if _changed(turns, result.turns):
+        update["turns"] = turns
+    if not update:
         return result
-    copy: HasTurnsT = result.model_copy(update={"turns": turns})
+    copy: HasTurnsT = result.model_copy(update=update)
     return copy
 
 
