@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Self, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 MAX_VALUE_DEPTH = 64
 """Levels of nesting a free-form value (a tool call's arguments, a tool definition) keeps
@@ -43,7 +44,7 @@ def _cleaned_models(model: BaseModel) -> BaseModel:
     """A model that is not a `ReportModel` (a diagnostic), its strings made well-formed."""
     if isinstance(model, ReportModel):
         return model  # cleaned when it was built
-    update = _cleaned_fields(model.__dict__)
+    update = _cleaned_fields(model)
     return model.model_copy(update=update) if update else model
 
 
@@ -67,10 +68,45 @@ def _cleaned(value: Any, depth: int = 0) -> Any:
     return value if unchanged else dict(pairs)
 
 
-def _cleaned_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields whose values `_cleaned` changed, with their new values."""
+def _leaves(annotation: Any) -> set[Any]:
+    """The types a field's annotation is built from (`list[dict[str, Any]] | None` → dict,
+    str, Any, NoneType); the generic origins themselves count too."""
+    args = get_args(annotation)
+    if not args:
+        return {annotation}
+    origin = get_origin(annotation)
+    found: set[Any] = {origin} if isinstance(origin, type) else set()
+    for arg in args:
+        found |= _leaves(arg)
+    return found
+
+
+@functools.cache
+def _fields_to_clean(model: type[BaseModel]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(fields that hold strings, fields that hold free-form values) of `model`: the
+    others (numbers, enums, report models) never need cleaning."""
+    texts, values = [], []
+    for name, field in model.model_fields.items():
+        leaves = _leaves(field.annotation)
+        if Any in leaves or dict in leaves or any(
+                isinstance(leaf, type) and issubclass(leaf, BaseModel)
+                and not issubclass(leaf, ReportModel) for leaf in leaves):
+            values.append(name)
+        elif str in leaves:
+            texts.append(name)
+    return tuple(texts), tuple(values)
+
+
+def _cleaned_fields(model: BaseModel, json_input: bool = False) -> dict[str, Any]:
+    """The fields of `model` whose values `_cleaned` changed, with their new values. JSON
+    that pydantic parsed holds no lone surrogate (its parser refuses one), so only the
+    nesting of free-form values is checked then."""
+    texts, values = _fields_to_clean(type(model))
     changed = {}
-    for name, value in fields.items():
+    for name in values if json_input else (*texts, *values):
+        value = model.__dict__.get(name)
+        if isinstance(value, str) and value.isascii():
+            continue
         fixed = _cleaned(value)
         if fixed is not value:
             changed[name] = fixed
@@ -89,8 +125,8 @@ class ReportModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="after")
-    def _well_formed_strings(self) -> Self:
-        for name, value in _cleaned_fields(self.__dict__).items():
+    def _well_formed_strings(self, info: ValidationInfo) -> Self:
+        for name, value in _cleaned_fields(self, info.mode == "json").items():
             object.__setattr__(self, name, value)
         return self
 

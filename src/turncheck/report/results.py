@@ -18,9 +18,9 @@ from typing import Any, Protocol, Self, TypeVar
 
 from pydantic import (
     Field,
-    ModelWrapValidatorHandler,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
     model_validator,
 )
@@ -130,29 +130,22 @@ class SharedPrompt(ReportModel):
     """A part of a report holding a prompt (an eval, a turn): a long prompt is written once
     per report (`prompts_written_once`) and read back from there."""
 
-    @model_serializer(mode="wrap")
-    def _prompt_once(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
+    @field_serializer("prompt", check_fields=False)
+    def _prompt_once(self, prompt: str) -> str:
         table = _PROMPT_TABLE.get()
         digest = self.__dict__.get("prompt_sha256")
-        if table is None or digest is None or not isinstance(data, dict):
-            return data
-        prompt: str = self.__dict__["prompt"]
+        if table is None or digest is None:
+            return prompt
         table.setdefault(digest, prompt)
-        data["prompt"] = _shared_stub(prompt)
-        return data
-
-    @model_validator(mode="after")
-    def _prompt_from_table(self) -> Self:
-        table = _PROMPT_TABLE.get()
-        digest = self.__dict__.get("prompt_sha256")
-        if table and digest in table and isinstance(table[digest], str):
-            object.__setattr__(self, "prompt", table[digest])
-        return self
+        return _shared_stub(prompt)
 
 
 class PromptTable(ReportModel):
     """A document (the run report) whose long prompts are written once, in `prompts`."""
+
+    prompts: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """Read only: the prompts a report was written with, keyed by SHA-256; put back in
+    place once read, and written from the evals and turns themselves."""
 
     @model_serializer(mode="wrap")
     def _prompts_once(self, handler: SerializerFunctionWrapHandler,
@@ -169,17 +162,27 @@ class PromptTable(ReportModel):
             data["prompts"] = table
         return data
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _prompts_read_once(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        table = data.get("prompts") if isinstance(data, dict) else None
-        if table is None:
-            return handler(data)
-        token = _PROMPT_TABLE.set(table if isinstance(table, dict) else {})
-        try:
-            return handler({key: value for key, value in data.items() if key != "prompts"})
-        finally:
-            _PROMPT_TABLE.reset(token)
+    @model_validator(mode="after")
+    def _prompts_read_once(self) -> Self:
+        """Each prompt written once (`prompts`) back in the evals and turns that sent it:
+        one string, shared."""
+        table = self.prompts
+        if not table:
+            return self
+        pending: list[ReportModel] = [self]
+        while pending:
+            model = pending.pop()
+            digest = model.__dict__.get("prompt_sha256")
+            prompt = table.get(digest) if isinstance(digest, str) else None
+            if isinstance(model, SharedPrompt) and isinstance(prompt, str):
+                object.__setattr__(model, "prompt", prompt)
+            for value in model.__dict__.values():
+                if isinstance(value, ReportModel):
+                    pending.append(value)
+                elif isinstance(value, list) and value and isinstance(value[0], ReportModel):
+                    pending.extend(value)
+        object.__setattr__(self, "prompts", {})
+        return self
 
 
 class TurnResult(SharedPrompt):
