@@ -100,7 +100,7 @@ MAX_REPORT_PROMPT_CHARS = 20_000
 """Characters of a prompt a report keeps: what a prompt diff compares and the HTML report
 shows. A longer prompt (a referenced prompt file of up to 1 MiB) ends with a marker, and
 its `prompt_chars` and `prompt_sha256` tell its full length and content apart."""
-SHARED_PROMPT_CHARS = 500
+SHARED_PROMPT_CHARS = 2_000
 """A prompt longer than this is written once per report (`Report.prompts`, keyed by its
 `prompt_sha256`); each eval and turn that sent it holds this many characters of it and a
 marker. 3,000 evals sharing one prompt file cost the report one copy, not 3,000."""
