@@ -109,7 +109,7 @@ _PROMPT_TABLE: ContextVar[dict[str, str] | None] = ContextVar("turncheck_prompts
                                                               default=None)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def kept_prompt(prompt: str) -> tuple[str, int | None, str | None]:
     """(what a report keeps of `prompt`, its length when cut, its SHA-256 when long). One
     result per distinct prompt, so the evals that sent the same prompt share one string."""
