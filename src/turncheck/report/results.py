@@ -128,7 +128,7 @@ def _shared_stub(prompt: str) -> str:
 
 class SharedPrompt(ReportModel):
     """A part of a report holding a prompt (an eval, a turn): a long prompt is written once
-    per report (`prompts_written_once`) and read back from there."""
+    per report (`PromptTable`) and read back from there."""
 
     @field_serializer("prompt", check_fields=False)
     def _prompt_once(self, prompt: str) -> str:
