@@ -81,13 +81,16 @@ class SessionSettings:
 
 
 def _templated_strings(value: Any) -> Iterator[str]:
-    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`."""
+    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`;
+    a text many fields share (one prompt file referenced by every eval) is read once."""
     pending = [value]
+    seen: set[int] = set()
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if "{{" in item:
+            if id(item) not in seen and "{{" in item:
                 yield item
+            seen.add(id(item))
         elif isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, list):
@@ -102,11 +105,9 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
     model = suite if isinstance(suite, Suite) else suite.metadata
     names: set[str] = set()
-    # A suite without `{{` anywhere (JSON keeps braces as they are) declares none; the
-    # check is one serialisation in pydantic's core instead of a walk of every string.
-    has_templates = "{{" in model.model_dump_json()
-    data = model.model_dump(by_alias=True) if has_templates else None
-    for text in _templated_strings(data):
+    # Not a JSON serialisation: that would copy a prompt file every eval references once
+    # per eval; the dump shares the strings themselves.
+    for text in _templated_strings(model.model_dump(by_alias=True)):
         try:
             names |= templates.secret_names(text)
         except templates.TemplateError:

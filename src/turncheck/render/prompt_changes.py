@@ -331,8 +331,12 @@ def text_change(what: str, base: str, head: str, max_lines: int,
 
 
 def prompt_changed(base: TurnResult | None, head: TurnResult | None) -> bool:
-    """Both sides sent this turn, with different prompts."""
-    return base is not None and head is not None and base.prompt != head.prompt
+    """Both sides sent this turn, with different prompts (a long prompt kept as an
+    excerpt also differs when its digest does)."""
+    if base is None or head is None:
+        return False
+    digests = (base.prompt_sha256, head.prompt_sha256)
+    return base.prompt != head.prompt or (None not in digests and digests[0] != digests[1])
 
 
 def tools_text(tools: Sequence[dict[str, Any]]) -> str:
