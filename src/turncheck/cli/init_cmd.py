@@ -117,10 +117,19 @@ def config_text(root: Path, detected: list[str]) -> str:
         f"sample-globs = {_toml_list(list(DEFAULT_SAMPLE_GLOBS))}",
         "exclude-globs = []",
         "concurrency = 8",
-        'fail-on = "invalid,failure,regression"',
+        *init_files.FAIL_ON_NOTE.splitlines(),
+        f"fail-on = {json.dumps(default_gate())}",
         "",
     ]
     return "\n".join(lines)
+
+
+def default_gate() -> str:
+    """The action's default `fail-on`, spelled as the configuration spells it."""
+    # Imported here: the comparison code is not needed to write files.
+    from turncheck.compare.policy import DEFAULT_FAIL_ON
+
+    return ",".join(condition.value for condition in DEFAULT_FAIL_ON)
 
 
 def _toml_list(items: list[str]) -> str:
