@@ -253,6 +253,8 @@ def discover_from(args: argparse.Namespace) -> Discovery:
         nothing_to_do(f"no suite or sample file in {', '.join(args.paths)} "
                       f"(globs: {', '.join(globs.suites + globs.samples)})"
                       + vibecheck_hint(args.paths, globs))
+    elif hint := vibecheck_hint(args.paths, globs_from(args)):  # some found, others missed
+        print(one_line("turncheck: warning: " + hint.removeprefix("; ")), file=sys.stderr)
     warn_unused_vars(variables, (f.path for f in found.files))
     return found
 
