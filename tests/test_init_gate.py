@@ -81,7 +81,8 @@ def test_a_new_eval_with_no_recording_fails_and_the_heading_names_it(
     diffed = turncheck(repo.path, "diff", base, "--markdown", str(tmp_path / "pr.md"))
     assert diffed.returncode == 1, diffed.stdout + diffed.stderr
     title = heading(tmp_path / "pr.md")
-    assert title.startswith("## ❌") and "japan" in title and "capital" not in title, title
+    assert title.startswith("## ❌") and "capital" not in title, title
+    assert "japan: no recording" in title, title  # the eval, and what it lacks
 
 
 def test_a_pull_request_where_every_eval_errors_fails(
@@ -108,7 +109,7 @@ def test_the_action_fails_the_check_for_an_unrecorded_eval_and_names_it(
     assert ran.returncode == 1, ran.stdout + ran.stderr
     [check] = [c for c in github_fake.check_runs_named("turncheck") if c.head_sha == head]
     assert check.conclusion == "failure"
-    assert "japan" in check.output["title"], check.output["title"]
+    assert "japan: no recording" in check.output["title"], check.output["title"]
     [comment] = github_fake.comments_on(PR)
     first = next(line for line in comment.body.splitlines() if line.startswith("#"))
     assert "japan" in first and "capital" not in first, first
