@@ -94,11 +94,12 @@ class _Parser(argparse.ArgumentParser):
             return did_you_mean(choice.group(1), choices)
         if not message.startswith(UNRECOGNIZED):
             return ""
-        for argument in message.removeprefix(UNRECOGNIZED).split():
-            if argument.startswith("--"):
-                typed = argument.split("=")[0]
-                return did_you_mean(typed, self.option_strings()) or self.elsewhere(typed)
-        return ""
+        typed = [a.split("=")[0] for a in message.removeprefix(UNRECOGNIZED).split()
+                 if a.startswith("--")]
+        known = self.option_strings()
+        hints = [did_you_mean(option, known) for option in typed]
+        return next((hint for hint in hints if hint), "") or (
+            self.elsewhere(typed[0]) if typed else "")
 
     def option_strings(self) -> list[str]:
         """Every long option of this parser and of its (registered) subcommands."""
