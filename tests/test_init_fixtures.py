@@ -99,3 +99,16 @@ def test_with_a_kept_configuration_init_says_what_to_add(tmp_path: Path) -> None
     done = turncheck(repo.path, "init")
     assert "add them to exclude-globs in turncheck.toml" in done.stdout, done.stdout
     assert (repo.path / "turncheck.toml").read_text() == "concurrency = 2\n"
+
+
+def test_many_fixtures_are_all_excluded_and_the_list_on_screen_is_capped(
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    for index in range(25):
+        repo.write(f"tests/fixtures/bad{index:02}.eval.yaml", BROKEN_YAML)
+    done = turncheck(repo.path, "init")
+    config = tomllib.loads((repo.path / "turncheck.toml").read_text(encoding="utf-8"))
+    assert len(config["exclude-globs"]) == 25
+    assert "… and 5 more" in done.stdout and "bad19.eval.yaml" in done.stdout
+    assert "bad20.eval.yaml" not in done.stdout

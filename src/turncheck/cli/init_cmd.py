@@ -118,6 +118,8 @@ class Checked:
 
 REASON_CHARS = 100
 """A left-out file's reason is cut to this many characters."""
+LEFT_OUT_LISTED = 20
+"""At most this many left-out files are listed on the terminal (the file lists all)."""
 
 
 def checked_files(root: Path, detected: list[str]) -> Checked:
@@ -210,8 +212,10 @@ def print_left_out(left_out: list[LeftOut], config: str | None) -> None:
         config, f"{init_files.CONFIG_PATH}'s exclude-globs leave them out")
     print(f"\n{len(left_out)} file(s) do not validate (test fixtures?) and would fail the "
           f"default-branch job on every push; {where}:")
-    for item in left_out:
+    for item in left_out[:LEFT_OUT_LISTED]:
         print(f"  {one_line(item.path)}: {item.reason}")
+    if len(left_out) > LEFT_OUT_LISTED:
+        print(f"  … and {len(left_out) - LEFT_OUT_LISTED} more")
     print("To include one: fix it (`turncheck validate PATH` lists every problem), then "
           "delete its line from exclude-globs.")
 
