@@ -1,5 +1,5 @@
 """`python -m turncheck` with a loading or rendering phase that says when it starts (a
-test hook for tests/test_interruption_phases.py).
+test hook for tests/integration/test_interruption_phases.py).
 
 Each suite file prints `loading NAME` on stderr before it is loaded. With
 `TURNCHECK_TEST_SLOW_RENDER` set, the HTML report and the action's step summary print

@@ -260,6 +260,8 @@ def discover_from(args: argparse.Namespace) -> Discovery:
         nothing_to_do(f"no suite or sample file in {', '.join(args.paths)} "
                       f"(globs: {', '.join(globs.suites + globs.samples)})"
                       + vibecheck_hint(args.paths, globs))
+    elif hint := vibecheck_hint(args.paths, globs_from(args)):  # some found, others missed
+        print(one_line("turncheck: warning: " + hint.removeprefix("; ")), file=sys.stderr)
     warn_unused_vars(variables, (f.path for f in found.files))
     return found
 
@@ -280,9 +282,10 @@ def nothing_to_do(reason: str) -> None:
     print(one_line(f"turncheck: warning: nothing to do: {reason}"), file=sys.stderr)
 
 
-def interruptible_run(command: Callable[[], int]) -> int:
+def interruptible_run(command: Callable[[], int], kept: Callable[[], str] | None = None) -> int:
     """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
-    interrupted command keeps its partial results, prints one line and exits 130/143."""
+    interrupted command keeps its partial results, prints one line and exits 130/143.
+    `kept()` says what was kept (which files), in that line."""
     from turncheck.engine.interruption import (
         PhaseInterrupted,
         interruptible,
@@ -295,7 +298,23 @@ def interruptible_run(command: Callable[[], int]) -> int:
                 code = command()
         except PhaseInterrupted:
             code = stop.exit_code
-    return report_interruption() if stop.requested else code
+    if not stop.requested:
+        return code
+    if kept is None:
+        return report_interruption()
+    print(one_line(f"turncheck: {stop.message()}; {kept()}"), file=sys.stderr)
+    return stop.exit_code
+
+
+def kept_files(outputs: dict[str, Path | None], mode: str) -> str:
+    """What an interrupted command kept: `outputs` maps each output option (`--json`)
+    to the file it names, if given; in record mode, the cassettes too."""
+    given = [f"{path} ({option})" for option, path in outputs.items() if path is not None]
+    report = (f"the partial report was kept in {', '.join(given)}" if given else
+              f"no partial report was written (no {' / '.join(outputs)} given)")
+    if mode == "record":
+        return report + "; every completed recording was saved in its cassette"
+    return report
 
 
 def write_json(path: Path, model: BaseModel) -> None:

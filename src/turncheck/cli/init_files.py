@@ -223,3 +223,14 @@ CONFIG_HEADER = """\
 # `validate`, `calibrate`, `compare` and the GitHub Action read it; command-line flags
 # and action inputs override it. Unknown keys are errors.
 """
+
+FAIL_ON_NOTE = """\
+# What fails the `turncheck` check: the action's default. A pull request fails on files
+# that cannot run (invalid), evals that errored or have no recording (error), and evals
+# it made worse (regression, broken); an eval already failing on the default branch
+# does not fail every pull request. Add `failure` to fail whenever any eval fails."""
+
+LEFT_OUT_NOTE = """\
+# Files init left out because they do not validate (deliberately invalid test fixtures,
+# or suites to fix): the default-branch job fails on invalid files. To include one, fix
+# it (`turncheck validate PATH` lists every problem) and delete its line here."""
