@@ -103,6 +103,7 @@ def checkout_from(args: argparse.Namespace) -> tuple[Checkout, Commits]:
     here = Path.cwd()
     try:
         root = git.top_level(here)
+        path_as_base_ref(args, root)
         commits = Commits(base=base_commit(root, args.base_ref), head=git.unchanged_head(root))
     except git.GitError as exc:
         raise UsageError(f"diff needs a git repository: {exc}") from None
@@ -111,6 +112,14 @@ def checkout_from(args: argparse.Namespace) -> tuple[Checkout, Commits]:
     working_directory = here.resolve().relative_to(root.resolve())
     return Checkout(root, working_directory, globs_from(args), max_depth=args.max_depth), \
         commits
+
+
+def path_as_base_ref(args: argparse.Namespace, root: Path) -> None:
+    """`turncheck diff a.eval.yaml`: a BASE_REF that names no commit but an existing
+    file or folder is the first PATH (a commit of the same name wins)."""
+    ref = args.base_ref
+    if ref is not None and git.resolve(root, ref) is None and Path(ref).exists():
+        args.base_ref, args.targets = None, [ref, *args.targets]
 
 
 def base_commit(root: Path, ref: str | None) -> str:

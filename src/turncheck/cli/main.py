@@ -211,7 +211,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         parser = build_parser(arguments)
     if argv is None:  # the process is the CLI (not a test calling main)
         gc.freeze()  # ... which later collections need not scan again
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    if extras and not _paths_after_options(args, extras):
+        parser.parse_args(arguments)  # reports the unrecognized arguments as usual
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
@@ -222,6 +224,17 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
         return interrupted()
     return code
+
+
+def _paths_after_options(args: argparse.Namespace, extras: list[str]) -> bool:
+    """`turncheck diff main --json out.json a.eval.yaml`, `run a.yaml --quiet b.yaml`:
+    argparse takes a command's positionals in one stretch; PATHs after an option join
+    the ones before it."""
+    field = next((name for name in ("targets", "paths") if hasattr(args, name)), None)
+    if field is None or any(extra.startswith("-") for extra in extras):
+        return False
+    setattr(args, field, [*(getattr(args, field) or []), *extras])
+    return True
 
 
 def _configured(args: argparse.Namespace) -> bool:
