@@ -35,7 +35,7 @@ from turncheck.providers.base import (
 )
 from turncheck.providers.cassettes import Cassette
 from turncheck.providers.factory import (
-    URL_PROVIDERS,
+    base_url_for,
     make_provider,
     open_cassette,
     select_provider,
@@ -370,7 +370,7 @@ def open_session(
 
     def provider_for(name: str) -> Provider:
         if name not in built:
-            url = base_url if name in URL_PROVIDERS else None
+            url = base_url_for(name, provider, base_url)
             built[name] = make_provider(
                 name,
                 env=env,
@@ -466,7 +466,7 @@ def open_grader_session(
         env=env,
         policy=settings.policy(),
         transport=transport,
-        base_url=base_url if name in URL_PROVIDERS else None,
+        base_url=base_url_for(name, provider, base_url),
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)

@@ -41,7 +41,7 @@ PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
 API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
                     "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY")
 URL_PROVIDERS = ("openai", "azure", "gemini")
-"""Providers a suite's `base_url` (or `--base-url`) points somewhere."""
+"""Providers a `base_url` given with no provider points at (an OpenAI-compatible server)."""
 Mode = Literal["replay", "record", "live"]
 
 
@@ -60,6 +60,18 @@ def select_provider(model: str, provider: str | None, base_url: str | None) -> t
     if base_url is not None:
         return "openai", model
     return ("openrouter" if "/" in model else "openai"), model
+
+
+def base_url_for(name: str, provider: str | None, base_url: str | None) -> str | None:
+    """The base URL the provider `name` gets: `base_url` belongs to the provider it was
+    given with (`provider`, suite metadata or `--provider`), else to the OpenAI-compatible
+    ones. A judge or embedding model sent to another provider keeps that provider's own URL,
+    so an Anthropic URL never receives OpenAI embedding calls."""
+    if base_url is None:
+        return None
+    if provider is not None and provider not in URL_PROVIDERS:
+        return base_url if name == provider else None
+    return base_url if name in URL_PROVIDERS else None
 
 
 def make_provider(
