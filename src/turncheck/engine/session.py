@@ -63,6 +63,8 @@ class SessionSettings:
     sleep: Sleep | None = None
     ledger: Ledger | None = None
     """The run's hard budgets (set by `run_suites`); None: no budget."""
+    prune: bool = False
+    """`record --prune`: each cassette keeps only what this run used (`Cassette.save`)."""
 
     def guard(
         self, mode: Mode, label: str, suite: Suite | ProtocolSuite | None
@@ -202,7 +204,8 @@ def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:
 def record_command(suite_path: Path, provider: str | None, base_url: str | None,
                    variables: Mapping[str, str]) -> str:
     """The `turncheck record` command that repeats this run's requests for `suite_path`:
-    with the options that shaped them (provider, base URL, vars)."""
+    with the options that shaped them (provider, base URL, vars), and `--prune`, so the
+    answers the changed requests replace leave the cassette instead of piling up."""
     words = ["turncheck", "record"]
     if provider:
         words += ["--provider", provider]
@@ -210,7 +213,7 @@ def record_command(suite_path: Path, provider: str | None, base_url: str | None,
         words += ["--base-url", base_url]
     for name, value in variables.items():
         words += ["--var", f"{name}={value}"]
-    return shlex.join([*words, str(suite_path)])
+    return shlex.join([*words, str(suite_path), "--prune"])
 
 
 @dataclass
@@ -341,7 +344,7 @@ async def _close(providers: list[Provider], transport: Cassette | None) -> None:
         await provider.aclose()
     if transport is not None:
         if transport.mode == "record":
-            transport.save()
+            transport.save(finished=not STOP.requested)  # an interrupted run prunes nothing
         await transport.close()
 
 
@@ -365,7 +368,7 @@ def open_session(
     base_url = base_url or metadata.base_url
     binder = SecretBinder({name: secrets.get(name) for name in declared})
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
-                              record_command=hint, binder=binder)
+                              record_command=hint, binder=binder, prune=settings.prune)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
@@ -460,7 +463,8 @@ def open_grader_session(
     provider = provider or grader.provider
     base_url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider, base_url)
-    transport = open_cassette(sample_path, mode, env=env, record_command=hint)
+    transport = open_cassette(sample_path, mode, env=env, record_command=hint,
+                              prune=settings.prune)
     chat_provider = make_provider(
         name,
         env=env,

@@ -115,6 +115,7 @@ def open_cassette(
     suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = (),
     record_command: str | None = None,
     binder: SecretBinder | None = None,
+    prune: bool = False,
 ) -> Cassette | None:
     """The suite's cassette, or None in live mode: in record mode its httpx transport
     (`CassetteTransport`, loaded with httpx only then), in replay mode the `Cassette`
@@ -122,7 +123,8 @@ def open_cassette(
 
     `secrets` are the values of the suite's `{{secret(...)}}` templates; the API
     keys found in `env` are scrubbed as well. `record_command` is the command a
-    replay miss suggests (default: `turncheck record <suite_path>`).
+    replay miss suggests (default: `turncheck record <suite_path>`). `prune` (record
+    mode): the save drops the interactions the run did not use (`Cassette.save`).
     """
     if mode == "live":
         return None
@@ -136,4 +138,5 @@ def open_cassette(
         cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path,
         record_command=record_command,
         binder=binder,
+        prune=prune and mode == "record",
     )
