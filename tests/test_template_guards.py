@@ -63,6 +63,9 @@ GUARDED = [
     f"{{% if {REFERENCE} is defined %}}{{% for word in {REFERENCE}.split() %}}{{{{ word }}}}"
     "{% endfor %}{% endif %}",
     f"Rate it. Reference: {{{{ {REFERENCE} | default('none') }}}}",
+    f"{{% if 'reference' in case.ground_truth %}}{{{{ {REFERENCE} }}}}{{% endif %}}",
+    f"{{% if 'reference' not in case.ground_truth %}}none{{% else %}}{{{{ {REFERENCE} }}}}"
+    "{% endif %}",
 ]
 
 UNGUARDED = [
@@ -73,6 +76,8 @@ UNGUARDED = [
     f"{{% if {REFERENCE} is defined %}}ok{{% endif %}}{{{{ {REFERENCE} }}}}",
     f"{{{{ '' if {REFERENCE} is defined else {REFERENCE} }}}}",
     f"{{% if {REFERENCE} %}}{{{{ {REFERENCE} }}}}{{% endif %}}",
+    f"{{% if 'other' in case.ground_truth %}}{{{{ {REFERENCE} }}}}{{% endif %}}",
+    f"{{% if 'reference' in case.vars %}}{{{{ {REFERENCE} }}}}{{% endif %}}",
 ]
 
 

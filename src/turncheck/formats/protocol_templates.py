@@ -215,12 +215,15 @@ def _guarded_subject(node: nodes.Node) -> nodes.Node | None:
 def _guards(test: nodes.Node) -> tuple[Known, Known]:
     """(references proved defined when `test` is true, those proved when it is false).
 
-    Follows Jinja's own tree: `is defined`, `is undefined`, `not` (which `is not
-    defined` parses to), `and` and `or`; any other test proves nothing.
+    Follows Jinja's own tree: `is defined`, `is undefined`, `'name' in case.vars` (and
+    `not in`), `not` (which `is not defined` parses to), `and` and `or`; any other test
+    proves nothing.
     """
     if isinstance(test, nodes.Test) and test.name in _GUARD_TESTS:
         proved = _paths(test.node)
         return (proved, frozenset()) if test.name == "defined" else (frozenset(), proved)
+    if isinstance(test, nodes.Compare):
+        return _membership(test)
     if isinstance(test, nodes.Not):
         when_true, when_false = _guards(test.node)
         return when_false, when_true
@@ -231,6 +234,18 @@ def _guards(test: nodes.Node) -> tuple[Known, Known]:
             return left_true | right_true, left_false & right_false
         return left_true & right_true, left_false | right_false
     return frozenset(), frozenset()
+
+
+def _membership(test: nodes.Compare) -> tuple[Known, Known]:
+    """`'name' in mapping` proves `mapping.name` when true; `not in`, when false."""
+    if len(test.ops) != 1 or test.ops[0].op not in ("in", "notin"):
+        return frozenset(), frozenset()
+    key = test.expr.value if isinstance(test.expr, nodes.Const) else None
+    mapping = _paths(test.ops[0].expr)
+    if not isinstance(key, str) or not mapping:
+        return frozenset(), frozenset()
+    proved = frozenset({(*path, key) for path in mapping})
+    return (proved, frozenset()) if test.ops[0].op == "in" else (frozenset(), proved)
 
 
 def _some(names: Sequence[str]) -> str:
