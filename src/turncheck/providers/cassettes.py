@@ -27,6 +27,10 @@ check, `USABILITY_EXTENSION`) are recorded: a 429/5xx or an answer without
 `choices` would otherwise be replayed forever. A stored answer that the check
 rejects is re-requested (and replaced) in record mode and refused in replay.
 
+Pruning (`record --prune`): every interaction the run replays or records is marked
+used, and the save of a finished run whose every request got a recordable answer
+writes only those, so a re-recording after a prompt change drops the old answers.
+
 Scrubbing happens before anything is stored or matched: the headers in
 `DROPPED_HEADERS` are removed from requests and responses, and every secret
 value is replaced by `SECRET_PLACEHOLDER` in URLs, header values and bodies.
