@@ -48,9 +48,9 @@ _OPAQUE = (
 _GUARD_TESTS = ("defined", "undefined")
 _NAMED_CASES = 5
 """How many of the cases lacking a value a warning names before "and N more"."""
-Path = tuple[str, ...]
+Reference = tuple[str, ...]
 """A reference as its root name and constant keys: `case.vars.x` is ("case", "vars", "x")."""
-Known = frozenset[Path]
+Known = frozenset[Reference]
 """References a template's guards prove defined at some place of it."""
 
 
