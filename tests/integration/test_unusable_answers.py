@@ -68,8 +68,10 @@ def test_re_recording_heals_an_unusable_recording(
     replayed = only_eval(run_paths([path], None, mode="replay",
                                    base_url=scripted_server.base_url))
     assert replayed.status is Status.ERROR
-    assert "not usable" in (replayed.error or "") and f"turncheck record {path}" in (
-        replayed.error or "")
+    # The advice repeats the options that shaped the requests, and prunes the bad answer.
+    assert "not usable" in (replayed.error or "") and (
+        f"re-record it with: turncheck record --provider openai --base-url "
+        f"{scripted_server.base_url} {path} --prune") in (replayed.error or "")
     before = len(scripted_server.requests)
     healed = only_eval(run_paths([path], scripted_server, mode="record"))
     assert healed.status is Status.PASS

@@ -113,7 +113,9 @@ def add_provider_options(
         help=provider_help
     )
     parser.add_argument(
-        "--base-url", metavar="URL", help="OpenAI-compatible base URL (implies --provider openai)"
+        "--base-url", metavar="URL",
+        help="the provider's base URL, e.g. http://127.0.0.1:8080/v1 (without --provider: an "
+        "OpenAI-compatible server, as --provider openai)",
     )
 
 
@@ -230,6 +232,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         attempts=args.attempts,
         budget=budget_from(args),
         repeat=getattr(args, "repeat", None),
+        prune=getattr(args, "prune", False),
     )
 
 

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--provider",
                         choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
                         help="provider for every suite (default: from each suite's model id)")
-    parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL")
+    parser.add_argument("--base-url", metavar="URL",
+                        help="the provider's base URL (without --provider: OpenAI-compatible)")
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                         help="value for {{var('NAME')}}; repeatable")
     parser.set_defaults(handler=handle_estimate)

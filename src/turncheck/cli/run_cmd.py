@@ -53,6 +53,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "provider for the rest and append it to the cassette beside each suite.",
     )
     _add_run_options(record, with_mode=False)
+    record.add_argument(
+        "--prune", action="store_true",
+        help="drop the recordings this run did not use (after a prompt change, the old "
+        "answers), so the cassette's diff shows only what changed")
     record.set_defaults(handler=handle_interruptible_run, mode="record")
 
 
@@ -158,6 +162,9 @@ def shard_of(
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
+    if settings.session.prune and args.shard is not None:
+        raise UsageError("--prune cannot be used with --shard: a shard runs part of each "
+                         "suite, so it would drop the recordings of the other shards' evals")
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)

@@ -48,6 +48,13 @@ GRADER_ANSWER_FORMAT = (
 )
 
 
+PLACEHOLDER_REASONS = frozenset({
+    "one short sentence", "a short sentence", "short sentence", "sentence",
+    "str", "string", "reason", "the reason", "your reason",
+})
+"""Reasons a small model copies from the prompts' answer format (`"one short sentence"`,
+`"<one short sentence>"`) or from the schema (`str`, `string`): no reason at all."""
+NO_REASON = "no reason given"
 
 MAX_REASON_CHARS = 160
 MAX_KEPT_REASON_CHARS = 2_000
@@ -174,7 +181,7 @@ def parse_verdict(text: str) -> Verdict:
         raise JudgeAnswerError(
             f'judge answer must be {{"pass": bool, "reason": str}}, got {_excerpt(text)}'
         )
-    return Verdict(verdict, _kept(reason))
+    return Verdict(verdict, given_reason(reason, "judge"))
 
 
 _INTEGER_STRING = re.compile(r"\s*[+-]?\d{1,3}\s*")
@@ -195,7 +202,18 @@ def parse_grade(text: str) -> Grade:
             f"grader score must be an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "
             f"got {score}"
         )
-    return Grade(score, _kept(reason))
+    return Grade(score, given_reason(reason, "grader"))
+
+
+def given_reason(reason: str, who: str) -> str:
+    """The reason as reports show it: a blank one, or one the judge (or grader) copied
+    from the prompt's placeholder, says that no reason was given instead of posing as one."""
+    core = reason.strip().strip("<>\"'`.…[]() ").casefold()
+    if not core:
+        return NO_REASON
+    if core in PLACEHOLDER_REASONS:
+        return f"{NO_REASON} (the {who} copied the prompt's placeholder)"
+    return _kept(reason)
 
 
 def _kept(reason: str) -> str:

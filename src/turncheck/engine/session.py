@@ -35,7 +35,7 @@ from turncheck.providers.base import (
 )
 from turncheck.providers.cassettes import Cassette
 from turncheck.providers.factory import (
-    URL_PROVIDERS,
+    base_url_for,
     make_provider,
     open_cassette,
     select_provider,
@@ -64,6 +64,8 @@ class SessionSettings:
     sleep: Sleep | None = None
     ledger: Ledger | None = None
     """The run's hard budgets (set by `run_suites`); None: no budget."""
+    prune: bool = False
+    """`record --prune`: each cassette keeps only what this run used (`Cassette.save`)."""
 
     def guard(
         self, mode: Mode, label: str, suite: Suite | ProtocolSuite | None
@@ -204,7 +206,8 @@ def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:
 def record_command(suite_path: Path, provider: str | None, base_url: str | None,
                    variables: Mapping[str, str]) -> str:
     """The `turncheck record` command that repeats this run's requests for `suite_path`:
-    with the options that shaped them (provider, base URL, vars)."""
+    with the options that shaped them (provider, base URL, vars), and `--prune`, so the
+    answers the changed requests replace leave the cassette instead of piling up."""
     words = ["turncheck", "record"]
     if provider:
         words += ["--provider", provider]
@@ -212,7 +215,7 @@ def record_command(suite_path: Path, provider: str | None, base_url: str | None,
         words += ["--base-url", base_url]
     for name, value in variables.items():
         words += ["--var", f"{name}={value}"]
-    return shlex.join([*words, str(suite_path)])
+    return shlex.join([*words, str(suite_path), "--prune"])
 
 
 @dataclass
@@ -343,7 +346,7 @@ async def _close(providers: list[Provider], transport: Cassette | None) -> None:
         await provider.aclose()
     if transport is not None:
         if transport.mode == "record":
-            transport.save()
+            transport.save(finished=not STOP.requested)  # an interrupted run prunes nothing
         await transport.close()
 
 
@@ -370,12 +373,12 @@ def open_session(
     secrets = {**secrets, **{f"base_url credential {n}": value
                              for n, value in enumerate(url_credentials(base_url), 1)}}
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
-                              record_command=hint, binder=binder)
+                              record_command=hint, binder=binder, prune=settings.prune)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
         if name not in built:
-            url = base_url if name in URL_PROVIDERS else None
+            url = base_url_for(name, provider, base_url)
             built[name] = make_provider(
                 name,
                 env=env,
@@ -469,13 +472,13 @@ def open_grader_session(
     name, model = select_provider(grader.model, provider, base_url)
     credentials = url_credentials(base_url)
     transport = open_cassette(sample_path, mode, env=env, secrets=credentials,
-                              record_command=hint)
+                              record_command=hint, prune=settings.prune)
     chat_provider = make_provider(
         name,
         env=env,
         policy=settings.policy(),
         transport=transport,
-        base_url=base_url if name in URL_PROVIDERS else None,
+        base_url=base_url_for(name, provider, base_url),
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)

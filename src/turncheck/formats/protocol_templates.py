@@ -46,6 +46,12 @@ _OPAQUE = (
     "comparison, concatenation, loop or assignment would expose a transformed form of it"
 )
 _GUARD_TESTS = ("defined", "undefined")
+_NAMED_CASES = 5
+"""How many of the cases lacking a value a warning names before "and N more"."""
+Reference = tuple[str, ...]
+"""A reference as its root name and constant keys: `case.vars.x` is ("case", "vars", "x")."""
+Known = frozenset[Reference]
+"""References a template's guards prove defined at some place of it."""
 
 
 class SecretError(TypeError):
@@ -183,6 +189,71 @@ def _hint(name: str, known: Sequence[str]) -> str:
     return f"; known: {', '.join(known)}" if known else ""
 
 
+def _paths(node: nodes.Node) -> Known:
+    """`node`'s reference as a one-path set, or none when it is not a plain reference."""
+    keys: list[str] = []
+    while isinstance(node, nodes.Getattr | nodes.Getitem):
+        key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+        if not isinstance(key, str):
+            return frozenset()
+        keys.append(key)
+        node = node.node
+    if not isinstance(node, nodes.Name):
+        return frozenset()
+    return frozenset({(node.name, *reversed(keys))})
+
+
+def _guarded_subject(node: nodes.Node) -> nodes.Node | None:
+    """The reference `x is defined`, `x is undefined` or `x | default(...)` may find missing."""
+    if isinstance(node, nodes.Test) and node.name in _GUARD_TESTS:
+        return node.node
+    if isinstance(node, nodes.Filter) and node.name in _GUARD_FILTERS:
+        return node.node
+    return None
+
+
+def _guards(test: nodes.Node) -> tuple[Known, Known]:
+    """(references proved defined when `test` is true, those proved when it is false).
+
+    Follows Jinja's own tree: `is defined`, `is undefined`, `'name' in case.vars` (and
+    `not in`), `not` (which `is not defined` parses to), `and` and `or`; any other test
+    proves nothing.
+    """
+    if isinstance(test, nodes.Test) and test.name in _GUARD_TESTS:
+        proved = _paths(test.node)
+        return (proved, frozenset()) if test.name == "defined" else (frozenset(), proved)
+    if isinstance(test, nodes.Compare):
+        return _membership(test)
+    if isinstance(test, nodes.Not):
+        when_true, when_false = _guards(test.node)
+        return when_false, when_true
+    if isinstance(test, nodes.And | nodes.Or):
+        left_true, left_false = _guards(test.left)
+        right_true, right_false = _guards(test.right)
+        if isinstance(test, nodes.And):
+            return left_true | right_true, left_false & right_false
+        return left_true & right_true, left_false | right_false
+    return frozenset(), frozenset()
+
+
+def _membership(test: nodes.Compare) -> tuple[Known, Known]:
+    """`'name' in mapping` proves `mapping.name` when true; `not in`, when false."""
+    if len(test.ops) != 1 or test.ops[0].op not in ("in", "notin"):
+        return frozenset(), frozenset()
+    key = test.expr.value if isinstance(test.expr, nodes.Const) else None
+    mapping = _paths(test.ops[0].expr)
+    if not isinstance(key, str) or not mapping:
+        return frozenset(), frozenset()
+    proved = frozenset({(*path, key) for path in mapping})
+    return (proved, frozenset()) if test.ops[0].op == "in" else (frozenset(), proved)
+
+
+def _some(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_NAMED_CASES])
+    hidden = len(names) - _NAMED_CASES
+    return f"{shown} and {hidden} more" if hidden > 0 else shown
+
+
 class _Checker:
     def __init__(self, scope: Scope, analysis: Analysis) -> None:
         self.scope = scope
@@ -191,20 +262,54 @@ class _Checker:
     def problem(self, node: nodes.Node, code: str, message: str, severity: str = "error") -> None:
         self.analysis.problems.append(Problem(node.lineno or 1, code, message, severity))
 
-    def visit(self, node: nodes.Node, guarded: bool = False) -> None:
+    def visit(self, node: nodes.Node, known: Known = frozenset()) -> None:
+        """Check `node`; `known` are the paths its guards prove defined where it runs."""
+        if isinstance(node, nodes.If):
+            self.branches(node, known)
+            return
+        if isinstance(node, nodes.CondExpr):
+            self.conditional(node, known)
+            return
+        if isinstance(node, nodes.And | nodes.Or):
+            self.short_circuit(node, known)
+            return
         if isinstance(node, nodes.Getattr | nodes.Getitem):
-            self.chain(node, guarded)
+            self.chain(node, known)
             return
         if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
             self.call(node)
         if isinstance(node, nodes.Name) and node.ctx == "load":
-            self.path(node, node.name, [], guarded)
-        guard_child = (isinstance(node, nodes.Test) and node.name in _GUARD_TESTS) or (
-            isinstance(node, nodes.Filter) and node.name in _GUARD_FILTERS
-        )
+            self.path(node, node.name, [], known)
+        subject = _guarded_subject(node)
         for child in node.iter_child_nodes():
-            is_subject = guard_child and child is getattr(node, "node", None)
-            self.visit(child, guarded=is_subject)
+            self.visit(child, known | _paths(child) if child is subject else known)
+
+    def branches(self, node: nodes.If, known: Known) -> None:
+        """`{% if %}…{% elif %}…{% else %}`: each branch knows what its test (and the
+        failed tests before it) prove."""
+        failed: Known = known
+        for branch in (node, *node.elif_):
+            self.visit(branch.test, failed)
+            when_true, when_false = _guards(branch.test)
+            for child in branch.body:
+                self.visit(child, failed | when_true)
+            failed = failed | when_false
+        for child in node.else_:
+            self.visit(child, failed)
+
+    def conditional(self, node: nodes.CondExpr, known: Known) -> None:
+        """`a if test else b`."""
+        self.visit(node.test, known)
+        when_true, when_false = _guards(node.test)
+        self.visit(node.expr1, known | when_true)
+        if node.expr2 is not None:
+            self.visit(node.expr2, known | when_false)
+
+    def short_circuit(self, node: nodes.And | nodes.Or, known: Known) -> None:
+        """The right side of `and` runs only when the left is true; of `or`, when it is false."""
+        self.visit(node.left, known)
+        when_true, when_false = _guards(node.left)
+        self.visit(node.right, known | (when_true if isinstance(node, nodes.And) else when_false))
 
     def call(self, node: nodes.Call) -> None:
         assert isinstance(node.node, nodes.Name)
@@ -225,7 +330,7 @@ class _Checker:
                 return
             self.analysis.secrets.add(args[0].value)
 
-    def chain(self, node: nodes.Getattr | nodes.Getitem, guarded: bool) -> None:
+    def chain(self, node: nodes.Getattr | nodes.Getitem, known: Known) -> None:
         keys: list[str] = []
         current: nodes.Node = node
         while True:
@@ -238,22 +343,22 @@ class _Checker:
                     keys.append(arg.value)
                 else:
                     keys.clear()  # what follows a dynamic subscript cannot be checked
-                    self.visit(arg)
+                    self.visit(arg, known)
                 current = current.node
             else:
                 break
         if isinstance(current, nodes.Name):
-            self.path(current, current.name, list(reversed(keys)), guarded)
+            self.path(current, current.name, list(reversed(keys)), known)
         else:
-            self.visit(current)
+            self.visit(current, known)
 
-    def path(self, node: nodes.Node, root: str, keys: list[str], guarded: bool) -> None:
+    def path(self, node: nodes.Node, root: str, keys: list[str], known: Known) -> None:
         if root == "case" and keys:
-            self.case_path(node, keys, guarded)
+            self.case_path(node, keys, known)
         elif root == "turns" and keys:
             self.turn_path(node, keys)
 
-    def case_path(self, node: nodes.Node, keys: list[str], guarded: bool) -> None:
+    def case_path(self, node: nodes.Node, keys: list[str], known: Known) -> None:
         head = keys[0]
         if head not in CASE_FIELDS:
             self.problem(node, "unknown-reference",
@@ -264,18 +369,18 @@ class _Checker:
         name, cases = keys[1], self.scope.cases
         having = [c for c in cases if name in getattr(c, head)]
         if not having:
-            known = sorted({k for c in cases for k in getattr(c, head)})
+            defined = sorted({k for c in cases for k in getattr(c, head)})
             where = "no case" if cases else "there are no cases, so no case"
             self.problem(node, "unknown-reference",
                          f'unknown variable "case.{head}.{name}": {where} defines it'
-                         f"{_hint(name, known)}")
-        elif len(having) < len(cases) and not guarded:
+                         f"{_hint(name, defined)}")
+        elif len(having) < len(cases) and ("case", head, name) not in known:
             lacking = [c.id for c in cases if name not in getattr(c, head)]
             self.problem(
                 node, "missing-case-value",
-                f'"case.{head}.{name}" is not set in case(s) {", ".join(lacking[:5])}; '
+                f'"case.{head}.{name}" is not set in case(s) {_some(lacking)}; '
                 "those cases will end in an error unless the template guards it "
-                "(`is defined` or `| default(...)`)",
+                f"(`{{% if case.{head}.{name} is defined %}}` or `| default(...)`)",
                 severity="warning",
             )
 

@@ -18,6 +18,10 @@ the offending key (or the sample's header), the invalid sample is skipped and th
 others are kept. An optional `[grader]` table is validated too (see `formats.grader`);
 an invalid grader is reported and not used.
 
+Bolt Foundry's older sample layout (`userMessage` and `assistantResponse` instead of
+`messages`, which aibff still reads) is converted to a user and an assistant message,
+with one warning per file that says how to migrate.
+
 Only `[grader]` and the samples can change grading. Another top-level *table* (aibff
 writes `[meta]` and `[contexts]`) is ignored with a warning, unless its name is close
 to `samples` or `grader` (a typo would silently drop them: an error). Any other
@@ -212,6 +216,14 @@ _VALUE_SHAPES = {
     "messages": 'an array of tables with "role" and "content"',
 }
 _SCORE_RULE = f"an integer from {MIN_SCORE} to {MAX_SCORE}"
+OLDER_LAYOUT_ROLES = {"userMessage": "user", "assistantResponse": "assistant"}
+"""Bolt Foundry's older sample keys, each one message of the conversation, in order."""
+OLDER_LAYOUT_ADVICE = (
+    "Bolt Foundry's older sample layout (userMessage / assistantResponse): each is read as "
+    "a user message and an assistant message. To migrate, replace the two keys with "
+    '[[samples.<id>.messages]] tables: role = "user", content = <userMessage>, then '
+    'role = "assistant", content = <assistantResponse>'
+)
 
 
 def load_samples(path: Path, display: str | None = None, root: Path | None = None) -> SampleFile:
@@ -317,6 +329,8 @@ class _Checker:
         self.root = root
         self.diagnostics: list[Diagnostic] = []
         self.references: list[Reference] = []
+        self.older_layout: list[TomlPath] = []
+        """The samples written in Bolt Foundry's older layout."""
 
     def check(self) -> SampleFile:
         grader = self._grader()
@@ -328,6 +342,7 @@ class _Checker:
             sample = self._sample(layout, key, raw)
             if sample and self._is_new_id(sample, key, first_line_of):
                 samples.append(sample)
+        self._warn_older_layout()
         if entries and not samples:
             count = len(entries)
             which = "the only sample has" if count == 1 else f"all {count} samples have"
@@ -446,6 +461,11 @@ class _Checker:
         if key == "":
             self._report(path, "invalid-sample", 'a sample id must not be empty: [samples.""]')
             return None
+        if _is_older_layout(raw):
+            converted = self._converted(path, label, raw)
+            if converted is None:
+                return None
+            raw = converted
         try:
             entry = _ENTRY_MODELS[layout].model_validate(raw)
         except ValidationError as exc:
@@ -453,6 +473,31 @@ class _Checker:
                 self._report_problem(layout, path, label, problem)
             return None
         return entry.to_sample(_default_id(key), self.where.locate(path)[0])
+
+    def _converted(self, path: TomlPath, label: str,
+                   raw: dict[str, object]) -> dict[str, object] | None:
+        """An older-layout sample with its two keys as `messages`; None (reported) when
+        one is missing or not a non-empty string."""
+        self.older_layout.append(path)
+        messages = []
+        for key, role in OLDER_LAYOUT_ROLES.items():
+            value = raw.get(key)
+            if not isinstance(value, str) or not value:
+                got = "nothing" if value is None else _show(value)
+                self._report(path + ((key,) if key in raw else ()), "invalid-sample",
+                             f'{label}: "{key}" must be a non-empty string (the older '
+                             f"layout needs both userMessage and assistantResponse), got {got}")
+                return None
+            messages.append({"role": role, "content": value})
+        rest = {k: v for k, v in raw.items() if k not in OLDER_LAYOUT_ROLES}
+        return {**rest, "messages": messages}
+
+    def _warn_older_layout(self) -> None:
+        if not self.older_layout:
+            return
+        count = len(self.older_layout)
+        which = "1 sample uses" if count == 1 else f"{count} samples use"
+        self._warn(self.older_layout[0], "older-layout", f"{which} {OLDER_LAYOUT_ADVICE}")
 
     def _report_problem(
         self, layout: Layout, sample_path: TomlPath, label: str, problem: ErrorDetails
@@ -494,6 +539,10 @@ class _Checker:
         message = f"sample {_show(sample.id)}: duplicate id (first used at line {first_line})"
         self._report(("samples", key, "id"), "duplicate-sample-id", message)
         return False
+
+
+def _is_older_layout(raw: dict[str, object]) -> bool:
+    return "messages" not in raw and any(key in raw for key in OLDER_LAYOUT_ROLES)
 
 
 def _untemplated(grader: dict[str, object]) -> list[tuple[TomlPath, str, str]]:

@@ -62,9 +62,10 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
         record_command: str | None = None,
         binder: SecretBinder | None = None,
+        prune: bool = False,
     ) -> None:
         super().__init__(path, mode, secrets, suite_path, max_bytes=max_bytes,
-                         record_command=record_command, binder=binder)
+                         record_command=record_command, binder=binder, prune=prune)
         self._inner = inner_transport
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -75,12 +76,22 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         usable = request.extensions.get(USABILITY_EXTENSION)
         if self.mode == "replay":
             return _as_httpx(self._replay(key, usable, match_body), replayed=True)
+        try:
+            return await self._answer_or_record(request, key, stored_body, usable)
+        except BaseException:
+            self._unanswered.add(key)
+            raise
+
+    async def _answer_or_record(
+        self, request: httpx.Request, key: Key, stored_body: bytes, usable: object
+    ) -> httpx.Response:
         async with self._locks.setdefault(key, asyncio.Lock()):
             hit = self._usable_hit(key, usable)
             if hit is None:
                 await self._claim()
                 hit = self._usable_hit(key, usable)  # another recorder may have saved it
             if hit is not None:
+                self._unanswered.discard(key)
                 return _as_httpx(hit, replayed=True)
             missing_key = request.extensions.get(MISSING_KEY_EXTENSION)
             if isinstance(missing_key, str):
@@ -110,6 +121,9 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         usable = request.extensions.get(USABILITY_EXTENSION)
         if _worth_recording(response, content) and problem_of(content, usable) is None:
             self._keep(interaction)
+            self._unanswered.discard(key)
+        else:
+            self._unanswered.add(key)  # a retry that gets an answer takes it back
         return _as_httpx(interaction)
 
     def _scrubbed(

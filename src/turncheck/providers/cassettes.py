@@ -27,6 +27,10 @@ check, `USABILITY_EXTENSION`) are recorded: a 429/5xx or an answer without
 `choices` would otherwise be replayed forever. A stored answer that the check
 rejects is re-requested (and replaced) in record mode and refused in replay.
 
+Pruning (`record --prune`): every interaction the run replays or records is marked
+used, and the save of a finished run whose every request got a recordable answer
+writes only those, so a re-recording after a prompt change drops the old answers.
+
 Scrubbing happens before anything is stored or matched: the headers in
 `DROPPED_HEADERS` are removed from requests and responses, and every secret
 value is replaced by `SECRET_PLACEHOLDER` in URLs, header values and bodies.
@@ -272,6 +276,7 @@ class Cassette:
         max_bytes: int = DEFAULT_MAX_CASSETTE_BYTES,
         record_command: str | None = None,
         binder: SecretBinder | None = None,
+        prune: bool = False,
     ) -> None:
         if mode not in ("replay", "record"):
             raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
@@ -288,6 +293,13 @@ class Cassette:
         self._locks: dict[Key, asyncio.Lock] = {}
         self._new_count = 0
         self._forgotten: set[Key] = set()
+        self.prune = prune
+        """`record --prune`: the save keeps only the interactions this run used."""
+        self._used: set[int] = set()
+        """Ids of the interactions this run replayed, recorded or took from another recorder."""
+        self._unanswered: set[Key] = set()
+        """Requests whose last attempt got no recordable answer (refused, failed): what the
+        run would have used after them is unknown, so nothing is pruned."""
         self._max_bytes = max_bytes
         self._stored_bytes = 0
         """The size the saved file will have, estimated: what was loaded plus the YAML
@@ -319,10 +331,14 @@ class Cassette:
         key, _, match_body = self._key_of(method, url, body)
         return self._replay(key, usable, match_body).to_reply()
 
-    def save(self) -> bool:
+    def save(self, *, finished: bool = True) -> bool:
         """Write the cassette atomically if this run recorded anything; True if written.
 
-        Ends this recorder's hold on the cassette either way (`RecorderLock`)."""
+        With `prune`, a `finished` run in which every call was answered also drops the
+        interactions it did not use. Ends this recorder's hold on the cassette either way
+        (`RecorderLock`)."""
+        if self.prune and finished and not self._unanswered and self.load_error is None:
+            self._drop_unused()
         if self._new_count == 0 or self.load_error is not None:
             self._recorder_lock.release()
             return False
@@ -371,7 +387,7 @@ class Cassette:
         if problem is not None:
             raise RecordingMissing(
                 f"the recorded answer in {self.path} is not usable ({problem}); re-record "
-                f"it with: turncheck record {self.suite_path}"
+                f"it with: {self.record_command}"
             )
         return hit
 
@@ -404,9 +420,24 @@ class Cassette:
                     key = interaction.key
                     if key not in self._index and key not in self._forgotten:
                         self._add(interaction)
+                        self._used.add(id(interaction))
         except CassetteFormatError:
             return  # keep what this run has; its save rewrites the file whole
         self._stored_bytes = max(self._stored_bytes, _file_size(self.path))
+
+    def _drop_unused(self) -> None:
+        """Forget every interaction this run did not use; the next save writes the rest."""
+        self._merge_saved()  # another recorder's fresh answers count as used
+        kept = [i for i in self._interactions if id(i) in self._used]
+        dropped = len(self._interactions) - len(kept)
+        if not dropped:
+            return
+        index: dict[Key, list[Interaction]] = {}
+        for interaction in kept:
+            index.setdefault(interaction.key, []).append(interaction)
+        self._forgotten.update(self._index.keys() - index.keys())
+        self._interactions, self._index, self._cursor = kept, index, {}
+        self._new_count += dropped
 
     def _forget(self, key: Key) -> None:
         """Drop every recording for `key`; the next save rewrites the file without them."""
@@ -422,7 +453,9 @@ class Cassette:
             return None
         position = self._cursor.get(key, 0)
         self._cursor[key] = position + 1
-        return entries[min(position, len(entries) - 1)]
+        hit = entries[min(position, len(entries) - 1)]
+        self._used.add(id(hit))
+        return hit
 
     def _missing_message(self, key: Key, body: str | bytes) -> str:
         method, url, body_digest, sample = key
@@ -469,6 +502,7 @@ class Cassette:
             )
         self._stored_bytes += size
         self._add(interaction)
+        self._used.add(id(interaction))
         self._new_count += 1
 
     def _add(self, interaction: Interaction) -> None:

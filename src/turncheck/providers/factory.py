@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
 API_KEY_ENV_VARS = tuple(PROVIDER_KEY_ENV[name] for name in PROVIDER_NAMES)
 URL_PROVIDERS = ("openai", "azure", "gemini")
-"""Providers a suite's `base_url` (or `--base-url`) points somewhere."""
+"""Providers a `base_url` given with no provider points at (an OpenAI-compatible server)."""
 Mode = Literal["replay", "record", "live"]
 
 
@@ -67,6 +67,18 @@ def env_credentials(env: Mapping[str, str]) -> list[str]:
     base URL variables carry in their query or user information."""
     keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
     return keys + [value for name in BASE_URL_ENV for value in url_credentials(env.get(name))]
+
+
+def base_url_for(name: str, provider: str | None, base_url: str | None) -> str | None:
+    """The base URL the provider `name` gets: `base_url` belongs to the provider it was
+    given with (`provider`, suite metadata or `--provider`), else to the OpenAI-compatible
+    ones. A judge or embedding model sent to another provider keeps that provider's own URL,
+    so an Anthropic URL never receives OpenAI embedding calls."""
+    if base_url is None:
+        return None
+    if provider is not None and provider not in URL_PROVIDERS:
+        return base_url if name == provider else None
+    return base_url if name in URL_PROVIDERS else None
 
 
 def make_provider(
@@ -110,6 +122,7 @@ def open_cassette(
     suite_path: Path, mode: Mode, *, env: Mapping[str, str], secrets: Iterable[str] = (),
     record_command: str | None = None,
     binder: SecretBinder | None = None,
+    prune: bool = False,
 ) -> Cassette | None:
     """The suite's cassette, or None in live mode: in record mode its httpx transport
     (`CassetteTransport`, loaded with httpx only then), in replay mode the `Cassette`
@@ -117,7 +130,8 @@ def open_cassette(
 
     `secrets` are the values of the suite's `{{secret(...)}}` templates; the API
     keys found in `env` are scrubbed as well. `record_command` is the command a
-    replay miss suggests (default: `turncheck record <suite_path>`).
+    replay miss suggests (default: `turncheck record <suite_path>`). `prune` (record
+    mode): the save drops the interactions the run did not use (`Cassette.save`).
     """
     if mode == "live":
         return None
@@ -131,4 +145,5 @@ def open_cassette(
         cassette_path_for(suite_path), mode, secrets=[*secrets, *keys], suite_path=suite_path,
         record_command=record_command,
         binder=binder,
+        prune=prune and mode == "record",
     )

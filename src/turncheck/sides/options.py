@@ -29,6 +29,8 @@ class RunOptions:
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     repeat: RepeatSetting | None = None
     """Overrides every suite's `repeat`."""
+    prune: bool = False
+    """Recording drops the interactions no eval used (`record --prune`)."""
 
     def settings(self, commit: str | None = None) -> RunSettings:
         """The engine's settings for a run of the files at `commit` (None: not a commit)."""
@@ -36,7 +38,8 @@ class RunOptions:
             mode=self.mode, concurrency=self.concurrency, provider=self.provider,
             base_url=self.base_url, variables=dict(self.variables), env=self.env,
             price_timestamp=self.price_timestamp, commit=commit,
-            session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts),
+            session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts,
+                                    prune=self.prune),
             budget=self.budget, repeat=self.repeat,
         )
 

@@ -14,7 +14,13 @@ import json
 import re
 from collections.abc import Sequence
 
-from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript, unfenced
+from turncheck.engine.judge import (
+    JudgeAnswerError,
+    answer_schema,
+    given_reason,
+    transcript,
+    unfenced,
+)
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
 from turncheck.providers.base import ChatMessage, ProviderError
@@ -69,7 +75,7 @@ def parse_rating(text: str) -> tuple[int, str]:
         )
     if not MIN_RATING <= rating <= MAX_RATING:
         raise JudgeAnswerError(f"judge score must be from 1 to 5, got {rating}")
-    return rating, reason
+    return rating, given_reason(reason, "judge")
 
 
 async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
