@@ -160,6 +160,9 @@ def test_sigterm_during_diff_removes_the_base_work_tree(
     rest = process.communicate(timeout=60)[1]
     assert process.returncode == 128 + signal.SIGTERM, seen + rest
     assert "Traceback" not in seen + rest
+    # It says what it kept: nothing (never "the partial report ... were kept").
+    assert "nothing was written" in rest and "partial report" not in rest.replace(
+        "keeps no partial one", "")
     assert not tree.exists() and _worktrees(repo) == [str(repo.path)]
     assert list((tmp_path / "tmp").iterdir()) == []
 

@@ -74,8 +74,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=handle)
 
 
+NOTHING_KEPT = "nothing was written: diff compares two finished runs, so it keeps no partial one"
+
+
 def handle(args: argparse.Namespace) -> int:
-    return interruptible_run(partial(diff, args))
+    return interruptible_run(partial(diff, args), kept=lambda: NOTHING_KEPT)
 
 
 def diff(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from turncheck.engine.interruption import STOP
 from turncheck.formats.discovery import FileKind, FoundFile, Globs, discover
 from turncheck.formats.samples import SampleFile, load_samples
 from turncheck.formats.suite import MAX_DEPTH
@@ -62,8 +63,14 @@ class Checkout:
              ) -> tuple[list[SuiteFile], list[SampleFile]]:
         """Those of `suites` and sample files that exist here, loaded (no validation
         report: the base side's problems are the base commit's, not the change's)."""
-        loaded = [load_suite(self.workdir / path, path, self.max_depth, root=self.root)
-                  for path in suites if os.path.lexists(self.workdir / path)]
-        graded = [load_samples(self.workdir / path, path, root=self.root)
-                  for path in samples if os.path.lexists(self.workdir / path)]
+        loaded: list[SuiteFile] = []
+        graded: list[SampleFile] = []
+
+        def load_all() -> None:  # a signal ends it: the files loaded so far run
+            loaded.extend(load_suite(self.workdir / path, path, self.max_depth, root=self.root)
+                          for path in suites if os.path.lexists(self.workdir / path))
+            graded.extend(load_samples(self.workdir / path, path, root=self.root)
+                          for path in samples if os.path.lexists(self.workdir / path))
+
+        STOP.cut_short(load_all)
         return loaded, graded
