@@ -51,9 +51,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.scripted_server import ScriptedServer  # noqa: E402
+from turncheck.engine.report import Report, Status  # noqa: E402
 
 from turncheck.engine.loop import run_coroutine  # noqa: E402
-from turncheck.engine.report import Report, Status  # noqa: E402
 from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites  # noqa: E402
 from turncheck.engine.session import Mode  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402

@@ -33,10 +33,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.scripted_server import ScriptedServer  # noqa: E402
+from turncheck.engine.report import Report  # noqa: E402
 
 from turncheck.engine.estimate import Estimate, Figures, estimate  # noqa: E402
 from turncheck.engine.pricing import Pricer  # noqa: E402
-from turncheck.engine.report import Report  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import SessionSettings  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402

@@ -19,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from turncheck.compare.comparison import compare_reports
 from turncheck.engine.report import (
     CheckResult,
     EvalResult,
@@ -31,6 +30,8 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
+
+from turncheck.compare.comparison import compare_reports
 from turncheck.render.html_report import render_report
 
 TARGET_SECONDS = 2.0

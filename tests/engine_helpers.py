@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_server import ScriptedServer
-from turncheck.report.run import EvalResult, Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode, SessionSettings
 from turncheck.formats.suite_loader import load_suite
+from turncheck.report.run import EvalResult, Report
 
 FAKE_KEY = "sk-test-SECRET-KEY-123"
 # Generous per-request timeout: CI machines are busy; fault tests set their own.

@@ -8,10 +8,10 @@ from typing import Any
 
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.scripted_server import Json, ScriptedServer
-from turncheck.report.run import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode
 from turncheck.formats.suite_loader import load_suite
+from turncheck.report.run import Report
 
 WEIGHTS = {"gates": 0.25, "subsets": 0.25, "constraint": 0.2, "estimate": 0.15, "ack": 0.15}
 

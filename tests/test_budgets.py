@@ -13,9 +13,9 @@ from tests.engine_helpers import FAKE_KEY, run_paths, suite_yaml, write_suite
 from tests.scripted_server import ScriptedServer
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
-from turncheck.report.run import Report, Status
 from turncheck.formats.budget import BudgetLimits
 from turncheck.render.comment import CommentContext, render_comment
+from turncheck.report.run import Report, Status
 
 EVALS = 50
 REPO = Path(__file__).resolve().parent.parent

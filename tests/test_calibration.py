@@ -13,9 +13,23 @@ import pytest
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.scripted_server import ScriptedServer, last_user_text
 from turncheck.cli.main import main
-from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
+from turncheck.engine.judge import (
+    GRADER_PROMPT_VERSION,
+    JudgeAnswerError,
+    parse_grade,
+    parse_verdict,
+)
+from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.session import Mode
+from turncheck.formats.discovery import Globs
+from turncheck.formats.samples import load_samples
+from turncheck.github.changes import suite_changes
+from turncheck.github.client import ChangedFile
+from turncheck.providers.cassettes import cassette_path_for
+from turncheck.render.comment import CommentContext, render_comment, render_summary
 from turncheck.report.calibration import (
     Badge,
     CalibrationFileResult,
@@ -25,21 +39,8 @@ from turncheck.report.calibration import (
     badge_for,
     percent_text,
 )
-from turncheck.engine.judge import (
-    GRADER_PROMPT_VERSION,
-    JudgeAnswerError,
-    parse_grade,
-    parse_verdict,
-)
+from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.run import PriceSource, Report
-from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.engine.session import Mode
-from turncheck.formats.discovery import Globs
-from turncheck.formats.samples import load_samples
-from turncheck.github.changes import suite_changes
-from turncheck.github.client import ChangedFile
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.render.comment import CommentContext, render_comment, render_summary
 
 GRADER = """[grader]
 model = "gpt-4o-mini"
@@ -677,9 +678,10 @@ def test_kappa_weighted_kappa_and_confusion_match_hand_computed_values(
 def test_min_kappa_fails_calibration_below_the_minimum(
     tmp_path: Path, scripted_server: ScriptedServer
 ) -> None:
-    from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+    from turncheck.compare.calibration import calibration_reasons
     from turncheck.compare.comparison import compare_reports
     from turncheck.github.inputs import InputError, read_inputs
+    from turncheck.report.calibration_comparison import CalibrationThresholds
 
     script(scripted_server)
     report = grade([write(tmp_path, graded_text(scripted_server.base_url))])

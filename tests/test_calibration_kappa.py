@@ -9,17 +9,18 @@ from pathlib import Path
 import pytest
 
 from turncheck.cli.main import main
-from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.engine.calibration import agreement_stats
+from turncheck.render.comment import CommentContext, render_comment
 from turncheck.report.calibration import (
     CalibrationFileResult,
     GraderInfo,
     SampleGrade,
     badge_for,
 )
+from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.run import PriceSource, Report
-from turncheck.render.comment import CommentContext, render_comment
 
 PRICES = PriceSource(library="genai-prices", version="0", timestamp="2026-01-01T00:00:00Z")
 # A fixed set of eight labelled samples, no label 0 (so no resample is all-agreeing by

@@ -24,8 +24,18 @@ from tests.git_repo import GitRepo
 from tests.github_fake import FakeGitHub
 from tests.logs import commands_in_log
 from tests.scripted_server import ScriptedServer
-from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.diagnostics import Diagnostic, error
+from turncheck.render.comment import (
+    COMMENT_LIMIT,
+    FULL,
+    MARKER,
+    CommentContext,
+    render,
+    render_comment,
+    render_summary,
+)
+from turncheck.report.comparison import Comparison
 from turncheck.report.run import (
     CheckResult,
     EvalResult,
@@ -35,15 +45,6 @@ from turncheck.report.run import (
     SuiteResult,
     TurnResult,
     Usage,
-)
-from turncheck.render.comment import (
-    COMMENT_LIMIT,
-    FULL,
-    MARKER,
-    CommentContext,
-    render,
-    render_comment,
-    render_summary,
 )
 
 ZWSP = "\u200b"

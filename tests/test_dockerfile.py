@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from turncheck.compare.comparison import compare_reports
-from turncheck.report.run import PriceSource, Report
 from turncheck.formats.discovery import glob_regex
 from turncheck.github.inputs import InputError, read_inputs
 from turncheck.github.publish import outputs
+from turncheck.report.run import PriceSource, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"

@@ -18,8 +18,8 @@ from tests.engine_helpers import (
 )
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.run import Report, Status
 
 MANY = 200
 

@@ -14,9 +14,9 @@ from tests.scripted_server import ScriptedServer
 from turncheck.cli.main import main
 from turncheck.engine.estimate import Estimate, estimate, planned_samples
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import Report
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.suite_loader import load_suite
+from turncheck.report.run import Report
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,8 +17,8 @@ from tests.browser import with_display_state
 from tests.test_comment_rendering import eval_result, many_evals, report, suite, turn
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
-from turncheck.report.run import Report
 from turncheck.render.html_report import render_report
+from turncheck.report.run import Report
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver

@@ -23,7 +23,7 @@ BELOW: dict[str, set[str]] = {
     "text": set(),
     "stats": set(),
     "formats": set(),
-    "report": {"stats"},
+    "report": {"stats", "formats"},  # formats.files: the one place files are opened
     "providers": {"formats", "report"},
     "engine": {"formats", "providers", "stats", "report"},
     "compare": {"formats", "providers", "stats", "report", "engine"},

@@ -8,9 +8,9 @@ import pytest
 
 from tests.engine_helpers import run_paths, write_suite
 from tests.llama import LlamaServer
-from turncheck.report.run import Status
 from turncheck.engine.session import SessionSettings
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.run import Status
 
 pytestmark = pytest.mark.live
 # llama.cpp on a 2-core CPU answers one request at a time: generous timeouts.

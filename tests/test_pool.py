@@ -7,6 +7,7 @@ import numpy as np
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
+from turncheck.render.comment import CommentContext, render_comment
 from turncheck.report.run import (
     EvalResult,
     PriceSource,
@@ -15,7 +16,6 @@ from turncheck.report.run import (
     SuiteResult,
     Usage,
 )
-from turncheck.render.comment import CommentContext, render_comment
 from turncheck.stats.pooled import between_run_variance
 from turncheck.stats.verdicts import Verdict
 

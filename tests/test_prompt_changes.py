@@ -24,9 +24,9 @@ from tests.test_comment_rendering import (
     turn,
 )
 from turncheck.compare.comparison import compare_reports
-from turncheck.report.run import EvalResult, Report
 from turncheck.render.comment import render_summary
 from turncheck.render.html_report import render_report
+from turncheck.report.run import EvalResult, Report
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver

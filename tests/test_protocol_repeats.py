@@ -14,12 +14,13 @@ import pytest
 
 from tests.protocol_helpers import first_user, run_protocol_files, write_protocol
 from tests.scripted_server import ScriptedServer
-from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
-from turncheck.compare.protocol import CaseComparison
-from turncheck.report.protocol import CaseResult
-from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
+from turncheck.report.comparison import Comparison
+from turncheck.report.protocol import CaseResult
+from turncheck.report.protocol_comparison import CaseComparison
+from turncheck.report.run import Report, Status
 from turncheck.stats.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent

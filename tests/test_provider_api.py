@@ -14,10 +14,10 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import Usage
 from turncheck.formats.suite_loader import parse_suite
 from turncheck.providers.base import ChatRequest, ChatResponse, ProviderError
 from turncheck.providers.factory import make_provider
+from turncheck.report.run import Usage
 
 REASONING_USAGE = {
     "prompt_tokens": 1200, "completion_tokens": 900, "total_tokens": 2100,

@@ -9,8 +9,8 @@ import pytest
 
 from tests.engine_helpers import only_eval, run_text, suite_yaml
 from tests.scripted_server import ScriptedServer
-from turncheck.report.run import Report, Status
 from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
+from turncheck.report.run import Report, Status
 
 EVAL = """  - name: capital
     prompt: capital of France?

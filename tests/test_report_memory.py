@@ -33,7 +33,6 @@ from turncheck.engine.judge import (
     parse_grade,
     parse_verdict,
 )
-from turncheck.report.run import EvalResult, Status
 from turncheck.report.results import (
     MAX_REPORT_ANSWER_CHARS,
     CheckResult,
@@ -42,6 +41,7 @@ from turncheck.report.results import (
     cut_marker,
     excerpt_answers,
 )
+from turncheck.report.run import EvalResult, Status
 
 LONG = 100_000
 FIRST_ANSWER = "y" * (LONG - 4) + "TAIL"

@@ -13,7 +13,6 @@ import pytest
 from tests.engine_helpers import FAKE_KEY, FAST_RETRIES, suite_yaml
 from tests.scripted_server import ScriptedServer
 from turncheck.engine.merge import MergeError, merge_reports
-from turncheck.report.run import Report
 from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.sharding import (
     SLACK,
@@ -25,6 +24,7 @@ from turncheck.engine.sharding import (
     select_shard,
 )
 from turncheck.formats.suite_loader import SuiteFile, load_suite
+from turncheck.report.run import Report
 
 SHARDS = 7
 STAMP = "2026-11-01T00:00:00Z"

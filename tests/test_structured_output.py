@@ -12,7 +12,6 @@ from tests.protocol_helpers import is_judge, run_protocol_files, script, write_p
 from tests.provider_helpers import run
 from tests.scripted_server import Json, ScriptedServer
 from turncheck.engine.judge import GRADE_ANSWER, JUDGE_PROMPT_VERSION, VERDICT_ANSWER
-from turncheck.report.run import Status
 from turncheck.engine.scorers.judge_scale import RATING_ANSWER
 from turncheck.providers import (
     AnswerSchema,
@@ -23,6 +22,7 @@ from turncheck.providers import (
     make_provider,
 )
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.run import Status
 
 FAST = RetryPolicy(max_attempts=2, backoff_base=0.001, backoff_cap=0.005, timeout=5.0)
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test"}

@@ -18,10 +18,10 @@ from tests.test_comment_golden import (
     rendered,
     turn_regression,
 )
-from turncheck.compare.spend import Spend
-from turncheck.report.run import Report
 from turncheck.render import calibration_console, console, protocol_console
 from turncheck.render.table_model import Capped, Money, MoneyLine, Table
+from turncheck.report.run import Report
+from turncheck.report.spend import Spend
 
 
 def _rows(body: str, label: str) -> list[list[str]]:

@@ -14,9 +14,9 @@ import pytest
 
 from tests.protocol_helpers import PROTOCOL, run_protocol_files, write_protocol
 from tests.scripted_server import ScriptedServer
-from turncheck.report.run import Status
 from turncheck.formats.grader import template_problems
 from turncheck.formats.suite_loader import parse_suite
+from turncheck.report.run import Status
 from turncheck.text.environment import sandboxed_environment
 from turncheck.text.template_limits import MAX_OUTPUT_CHARS, TemplateLimitError
 

@@ -17,11 +17,11 @@ from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.estimate import estimate
 from turncheck.engine.judge import grader_messages, transcript
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import EvalResult, Report, Status, ToolCallResult
 from turncheck.formats.samples import parse_samples
 from turncheck.formats.suite_loader import load_suite
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.render.console import eval_lines
+from turncheck.report.run import EvalResult, Report, Status, ToolCallResult
 
 
 def evals_by_name(report: Report) -> dict[str, EvalResult]:

@@ -13,9 +13,9 @@ import yaml
 
 from tests.engine_helpers import only_eval, run_paths, suite_yaml, write_suite
 from tests.scripted_server import ScriptedServer
-from turncheck.report.run import Status
 from turncheck.providers.cassette_transport import CassetteTransport
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.run import Status
 
 EVALS = "  - {prompt: What is 15 * 7?, checks: [{match: '*105*'}]}\n"
 

@@ -27,12 +27,12 @@ from turncheck.cli.common import (
 )
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.loop import run_coroutine
-from turncheck.report.run import Report
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_console import SampleProgress, print_calibrations
+from turncheck.report.run import Report
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -33,7 +33,6 @@ from turncheck.cli.compare_cmd import add_comparison_options, report_comparison
 from turncheck.cli.run_cmd import repeat_setting
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.report.run import Report
 from turncheck.engine.runner import Side, run_both_sides
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.suite import MAX_DEPTH
@@ -41,6 +40,7 @@ from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.changes import SuiteChanges
 from turncheck.github.checkout import Checkout
+from turncheck.report.run import Report
 
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 

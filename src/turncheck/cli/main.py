@@ -172,10 +172,14 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return 2
     if hasattr(args, "config_file") and not _configured(args):
         return 2
+    from turncheck.cli.common import UsageError, usage_error  # each command imports it
+
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
         return interrupted()
+    except UsageError as exc:  # e.g. a report that cannot be written
+        return usage_error(str(exc))
     return code
 
 

@@ -26,13 +26,13 @@ from turncheck.cli.common import (
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.report.run import Report, ShardInfo, Status
 from turncheck.engine.runner import run_suites
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console
+from turncheck.report.run import Report, ShardInfo, Status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import BudgetOutcome, Usage
 from turncheck.engine.tokens import input_token_bound
 from turncheck.formats.budget import BudgetLimits
 from turncheck.providers.base import NETWORK_GATE, ChatMessage, ProviderError
+from turncheck.report.run import BudgetOutcome, Usage
 
 Mode = Literal["replay", "record", "live"]
 Response = TypeVar("Response")

@@ -19,16 +19,6 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
-from turncheck.report.calibration import (
-    AgreementStats,
-    CalibrationFileResult,
-    ConfusionMatrix,
-    GraderInfo,
-    SampleGrade,
-    badge_for,
-    is_below,
-    percent_text,
-)
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import (
     GRADER_PROMPT_VERSION,
@@ -39,13 +29,23 @@ from turncheck.engine.judge import (
 )
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.redaction import Redactor
-from turncheck.report.run import Usage
 from turncheck.engine.session import GraderSession, open_grader_session, run_then_close
 from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.report.calibration import (
+    AgreementStats,
+    CalibrationFileResult,
+    ConfusionMatrix,
+    GraderInfo,
+    SampleGrade,
+    badge_for,
+    is_below,
+    percent_text,
+)
+from turncheck.report.run import Usage
 from turncheck.stats.agreement import bootstrap_interval, cohen_kappa, confusion, within_one
 from turncheck.text.environment import sandboxed_environment
 

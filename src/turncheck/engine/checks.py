@@ -19,7 +19,6 @@ from turncheck.engine.judge import (
     judge_messages,
     parse_verdict,
 )
-from turncheck.report.run import CheckResult, ToolCallResult
 from turncheck.engine.tokens import completion_tokens
 from turncheck.engine.tools import args_match, arguments_text, shorten
 from turncheck.formats.suite import (
@@ -40,6 +39,7 @@ from turncheck.formats.suite import (
     level_items,
 )
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
+from turncheck.report.run import CheckResult, ToolCallResult
 
 
 @dataclass

@@ -37,9 +37,7 @@ from pydantic import Field
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
 from turncheck.engine.judge import JUDGE_SYSTEM_PROMPT, grader_messages, judge_messages
-from turncheck.report.model import ReportModel
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.report.run import EvalResult, PriceSource, Report, Usage
 from turncheck.engine.scorers.judge_scale import JUDGE_SCALE_SYSTEM_PROMPT
 from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
 from turncheck.engine.tokens import (
@@ -68,6 +66,8 @@ from turncheck.formats.suite import (
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage
 from turncheck.providers.factory import select_provider
+from turncheck.report.model import ReportModel
+from turncheck.report.run import EvalResult, PriceSource, Report, Usage
 
 ExpectedSource = Literal["history", "guess"]
 

@@ -12,8 +12,8 @@ from graphlib import TopologicalSorter
 from itertools import pairwise
 
 from turncheck.diagnostics import Diagnostic, sort_key
-from turncheck.report.run import Report, ShardInfo, SuiteResult
 from turncheck.engine.summary import run_totals, with_suite_totals
+from turncheck.report.run import Report, ShardInfo, SuiteResult
 
 
 class MergeError(ValueError):

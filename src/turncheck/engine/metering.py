@@ -11,10 +11,10 @@ from typing import Protocol
 
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
-from turncheck.report.run import Usage
 from turncheck.engine.session import SuiteSession
 from turncheck.providers.base import AnswerSchema, ChatMessage, ChatResponse
 from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.report.run import Usage
 
 
 class JudgeMeter(Protocol):

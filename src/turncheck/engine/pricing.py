@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
 
-from turncheck.report.run import PriceSource, Usage
-from turncheck.report.results import add_costs
 from turncheck.lazy import submodules_without_package_init
+from turncheck.report.results import add_costs
+from turncheck.report.run import PriceSource, Usage
 
 # genai-prices' `__init__` also loads its price-update thread and the HTTP client it
 # fetches with (httpx2); turncheck prices from the bundled snapshot only, so a run loads

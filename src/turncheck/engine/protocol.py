@@ -26,18 +26,7 @@ import jinja2
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.report.protocol import (
-    CaseAggregates,
-    CaseResult,
-    ProtocolAggregates,
-    ProtocolSuiteResult,
-    ProtocolTurn,
-    ScorerResult,
-    TurnSummary,
-)
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
-from turncheck.report.run import Status, StatusReason, Usage
-from turncheck.report.results import excerpt_answers, spend_totals
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
@@ -52,6 +41,17 @@ from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.protocol import (
+    CaseAggregates,
+    CaseResult,
+    ProtocolAggregates,
+    ProtocolSuiteResult,
+    ProtocolTurn,
+    ScorerResult,
+    TurnSummary,
+)
+from turncheck.report.results import excerpt_answers, spend_totals
+from turncheck.report.run import Status, StatusReason, Usage
 from turncheck.text.user_regex import first_match
 
 if TYPE_CHECKING:

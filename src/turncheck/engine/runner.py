@@ -25,16 +25,6 @@ from turncheck.engine.metering import metered_embed, metered_judge, session_reda
 from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
-from turncheck.report.run import (
-    EvalResult,
-    Report,
-    Status,
-    StatusReason,
-    SuiteResult,
-    TurnResult,
-    Usage,
-)
-from turncheck.report.results import excerpt_answers
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
 from turncheck.engine.session import (
     SuiteSession,
@@ -54,15 +44,25 @@ from turncheck.providers.base import (
     RecordingMissing,
 )
 from turncheck.providers.cassettes import cassette_path_for
+from turncheck.report.results import excerpt_answers
+from turncheck.report.run import (
+    EvalResult,
+    Report,
+    Status,
+    StatusReason,
+    SuiteResult,
+    TurnResult,
+    Usage,
+)
 
 if TYPE_CHECKING:
     # Grading sample files (numpy, Jinja) loads only when a run has sample files.
     from turncheck.engine.calibration import SampleCallback
-    from turncheck.report.calibration import CalibrationFileResult
     from turncheck.engine.protocol import CaseCallback
-    from turncheck.report.protocol import ProtocolSuiteResult
     from turncheck.formats.protocol import ProtocolSuite
     from turncheck.formats.samples import SampleFile
+    from turncheck.report.calibration import CalibrationFileResult
+    from turncheck.report.protocol import ProtocolSuiteResult
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
 __all__ = ["EvalCallback", "RunSettings", "Side", "run_both_sides", "run_suites"]

@@ -23,7 +23,6 @@ from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import sample_seed
-from turncheck.report.run import Usage
 from turncheck.formats import templates
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
@@ -43,6 +42,7 @@ from turncheck.providers.factory import (
 )
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
+from turncheck.report.run import Usage
 
 if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from turncheck.report.run import ShardInfo
 from turncheck.formats.suite import CheckList, Eval, FollowUp, OrGroup, level_items
 from turncheck.formats.suite_loader import SuiteFile
+from turncheck.report.run import ShardInfo
 
 SLACK = 0.1
 MAX_SHARDS = 256

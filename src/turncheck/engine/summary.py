@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from turncheck.report.run import EvalResult, Status, SuiteResult, Totals
 from turncheck.report.results import spend_totals
+from turncheck.report.run import EvalResult, Status, SuiteResult, Totals
 
 
 def with_suite_totals(suite: SuiteResult, evals: list[EvalResult]) -> SuiteResult:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import ToolCallResult, Usage
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
@@ -17,6 +16,7 @@ from turncheck.engine.tools import (
     parse_arguments,
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
+from turncheck.report.run import ToolCallResult, Usage
 
 
 @dataclass

@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from turncheck.compare.calibration import CalibrationThresholds
-from turncheck.compare.comparison import Comparison, CostThresholds, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import fail_reasons, incomplete
 from turncheck.config import ConfigError
 from turncheck.diagnostics import Diagnostic
@@ -32,14 +31,11 @@ from turncheck.engine.estimate import estimate
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.engine.pricing import Pricer
-from turncheck.report.run import Report, ShardInfo
 from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites
 from turncheck.engine.sharding import select_shard
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.discovery import FileKind, discover
 from turncheck.formats.files import (
-    MAX_DATA_BYTES,
-    read_bytes_bounded,
     refusal_reason,
     write_text_confined,
 )
@@ -48,15 +44,7 @@ from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import validate_files
 from turncheck.github import git
 from turncheck.github.baseline import Trust, load_artifact_baseline, resolve_mode
-from turncheck.github.bundle import (
-    MAX_BUNDLE_BYTES,
-    BaselineInfo,
-    BundleError,
-    BundleTooLarge,
-    ReportBundle,
-    bundle_from_json,
-    bundle_from_zip,
-)
+from turncheck.github.bundle import BundleError, BundleTooLarge, bundle_from_zip
 from turncheck.github.changes import SuiteChanges
 from turncheck.github.checkout import Checkout
 from turncheck.github.client import (
@@ -111,6 +99,11 @@ from turncheck.providers.factory import API_KEY_ENV_VARS
 from turncheck.render.comment import MARKER, CommentContext, render_comment, render_summary
 from turncheck.render.estimate_view import estimate_markdown
 from turncheck.render.html_report import render_report
+from turncheck.report.bundle import MAX_BUNDLE_BYTES, BaselineInfo, ReportBundle
+from turncheck.report.calibration_comparison import CalibrationThresholds
+from turncheck.report.comparison import Comparison, CostThresholds
+from turncheck.report.files import ReportError, read_report
+from turncheck.report.run import Report, ShardInfo
 
 PULL_REQUEST_EVENTS = ("pull_request", TRUSTED_RUN_EVENT)
 MERGE_GROUP_EVENT = "merge_group"
@@ -476,9 +469,9 @@ def merged_flow(job: Job, provenance: Provenance = VERIFIED) -> int:
 
 def _read_bundle(path: Path, workspace: Path) -> ReportBundle:
     try:
-        return bundle_from_json(read_bytes_bounded(path, root=workspace, limit=MAX_DATA_BYTES))
-    except (OSError, BundleError) as exc:
-        raise ActionError(f"{path.name}: {exc}") from None
+        return read_report(path, root=workspace, expect=ReportBundle)
+    except ReportError as exc:
+        raise ActionError(str(exc)) from None
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:

@@ -25,10 +25,11 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from turncheck.compare.pool import MAX_POOLED_RUNS, pool_reports
-from turncheck.report.run import Report
 from turncheck.engine.summary import run_totals
-from turncheck.github.bundle import BaselineInfo, BundleError, ReportBundle, bundle_from_zip
+from turncheck.github.bundle import BundleError, bundle_from_zip
 from turncheck.github.client import ArtifactRef, GitHubApi, GitHubApiError, RunOrigin
+from turncheck.report.bundle import BaselineInfo, ReportBundle
+from turncheck.report.run import Report
 
 BASELINE_PREFIX = "turncheck-report-"
 MAX_BASELINE_BYTES = 25 * 1024 * 1024

@@ -23,8 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turncheck.report.run import Report
-from turncheck.github.bundle import ReportBundle
 from turncheck.github.client import (
     GitHubApi,
     GitHubApiError,
@@ -33,6 +31,8 @@ from turncheck.github.client import (
 )
 from turncheck.github.context import PullRequest, WorkflowRun
 from turncheck.github.publish import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID, log
+from turncheck.report.bundle import ReportBundle
+from turncheck.report.run import Report
 from turncheck.text.markdown import inline_code, md_text
 
 UNVERIFIED_CHECK_NAME = "turncheck (unverified fork report)"

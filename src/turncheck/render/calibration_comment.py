@@ -10,17 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turncheck.compare.calibration import (
-    CalibrationComparison,
-    CalibrationSide,
-    FlippedSample,
-)
-from turncheck.report.calibration import (
-    CalibrationFileResult,
-    Verdict,
-    percent_text,
-)
-from turncheck.report.run import Report
 from turncheck.render.calibration_console import (
     BADGE_LABEL,
     distance,
@@ -29,6 +18,17 @@ from turncheck.render.calibration_console import (
     kappa_verdict,
 )
 from turncheck.render.table_model import Capped, or_dash, state_note
+from turncheck.report.calibration import (
+    CalibrationFileResult,
+    Verdict,
+    percent_text,
+)
+from turncheck.report.calibration_comparison import (
+    CalibrationComparison,
+    CalibrationSide,
+    FlippedSample,
+)
+from turncheck.report.run import Report
 
 MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30

@@ -5,25 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from turncheck.render.table_model import (
+    Table,
+    console_heading,
+    or_dash,
+    print_lines,
+    tokens_in_out,
+)
 from turncheck.report.calibration import (
     Badge,
     CalibrationFileResult,
     SampleGrade,
     percent_text,
 )
-from turncheck.engine.pricing import add_costs
-from turncheck.render.table_model import (
-    Table,
-    console_heading,
-    or_dash,
-    print_lines,
-    terminal_safe,
-    tokens_in_out,
-)
+from turncheck.report.results import add_costs
+from turncheck.text.lines import one_line, terminal_safe
 from turncheck.text.money import usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.compare.calibration import CalibrationComparison, KappaComparison
+    from turncheck.report.calibration_comparison import CalibrationComparison, KappaComparison
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",
@@ -39,11 +39,6 @@ SUMMARY_HEADER = ["Sample file", "Samples", "Agreement", "Mean distance", "Error
                   "Tokens in/out", "Cost"]
 
 
-def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def distance(value: float | None) -> str:
     return or_dash(value, lambda v: f"{v:.2f}")
 
@@ -53,7 +48,7 @@ def sample_row(row: SampleGrade) -> list[str]:
     return [
         row.id, str(row.label), or_dash(row.score), or_dash(row.distance), BADGE_LABEL[row.badge],
         tokens_in_out(row.input_tokens, row.output_tokens), usd(row.cost_usd),
-        _one_line(explanation),
+        one_line(explanation, MAX_REASON_CHARS),
     ]
 
 
@@ -153,7 +148,7 @@ class SampleProgress:
     def advance(self, result: CalibrationFileResult, row: SampleGrade) -> None:
         self.done += 1
         label = f"[{self.done}/{self.total}] {row.badge.value:<5} {result.path} › {row.id}"
-        print(terminal_safe(_one_line(label, 160)), file=self.out, flush=True)
+        print(one_line(label, 160), file=self.out, flush=True)
 
 
 def _fixed(value: float) -> str:

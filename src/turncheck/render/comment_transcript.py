@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turncheck.report.run import EvalResult, Report, SampleResult, Status, TurnResult
 from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     SUMMARY_DIFF_LINES,
@@ -26,6 +25,7 @@ from turncheck.render.prompt_changes import (
 from turncheck.render.severity import Finding
 from turncheck.render.table_model import STATUS_ICON, check_status
 from turncheck.render.tool_calls import call_text
+from turncheck.report.run import EvalResult, Report, SampleResult, Status, TurnResult
 
 MAX_FAILED_CHECKS = 6
 MAX_PROMPT_DIFFS = 3

@@ -7,8 +7,6 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
-from turncheck.report.run import CheckResult, EvalResult, Report, Status, SuiteResult
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.table_model import (
     STATUS_LABEL,
@@ -19,9 +17,11 @@ from turncheck.render.table_model import (
     print_lines,
     samples_text,
     spend_cells,
-    terminal_safe,
 )
 from turncheck.render.tool_calls import call_text
+from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
+from turncheck.report.run import CheckResult, EvalResult, Report, Status, SuiteResult
+from turncheck.text.lines import terminal_safe
 
 __all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "summary", "terminal_safe",
            "transcript"]

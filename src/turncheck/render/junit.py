@@ -6,9 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from turncheck.report.run import Report, Status
 from turncheck.formats.files import write_text_confined
 from turncheck.render.console import eval_lines, overall
+from turncheck.report.run import Report, Status
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

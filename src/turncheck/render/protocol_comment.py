@@ -9,15 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from turncheck.compare.comparison import Transition
-from turncheck.compare.protocol import (
-    CaseComparison,
-    ProtocolComparison,
-    ProtocolSuiteComparison,
-    ScoreChange,
-)
-from turncheck.report.protocol import CaseResult, ScorerResult
-from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     PROTOCOL_SUITE,
     STATUS_ICON,
@@ -26,6 +17,15 @@ from turncheck.render.table_model import (
     samples_text,
     suite_heading,
 )
+from turncheck.report.protocol import CaseResult, ScorerResult
+from turncheck.report.protocol_comparison import (
+    CaseComparison,
+    ProtocolComparison,
+    ProtocolSuiteComparison,
+    ScoreChange,
+)
+from turncheck.report.rows import Transition
+from turncheck.report.run import Report, Status
 from turncheck.text.money import score_change
 from turncheck.text.money import usd as format_usd
 

@@ -5,12 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.report.protocol import (
-    CaseResult,
-    ProtocolAggregates,
-    ScorerResult,
-)
-from turncheck.report.run import Report, Status
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -19,12 +13,21 @@ from turncheck.render.table_model import (
     or_dash,
     print_lines,
     samples_text,
-    short_cell,
     spend_cells,
 )
+from turncheck.report.protocol import (
+    CaseResult,
+    ProtocolAggregates,
+    ScorerResult,
+)
+from turncheck.report.run import Report, Status
+from turncheck.text.lines import one_line
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.compare.protocol import ProtocolComparison
+    from turncheck.report.protocol_comparison import ProtocolComparison
+
+MAX_CELL_CHARS = 60
+
 
 def score(value: float | None) -> str:
     return or_dash(value, lambda v: f"{v:.2f}")
@@ -166,8 +169,9 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
                 if turn.base_variant and turn.head_variant and turn.base_variant != \
                         turn.head_variant:
                     variant = f"{turn.base_variant}→{turn.head_variant}"
-                rows.append([short_cell(suite.path), short_cell(case.id), label,
-                             short_cell(turn.id), short_cell(variant),
+                path, name = (one_line(text, MAX_CELL_CHARS) for text in (suite.path, case.id))
+                turn_id, shown = (one_line(text, MAX_CELL_CHARS) for text in (turn.id, variant))
+                rows.append([path, name, label, turn_id, shown,
                              f"{score(turn.base)}→{score(turn.head)}", signed(turn.delta)])
     yield ""
     yield from Table(["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"],
@@ -175,4 +179,4 @@ def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[
     for suite in protocols.suites:
         parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
                  f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
-        yield f"{short_cell(suite.path)}: " + "; ".join(parts)
+        yield f"{one_line(suite.path, MAX_CELL_CHARS)}: " + "; ".join(parts)

@@ -16,10 +16,10 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from turncheck.compare.comparison import Comparison, EvalComparison, EvalSide, Transition
 from turncheck.compare.policy import FailOn, FailReason
-from turncheck.compare.protocol import CaseComparison, CaseSide
-from turncheck.compare.rows import SampleSide
+from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
+from turncheck.report.protocol_comparison import CaseComparison, CaseSide
+from turncheck.report.rows import SampleSide, Transition
 from turncheck.report.run import Status
 
 

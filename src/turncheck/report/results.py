@@ -26,6 +26,10 @@ class Status(StrEnum):
     """Not finished, never a pass or a fail; `EvalResult.reason` says why (`budget`)."""
 
 
+USABLE = (Status.PASS, Status.FAIL)
+"""The statuses of samples that are evidence about the model (errors and skips are not)."""
+
+
 class StatusReason(StrEnum):
     """Why an eval (or case) has its status when the reason is not its own outcome."""
 

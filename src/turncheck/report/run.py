@@ -7,7 +7,7 @@ and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -34,6 +34,7 @@ __all__ = [
     "Status", "StatusReason", "SuiteResult", "ToolCallResult", "TurnResult", "Usage",
 ]
 
+RUN_KIND: Final = "run"
 SCHEMA_VERSION = 1
 
 
@@ -129,6 +130,8 @@ class ShardInfo(ReportModel):
 
 
 class Report(ReportModel):
+    kind: Literal["run"] = RUN_KIND
+    """Names the document (`report/files.py`); reports of older turncheck have none."""
     schema_version: int = SCHEMA_VERSION
     turncheck_version: str
     mode: str

@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable
 
 import jinja2
 
-from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers import checks, judge_scale, list_f1, order, self_assessment
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.formats.hierarchy import HierarchyError
 from turncheck.formats.protocol import Scorer
 from turncheck.providers.base import ProviderError
+from turncheck.report.protocol import ScorerResult
 
 ScoreFunction = Callable[[Scorer, ScoringContext], Awaitable[ScorerResult]]
 SCORERS: dict[str, ScoreFunction] = {

@@ -6,10 +6,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers.extract import Extraction
 from turncheck.formats.protocol import Scorer
 from turncheck.providers.base import AnswerSchema, ChatMessage
+from turncheck.report.protocol import ScorerResult
 
 
 class ScorerError(Exception):

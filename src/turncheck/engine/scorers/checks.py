@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from turncheck.engine.checks import TurnContext, evaluate_check
-from turncheck.report.protocol import ScorerResult
 from turncheck.engine.scorers.base import ScoringContext
 from turncheck.formats.protocol import Scorer
+from turncheck.report.protocol import ScorerResult
 
 
 async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:

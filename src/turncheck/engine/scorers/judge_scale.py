@@ -15,10 +15,10 @@ import re
 from collections.abc import Sequence
 
 from turncheck.engine.judge import JudgeAnswerError, answer_schema, transcript, unfenced
-from turncheck.report.protocol import JudgeScaleDetail, ScorerResult
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
 from turncheck.providers.base import ChatMessage, ProviderError
+from turncheck.report.protocol import JudgeScaleDetail, ScorerResult
 
 JUDGE_SCALE_PROMPT_VERSION = "turncheck-judge-scale/2"
 MIN_RATING, MAX_RATING = 1, 5

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from turncheck.report.protocol import ListF1Detail, NameMatch, ScorerResult
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.engine.scorers.extract import extract
 from turncheck.formats.hierarchy import HierarchyError, names
 from turncheck.formats.names import DEFAULT_THRESHOLD, match_names, unique_names
 from turncheck.formats.protocol import ListF1Spec, Scorer
+from turncheck.report.protocol import ListF1Detail, NameMatch, ScorerResult
 
 
 def list_f1(

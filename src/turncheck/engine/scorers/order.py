@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from turncheck.report.protocol import OrderDetail, PairResult, ScorerResult
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
 from turncheck.formats.names import DEFAULT_THRESHOLD, similarity
 from turncheck.formats.protocol import OrderSpec, Scorer
+from turncheck.report.protocol import OrderDetail, PairResult, ScorerResult
 
 
 def _position(items: Sequence[str], name: str, threshold: float) -> int | None:

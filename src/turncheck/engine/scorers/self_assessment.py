@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import re
 
-from turncheck.report.protocol import ScorerResult, SelfAssessmentDetail
 from turncheck.engine.scorers.base import ScorerError, ScoringContext, result
 from turncheck.formats.protocol import Scorer, SelfAssessmentSpec
+from turncheck.report.protocol import ScorerResult, SelfAssessmentDetail
 from turncheck.text.user_regex import first_match
 
 _NUMBER = r"\d+(?:\.\d+)?"
