@@ -108,7 +108,8 @@ def parse_report(data: bytes | str, source: str = "report",
         raise ReportError(f"{source} is not a turncheck {what}: unknown kind "
                           f"{envelope.kind!r}")
     if wanted is not None and kind is not wanted:
-        raise ReportError(f"{source} is a turncheck {kind.name}, not a {wanted.name}")
+        article = "an" if wanted.name[0] in "aeiou" else "a"
+        raise ReportError(f"{source} is a turncheck {kind.name}, not {article} {wanted.name}")
     if len(data) > kind.max_bytes:
         raise ReportTooLarge(f"{source} is larger than {kind.max_bytes} bytes")
     version = envelope.schema_version
