@@ -20,7 +20,6 @@ all. To add a command, add its module and a `Command` line here.
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
 import importlib
 import os
@@ -81,12 +80,14 @@ class _Parser(argparse.ArgumentParser):
         prefix = "unrecognized arguments: "
         if not message.startswith(prefix):
             return ""
+        from turncheck.text.suggest import did_you_mean
+
         known = self.option_strings()
         for argument in message.removeprefix(prefix).split():
             if argument.startswith("--"):
-                close = difflib.get_close_matches(argument.split("=")[0], known, n=1)
-                if close:
-                    return f"; did you mean {close[0]}?"
+                hint = did_you_mean(argument.split("=")[0], known, show=str)
+                if hint:
+                    return hint
         return ""
 
     def option_strings(self) -> list[str]:

@@ -47,7 +47,7 @@ from turncheck.engine.tokens import (
 from turncheck.engine.tools import ToolSetup, result_text
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
-from turncheck.formats.protocol import Case, ProtocolSuite
+from turncheck.formats.protocol import Case, JudgeScaleSpec, ProtocolSuite
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.formats.suite import (
     CheckList,
@@ -75,7 +75,7 @@ def planned_samples(suite: Suite | ProtocolSuite, override: int | None = None) -
     (`repeat: auto` counts one look here)."""
     if override is not None:
         return max(1, override)
-    repeat = getattr(suite.metadata, "repeat", None)
+    repeat = suite.metadata.repeat
     return repeat if isinstance(repeat, int) and repeat >= 1 else 1
 
 
@@ -379,15 +379,15 @@ def _protocol_case(protocol: ProtocolSuite, case: Case, models: _Models,
 def _scorer_calls(kind: str, spec: object, context: int, models: _Models,
                   max_out: int) -> list[tuple[str, str | None, Usage]]:
     if kind in ("llm_judge", "judge_scale"):
-        wording = getattr(getattr(spec, "llm_judge", None), "criteria", None) \
-            or getattr(spec, "rubric", "")
+        wording = spec.llm_judge.criteria if isinstance(spec, LlmJudgeCheck) \
+            else spec.rubric if isinstance(spec, JudgeScaleSpec) else ""
         framed = input_token_bound(models.judge, [JUDGE_SYSTEM_PROMPT, JUDGE_SCALE_SYSTEM_PROMPT,
-                                                  str(wording)])
+                                                  wording])
         usage = Usage(input_tokens=context + framed, output_tokens=JUDGE_MAX_OUTPUT_TOKENS)
         return [(models.judge, models.judge_price, usage)]
     if kind == "semantic":
-        expected = getattr(getattr(spec, "semantic", None), "expected", "")
-        tokens = input_token_bound(models.embedding, [str(expected)], chat=False) + max_out
+        expected = spec.semantic.expected if isinstance(spec, SemanticCheck) else ""
+        tokens = input_token_bound(models.embedding, [expected], chat=False) + max_out
         return [(models.embedding, models.embedding_price, Usage(input_tokens=tokens))]
     return []
 

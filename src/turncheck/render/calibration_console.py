@@ -20,7 +20,7 @@ from turncheck.report.calibration import (
 )
 from turncheck.report.results import add_costs
 from turncheck.text.lines import one_line, terminal_safe
-from turncheck.text.money import usd
+from turncheck.text.money import score_text, usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.report.calibration_comparison import CalibrationComparison, KappaComparison
@@ -40,7 +40,7 @@ SUMMARY_HEADER = ["Sample file", "Samples", "Agreement", "Mean distance", "Error
 
 
 def distance(value: float | None) -> str:
-    return or_dash(value, lambda v: f"{v:.2f}")
+    return score_text(value)
 
 
 def sample_row(row: SampleGrade) -> list[str]:
@@ -151,16 +151,12 @@ class SampleProgress:
         print(one_line(label, 160), file=self.out, flush=True)
 
 
-def _fixed(value: float) -> str:
-    return f"{round(value, 2) + 0.0:.2f}".replace("-", "−")  # + 0.0: no "−0.00"
-
-
 def kappa_text(value: float | None, low: float | None = None, high: float | None = None) -> str:
     if value is None:
         return "—"
     if low is None or high is None:
-        return _fixed(value)
-    return f"{_fixed(value)} [{_fixed(low)}, {_fixed(high)}]"
+        return score_text(value)
+    return f"{score_text(value)} [{score_text(low)}, {score_text(high)}]"
 
 
 def kappa_change(kappa: KappaComparison) -> str:

@@ -27,6 +27,7 @@ from turncheck.report.protocol_comparison import (
 from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
 from turncheck.text.money import score_change
+from turncheck.text.money import score_text as score
 from turncheck.text.money import usd as format_usd
 
 MAX_SUITES = 20
@@ -39,10 +40,6 @@ AGGREGATE_LABELS = {
     "self_correction": "Self-correction",
     "meta_cognition": "Meta-cognition (r)",
 }
-
-
-def score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}".replace("-", "\u2212")
 
 
 def _change_row(label: str, item: ScoreChange, has_base: bool) -> dict[str, str]:

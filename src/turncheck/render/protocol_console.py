@@ -22,15 +22,12 @@ from turncheck.report.protocol import (
 )
 from turncheck.report.run import Report, Status
 from turncheck.text.lines import one_line
+from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
     from turncheck.report.protocol_comparison import ProtocolComparison
 
 MAX_CELL_CHARS = 60
-
-
-def score(value: float | None) -> str:
-    return or_dash(value, lambda v: f"{v:.2f}")
 
 
 def signed(value: float | None) -> str:

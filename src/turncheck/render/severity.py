@@ -19,7 +19,7 @@ from enum import StrEnum
 from turncheck.compare.policy import FailOn, FailReason
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
 from turncheck.report.protocol_comparison import CaseComparison, CaseSide
-from turncheck.report.rows import SampleSide, Transition
+from turncheck.report.rows import SampleSide
 from turncheck.report.run import Status
 
 
@@ -129,36 +129,14 @@ def fired(reasons: Sequence[str]) -> list[FailOn]:
 
 
 def eval_group(item: EvalComparison | CaseComparison) -> Group:
-    """The group of an eval or a protocol case: error, else its verdict's, else (for
-    comparisons made before verdicts existed) its transition's."""
-    head = item.head_status
-    cause = getattr(item, "verdict_cause", None)
+    """The group of an eval or a protocol case: error or not run, else its verdict's."""
+    head, cause = item.head_status, item.verdict_cause
     if head is Status.ERROR or cause == "errors":
         return Group.ERROR
     if head is Status.SKIPPED or cause in ("budget", "skipped"):
         return Group.NOT_RUN  # a budget stopped it: neither a pass nor a fail
-    verdict = getattr(item, "verdict", None)
-    if isinstance(verdict, str) and verdict in _BY_VERDICT:
-        return _BY_VERDICT[verdict]
-    if isinstance(verdict, str) and verdict == "unchanged":
-        return _quiet(head)
-    return _by_transition(item.transition, item.regression, head)
-
-
-def _by_transition(transition: Transition, regression: bool, head: Status | None) -> Group:
-    if transition is Transition.BROKEN or (transition is Transition.TURN_CHANGED and regression):
-        return Group.REGRESSION
-    if transition in (Transition.FIXED, Transition.TURN_CHANGED):
-        return Group.IMPROVEMENT
-    if transition is Transition.NEW:
-        return Group.NEW
-    if transition is Transition.REMOVED:
-        return Group.REMOVED
-    if transition is Transition.ERRORED:
-        return Group.ERROR
-    if transition is Transition.SKIPPED:
-        return Group.NOT_RUN
-    return _quiet(head)
+    group = _BY_VERDICT.get(item.verdict.value)
+    return _quiet(head) if group is None else group
 
 
 def _quiet(head: Status | None) -> Group:
@@ -328,7 +306,7 @@ def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
                 name=item.name, line=item.line, change=eval_change(item),
                 base_cost=item.base.total_cost_usd if item.base else None,
                 head_cost=item.head.total_cost_usd if item.head else None,
-                has_base=item.base is not None, flaky=bool(getattr(item, "flaky", False)),
+                has_base=item.base is not None, flaky=item.flaky,
                 evidence=_evidence(item), error=item.error,
                 base_turn=item.base.passed_on_turn if item.base else None,
                 head_turn=item.head.passed_on_turn if item.head else None,
