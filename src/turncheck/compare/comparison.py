@@ -51,9 +51,9 @@ from turncheck.report.comparison import (
 from turncheck.report.pool import BasePool
 from turncheck.report.protocol_comparison import ProtocolComparison
 from turncheck.report.results import USABLE
-from turncheck.report.rows import SuiteState, Transition
+from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
-from turncheck.report.spend import Metered, Spend, add_spend, spend_delta, spend_of
+from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
@@ -67,11 +67,6 @@ from turncheck.stats.verdicts import (
     outcome_evidence,
     suite_evidence,
 )
-
-__all__ = ["Metered", "Spend", "SuiteState", "Transition", "add_spend", "spend_delta",
-           "spend_of"]
-
-
 
 # --- evals ------------------------------------------------------------------------
 
@@ -96,7 +91,7 @@ def look_outcomes(result: EvalResult) -> list[list[int | None]]:
 def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
     return EvalSide(
-        **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
+        **result.spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
         **sample_stats(sample_statuses(result), result.reason),
         turn_of_pass=turn_distribution(outcomes),
@@ -355,8 +350,8 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
     assert shown is not None, "a suite comparison needs at least one side"
     pairs = match_evals(base.evals if base else [], head.evals if head else [])
     evals = [compare_evals(shown.path, b, h, key) for b, h, key in pairs]
-    base_spend = spend_of(base) if base is not None else None
-    head_spend = spend_of(head) if head is not None else None
+    base_spend = spend_or_none(base)
+    head_spend = spend_or_none(head)
     return SuiteComparison(
         path=shown.path, previous_path=previous_path(base, head),
         state=state_of(base, head), name=shown.name, model=shown.model,

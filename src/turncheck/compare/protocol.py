@@ -37,7 +37,7 @@ from turncheck.report.protocol_comparison import (
 from turncheck.report.results import USABLE, add_costs
 from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
-from turncheck.report.spend import add_spend, spend_delta, spend_of, spend_or_none
+from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -138,7 +138,7 @@ def case_side(case: CaseResult) -> CaseSide:
     scores = sample_scores(case)
     statuses = [s.status for s in case.samples] or [case.status]
     return CaseSide(
-        **spend_of(case).model_dump(),
+        **case.spend.model_dump(),
         **sample_stats(statuses, "budget" if Status.SKIPPED in statuses else None),
         status=case.status, mean_score=rounded(sum(scores) / len(scores)) if scores else None,
         scores=[round(score, 6) for score in scores],

@@ -9,19 +9,15 @@ from typing import Literal
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
-from turncheck.report.results import Usage, add_costs
 from turncheck.report.run import PriceSource
+from turncheck.report.spend import Spent, Usage, add_costs
 
 ExpectedSource = Literal["history", "guess"]
 
 
-class Figures(ReportModel):
+class Figures(Spent):
     """Tokens and cost of one side of an estimate (model, and judge plus embeddings)."""
 
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
 
     @property
     def tokens(self) -> int:

@@ -13,11 +13,11 @@ from turncheck.report.results import (
     CheckResult,
     RepeatSummary,
     Sample,
+    Spent,
     Status,
     StatusReason,
     SuiteHeader,
     TurnResult,
-    Usage,
 )
 
 
@@ -99,8 +99,6 @@ class ProtocolTurn(TurnResult):
     items: list[str] = Field(default_factory=list)
     """Names extracted from the response (lists, hierarchies, JSON)."""
     extracted: dict[str, str | None] = Field(default_factory=dict)
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
 
 
 class CaseAggregates(ReportModel):
@@ -123,7 +121,7 @@ class CaseSample(Sample):
     turns: list[ProtocolTurn] = Field(default_factory=list)
 
 
-class CaseResult(ReportModel):
+class CaseResult(Spent):
     id: str
     status: Status
     """`pass`/`fail` against `pass_threshold` (every complete case passes without one);
@@ -131,10 +129,6 @@ class CaseResult(ReportModel):
     error: str | None = None
     turns: list[ProtocolTurn] = Field(default_factory=list)
     aggregates: CaseAggregates = Field(default_factory=CaseAggregates)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
     line: int = 1
     """Line of the case in the suite file (or in its cases file)."""
     reason: StatusReason | None = None
@@ -176,13 +170,9 @@ class ProtocolAggregates(ReportModel):
     """Why the correlation is undefined, when it is."""
 
 
-class ProtocolSuiteResult(SuiteHeader):
+class ProtocolSuiteResult(SuiteHeader, Spent):
     cases_file: str | None = None
     pass_threshold: float | None = None
     turns: list[TurnSummary] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     aggregates: ProtocolAggregates = Field(default_factory=ProtocolAggregates)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0

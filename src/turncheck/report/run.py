@@ -17,10 +17,10 @@ from turncheck.report.model import ReportModel
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
     CheckResult,
-    Metered,
     RepeatSummary,
     Sample,
     SampleResult,
+    Spent,
     Status,
     StatusReason,
     SuiteHeader,
@@ -30,24 +30,31 @@ from turncheck.report.results import (
 )
 
 __all__ = [
-    "CheckResult", "EvalResult", "Metered", "RepeatSummary", "Report", "Sample", "SampleResult",
-    "Status", "StatusReason", "SuiteResult", "ToolCallResult", "TurnResult", "Usage",
+    "CheckResult",
+    "EvalResult",
+    "RepeatSummary",
+    "Report",
+    "Sample",
+    "SampleResult",
+    "Spent",
+    "Status",
+    "StatusReason",
+    "SuiteResult",
+    "ToolCallResult",
+    "TurnResult",
+    "Usage",
 ]
 
 RUN_KIND: Final = "run"
 SCHEMA_VERSION = 1
 
 
-class EvalResult(ReportModel):
+class EvalResult(Spent):
     name: str
     prompt: str
     status: Status
     passed_on_turn: int | None
     error: str | None
-    usage: Usage
-    cost_usd: float | None
-    judge_usage: Usage
-    judge_cost_usd: float | None
     turns: list[TurnResult] = Field(default_factory=list)
     line: int = 1
     """Line of the eval's first `prompt` in the suite file, for annotations."""
@@ -65,12 +72,8 @@ class EvalResult(ReportModel):
     suite's (the eval's own `tools`); None: the suite's `tools`."""
 
 
-class SuiteResult(SuiteHeader):
+class SuiteResult(SuiteHeader, Spent):
     evals: list[EvalResult] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = None
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = None
     # Left out when unset, so a suite without them reads as before they existed; a
     # report of an older turncheck reads as having neither.
     system_prompt: str | None = Field(default=None, exclude_if=lambda value: value is None)
@@ -84,16 +87,12 @@ class SuiteResult(SuiteHeader):
         return self.tools if result.tools is None else result.tools
 
 
-class Totals(ReportModel):
+class Totals(Spent):
     evals: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
     skipped: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = None
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = None
     unpriced_models: list[str] = Field(default_factory=list)
 
 

@@ -1,5 +1,6 @@
-"""Tokens and cost of one side of a comparison, and their head − base difference: one
-arithmetic for evals, suites, protocol cases and protocol suites.
+"""Tokens and cost: what one result (a turn, a sample, an eval, a protocol case, a suite,
+a run) spent on its model and its judge, one side of a comparison, and their head − base
+difference: one value and one arithmetic for every kind.
 
 - "Cost" is model plus judge cost (`total_cost_usd`).
 - A missing side counts as zero (a new row's delta is its head, a removed one's −base);
@@ -8,12 +9,33 @@ arithmetic for evals, suites, protocol cases and protocol suites.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from pydantic import Field
 
 from turncheck.report.model import ReportModel
-from turncheck.report.results import Metered
 
-__all__ = ["Metered", "Spend", "add_spend", "spend_delta", "spend_of", "spend_or_none"]
+
+class Usage(ReportModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def add_costs(costs: list[float | None]) -> float | None:
+    """Sum of costs; None (unpriced) if any part is unpriced and there are parts."""
+    if any(cost is None for cost in costs):
+        return None
+    return sum(cost for cost in costs if cost is not None)
 
 
 class Spend(ReportModel):
@@ -33,18 +55,41 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def spend_of(result: Metered) -> Spend:
-    usage = result.usage
-    return Spend(
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, tokens=usage.total,
-        cost_usd=result.cost_usd, judge_tokens=result.judge_usage.total,
-        judge_cost_usd=result.judge_cost_usd,
-        total_cost_usd=_add(result.cost_usd, result.judge_cost_usd),
-    )
+class Spent(ReportModel):
+    """What a result spent, as the run report has always written it: model and judge
+    usage and cost side by side (a cost is None when unpriced). Declared once for every
+    kind; `spend` is the same as one value."""
+
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    judge_usage: Usage = Field(default_factory=Usage)
+    judge_cost_usd: float | None = 0.0
+    """Judge and embedding calls made to check or score it."""
+
+    @property
+    def spend(self) -> Spend:
+        usage = self.usage
+        return Spend(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            tokens=usage.total, cost_usd=self.cost_usd, judge_tokens=self.judge_usage.total,
+            judge_cost_usd=self.judge_cost_usd,
+            total_cost_usd=_add(self.cost_usd, self.judge_cost_usd),
+        )
 
 
-def spend_or_none(result: Metered | None) -> Spend | None:
-    return None if result is None else spend_of(result)
+def spend_or_none(result: Spent | None) -> Spend | None:
+    return None if result is None else result.spend
+
+
+def spend_totals(parts: Sequence[Spent]) -> dict[str, Usage | float | None]:
+    """The `usage`, `cost_usd`, `judge_usage` and `judge_cost_usd` fields summed over
+    `parts` (turns, samples, cases or suites); a cost is None when any part's is."""
+    return {
+        "usage": sum((p.usage for p in parts), Usage()),
+        "cost_usd": add_costs([p.cost_usd for p in parts]),
+        "judge_usage": sum((p.judge_usage for p in parts), Usage()),
+        "judge_cost_usd": add_costs([p.judge_cost_usd for p in parts]),
+    }
 
 
 def add_spend(parts: Iterable[Spend]) -> Spend:
