@@ -8,6 +8,17 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from turncheck.render.budget_text import budget_lines
+from turncheck.render.columns import (
+    Column,
+    Tally,
+    column_table,
+    judge_spend_columns,
+    model_spend_columns,
+    name_column,
+    size_column,
+    status_columns,
+    tally_spent,
+)
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -16,7 +27,6 @@ from turncheck.render.table_model import (
     exchange_lines,
     print_lines,
     samples_text,
-    spend_cells,
 )
 from turncheck.render.tool_calls import call_text
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
@@ -81,22 +91,16 @@ def transcript(report: Report, out: TextIO) -> None:
         print(file=out)
 
 
-SUMMARY_HEADER = ["Suite", "Evals", "Pass", "Fail", "Error", "Tokens in/out", "Cost",
-                  "Judge tokens", "Judge cost"]
+SUMMARY_COLUMNS: list[Column[Tally[None]]] = [
+    name_column("Suite"), size_column("Evals"), *status_columns(),
+    *model_spend_columns(tally_spent), *judge_spend_columns(tally_spent)]
 
 
 def summary_table(report: Report) -> Table:
-    rows = []
-    for suite in report.suites:
-        statuses = [e.status for e in suite.evals]
-        rows.append([suite.name, str(len(statuses)), *(str(statuses.count(status)) for status
-                                                      in (Status.PASS, Status.FAIL, Status.ERROR)),
-                     *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage,
-                                  suite.judge_cost_usd)])
-    t = report.totals
-    total = ["Total", str(t.evals), str(t.passed), str(t.failed), str(t.errors),
-             *spend_cells(t.usage, t.cost_usd, t.judge_usage, t.judge_cost_usd)]
-    return Table(SUMMARY_HEADER, rows, total)
+    rows = [Tally(suite.name, suite.rows(), suite, None) for suite in report.suites]
+    total = Tally("Total", [row for suite in report.suites for row in suite.rows()],
+                  report.totals, None)
+    return column_table(SUMMARY_COLUMNS, rows, total)
 
 
 def summary(report: Report, out: TextIO) -> None:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
+from turncheck.render.columns import (
+    Column,
+    Tally,
+    column_table,
+    judge_spend_columns,
+    model_spend_columns,
+    name_column,
+    size_column,
+    status_columns,
+    tally_spent,
+)
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -13,14 +24,15 @@ from turncheck.render.table_model import (
     or_dash,
     print_lines,
     samples_text,
-    spend_cells,
 )
 from turncheck.report.protocol import (
     CaseResult,
     ProtocolAggregates,
+    ProtocolTurn,
     ScorerResult,
 )
 from turncheck.report.run import Report, Status
+from turncheck.report.spend import Spent
 from turncheck.text.lines import one_line
 from turncheck.text.money import score_text as score
 
@@ -54,11 +66,20 @@ def case_outcome(case: CaseResult, threshold: float | None) -> str:
     return f"{STATUS_LABEL[Status.PASS]} (interactive reasoning {score(irs)})"
 
 
+def _turn(turn: ProtocolTurn) -> Spent:
+    return turn
+
+
+TURN_COLUMNS: list[Column[ProtocolTurn]] = [
+    Column("Turn", lambda turn: f"{turn.turn} {turn.id}"),
+    Column("Variant", lambda turn: or_dash(turn.variant)),
+    Column("Score", lambda turn: score(turn.score)),
+    Column("Weight", lambda turn: f"{turn.weight:g}"),
+    *model_spend_columns(_turn)]
+
+
 def turn_table(case: CaseResult) -> Table:
-    return Table(["Turn", "Variant", "Score", "Weight", "Tokens in/out", "Cost"],
-                 [[f"{turn.turn} {turn.id}", or_dash(turn.variant), score(turn.score),
-                   f"{turn.weight:g}", *spend_cells(turn.usage, turn.cost_usd)]
-                  for turn in case.turns])
+    return column_table(TURN_COLUMNS, case.turns)
 
 
 def aggregate_line(case: CaseResult) -> str:
@@ -121,21 +142,26 @@ def transcript(report: Report, out: TextIO, full: bool = True) -> None:
         print(file=out)
 
 
-SUMMARY_HEADER = ["Protocol", "Cases", "Pass", "Fail", "Error", "Reasoning", "Final F1",
-                  "Self-corr.", "Meta r", "Tokens in/out", "Cost", "Judge tokens", "Judge cost"]
+Aggregated = Tally[ProtocolAggregates]
+
+
+def _aggregate(cell: Callable[[ProtocolAggregates], str]) -> Callable[[Aggregated], str]:
+    return lambda tally: cell(tally.detail)
+
+
+SUMMARY_COLUMNS: list[Column[Aggregated]] = [
+    name_column("Protocol"), size_column("Cases"), *status_columns(),
+    Column("Reasoning", _aggregate(lambda a: score(a.interactive_reasoning))),
+    Column("Final F1", _aggregate(lambda a: score(a.final_f1))),
+    Column("Self-corr.", _aggregate(lambda a: signed(a.self_correction))),
+    Column("Meta r", _aggregate(
+        lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}")),
+    *model_spend_columns(tally_spent), *judge_spend_columns(tally_spent)]
 
 
 def summary_table(report: Report) -> Table:
-    rows = []
-    for suite in report.protocols:
-        a = suite.aggregates
-        rows.append([
-            suite.name, str(a.cases), str(a.passed), str(a.failed), str(a.errors),
-            score(a.interactive_reasoning), score(a.final_f1), signed(a.self_correction),
-            "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}",
-            *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd),
-        ])
-    return Table(SUMMARY_HEADER, rows)
+    return column_table(SUMMARY_COLUMNS, [Tally(suite.name, suite.rows(), suite, suite.aggregates)
+                                          for suite in report.protocols])
 
 
 def summary(report: Report, out: TextIO) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
-from turncheck.report.run import CheckResult, Status, Usage
+from turncheck.report.run import CheckResult, Status
 from turncheck.text.lines import terminal_safe
 from turncheck.text.money import MoneyRow, signed_int, usd
 
@@ -119,18 +119,6 @@ def print_lines(lines: Iterable[str], out: TextIO) -> None:
 def tokens_in_out(input_tokens: int, output_tokens: int) -> str:
     """`1,234/56`: input/output tokens."""
     return f"{input_tokens:,}/{output_tokens:,}"
-
-
-def spend_cells(usage: Usage, cost: float | None, judge: Usage | None = None,
-                judge_cost: float | None = None) -> list[str]:
-    """Tokens in/out and cost, then (given a judge's usage) the judge's: the money
-    columns of every console table. A judge that was never called reads `—`."""
-    cells = [tokens_in_out(usage.input_tokens, usage.output_tokens), usd(cost)]
-    if judge is not None:
-        unused = judge.total == 0 and judge_cost == 0
-        cells += [tokens_in_out(judge.input_tokens, judge.output_tokens),
-                  DASH if unused else usd(judge_cost)]
-    return cells
 
 
 Item = TypeVar("Item")

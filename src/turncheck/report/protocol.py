@@ -19,6 +19,7 @@ from turncheck.report.results import (
     SuiteHeader,
     TurnResult,
 )
+from turncheck.report.rows import Row, RowKind, samples_of
 
 
 class NameMatch(ReportModel):
@@ -138,6 +139,11 @@ class CaseResult(Spent):
     samples: list[CaseSample] = Field(default_factory=list)
     """Every sample, when repeated: the case's score distribution."""
 
+    def row(self, file: str) -> Row:
+        passes, samples = samples_of(self.status, self.repeats)
+        return Row(RowKind.CASE, self.id, file, self.line, self.status, passes, samples,
+                   self.spend)
+
     @property
     def scores(self) -> list[float | None]:
         """Each sample's weighted score (the one score of an unrepeated case)."""
@@ -176,3 +182,6 @@ class ProtocolSuiteResult(SuiteHeader, Spent):
     turns: list[TurnSummary] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     aggregates: ProtocolAggregates = Field(default_factory=ProtocolAggregates)
+
+    def rows(self) -> list[Row]:
+        return [case.row(self.path) for case in self.cases]

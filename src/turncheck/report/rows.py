@@ -1,19 +1,60 @@
-"""The rows of a comparison that every kind shares (evals, protocol cases): a row's
-transition, the state of its suite or file, one side's samples and spend, the
-statistical verdict, and the counts of rows per status, transition and verdict.
+"""Rows: what every kind of case shares. In a run report an eval, a protocol case and a
+graded sample file each expose one `Row` (id, file and line, status, samples, spend);
+in a comparison every row has a transition, each side's samples and spend, and the
+statistical verdict, and rows are counted per status, transition and verdict.
 
-How rows are paired, judged and counted is `compare/rows.py`.
+How rows are paired, judged and counted is `compare/rows.py`; how they are shown,
+`render/columns.py`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
+from turncheck.report.results import USABLE, RepeatSummary, Status
 from turncheck.report.spend import Spend
 from turncheck.stats.verdicts import Unusable, Verdict
+
+
+class RowKind(StrEnum):
+    EVAL = "eval"
+    CASE = "case"
+    """A protocol suite's case."""
+    SAMPLE_FILE = "sample file"
+    """A sample file whose grader was calibrated: its samples are the row's samples."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One case of any kind, as every view lists it."""
+
+    kind: RowKind
+    id: str
+    """The eval's name, the case's id, the sample file's path."""
+    file: str
+    line: int | None
+    status: Status
+    passes: int
+    """Samples that passed (for a sample file: that the grader scored as labelled)."""
+    samples: int
+    """Usable samples (passed or failed; for a sample file: the ones it graded)."""
+    spend: Spend
+    verdict: Verdict | None = None
+    """The statistical verdict, in a comparison; None in a run report."""
+
+    def count(self, status: Status) -> int:
+        return int(self.status is status)
+
+
+def samples_of(status: Status, repeats: RepeatSummary | None) -> tuple[int, int]:
+    """(passes, usable samples) of an eval or a protocol case."""
+    if repeats is not None:
+        return repeats.passes, repeats.samples
+    return int(status is Status.PASS), int(status in USABLE)
 
 
 class Transition(StrEnum):

@@ -28,6 +28,7 @@ from turncheck.report.results import (
     TurnResult,
     Usage,
 )
+from turncheck.report.rows import Row, RowKind, samples_of
 
 __all__ = [
     "CheckResult",
@@ -72,6 +73,12 @@ class EvalResult(Spent):
     suite's (the eval's own `tools`); None: the suite's `tools`."""
 
 
+    def row(self, file: str) -> Row:
+        passes, samples = samples_of(self.status, self.repeats)
+        return Row(RowKind.EVAL, self.name, file, self.line, self.status, passes, samples,
+                   self.spend)
+
+
 class SuiteResult(SuiteHeader, Spent):
     evals: list[EvalResult] = Field(default_factory=list)
     # Left out when unset, so a suite without them reads as before they existed; a
@@ -81,6 +88,9 @@ class SuiteResult(SuiteHeader, Spent):
     None: none, or it could not be rendered (each eval's error says why)."""
     tools: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
     """The tool definitions the suite's evals offer, as sent to the API."""
+
+    def rows(self) -> list[Row]:
+        return [result.row(self.path) for result in self.evals]
 
     def tools_of(self, result: EvalResult) -> list[dict[str, Any]]:
         """The tools `result` offered: its own, else the suite's."""
@@ -150,6 +160,12 @@ class Report(ReportModel):
     """Protocol suites (SPEC §9): per case, per turn scores and aggregates."""
     budgets: list[BudgetOutcome] = Field(default_factory=list)
     """Hard budgets of this run; empty when none was set."""
+
+    def rows(self) -> list[Row]:
+        """Every eval, protocol case and graded sample file, in that order."""
+        return [*(row for suite in self.suites for row in suite.rows()),
+                *(row for suite in self.protocols for row in suite.rows()),
+                *(result.row() for result in self.calibrations if result.graded)]
 
     @property
     def budget_stopped(self) -> bool:
