@@ -234,10 +234,10 @@ def test_a_score_drop_over_ten_samples_is_a_regression_with_its_figures(coin_dir
     case = data["protocols"]["suites"][0]["cases"][1]
     assert (case["verdict"], case["base"]["samples"], case["head"]["passes"]) == (
         "regression", 10, 3)
-    from turncheck.render.protocol_console import protocol_comparison_lines
+    from turncheck.render.compare_console import protocol_lines
 
-    [row] = [line for line in protocol_comparison_lines(comparison.protocols) if " coin " in line]
-    assert (f"broken [REGRESSION] · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
+    [row] = [line for line in protocol_lines(comparison.protocols) if " coin " in line]
+    assert (f"broken · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
             f"adjusted p = {coin.p_value:.2g} (raw p = {coin.p_raw:.2g}))") in row
     # The other direction is an improvement.
     assert verdicts(compare(head, base))["coin"].verdict is Verdict.IMPROVEMENT

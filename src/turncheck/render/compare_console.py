@@ -1,26 +1,90 @@
-"""`turncheck compare`'s console output: the eval table, totals, the calibration and
-protocol lines, the verdict and the exit line."""
+"""`turncheck compare`'s console output: the table of each kind's rows (column specs:
+the file, the row and its transition are every kind's columns), totals, the calibration
+lines, the verdict and the exit line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.render.calibration_console import calibration_comparison_lines
+from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
-from turncheck.render.protocol_console import protocol_comparison_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide, SuiteComparison
+from turncheck.report.protocol_comparison import (
+    CaseComparison,
+    ProtocolComparison,
+    TurnScoreComparison,
+)
 from turncheck.report.results import Status
 from turncheck.report.rows import SuiteState
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
-from turncheck.text.money import signed_usd, usd
+from turncheck.text.money import score_change, score_text, signed_usd, usd
+
+P = TypeVar("P")
 
 MAX_CELL_CHARS = 40
 
+Compared = EvalComparison | CaseComparison
 
-HEADER = ("SUITE", "EVAL", "TRANSITION", "TURN", "TOKENS Δ", "COST Δ")
+
+@dataclass(frozen=True)
+class Line(Generic[P]):
+    """One line of a comparison table: a row of its file, and the part of it the line
+    shows (a protocol case's turn; an eval is one line)."""
+
+    file: str
+    row: Compared
+    part: P
+
+
+def transition_cell(row: Compared) -> str:
+    """The row's transition, with its verdict when that is news."""
+    label = row.label if isinstance(row, EvalComparison) else row.transition.value
+    return label + verdict_suffix(row)
+
+
+def row_columns(file: str, name: str) -> list[Column[Line[Any]]]:
+    """The columns every kind's comparison table starts with."""
+    return [Column(file, lambda line: cell(line.file)),
+            Column(name, lambda line: cell(line.row.name)),
+            Column("TRANSITION", lambda line: transition_cell(line.row))]
+
+
+def _eval(line: Line[None]) -> EvalComparison:
+    assert isinstance(line.row, EvalComparison)
+    return line.row
+
+
+EVAL_COLUMNS: list[Column[Line[None]]] = [
+    *row_columns("SUITE", "EVAL"),
+    Column("TURN", lambda line: f"{turn_cell(_eval(line).base)}→{turn_cell(_eval(line).head)}"),
+    Column("TOKENS Δ", lambda line: f"{line.row.delta.tokens:+d}"),
+    Column("COST Δ", lambda line: signed_usd(line.row.delta.cost_usd))]
+
+
+def _variant(turn: TurnScoreComparison) -> str:
+    base, head = turn.base_variant, turn.head_variant
+    if base and head and base != head:
+        return f"{base}→{head}"
+    return head or base or "—"
+
+
+PROTOCOL_COLUMNS: list[Column[Line[TurnScoreComparison]]] = [
+    *row_columns("PROTOCOL", "CASE"),
+    Column("TURN", lambda line: cell(line.part.id)),
+    Column("VARIANT", lambda line: cell(_variant(line.part))),
+    Column("SCORE", lambda line: f"{score_text(line.part.base)}→{score_text(line.part.head)}"),
+    Column("Δ", lambda line: score_change(line.part.base, line.part.head))]
+
+
+def rows_table(columns: Sequence[Column[Line[P]]], lines: Sequence[Line[P]]) -> list[str]:
+    """A kind's table, when it has rows."""
+    return column_table(columns, lines).lines() if lines else []
 
 
 def comparison_text(comparison: Comparison, reasons: Sequence[str] | None = None) -> str:
@@ -42,7 +106,7 @@ def comparison_lines(comparison: Comparison) -> Iterator[str]:
     yield from body_lines(comparison)
     yield from totals_lines(comparison)
     yield from calibration_comparison_lines(comparison.calibration)
-    yield from protocol_comparison_lines(comparison.protocols)
+    yield from protocol_lines(comparison.protocols)
 
 
 def body_lines(comparison: Comparison) -> Iterator[str]:
@@ -50,13 +114,28 @@ def body_lines(comparison: Comparison) -> Iterator[str]:
         note = suite_note(suite)
         if note:
             yield note
-    yield from table([HEADER, *(row(e) for s in comparison.suites for e in s.evals)])
+    yield from rows_table(EVAL_COLUMNS, [Line(s.path, e, None) for s in comparison.suites
+                                         for e in s.evals])
     for suite in comparison.suites:
         if suite.verdict.value in ("regression", "improvement"):
             change = (suite.pass_rate_change or 0) * 100
             yield (f"suite {cell(suite.path)}: suite-level {suite.verdict.value} "
                    f"(mean pass rate {change:+.1f} points over its evals, "
                    f"p = {suite.p_value or 0:.3g})")
+
+
+def protocol_lines(protocols: ProtocolComparison | None) -> Iterator[str]:
+    """Protocol suites: per case and turn, base → head, then each suite's aggregates."""
+    if protocols is None:
+        return
+    yield ""
+    yield from rows_table(PROTOCOL_COLUMNS, [Line(s.path, c, t) for s in protocols.suites
+                                             for c in s.cases for t in c.turns])
+    for suite in protocols.suites:
+        parts = [f"{name.replace('_', ' ')} {score_text(change.base)}→"
+                 f"{score_text(change.head)} ({score_change(change.base, change.head)})"
+                 for name, change in suite.aggregates.items()]
+        yield f"{cell(suite.path)}: " + "; ".join(parts)
 
 
 def suite_note(suite: SuiteComparison) -> str | None:
@@ -68,22 +147,6 @@ def suite_note(suite: SuiteComparison) -> str | None:
     if suite.state is SuiteState.REMOVED:
         return f"suite {path}: removed" + (" (deleted in this PR)" if suite.deleted_in_pr else "")
     return None
-
-
-def row(comparison: EvalComparison) -> tuple[str, ...]:
-    label = comparison.label + verdict_suffix(comparison)
-    turns = f"{turn_cell(comparison.base)}→{turn_cell(comparison.head)}"
-    return (
-        cell(comparison.suite_path), cell(comparison.name), label, turns,
-        f"{comparison.delta.tokens:+d}", signed_usd(comparison.delta.cost_usd),
-    )
-
-
-def table(rows: Iterable[tuple[str, ...]]) -> Iterator[str]:
-    rows = list(rows)
-    widths = [max(len(r[column]) for r in rows) for column in range(len(rows[0]))]
-    for cells in rows:
-        yield "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
 def cell(text: str) -> str:

@@ -33,11 +33,10 @@ from turncheck.report.protocol import (
 )
 from turncheck.report.run import Report, Status
 from turncheck.report.spend import Spent
-from turncheck.text.lines import one_line
 from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.report.protocol_comparison import ProtocolComparison
+    pass
 
 MAX_CELL_CHARS = 60
 
@@ -174,32 +173,3 @@ def summary(report: Report, out: TextIO) -> None:
 def failed(report: Report) -> bool:
     """Whether a protocol case failed (below `pass_threshold`) or errored."""
     return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
-
-
-def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[str]:
-    """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
-    if protocols is None:
-        return
-    from turncheck.render.severity import verdict_suffix  # loads the comparison (scipy)
-
-    rows = []
-    for suite in protocols.suites:
-        for case in suite.cases:
-            label = case.transition.value + (" [REGRESSION]" if case.regression else "")
-            label += verdict_suffix(case)
-            for turn in case.turns:
-                variant = turn.head_variant or turn.base_variant or "—"
-                if turn.base_variant and turn.head_variant and turn.base_variant != \
-                        turn.head_variant:
-                    variant = f"{turn.base_variant}→{turn.head_variant}"
-                path, name = (one_line(text, MAX_CELL_CHARS) for text in (suite.path, case.id))
-                turn_id, shown = (one_line(text, MAX_CELL_CHARS) for text in (turn.id, variant))
-                rows.append([path, name, label, turn_id, shown,
-                             f"{score(turn.base)}→{score(turn.head)}", signed(turn.delta)])
-    yield ""
-    yield from Table(["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"],
-                     rows).lines()
-    for suite in protocols.suites:
-        parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
-                 f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
-        yield f"{one_line(suite.path, MAX_CELL_CHARS)}: " + "; ".join(parts)

@@ -64,6 +64,11 @@ class CaseComparison(VerdictRow):
     score_change: float | None = None
     """Head − base mean weighted score."""
 
+    @property
+    def name(self) -> str:
+        """The case's id: what names a row of any kind."""
+        return self.id
+
 
 class ProtocolCounts(RowCounts):
     cases: int = 0
