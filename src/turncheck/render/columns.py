@@ -13,14 +13,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from markupsafe import Markup, escape
+
 from turncheck.render.table_model import DASH, Table, tokens_in_out
 from turncheck.report.results import Status
 from turncheck.report.rows import Row
 from turncheck.report.spend import Spent, Usage
+from turncheck.text.markdown import md_cell
 from turncheck.text.money import usd
 
 R = TypeVar("R")
-S = TypeVar("S")
 D = TypeVar("D")
 
 
@@ -28,10 +30,15 @@ D = TypeVar("D")
 class Column(Generic[R]):
     header: str
     cell: Callable[[R], str]
+    numeric: bool = False
+    """Right-aligned in Markdown."""
+    untrusted: int | None = None
+    """In Markdown, the cell comes from the pull request: escaped as a table cell and cut
+    at this many characters (`md_cell`). Other cells are escaped for HTML only."""
 
-    def over(self, part: Callable[[S], R]) -> Column[S]:
-        """This column read from `part` of a larger row."""
-        return Column(self.header, lambda row: self.cell(part(row)))
+    def markdown(self, row: R) -> Markup:
+        value = self.cell(row)
+        return md_cell(value, self.untrusted) if self.untrusted is not None else escape(value)
 
 
 def column_table(columns: Sequence[Column[R]], rows: Iterable[R], total: R | None = None
@@ -40,6 +47,16 @@ def column_table(columns: Sequence[Column[R]], rows: Iterable[R], total: R | Non
     return Table([column.header for column in columns],
                  [[column.cell(row) for column in columns] for row in rows],
                  None if total is None else [column.cell(total) for column in columns])
+
+
+def markdown_table(columns: Sequence[Column[R]], rows: Iterable[R]) -> Markup:
+    """The GitHub Markdown table of `rows` (a comment section's), each line ending in a
+    line break."""
+    lines = ["| " + " | ".join(column.header for column in columns) + " |",
+             "|" + "|".join("---:" if column.numeric else "---" for column in columns) + "|",
+             *("| " + " | ".join(column.markdown(row) for column in columns) + " |"
+               for row in rows)]
+    return Markup("".join(line + "\n" for line in lines))
 
 
 @dataclass(frozen=True)
