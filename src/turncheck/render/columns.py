@@ -127,3 +127,12 @@ def judge_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
     """Kinds with a judge: its tokens in/out and cost (`—` for a judge never called)."""
     return [Column("Judge tokens", _or_dash(spent, lambda s: _tokens(s.judge_usage))),
             Column("Judge cost", _or_dash(spent, _judge_cost))]
+
+
+def summary_columns(name: str, size: str, own: Sequence[Column[Tally[D]]] = ()
+                    ) -> list[Column[Tally[D]]]:
+    """A summary table of suites whose rows pass, fail or error (evals, protocol cases):
+    the name, the number of rows, how many ended each way, the kind's `own` columns,
+    then the model's and the judge's spend."""
+    return [name_column(name), size_column(size), *status_columns(), *own,
+            *model_spend_columns(tally_spent), *judge_spend_columns(tally_spent)]

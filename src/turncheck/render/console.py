@@ -12,12 +12,7 @@ from turncheck.render.columns import (
     Column,
     Tally,
     column_table,
-    judge_spend_columns,
-    model_spend_columns,
-    name_column,
-    size_column,
-    status_columns,
-    tally_spent,
+    summary_columns,
 )
 from turncheck.render.table_model import (
     STATUS_LABEL,
@@ -91,9 +86,7 @@ def transcript(report: Report, out: TextIO) -> None:
         print(file=out)
 
 
-SUMMARY_COLUMNS: list[Column[Tally[None]]] = [
-    name_column("Suite"), size_column("Evals"), *status_columns(),
-    *model_spend_columns(tally_spent), *judge_spend_columns(tally_spent)]
+SUMMARY_COLUMNS: list[Column[Tally[None]]] = summary_columns("Suite", "Evals")
 
 
 def summary_table(report: Report) -> Table:

@@ -9,12 +9,8 @@ from turncheck.render.columns import (
     Column,
     Tally,
     column_table,
-    judge_spend_columns,
     model_spend_columns,
-    name_column,
-    size_column,
-    status_columns,
-    tally_spent,
+    summary_columns,
 )
 from turncheck.render.table_model import (
     STATUS_LABEL,
@@ -148,14 +144,12 @@ def _aggregate(cell: Callable[[ProtocolAggregates], str]) -> Callable[[Aggregate
     return lambda tally: cell(tally.detail)
 
 
-SUMMARY_COLUMNS: list[Column[Aggregated]] = [
-    name_column("Protocol"), size_column("Cases"), *status_columns(),
+SUMMARY_COLUMNS: list[Column[Aggregated]] = summary_columns("Protocol", "Cases", [
     Column("Reasoning", _aggregate(lambda a: score(a.interactive_reasoning))),
     Column("Final F1", _aggregate(lambda a: score(a.final_f1))),
     Column("Self-corr.", _aggregate(lambda a: signed(a.self_correction))),
     Column("Meta r", _aggregate(
-        lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}")),
-    *model_spend_columns(tally_spent), *judge_spend_columns(tally_spent)]
+        lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}"))])
 
 
 def summary_table(report: Report) -> Table:
