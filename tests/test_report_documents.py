@@ -152,3 +152,33 @@ def test_what_is_no_readable_document_is_one_line_in_every_command(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert str(bad) in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_every_kind_of_case_exposes_one_row(reports: dict[str, Path]) -> None:
+    report = read_report(reports["mixed"], expect=Report)
+    rows = report.rows()
+    assert {row.kind.value for row in rows} == {"eval", "case", "sample file"}
+    by_kind = {kind: [row for row in rows if row.kind.value == kind]
+               for kind in ("eval", "case", "sample file")}
+    assert [row.id for row in by_kind["eval"]] == [e.name for s in report.suites for e in s.evals]
+    assert sum(row.spend.tokens for row in by_kind["eval"]) == report.totals.usage.total
+    protocol = report.protocols[0]
+    assert sum(row.spend.judge_tokens for row in by_kind["case"]) == \
+        protocol.judge_usage.total
+    graded = [c for c in report.calibrations if c.graded]
+    assert [(row.id, row.samples + (c.errors or 0)) for row, c in
+            zip(by_kind["sample file"], graded, strict=True)] == [
+        (c.path, len(c.samples)) for c in graded]
+    assert all(row.file and row.verdict is None for row in rows)
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_a_document_that_cannot_be_written_is_one_usage_error(
+        tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """One writer: `run` refuses to write through a symlink as `compare` does (exit 2)."""
+    target = tmp_path / "elsewhere"
+    (tmp_path / "out").symlink_to(target)
+    shutil.copytree(ROOT / "examples" / "math", tmp_path / "math")
+    assert main(["run", str(tmp_path / "math"), "--quiet", option, str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"turncheck: error: cannot write {tmp_path / 'out'}" in err and not target.exists()

@@ -148,14 +148,6 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     return report.model_copy(update={"shard": shard})
 
 
-def write_html_report(path: Path, report: Report) -> None:
-    try:
-        write_html(path, head=report)
-    except UsageError as exc:
-        print(f"turncheck: error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
-
-
 def handle_interruptible_run(args: argparse.Namespace) -> int:
     return interruptible_run(partial(handle_run, args))
 
@@ -178,7 +170,7 @@ def handle_run(args: argparse.Namespace) -> int:
 
         write_junit(report, args.junit)
     if args.html:
-        write_html_report(args.html, report)
+        write_html(args.html, head=report)  # UsageError: exit 2, as for --json
     problems = calibration_problems(report)
     print_problems(problems)
     code, why = run_outcome(report, validation, problems)
