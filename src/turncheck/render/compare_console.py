@@ -23,7 +23,7 @@ from turncheck.report.results import Status
 from turncheck.report.rows import SuiteState
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
-from turncheck.text.money import score_change, score_text, signed_usd, usd
+from turncheck.text.money import pct, score_change, score_text, signed_int, signed_usd, usd
 
 P = TypeVar("P")
 
@@ -63,7 +63,7 @@ def _eval(line: Line[None]) -> EvalComparison:
 EVAL_COLUMNS: list[Column[Line[None]]] = [
     *row_columns("SUITE", "EVAL"),
     Column("TURN", lambda line: f"{turn_cell(_eval(line).base)}→{turn_cell(_eval(line).head)}"),
-    Column("TOKENS Δ", lambda line: f"{line.row.delta.tokens:+d}"),
+    Column("TOKENS Δ", lambda line: signed_int(line.row.delta.tokens)),
     Column("COST Δ", lambda line: signed_usd(line.row.delta.cost_usd))]
 
 
@@ -175,7 +175,7 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
     )
     base_tokens = str(totals.base.tokens) if totals.base is not None else "–"
     head_tokens = totals.head.tokens if totals.head is not None else 0
-    yield f"tokens: {base_tokens} → {head_tokens} ({totals.delta.tokens:+d})"
+    yield f"tokens: {base_tokens} → {head_tokens} ({signed_int(totals.delta.tokens)})"
     yield cost_line(comparison)
     yield from notes_lines(comparison)
 
@@ -186,7 +186,7 @@ def cost_line(comparison: Comparison) -> str:
     head = usd(totals.head.total_cost_usd) if totals.head is not None else "–"
     change = signed_usd(totals.delta.total_cost_usd)
     if comparison.cost_delta_percent is not None:
-        change += f", {comparison.cost_delta_percent:+.1f}%"
+        change += f", {pct(comparison.cost_delta_percent / 100)}"
     return f"cost (model + judge): {base} → {head} ({change})"
 
 
