@@ -50,8 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.scripted_server import ScriptedServer  # noqa: E402
-from turncheck.engine.report import Report, Status  # noqa: E402
+from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 from turncheck.engine.loop import run_coroutine  # noqa: E402
 from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites  # noqa: E402
@@ -59,6 +58,7 @@ from turncheck.engine.session import Mode  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
 from turncheck.providers.cassettes import Cassette, cassette_path_for  # noqa: E402
+from turncheck.report.run import Report, Status  # noqa: E402
 
 FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
 PASSING_REPLY = "done"

@@ -32,8 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.scripted_server import ScriptedServer  # noqa: E402
-from turncheck.engine.report import Report  # noqa: E402
+from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 from turncheck.engine.estimate import estimate  # noqa: E402
 from turncheck.engine.pricing import Pricer  # noqa: E402
@@ -41,6 +40,7 @@ from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import SessionSettings  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
 from turncheck.report.estimate import Estimate, Figures  # noqa: E402
+from turncheck.report.run import Report  # noqa: E402
 
 EXPECTED_TOLERANCE = 0.15
 JITTER = 0.10

@@ -212,7 +212,7 @@ ACTION_ANSWER_CHARS = 100_000
 def _long_answer(body: dict[str, object]) -> str:
     """`done` (passing) or, for odd questions of the head suite, `nope` (a regression the
     comment shows), then 100 k characters."""
-    from tests.scripted_server import last_user_text
+    from tests.support.scripted_server import last_user_text
 
     words = last_user_text(body).split()
     failing = words[0] == "Query" and int(words[1].rstrip(":")) % 2 == 1
@@ -220,7 +220,7 @@ def _long_answer(body: dict[str, object]) -> str:
 
 
 def _action_suite(server_url: str, word: str) -> str:
-    from tests.action_harness import suite_text
+    from tests.support.action_harness import suite_text
 
     evals = "".join(f"  - name: eval-{i}\n    prompt: '{word} {i}: reply with the word done.'\n"
                     f"    checks: [{{match: '*done*'}}]\n" for i in range(ACTION_EVALS))
@@ -234,11 +234,11 @@ def _action_suite(server_url: str, word: str) -> str:
 def action_long_answers() -> tuple[str, int]:
     import tempfile
 
-    from tests.action_harness import run_pull_request
-    from tests.github_fake import FakeGitHub, _FakeServer
-    from tests.local_http import serving
-    from tests.pr_fixtures import feature_branch_repo
-    from tests.scripted_server import ScriptedServer
+    from tests.support.action_harness import run_pull_request
+    from tests.support.github_fake import FakeGitHub, _FakeServer
+    from tests.support.local_http import serving
+    from tests.support.pr_fixtures import feature_branch_repo
+    from tests.support.scripted_server import ScriptedServer
 
     fake = FakeGitHub()
     github = _FakeServer(fake)

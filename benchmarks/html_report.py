@@ -19,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from turncheck.engine.report import (
+from turncheck.compare.comparison import compare_reports
+from turncheck.render.html_report import render_report
+from turncheck.report.run import (
     CheckResult,
     EvalResult,
     PriceSource,
@@ -30,9 +32,6 @@ from turncheck.engine.report import (
     TurnResult,
     Usage,
 )
-
-from turncheck.compare.comparison import compare_reports
-from turncheck.render.html_report import render_report
 
 TARGET_SECONDS = 2.0
 RUNS = 3

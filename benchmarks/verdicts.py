@@ -45,7 +45,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from turncheck.engine.report import (  # noqa: E402
+from turncheck.compare.comparison import compare_reports  # noqa: E402
+from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
+from turncheck.compare.pool import pool_reports  # noqa: E402
+from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
+from turncheck.report.pool import BasePool  # noqa: E402
+from turncheck.report.run import (  # noqa: E402
     EvalResult,
     PriceSource,
     Report,
@@ -53,12 +58,6 @@ from turncheck.engine.report import (  # noqa: E402
     SuiteResult,
     Usage,
 )
-
-from turncheck.compare.comparison import compare_reports  # noqa: E402
-from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
-from turncheck.compare.pool import pool_reports  # noqa: E402
-from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
-from turncheck.report.pool import BasePool  # noqa: E402
 from turncheck.stats import adaptive  # noqa: E402
 from turncheck.stats.rates import wilson_interval  # noqa: E402
 from turncheck.stats.verdicts import Verdict  # noqa: E402

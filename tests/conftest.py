@@ -7,17 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.scripted_server import ScriptedServer
+from tests.support.scripted_server import ScriptedServer
 
 # Never let an installed tiktoken fetch its encodings: token counts in tests are bounds.
 os.environ.setdefault("TURNCHECK_TOKENIZER", "estimate")
 
-pytest_plugins = ["tests.github_fake", "tests.prism", "tests.llama", "tests.pr_fixtures",
-                  "tests.browser"]
+pytest_plugins = ["tests.support.github_fake", "tests.support.prism", "tests.support.llama",
+                  "tests.support.pr_fixtures", "tests.support.browser"]
 
 
 @pytest.fixture
 def scripted_server() -> Iterator[ScriptedServer]:
-    """A scripted OpenAI/Anthropic-compatible server on 127.0.0.1 (see tests/scripted_server.py)."""
+    """A scripted OpenAI/Anthropic-compatible server on 127.0.0.1 (support/scripted_server.py)."""
     with ScriptedServer() as server:
         yield server

@@ -4,7 +4,7 @@
 
 The shipped local model (Gemma 3 270M, tools/serve_local_model.py) cannot call tools,
 so the weather example is recorded against a scripted OpenAI-compatible server on
-127.0.0.1:8766 (tests/scripted_server.py) that answers like a small weather assistant:
+127.0.0.1:8766 (tests/support/scripted_server.py) that answers like a small weather assistant:
 it calls get_weather for the city it is asked about, looks at today's weather when
 asked about tomorrow (so the example's tool check fails and its follow-up fires), then
 calls get_forecast once told to, and answers from the tool results it is sent. The
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.scripted_server import Json, ScriptedServer, ToolCalls  # noqa: E402
+from tests.support.scripted_server import Json, ScriptedServer, ToolCalls  # noqa: E402
 
 PORT = 8766
 SUITE = "examples/weather/"

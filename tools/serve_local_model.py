@@ -26,7 +26,7 @@ Both models are loaded and warmed up before the server answers, and neither comp
 the logits of every prompt token (llama-cpp-python's server default, only needed for
 `logprobs`, most of a request's CPU with Gemma's 262k-token vocabulary).
 
-`tests/llama.py` starts the live-test server with `start_server` and
+`tests/support/llama.py` starts the live-test server with `start_server` and
 `wait_until_ready`, so tests and recordings use the same serving mode.
 """
 

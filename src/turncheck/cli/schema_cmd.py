@@ -36,7 +36,7 @@ def _allow_file_references(defs: dict[str, Any]) -> None:
 
 
 def suite_schema() -> dict[str, object]:
-    """Eval suites (`evals`) or protocol suites (`cases` + `turns`, SPEC §9)."""
+    """Eval suites (`evals`) or protocol suites (`cases` + `turns`; docs/protocols.md)."""
     evals = Suite.model_json_schema(by_alias=True)
     defs = {**evals.pop("$defs"), "EvalSuite": evals, **protocol_defs()}
     _allow_file_references(defs)

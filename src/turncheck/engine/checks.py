@@ -1,4 +1,4 @@
-"""Evaluate one level's checks against a turn's response (SPEC §3–4).
+"""Evaluate one level's checks against a turn's response (docs/suites.md).
 
 Every check at a level is evaluated and reported, even after one fails. A
 check that cannot be evaluated (judge answer unparseable, embedding call

@@ -1,4 +1,4 @@
-"""Glob patterns for `match` / `not_match` (SPEC §3).
+"""Glob patterns for `match` / `not_match` (docs/suites.md).
 
 The glob must match the whole response (surrounding whitespace stripped),
 case-insensitively; `*` spans newlines, `?` is one character, `[...]` a class

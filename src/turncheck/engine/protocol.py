@@ -1,4 +1,4 @@
-"""Run protocol suites (SPEC §9): every case through the scripted turns, scored and weighted.
+"""Run protocol suites: every case through the scripted turns, scored and weighted.
 
 Cases run concurrently under the same global limit as evals and the suite's
 `threads`; the turns of one case are sequential, in one conversation. For each

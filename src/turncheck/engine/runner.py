@@ -1,4 +1,4 @@
-"""Run suites: multi-turn conversations per eval, concurrently (SPEC §4).
+"""Run suites: multi-turn conversations per eval, concurrently (docs/suites.md).
 
 Evals run concurrently under a global limit and each suite's `threads`; the
 turns of one eval are sequential. Whatever happens inside an eval, it ends with

@@ -1,4 +1,4 @@
-"""The `[grader]` table of a sample file: the judge being calibrated (SPEC §7).
+"""The `[grader]` table of a sample file: the judge being calibrated (docs/samples.md).
 
     [grader]
     model = "gpt-4o-mini"                 # required

@@ -1,4 +1,4 @@
-"""Protocol suite models (SPEC §9): scripted turns, variants, weighted scorers.
+"""Protocol suite models: scripted turns, variants, weighted scorers.
 
 A protocol suite is a suite file whose top level holds `metadata`, `cases` and
 `turns` (instead of `evals`). Every case runs the same scripted conversation:
@@ -92,7 +92,7 @@ class Scorer(_Node):
 
     id: Identifier
     kind: str
-    """`list_f1`, `order`, `judge_scale`, `self_assessment`, or a SPEC §3 check type."""
+    """`list_f1`, `order`, `judge_scale`, `self_assessment`, or a check type of an eval suite."""
     weight: Weight = 1.0
     spec: Any
 

@@ -1,4 +1,4 @@
-"""Validate protocol suites (SPEC §9) with line-precise diagnostics.
+"""Validate protocol suites with line-precise diagnostics.
 
 Grammar (see the README, "Protocol suites"):
 

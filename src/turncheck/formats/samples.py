@@ -1,6 +1,6 @@
 """Sample files (TOML): conversations paired with the score a grader should give them.
 
-Two layouts are accepted (SPEC §7):
+Two layouts are accepted (docs/samples.md):
 
     [[samples]]                          # list layout; id defaults to samples[<index>]
     id = "correct-math"

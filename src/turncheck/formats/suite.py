@@ -1,4 +1,4 @@
-"""Eval suite models (SPEC §2–3).
+"""Eval suite models (docs/suites.md).
 
 These pydantic models are both the runtime representation the engine walks and
 the source of the published JSON Schema. Positions in the source file are kept

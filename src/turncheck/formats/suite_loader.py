@@ -57,7 +57,7 @@ class SuiteFile:
     location: FsPath | None = None
     """Where the file really is, when that differs from `path` (a base-commit copy)."""
     protocol: ProtocolSuite | None = None
-    """Set instead of `suite` for a protocol suite (top-level `turns`, SPEC §9)."""
+    """Set instead of `suite` for a protocol suite (top-level `turns`; docs/protocols.md)."""
     references: list[Reference] = field(default_factory=list)
     """Files the suite's text comes from (`{file: …}` references), root-relative."""
 

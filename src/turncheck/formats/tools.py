@@ -1,4 +1,4 @@
-"""Tools a suite declares and the results scripted for their calls (SPEC §2, issue 24).
+"""Tools a suite declares and the results scripted for their calls (docs/suites.md).
 
 `tools` is the list an application already passes to OpenAI's chat completions API
 (`{type: function, function: {name, description, parameters}}`); `tool_results`

@@ -4,7 +4,7 @@ stores and matches, without loading httpx for the URLs providers usually post to
 A plain URL (lower-case `http(s)` and ASCII host, no default or zero-padded port, no dot
 segments, userinfo, fragment, escapes or characters httpx would escape) is its own normal
 form: a replay keys its requests without importing httpx. Any other URL is left to httpx
-itself, so both forms agree by construction (tests/test_urls.py checks the plain ones).
+itself, so both forms agree by construction (tests/integration/test_urls.py checks the plain ones).
 """
 
 from __future__ import annotations

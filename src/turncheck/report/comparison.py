@@ -145,7 +145,7 @@ class Comparison(ReportModel):
     calibration: list[CalibrationComparison] = Field(default_factory=list)
     """Per sample file: grader agreement base → head and the samples that flipped."""
     protocols: ProtocolComparison | None = None
-    """Protocol suites (SPEC §9): per case, per turn score deltas; None without any."""
+    """Protocol suites: per case, per turn score deltas; None without any."""
     pooled_runs: int | None = None
     """Runs of main pooled into the base side (`compare.pool`); None when not pooled."""
     drift_sigma: float | None = None

@@ -1,4 +1,4 @@
-"""Results of protocol suites (SPEC §9), as they appear in the JSON report (`protocols[]`).
+"""Results of protocol suites, as they appear in the JSON report (`protocols[]`).
 
 Scores are in 0..1. A scorer that could not be evaluated has `score: null` and
 an `error`; it makes its case an error (never a pass).

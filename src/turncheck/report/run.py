@@ -157,7 +157,7 @@ class Report(ReportModel):
     calibrations: list[CalibrationFileResult] = Field(default_factory=list)
     """Sample files: how well each file's grader agrees with its labels."""
     protocols: list[ProtocolSuiteResult] = Field(default_factory=list)
-    """Protocol suites (SPEC §9): per case, per turn scores and aggregates."""
+    """Protocol suites: per case, per turn scores and aggregates."""
     budgets: list[BudgetOutcome] = Field(default_factory=list)
     """Hard budgets of this run; empty when none was set."""
 

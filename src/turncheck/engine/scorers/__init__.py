@@ -1,6 +1,6 @@
-"""Protocol scorers: each turns one response into a score in 0..1 (SPEC §9).
+"""Protocol scorers: each turns one response into a score in 0..1.
 
-`list_f1`, `order`, `judge_scale`, `self_assessment`, and every SPEC §3 check as a
+`list_f1`, `order`, `judge_scale`, `self_assessment`, and every check of docs/suites.md as a
 0/1 scorer. `score` never raises: a scorer that cannot be evaluated (an expression
 that fails, a judge answer that cannot be parsed, a provider failure) gets an `error`.
 """

@@ -1,4 +1,4 @@
-"""Every SPEC §3 check as a 0/1 scorer: 1 when the check passes, 0 when it fails."""
+"""Every eval-suite check as a 0/1 scorer: 1 when the check passes, 0 when it fails."""
 
 from __future__ import annotations
 
