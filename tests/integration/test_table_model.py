@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from turncheck.compare.spend import Spend
+from turncheck.report.spend import Spend
 
 from tests.golden.test_comment_golden import (
     calibration_drop,
