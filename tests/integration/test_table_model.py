@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from turncheck.report.spend import Spend
 
 from tests.golden.test_comment_golden import (
     calibration_drop,
@@ -22,6 +21,7 @@ from tests.support.scripted_server import ScriptedServer
 from turncheck.render import calibration_console, console, protocol_console
 from turncheck.render.table_model import Capped, Money, MoneyLine, Table
 from turncheck.report.run import Report
+from turncheck.report.spend import Spend
 
 
 def _rows(body: str, label: str) -> list[list[str]]:
