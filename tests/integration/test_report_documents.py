@@ -13,8 +13,8 @@ import pytest
 
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
-from turncheck.github.action import ActionError, _read_bundle
 from turncheck.github.bundle import bundle_from_json
+from turncheck.github.job import ActionError, read_bundle
 from turncheck.render.comment import CommentContext, render_comment
 from turncheck.report.bundle import ReportBundle
 from turncheck.report.comparison import Comparison
@@ -98,7 +98,7 @@ def test_the_action_reads_each_shape_in_its_bundle_and_renders_the_comment(
         reports: dict[str, Path], shape: str, tmp_path: Path) -> None:
     path = tmp_path / "turncheck-report.json"
     write_report(path, bundle_of(read_report(reports[shape], expect=Report)), indent=1)
-    bundle = _read_bundle(path, tmp_path)
+    bundle = read_bundle(path, tmp_path)
     assert bundle_from_json(path.read_bytes()) == bundle
     comparison = compare_reports(bundle.base, bundle.head)
     body = render_comment(comparison, CommentContext(fail_reasons=[], head=bundle.head,
@@ -131,7 +131,7 @@ def test_every_reader_refuses_the_wrong_document_with_the_same_words(
     assert main(["compare", str(comparison), path]) == 2
     assert "is a turncheck comparison, not a run report" in capsys.readouterr().err
     with pytest.raises(ActionError, match="is a turncheck comparison, not an action report"):
-        _read_bundle(comparison, tmp_path)
+        read_bundle(comparison, tmp_path)
     assert main(["report", str(comparison), "--base", path]) == 2
     assert "--base goes with a run report" in capsys.readouterr().err
 
@@ -139,7 +139,7 @@ def test_every_reader_refuses_the_wrong_document_with_the_same_words(
 @pytest.mark.parametrize(("text", "words"), [
     ('{"kind": "run", "schema_version": 99}', "run report schema version 99; this turncheck"),
     ('{"kind": "nonsense"}', "unknown kind 'nonsense'"),
-    ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "recursion limit exceeded"),
+    ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "JSON nested deeper than 256 levels"),
     ("{not json", "is not a turncheck report"),
 ])
 def test_what_is_no_readable_document_is_one_line_in_every_command(

@@ -1,6 +1,8 @@
 """The import graph of `turncheck` has no cycles and follows the layer direction
 formats → engine (+ providers, stats) → compare → render → github / cli; `text`
-(Markdown escaping, money, the sandboxed Jinja environment) is usable by all.
+(Markdown escaping, money, the sandboxed Jinja environment) is usable by all; `git`
+(commands, changes, work trees) stands alone at the bottom, and `sides` (the
+two-commit runner) sits on the engine and git, below github and cli.
 
 Every `import` counts, wherever it stands (module level, inside a function, under
 `TYPE_CHECKING`): a lazy or type-only import still ties the two modules together.
@@ -24,13 +26,19 @@ BELOW: dict[str, set[str]] = {
     "text": set(),
     "stats": set(),
     "formats": set(),
+    "git": set(),
     "report": {"stats", "formats"},  # formats.files: the one place files are opened
     "providers": {"formats", "report"},
     "engine": {"formats", "providers", "stats", "report"},
+    # The two-commit runner needs the engine and git, nothing that compares or renders:
+    # its callers (the action, `diff`) compare and publish the two reports themselves.
+    "sides": {"formats", "providers", "stats", "report", "engine", "git"},
     "compare": {"formats", "providers", "stats", "report", "engine"},
     "render": {"formats", "providers", "stats", "report", "engine", "compare"},
-    "github": {"formats", "providers", "stats", "report", "engine", "compare", "render"},
-    "cli": {"formats", "providers", "stats", "report", "engine", "compare", "render", "github"},
+    "github": {"formats", "providers", "stats", "report", "engine", "git", "sides", "compare",
+               "render"},
+    "cli": {"formats", "providers", "stats", "report", "engine", "git", "sides", "compare",
+            "render", "github"},
 }
 LAYERS = {layer: below | {"text"} for layer, below in BELOW.items()}
 
@@ -169,10 +177,11 @@ def test_compare_and_render_take_report_types_only_from_report(layer: str) -> No
     assert wrong == []
 
 
-RENDERING = {"turncheck.render.table_model", "turncheck.render.severity",
-             "turncheck.render.headline", "turncheck.text.money", "turncheck.text.counts",
+RENDERING = {"turncheck.render.table_model", "turncheck.render.columns",
+             "turncheck.render.severity", "turncheck.render.headline", "turncheck.text.money",
              "turncheck.text.markdown"}
-"""What lays out tables, figures and verdict words: render's own building blocks."""
+"""What lays out tables, figures and verdict words: render's own building blocks (a
+message's "2 suites" may still say its noun in the right number, `text.counts`)."""
 ALIGNING = {"ljust", "rjust", "center"}
 
 

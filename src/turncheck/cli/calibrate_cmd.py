@@ -26,6 +26,7 @@ from turncheck.cli.common import (
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
@@ -93,17 +94,19 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         if validation is None:
             return NOTHING_TO_DO
         print_diagnostics(validation.diagnostics)
-        report = _grade(args, validation)
+        with STOP.keeping():  # the grading stops gracefully, and what it finished is written
+            report = _grade(args, validation)
+            if args.json:
+                write_json(args.json, report)
     except UsageError as exc:
         return usage_error(str(exc))
+    STOP.checkpoint()  # interrupted: one line (printed by the caller), nothing rendered
     with untrusted_output(sys.stdout):
         print_calibrations(report.calibrations, report.mode, sys.stdout, args.quiet)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}")
     for line in budget_lines(report):
         print(line)
-    if args.json:
-        write_json(args.json, report)
     problems = calibration_problems(report.calibrations, args.min_agreement)
     print_problems(problems)
     invalid = any(d.is_error for d in validation.diagnostics)

@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
     from turncheck.formats.budget import BudgetLimits
     from turncheck.report.comparison import Comparison
     from turncheck.report.run import Report
+    from turncheck.sides.options import RunOptions
 
 
 # Exit code of `run`, `calibrate` and `validate` when they find nothing to do.
@@ -195,9 +196,13 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
-    """Run settings from the provider, request and `--var` options."""
-    from turncheck.engine.runner import RunSettings
-    from turncheck.engine.session import SessionSettings
+    """Run settings from the provider, request, `--repeat` and `--var` options."""
+    return options_from(args).settings()
+
+
+def options_from(args: argparse.Namespace) -> RunOptions:
+    """What the provider, request, `--repeat` and `--var` options ask of a run."""
+    from turncheck.sides.options import RunOptions
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
@@ -211,7 +216,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
                 "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
                 f"got {args.price_timestamp!r}"
             ) from None
-    return RunSettings(
+    return RunOptions(
         mode=args.mode,
         concurrency=args.concurrency,
         provider="openai" if args.base_url and not args.provider else args.provider,
@@ -219,8 +224,10 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         variables=parse_vars(args.var),
         env=dict(os.environ),
         price_timestamp=args.price_timestamp,
-        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+        timeout_s=args.timeout,
+        attempts=args.attempts,
         budget=budget_from(args),
+        repeat=getattr(args, "repeat", None),
     )
 
 
@@ -274,10 +281,18 @@ def nothing_to_do(reason: str) -> None:
 def interruptible_run(command: Callable[[], int]) -> int:
     """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
     interrupted command keeps its partial results, prints one line and exits 130/143."""
-    from turncheck.engine.interruption import interruptible, report_interruption
+    from turncheck.engine.interruption import (
+        PhaseInterrupted,
+        interruptible,
+        report_interruption,
+    )
 
     with interruptible() as stop:
-        code = command()
+        try:
+            with stop.phases():
+                code = command()
+        except PhaseInterrupted:
+            code = stop.exit_code
     return report_interruption() if stop.requested else code
 
 

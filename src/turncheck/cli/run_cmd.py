@@ -131,7 +131,6 @@ def shard_of(
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
-    settings.repeat = getattr(args, "repeat", None)
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
@@ -152,23 +151,40 @@ def handle_interruptible_run(args: argparse.Namespace) -> int:
     return interruptible_run(partial(handle_run, args))
 
 
-def handle_run(args: argparse.Namespace) -> int:
-    try:
+def load(args: argparse.Namespace) -> ValidationResult:
+    """The suites and sample files found; on a signal, those loaded so far (the run
+    then starts nothing and reports their evals interrupted)."""
+    validation = ValidationResult()
+
+    def discover_and_load() -> None:
         found = discover_from(args)
-        validation = validate_files(found.files, args.max_depth)
-        if validation.diagnostics:
-            print_diagnostics(validation.diagnostics)
-        report = execute(args, validation)
-    except UsageError as exc:
-        return usage_error(str(exc))
-    if not STOP.requested:  # interrupted: one line (printed by the caller), no transcript
-        print_report(report, args.quiet)
+        validate_files(found.files, args.max_depth, result=validation)
+
+    STOP.cut_short(discover_and_load)
+    return validation
+
+
+def write_report_files(args: argparse.Namespace, report: Report) -> None:
     if args.json:
         write_json(args.json, report)
     if args.junit:
         from turncheck.render.junit import write_junit
 
         write_junit(report, args.junit)
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    try:
+        validation = load(args)
+        if validation.diagnostics and not STOP.requested:
+            print_diagnostics(validation.diagnostics)
+        with STOP.keeping():  # the run stops gracefully, and what it finished is written
+            report = execute(args, validation)
+            write_report_files(args, report)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    STOP.checkpoint()  # interrupted: one line (printed by the caller), nothing rendered
+    print_report(report, args.quiet)
     if args.html:
         write_html(args.html, head=report)  # UsageError: exit 2, as for --json
     problems = calibration_problems(report)

@@ -11,6 +11,7 @@ one line that says why.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
@@ -22,6 +23,7 @@ from turncheck.formats.files import (
     refusal_reason,
     write_text_confined,
 )
+from turncheck.formats.nesting import json_structure_problem
 from turncheck.report.bundle import (
     BUNDLE_KIND,
     BUNDLE_SCHEMA_VERSION,
@@ -77,6 +79,19 @@ def _kind_of(envelope: _Envelope) -> str:
     return COMPARISON_KIND if envelope.has_base is not None else RUN_KIND
 
 
+MAX_DEPTH = 256
+"""Nesting the readers of every JSON file accept (`providers/json_limits.py`); the JSON
+parser itself stops a little earlier, without recursing."""
+
+
+def _too_deep(data: bytes | str) -> str | None:
+    """Why `data`, which did not parse, did not: nested deeper than `MAX_DEPTH`."""
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    if json_structure_problem(text, max_nesting=MAX_DEPTH, max_items=sys.maxsize) is None:
+        return None
+    return f"JSON nested deeper than {MAX_DEPTH} levels"
+
+
 def first_problem(exc: ValidationError) -> str:
     """`where: what` of the first validation error, and how many more there are."""
     errors = exc.errors()
@@ -102,7 +117,8 @@ def parse_report(data: bytes | str, source: str = "report",
     try:
         envelope = _Envelope.model_validate_json(data)
     except ValidationError as exc:
-        raise ReportError(f"{source} is not a turncheck {what}: {first_problem(exc)}") from None
+        raise ReportError(f"{source} is not a turncheck {what}: "
+                          f"{_too_deep(data) or first_problem(exc)}") from None
     kind = _KINDS.get(_kind_of(envelope))
     if kind is None:
         raise ReportError(f"{source} is not a turncheck {what}: unknown kind "

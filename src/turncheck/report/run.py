@@ -17,9 +17,11 @@ from turncheck.report.model import ReportModel
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
     CheckResult,
+    PromptTable,
     RepeatSummary,
     Sample,
     SampleResult,
+    SharedPrompt,
     Spent,
     Status,
     StatusReason,
@@ -50,7 +52,7 @@ RUN_KIND: Final = "run"
 SCHEMA_VERSION = 1
 
 
-class EvalResult(Spent):
+class EvalResult(SharedPrompt, Spent):
     name: str
     prompt: str
     status: Status
@@ -71,6 +73,10 @@ class EvalResult(Spent):
                                                exclude_if=lambda value: value is None)
     """The tool definitions this eval offered, as sent to the API, when they are not its
     suite's (the eval's own `tools`); None: the suite's `tools`."""
+    prompt_chars: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Set only when `prompt` is an excerpt: the first prompt's full length."""
+    prompt_sha256: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """SHA-256 of the first prompt, when it is long: the report's `prompts` holds it."""
 
 
     def row(self, file: str) -> Row:
@@ -138,7 +144,7 @@ class ShardInfo(ReportModel):
     """Digest of every eval of the full run and the shard count: shards of one plan merge."""
 
 
-class Report(ReportModel):
+class Report(PromptTable):
     kind: Literal["run"] = RUN_KIND
     """Names the document (`report/files.py`); reports of older turncheck have none."""
     schema_version: int = SCHEMA_VERSION
@@ -160,6 +166,8 @@ class Report(ReportModel):
     """Protocol suites: per case, per turn scores and aggregates."""
     budgets: list[BudgetOutcome] = Field(default_factory=list)
     """Hard budgets of this run; empty when none was set."""
+    # `prompts` (written by `PromptTable`): each prompt longer than SHARED_PROMPT_CHARS,
+    # once, keyed by its SHA-256; evals and turns name it in `prompt_sha256`.
 
     def rows(self) -> list[Row]:
         """Every eval, protocol case and graded sample file, in that order."""
