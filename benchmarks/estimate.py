@@ -34,11 +34,12 @@ if str(ROOT) not in sys.path:
 
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
-from turncheck.engine.estimate import Estimate, Figures, estimate  # noqa: E402
+from turncheck.engine.estimate import estimate  # noqa: E402
 from turncheck.engine.pricing import Pricer  # noqa: E402
 from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
 from turncheck.engine.session import SessionSettings  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
+from turncheck.report.estimate import Estimate, Figures  # noqa: E402
 from turncheck.report.run import Report  # noqa: E402
 
 EXPECTED_TOLERANCE = 0.15

@@ -47,8 +47,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from turncheck.compare.comparison import compare_reports  # noqa: E402
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons  # noqa: E402
-from turncheck.compare.pool import BasePool, pool_reports  # noqa: E402
+from turncheck.compare.pool import pool_reports  # noqa: E402
 from turncheck.engine.repeats import RepeatPlan, combine, outcome_of  # noqa: E402
+from turncheck.report.pool import BasePool  # noqa: E402
 from turncheck.report.run import (  # noqa: E402
     EvalResult,
     PriceSource,

@@ -41,6 +41,7 @@ from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOB
 from turncheck.formats.files import read_text_bounded, refusal_reason
 from turncheck.formats.nesting import toml_structure_problem
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.text.suggest import did_you_mean, quoted
 
 if TYPE_CHECKING:
     # The TOML position helpers live with sample files (Jinja graders and all): loaded
@@ -223,9 +224,10 @@ def _problem(display: str, locator: TomlLocator, prefix: tuple[str, ...],
     key = str(location[0]) if location else ""
     line, column = locator.locate((*prefix, *location))
     if problem["type"] == "extra_forbidden":
+        known = sorted(known_keys())
         return error(display, line, column, "unknown-key",
-                     f"unknown key {key!r}{_suggestion(key)}; "
-                     f"known keys: {', '.join(sorted(known_keys()))}")
+                     f"unknown key {quoted(key)}{did_you_mean(_kebab(key), known)}; "
+                     f"known keys: {', '.join(known)}")
     message = str(problem["msg"]).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     return error(display, line, column, "invalid-config", f"{key}: {message}")
@@ -233,13 +235,6 @@ def _problem(display: str, locator: TomlLocator, prefix: tuple[str, ...],
 
 def known_keys() -> set[str]:
     return {_kebab(name) for name in ProjectConfig.model_fields}
-
-
-def _suggestion(key: str) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(_kebab(key), sorted(known_keys()), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def as_input_defaults(loaded: LoadedConfig) -> dict[str, str]:

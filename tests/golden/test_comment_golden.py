@@ -30,8 +30,7 @@ from tests.golden.test_comment_rendering import (
 )
 from tests.integration.test_protocol_compare import ANSWERS, JUDGE_RATINGS, run_side
 from tests.support.scripted_server import ScriptedServer
-from turncheck.compare.calibration import CalibrationThresholds
-from turncheck.compare.comparison import CostThresholds, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
 from turncheck.diagnostics import error
 from turncheck.engine.repeats import RepeatPlan, combine
@@ -39,6 +38,8 @@ from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.formats.samples import load_samples
 from turncheck.github.publish import check_title
 from turncheck.render.comment import MARKER, CommentContext, render_comment
+from turncheck.report.calibration_comparison import CalibrationThresholds
+from turncheck.report.comparison import CostThresholds
 from turncheck.report.run import (
     BudgetOutcome,
     EvalResult,
@@ -459,8 +460,9 @@ def test_the_marker_is_there_once() -> None:
 @pytest.mark.parametrize("gate", ["golden", "default"])
 def test_console_comment_title_and_exit_code_agree(name: str, gate: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from turncheck.cli.compare_cmd import one_line, print_comparison
     from turncheck.compare.policy import DEFAULT_FAIL_ON
+    from turncheck.render.compare_console import comparison_text
+    from turncheck.text.lines import one_line
 
     base, head = (stable(side) for side in PLAIN[name]())
     assert head is not None
@@ -468,8 +470,7 @@ def test_console_comment_title_and_exit_code_agree(name: str, gate: str,
     reasons = fail_reasons(comparison, FAIL_ON if gate == "golden" else set(DEFAULT_FAIL_ON))
     body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
     title = check_title(comparison, reasons)
-    print_comparison(comparison, reasons)
-    console = capsys.readouterr().out.splitlines()
+    console = comparison_text(comparison, reasons).splitlines()
     counts = next(line for line in body.splitlines() if line.startswith("turncheck: "))
     assert console[-2] == f"verdict: {one_line(title)}"
     assert console[-1] == one_line(counts.replace("**", ""))

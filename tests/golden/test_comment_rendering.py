@@ -24,7 +24,7 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.logs import commands_in_log
 from tests.support.scripted_server import ScriptedServer
-from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.diagnostics import Diagnostic, error
 from turncheck.render.comment import (
     COMMENT_LIMIT,
@@ -35,6 +35,7 @@ from turncheck.render.comment import (
     render_comment,
     render_summary,
 )
+from turncheck.report.comparison import Comparison
 from turncheck.report.run import (
     CheckResult,
     EvalResult,

@@ -13,7 +13,7 @@ import pytest
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.support.scripted_server import ScriptedServer, last_user_text
 from turncheck.cli.main import main
-from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.judge import (
@@ -38,6 +38,7 @@ from turncheck.report.calibration import (
     badge_for,
     percent_text,
 )
+from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.run import PriceSource, Report
 from turncheck.sides.changes import suite_changes
 
@@ -677,9 +678,10 @@ def test_kappa_weighted_kappa_and_confusion_match_hand_computed_values(
 def test_min_kappa_fails_calibration_below_the_minimum(
     tmp_path: Path, scripted_server: ScriptedServer
 ) -> None:
-    from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+    from turncheck.compare.calibration import calibration_reasons
     from turncheck.compare.comparison import compare_reports
     from turncheck.github.inputs import InputError, read_inputs
+    from turncheck.report.calibration_comparison import CalibrationThresholds
 
     script(scripted_server)
     report = grade([write(tmp_path, graded_text(scripted_server.base_url))])

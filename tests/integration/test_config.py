@@ -43,13 +43,13 @@ def test_unknown_key_is_an_error_at_its_line_with_a_suggestion() -> None:
     problems = problems_of('suite-globs = ["*.yaml"]\n\nconcurrncy = 4\n')
     assert len(problems) == 1
     assert problems[0].startswith(
-        "turncheck.toml:3:1: error: unknown key 'concurrncy' (did you mean 'concurrency'?)")
+        'turncheck.toml:3:1: error: unknown key "concurrncy"; did you mean "concurrency"?')
 
 
 def test_unknown_key_in_pyproject_points_into_the_tool_table() -> None:
     text = '[project]\nname = "x"\n\n[tool.turncheck]\nmax-depth = 2\n  fail_onn = "none"\n'
     problems = problems_of(text, pyproject=True)
-    assert problems[0].startswith("pyproject.toml:6:3: error: unknown key 'fail_onn'")
+    assert problems[0].startswith('pyproject.toml:6:3: error: unknown key "fail_onn"')
 
 
 def test_bad_values_are_errors_at_their_line() -> None:
@@ -126,7 +126,7 @@ def test_cli_reports_a_typo_in_the_configuration_with_its_line(project: GitRepo)
     for command in ("run", "validate", "calibrate"):
         done = turncheck(project.path, command)
         assert done.returncode == 2, (command, done.stderr)
-        assert "turncheck.toml:2:1: error: unknown key 'max-dept' (did you mean 'max-depth'?)" \
+        assert 'turncheck.toml:2:1: error: unknown key "max-dept"; did you mean "max-depth"?' \
             in done.stderr
         assert "Traceback" not in done.stderr
 
@@ -160,7 +160,7 @@ def test_action_reports_a_typo_in_the_configuration_as_an_annotation(
     run = run_action(project, tmp_path / "r", github_fake.base_url, "push", push_event(project))
     assert run.returncode == 1
     assert "::error file=turncheck.toml,line=2,col=1,title=turncheck%3A configuration::" \
-           "unknown key 'fail-onn'" in run.stdout, run.stdout
+           'unknown key "fail-onn"' in run.stdout, run.stdout
     assert "Traceback" not in run.stdout + run.stderr
 
 

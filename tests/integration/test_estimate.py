@@ -12,10 +12,11 @@ import pytest
 from tests.support.engine_helpers import FAKE_KEY, run_paths, suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer
 from turncheck.cli.main import main
-from turncheck.engine.estimate import Estimate, estimate, planned_samples
+from turncheck.engine.estimate import estimate, planned_samples
 from turncheck.engine.pricing import Pricer
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.suite_loader import load_suite
+from turncheck.report.estimate import Estimate
 from turncheck.report.run import Report
 
 REPO = Path(__file__).resolve().parents[2]

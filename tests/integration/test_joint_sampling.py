@@ -13,10 +13,11 @@ import pytest
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES, run_paths, suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
-from turncheck.compare.protocol import CaseComparison, CaseSide, case_evidence
-from turncheck.compare.rows import Transition
+from turncheck.compare.protocol import case_evidence
 from turncheck.engine.runner import RunSettings, Side, run_both_sides
 from turncheck.formats.suite_loader import load_suite
+from turncheck.report.protocol_comparison import CaseComparison, CaseSide
+from turncheck.report.rows import Transition
 from turncheck.report.run import Report
 from turncheck.stats.adaptive import joint_more_samples, more_samples
 from turncheck.stats.looks import Look, stratified_shift_test

@@ -19,10 +19,11 @@ from tests.support.protocol_helpers import (
     write_protocol,
 )
 from tests.support.scripted_server import ScriptedServer
-from turncheck.compare.comparison import Transition, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
-from turncheck.compare.protocol import ProtocolComparison
 from turncheck.render.comment import COMMENT_LIMIT, MARKER, CommentContext, render_comment
+from turncheck.report.protocol_comparison import ProtocolComparison
+from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
 from turncheck.stats.verdicts import Verdict
 

@@ -14,11 +14,12 @@ import pytest
 
 from tests.support.protocol_helpers import first_user, run_protocol_files, write_protocol
 from tests.support.scripted_server import ScriptedServer
-from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
-from turncheck.compare.protocol import CaseComparison
 from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
+from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult
+from turncheck.report.protocol_comparison import CaseComparison
 from turncheck.report.run import Report, Status
 from turncheck.stats.verdicts import Verdict
 
@@ -233,10 +234,10 @@ def test_a_score_drop_over_ten_samples_is_a_regression_with_its_figures(coin_dir
     case = data["protocols"]["suites"][0]["cases"][1]
     assert (case["verdict"], case["base"]["samples"], case["head"]["passes"]) == (
         "regression", 10, 3)
-    from turncheck.render.protocol_console import protocol_comparison_lines
+    from turncheck.render.compare_console import protocol_lines
 
-    [row] = [line for line in protocol_comparison_lines(comparison.protocols) if " coin " in line]
-    assert (f"broken [REGRESSION] · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
+    [row] = [line for line in protocol_lines(comparison.protocols) if " coin " in line]
+    assert (f"broken · regression (mean score 1.00 → 0.47, 10/10 → 3/10, "
             f"adjusted p = {coin.p_value:.2g} (raw p = {coin.p_raw:.2g}))") in row
     # The other direction is an improvement.
     assert verdicts(compare(head, base))["coin"].verdict is Verdict.IMPROVEMENT

@@ -22,8 +22,9 @@ from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import Json, ScriptedServer, ToolCalls, tool_results
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
-from turncheck.github.bundle import ReportBundle, bundle_from_json
+from turncheck.github.bundle import bundle_from_json
 from turncheck.render.comment import CommentContext, render_comment
+from turncheck.report.bundle import ReportBundle
 from turncheck.report.model import MAX_VALUE_DEPTH, ReportModel
 from turncheck.report.results import ToolCallResult, TurnResult, Usage, writable
 from turncheck.report.run import EvalResult, Report, Status

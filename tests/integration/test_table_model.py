@@ -18,10 +18,10 @@ from tests.golden.test_comment_golden import (
     turn_regression,
 )
 from tests.support.scripted_server import ScriptedServer
-from turncheck.compare.spend import Spend
 from turncheck.render import calibration_console, console, protocol_console
 from turncheck.render.table_model import Capped, Money, MoneyLine, Table
 from turncheck.report.run import Report
+from turncheck.report.spend import Spend
 
 
 def _rows(body: str, label: str) -> list[list[str]]:

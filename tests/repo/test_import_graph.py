@@ -11,6 +11,7 @@ Every `import` counts, wherever it stands (module level, inside a function, unde
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -26,7 +27,7 @@ BELOW: dict[str, set[str]] = {
     "stats": set(),
     "formats": set(),
     "git": set(),
-    "report": {"stats"},
+    "report": {"stats", "formats"},  # formats.files: the one place files are opened
     "providers": {"formats", "report"},
     "engine": {"formats", "providers", "stats", "report"},
     # The two-commit runner needs the engine and git, nothing that compares or renders:
@@ -137,3 +138,70 @@ def test_the_graph_sees_lazy_and_type_only_imports() -> None:
     graph = import_graph()
     assert "turncheck.report.run" in graph["turncheck.engine.runner"]
     assert len(graph) > 100
+
+
+def source_of(module: str) -> Path:
+    path = PACKAGE.joinpath(*module.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def imported_names(module: str) -> Iterator[tuple[str, str]]:
+    """(module, name) of every `from turncheck.… import name` in `module`, wherever it
+    stands."""
+    for node in ast.walk(ast.parse(source_of(module).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.startswith("turncheck."):
+            yield from ((node.module, alias.name) for alias in node.names)
+
+
+REPORT_TYPE_HOMES = ("report", "stats", None)
+"""Where compare and render may take the documents' models from (None: the package's
+top-level modules, such as `turncheck.diagnostics`)."""
+
+
+@pytest.mark.parametrize("layer", ["compare", "render"])
+def test_compare_and_render_take_report_types_only_from_report(layer: str) -> None:
+    """A model of a document (a pydantic model) that compare or render use is defined in
+    `report/` (or `stats/`), never in engine, formats, providers or compare."""
+    from pydantic import BaseModel
+
+    wrong = []
+    for module in import_graph():
+        if part(module) != layer:
+            continue
+        for source, name in imported_names(module):
+            value = getattr(importlib.import_module(source), name, None)
+            if isinstance(value, type) and issubclass(value, BaseModel) \
+                    and part(value.__module__) not in REPORT_TYPE_HOMES:
+                wrong.append(f"{module} takes {name} from {value.__module__}")
+    assert wrong == []
+
+
+RENDERING = {"turncheck.render.table_model", "turncheck.render.columns",
+             "turncheck.render.severity", "turncheck.render.headline", "turncheck.text.money",
+             "turncheck.text.markdown"}
+"""What lays out tables, figures and verdict words: render's own building blocks (a
+message's "2 suites" may still say its noun in the right number, `text.counts`)."""
+ALIGNING = {"ljust", "rjust", "center"}
+
+
+def test_cli_renders_nothing_itself() -> None:
+    """cli/ parses arguments and calls render/ for output: none of its modules imports
+    the building blocks of tables, money or verdicts, nor aligns columns itself."""
+    wrong = []
+    for module, targets in import_graph().items():
+        if part(module) != "cli":
+            continue
+        wrong += [f"{module} imports {target}" for target in sorted(targets & RENDERING)]
+        wrong += [f"{module} aligns with {node.func.attr} (line {node.lineno})"
+                  for node in ast.walk(ast.parse(source_of(module).read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ALIGNING]
+    assert wrong == []
+
+
+def test_the_rules_above_see_what_they_forbid() -> None:
+    """The two tests above can fail: their probes find what they look for."""
+    assert ("turncheck.report.comparison", "Comparison") in set(
+        imported_names("turncheck.render.comment"))
+    assert "turncheck.render.table_model" in import_graph()["turncheck.render.console"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from turncheck.cli.main import main
-from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
+from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.engine.calibration import agreement_stats
 from turncheck.render.comment import CommentContext, render_comment
@@ -19,6 +19,7 @@ from turncheck.report.calibration import (
     SampleGrade,
     badge_for,
 )
+from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.run import PriceSource, Report
 
 PRICES = PriceSource(library="genai-prices", version="0", timestamp="2026-01-01T00:00:00Z")

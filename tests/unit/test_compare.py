@@ -8,16 +8,10 @@ from pathlib import Path
 import pytest
 
 from turncheck.cli import compare_cmd
-from turncheck.compare import (
-    Comparison,
-    CostThresholds,
-    EvalComparison,
-    SuiteComparison,
-    SuiteState,
-    Transition,
-    compare_reports,
-)
+from turncheck.compare import compare_reports
 from turncheck.engine.pricing import add_costs
+from turncheck.report.comparison import Comparison, CostThresholds, EvalComparison, SuiteComparison
+from turncheck.report.rows import SuiteState, Transition
 from turncheck.report.run import (
     EvalResult,
     PriceSource,

@@ -11,10 +11,10 @@ import pytest
 
 from tests.unit.test_compare import ERROR, FAIL, PASS, ev, one_suite, report, suite
 from turncheck.cli.main import main
-from turncheck.compare.comparison import Comparison
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.repeats import RepeatPlan, combine, status_of
 from turncheck.render.comment import CommentContext, comment_headline, render_comment
+from turncheck.report.comparison import Comparison
 from turncheck.report.run import EvalResult, Status
 from turncheck.stats.multiplicity import tarone_holm
 from turncheck.stats.tests import Stratum, stratified_pass_test, turn_shift_test

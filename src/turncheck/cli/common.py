@@ -26,19 +26,17 @@ from turncheck.formats.files import read_bytes_bounded, refusal_reason, write_te
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
+from turncheck.text.lines import one_line as one_line  # also for diff_cmd
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from turncheck.compare.comparison import Comparison
-
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
     from turncheck.engine.settings import RunSettings
     from turncheck.formats.budget import BudgetLimits
+    from turncheck.report.comparison import Comparison
     from turncheck.report.run import Report
     from turncheck.sides.options import RunOptions
-
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 # Exit code of `run`, `calibrate` and `validate` when they find nothing to do.
@@ -320,13 +318,34 @@ def kept_files(outputs: dict[str, Path | None], mode: str) -> str:
     return report
 
 
-def write_json(path: Path, model: BaseModel) -> None:
-    """`model` as indented JSON at `path`, creating its directory."""
+def load_report(path: Path) -> Report:
+    """The run report at `path` (`report/files.py`); UsageError when it is none."""
+    from turncheck.report.files import ReportError, read_report
+    from turncheck.report.run import Report
+
     try:
-        write_text_confined(path, model.model_dump_json(indent=2) + "\n")
+        return read_report(path, expect=Report)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def write_json(path: Path, document: BaseModel) -> None:
+    """`document` (a run report, a comparison, an estimate) as JSON at `path`
+    (`report/files.py`); UsageError when it cannot be written."""
+    from turncheck.report.files import ReportError, write_report
+
+    try:
+        write_report(path, document)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def write_output(path: Path, text: str) -> None:
+    """`text` at `path` (never through a symlink); UsageError when it cannot be written."""
+    try:
+        write_text_confined(path, text)
     except OSError as exc:
-        print(f"turncheck: error: cannot write {path}: {refusal_reason(exc)}", file=sys.stderr)
-        raise SystemExit(1) from None
+        raise UsageError(f"cannot write {path}: {refusal_reason(exc)}") from None
 
 
 def write_html(path: Path, *, head: Report | None, base: Report | None = None,
@@ -345,16 +364,6 @@ def write_html(path: Path, *, head: Report | None, base: Report | None = None,
 def usage_error(message: str) -> int:
     print(f"turncheck: error: {message}", file=sys.stderr)
     return 2
-
-
-def one_line(text: str) -> str:
-    """`text` on one line: control characters (line breaks included) as `\\xNN` escapes."""
-    return _CONTROL.sub(_escaped, text)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def diagnostic_line(diagnostic: Diagnostic) -> str:

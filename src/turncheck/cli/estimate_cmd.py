@@ -10,13 +10,13 @@ from turncheck.cli.common import (
     UsageError,
     add_discovery_options,
     discover_from,
+    load_report,
     parse_vars,
     print_diagnostics,
     untrusted_output,
     usage_error,
     write_json,
 )
-from turncheck.cli.compare_cmd import load_report
 from turncheck.engine.estimate import estimate
 from turncheck.engine.pricing import Pricer
 from turncheck.formats.validation import validate_files

@@ -133,9 +133,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def did_you_mean(typed: str, known: Sequence[str]) -> str:
-    """`; did you mean A?` when `typed` is close to something known."""
-    close = difflib.get_close_matches(typed, list(dict.fromkeys(known)), n=1)
-    return f"; did you mean {close[0]}?" if close else ""
+    """`; did you mean A?` when `typed` is close to something known (shown unquoted)."""
+    from turncheck.text.suggest import did_you_mean as suggest
+
+    return suggest(typed, dict.fromkeys(known), show=str)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -219,10 +220,14 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return 2
     if hasattr(args, "config_file") and not _configured(args):
         return 2
+    from turncheck.cli.common import UsageError, usage_error  # each command imports it
+
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
         return interrupted()
+    except UsageError as exc:  # e.g. a report that cannot be written
+        return usage_error(str(exc))
     return code
 
 

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from turncheck.cli.common import UsageError, usage_error, write_json
-from turncheck.cli.compare_cmd import load_report
+from turncheck.cli.common import UsageError, load_report, usage_error, write_json
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.render import console
 

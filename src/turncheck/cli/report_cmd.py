@@ -10,17 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
-
-from turncheck.cli.common import UsageError, usage_error, write_html
-from turncheck.cli.compare_cmd import first_problem, load_report, read_report_text
-from turncheck.compare.comparison import Comparison, compare_reports
-from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
+from turncheck.cli.common import UsageError, load_report, usage_error, write_html
+from turncheck.compare.comparison import compare_reports
+from turncheck.report.bundle import ReportBundle
+from turncheck.report.comparison import Comparison
+from turncheck.report.files import ReportError, read_report
 from turncheck.report.run import Report
-
-Model = TypeVar("Model", bound=BaseModel)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,39 +50,18 @@ def run(args: argparse.Namespace) -> int:
 def load_sources(path: Path, base_path: Path | None
                  ) -> tuple[Report | None, Report | None, Comparison | None]:
     """(head, base, comparison) from REPORT.json and `--base`."""
-    text = read_report_text(path)
     try:
-        kind = _kind(loads_bounded(text))
-    except JsonTooDeep as exc:
-        raise UsageError(f"{path} is not a turncheck report: {exc}") from None
-    except ValueError:
-        raise UsageError(f"{path} is not JSON") from None
-    if kind == "comparison":
+        document = read_report(path)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    if isinstance(document, Comparison):
         if base_path is not None:
             raise UsageError("--base goes with a run report, not with a comparison")
-        return None, None, _validated(Comparison, text, path, "comparison")
-    if kind == "bundle":
-        from turncheck.github.bundle import ReportBundle
-
-        bundle = _validated(ReportBundle, text, path, "report")
-        base = load_report(base_path) if base_path is not None else bundle.base
-        return bundle.head, base, compare_reports(base, bundle.head, renames=bundle.renames,
-                                                  removed=bundle.removed)
-    head = load_report(path)
+        return None, None, document
+    if isinstance(document, ReportBundle):
+        base = load_report(base_path) if base_path is not None else document.base
+        return document.head, base, compare_reports(base, document.head,
+                                                    renames=document.renames,
+                                                    removed=document.removed)
     base = load_report(base_path) if base_path is not None else None
-    return head, base, compare_reports(base, head) if base is not None else None
-
-
-def _kind(data: object) -> str:
-    if isinstance(data, dict) and data.get("kind") == "turncheck-report":
-        return "bundle"
-    if isinstance(data, dict) and "has_base" in data:
-        return "comparison"
-    return "run"
-
-
-def _validated(model: type[Model], text: str, path: Path, what: str) -> Model:
-    try:
-        return model.model_validate_json(text)
-    except ValidationError as exc:
-        raise UsageError(f"{path} is not a turncheck {what}: {first_problem(exc)}") from None
+    return document, base, compare_reports(base, document) if base is not None else None

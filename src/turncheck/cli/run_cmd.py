@@ -33,7 +33,6 @@ from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console
-from turncheck.render.table_model import one_line, print_lines
 from turncheck.report.run import Report, ShardInfo, Status
 
 
@@ -117,33 +116,12 @@ def print_report(report: Report, quiet: bool) -> None:
             protocol_console.summary(report, sys.stdout)
         console.summary(report, sys.stdout)
         if quiet:  # no transcript above: which evals failed, one line each
-            print_lines(failing_lines(report), sys.stdout)
+            console.print_failing(report, sys.stdout)
         if report.calibrations:
             from turncheck.render.calibration_console import print_calibrations
 
             print(file=sys.stdout)
             print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
-
-
-MAX_FAILING_LISTED = 50
-
-
-def failing_lines(report: Report) -> list[str]:
-    """`Failed:` and one line per failed eval or protocol case (errors have their own
-    list in the summary), at most `MAX_FAILING_LISTED`."""
-    fail_label = console.STATUS_LABEL[Status.FAIL]
-    failed = [f"{suite.name} › {result.name} ({suite.path}:{result.line}): failed "
-              + console.overall(result).removeprefix(f"{fail_label} (").replace(")", "", 1)
-              for suite in report.suites for result in suite.evals
-              if result.status is Status.FAIL]
-    failed += [f"{suite.name} › {case.id} ({suite.path}): failed"
-               for suite in report.protocols for case in suite.cases
-               if case.status is Status.FAIL]
-    if not failed:
-        return []
-    more = len(failed) - MAX_FAILING_LISTED
-    shown = [f"  ❌ {one_line(text)}" for text in failed[:MAX_FAILING_LISTED]]
-    return ["Failed:", *shown, *([f"  … and {more} more"] if more > 0 else [])]
 
 
 def shard_of(
@@ -179,14 +157,6 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     finally:
         progress.finish()
     return report.model_copy(update={"shard": shard})
-
-
-def write_html_report(path: Path, report: Report) -> None:
-    try:
-        write_html(path, head=report)
-    except UsageError as exc:
-        print(f"turncheck: error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
 
 
 def handle_interruptible_run(args: argparse.Namespace) -> int:
@@ -230,7 +200,7 @@ def handle_run(args: argparse.Namespace) -> int:
     STOP.checkpoint()  # interrupted: one line (printed by the caller), nothing rendered
     print_report(report, args.quiet)
     if args.html:
-        write_html_report(args.html, report)
+        write_html(args.html, head=report)  # UsageError: exit 2, as for --json
     problems = calibration_problems(report)
     print_problems(problems)
     code, why = run_outcome(report, validation, problems)

@@ -1,31 +1,6 @@
-"""Compare a head run report with its base: transitions, deltas and the cost alert."""
+"""Compare a head run report with its base: transitions, verdicts, deltas and the cost
+alert. The comparison's models are the documents of `turncheck.report`."""
 
-from turncheck.compare.comparison import (
-    Comparison,
-    CostAlert,
-    CostThresholds,
-    Counts,
-    EvalComparison,
-    EvalSide,
-    Spend,
-    SuiteComparison,
-    SuiteState,
-    Summary,
-    Transition,
-    compare_reports,
-)
+from turncheck.compare.comparison import compare_reports
 
-__all__ = [
-    "Comparison",
-    "CostAlert",
-    "CostThresholds",
-    "Counts",
-    "EvalComparison",
-    "EvalSide",
-    "Spend",
-    "SuiteComparison",
-    "SuiteState",
-    "Summary",
-    "Transition",
-    "compare_reports",
-]
+__all__ = ["compare_reports"]

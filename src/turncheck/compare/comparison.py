@@ -23,19 +23,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Literal
 
-from pydantic import ConfigDict, Field
-
-from turncheck.compare.calibration import CalibrationComparison, compare_calibrations
-from turncheck.compare.pool import BasePool, outcomes_of
-from turncheck.compare.protocol import ProtocolComparison, compare_protocols, protocol_evidence
+from turncheck.compare.calibration import compare_calibrations
+from turncheck.compare.pool import outcomes_of
+from turncheck.compare.protocol import compare_protocols, protocol_evidence, with_case_decisions
 from turncheck.compare.rows import (
-    RowCounts,
-    SampleSide,
-    SuiteState,
-    Transition,
-    VerdictRow,
     count_rows,
     decide_groups,
     pair_by_path,
@@ -45,11 +37,23 @@ from turncheck.compare.rows import (
     state_of,
     verdict_fields,
 )
-from turncheck.compare.spend import Metered, Spend, add_spend, spend_delta, spend_of
-from turncheck.diagnostics import Diagnostic
-from turncheck.engine.repeats import USABLE
-from turncheck.report.model import ReportModel
-from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult
+from turncheck.report.comparison import (
+    Comparison,
+    CostAlert,
+    CostThresholds,
+    Counts,
+    EvalComparison,
+    EvalSide,
+    MatchKey,
+    SuiteComparison,
+    Summary,
+)
+from turncheck.report.pool import BasePool
+from turncheck.report.protocol_comparison import ProtocolComparison
+from turncheck.report.results import USABLE
+from turncheck.report.rows import Transition
+from turncheck.report.run import EvalResult, Report, Status, SuiteResult
+from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.looks import stratified_shift_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
@@ -63,166 +67,6 @@ from turncheck.stats.verdicts import (
     outcome_evidence,
     suite_evidence,
 )
-
-__all__ = ["Metered", "Spend", "SuiteState", "Transition", "add_spend", "spend_delta",
-           "spend_of"]
-
-MatchKey = Literal["name", "prompt"]
-
-
-class CostThresholds(ReportModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    percent: float | None = Field(default=None, ge=0)
-    """Alert when the cost grows by more than this percentage of the base cost."""
-    usd: float | None = Field(default=None, ge=0)
-    """Alert when the cost grows by more than this many US dollars."""
-
-
-class EvalSide(SampleSide):
-    """One eval's result on one side."""
-
-    status: Status
-    passed_on_turn: int | None
-    turns: int
-    error: str | None
-    line: int
-    turn_of_pass: dict[str, int] = Field(default_factory=dict)
-    """Samples per turn they passed on; the others under `fail`."""
-    looks: list[dict[str, int]] = Field(default_factory=list)
-    """`repeat: auto`: `turn_of_pass` of each look (empty for a fixed number of samples)."""
-    paired: str | None = None
-    """The pairing token of a `repeat: auto` eval stopped together with the other side."""
-    max_repeat: int | None = None
-    """`repeat: auto`: the most samples the eval could have taken."""
-
-
-class EvalComparison(VerdictRow):
-    suite_path: str
-    name: str
-    prompt: str
-    line: int | None
-    """Head eval's line in the suite file, for annotations; None when removed."""
-    transition: Transition
-    label: str
-    """Human label, e.g. `turn changed 1→3`."""
-    regression: bool
-    """Broken, or passing only on a later turn than at base."""
-    matched_by: MatchKey | None
-    previous_name: str | None = None
-    """Base name when matched by prompt under a different name."""
-    base: EvalSide | None
-    head: EvalSide | None
-    delta: Spend
-    turns_delta: int | None
-    error: str | None
-    """Head error text, when the head eval errored."""
-    pass_rate_change: float | None = None
-    """Head pass rate − base pass rate."""
-    turn_shift: float | None = None
-    """Mean turn-of-pass of head − base over passing samples."""
-
-    @property
-    def head_status(self) -> Status | None:
-        return None if self.head is None else self.head.status
-
-
-class Counts(RowCounts):
-    evals: int = 0
-    """Head evals (removed ones are not counted here)."""
-    turn_changed: int = 0
-
-
-class Summary(ReportModel):
-    base: Spend | None
-    head: Spend | None
-    delta: Spend
-    counts: Counts
-
-
-class SuiteComparison(ReportModel):
-    path: str
-    previous_path: str | None = None
-    state: SuiteState
-    name: str
-    model: str
-    deleted_in_pr: bool = False
-    """Removed because the PR deleted the file (listed in `removed`)."""
-    evals: list[EvalComparison]
-    totals: Summary
-    verdict: Verdict = Verdict.UNCHANGED
-    """The suite-level verdict: the exact stratified test over its evals (a drop spread
-    over many evals); `unchanged` with fewer than two evals judged on both sides."""
-    p_value: float | None = None
-    verdict_reason: str = ""
-    pass_rate_change: float | None = None
-    """Mean over the evals judged on both sides of head − base pass rate."""
-
-
-class CostAlert(ReportModel):
-    base_cost: float
-    head_cost: float
-    delta_usd: float
-    delta_percent: float | None
-    """None when the base cost is 0 (the increase is infinitely many percent)."""
-    reasons: list[str]
-
-
-class Comparison(ReportModel):
-    base_commit: str | None
-    head_commit: str | None
-    has_base: bool
-    mode: str
-    price_source: PriceSource
-    price_note: str | None = None
-    """Set when base and head were priced differently."""
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
-    thresholds: CostThresholds
-    suites: list[SuiteComparison]
-    totals: Summary
-    cost_delta_percent: float | None
-    """Total cost change in percent of base; None when undefined (unpriced, base 0)."""
-    alert: CostAlert | None = None
-    cost_note: str | None = None
-    """Why costs could not be compared, when they could not."""
-    calibration: list[CalibrationComparison] = Field(default_factory=list)
-    """Per sample file: grader agreement base → head and the samples that flipped."""
-    protocols: ProtocolComparison | None = None
-    """Protocol suites: per case, per turn score deltas; None without any."""
-    pooled_runs: int | None = None
-    """Runs of main pooled into the base side (`compare.pool`); None when not pooled."""
-    drift_sigma: float | None = None
-    """The pooled base's estimated run-to-run drift (logit scale)."""
-    baseline_note: str | None = None
-    """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
-
-    @property
-    def regressions(self) -> int:
-        return self.totals.counts.regressions
-
-    def verdict_count(self, *verdicts: Verdict) -> int:
-        return sum(self.totals.counts.verdicts.get(v.value, 0) for v in verdicts)
-
-    @property
-    def broken(self) -> int:
-        return self.totals.counts.broken
-
-    @property
-    def fixed(self) -> int:
-        return self.totals.counts.fixed
-
-    @property
-    def passed(self) -> int:
-        return self.totals.counts.passed
-
-    @property
-    def failed(self) -> int:
-        return self.totals.counts.failed
-
-    @property
-    def errors(self) -> int:
-        return self.totals.counts.errors
-
 
 # --- evals ------------------------------------------------------------------------
 
@@ -247,7 +91,7 @@ def look_outcomes(result: EvalResult) -> list[list[int | None]]:
 def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
     return EvalSide(
-        **spend_of(result).model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
+        **result.spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), error=result.error, line=result.line,
         **sample_stats(sample_statuses(result), result.reason),
         turn_of_pass=turn_distribution(outcomes),
@@ -411,16 +255,6 @@ def with_suite_decisions(suites: list[SuiteComparison], evidence: Sequence[Evide
     return updated
 
 
-def with_verdicts(suites: list[SuiteComparison],
-                  settings: VerdictSettings = DEFAULT_SETTINGS) -> list[SuiteComparison]:
-    """Every eval's verdict, decided for all evals together (multiplicity)."""
-    evidence = suites_evidence(suites, settings)
-    suite_level = suite_level_evidence(suites, evidence, settings)
-    decisions, suite_decisions = decide_groups([evidence, suite_level], settings)
-    return with_suite_decisions(with_decisions(suites, evidence, decisions), suite_level,
-                                suite_decisions)
-
-
 def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
     if base is None:
         return Transition.NEW
@@ -516,8 +350,8 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
     assert shown is not None, "a suite comparison needs at least one side"
     pairs = match_evals(base.evals if base else [], head.evals if head else [])
     evals = [compare_evals(shown.path, b, h, key) for b, h, key in pairs]
-    base_spend = spend_of(base) if base is not None else None
-    head_spend = spend_of(head) if head is not None else None
+    base_spend = spend_or_none(base)
+    head_spend = spend_or_none(head)
     return SuiteComparison(
         path=shown.path, previous_path=previous_path(base, head),
         state=state_of(base, head), name=shown.name, model=shown.model,
@@ -628,7 +462,7 @@ def compare_reports(
     suites = with_suite_decisions(with_decisions(suites, evidence, decided), suite_level,
                                   suite_decided)
     if protocols is not None:
-        protocols = protocols.with_decisions(case_evidence, case_decided)
+        protocols = with_case_decisions(protocols, case_evidence, case_decided)
     totals = with_protocol_spend(_totals(suites, has_base=base is not None), protocols)
     percent, alert = _cost_change(totals, thresholds)
     return Comparison(

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from turncheck.compare.calibration import CalibrationThresholds, calibration_reasons
-from turncheck.compare.comparison import Comparison
-from turncheck.compare.rows import RowCounts
+from turncheck.compare.calibration import calibration_reasons
+from turncheck.report.calibration_comparison import CalibrationThresholds
+from turncheck.report.comparison import Comparison
+from turncheck.report.rows import RowCounts
 from turncheck.stats.verdicts import Verdict
 from turncheck.text.counts import counted
 

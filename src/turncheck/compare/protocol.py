@@ -15,14 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import Field
-
 from turncheck.compare.rows import (
-    RowCounts,
-    SampleSide,
-    SuiteState,
-    Transition,
-    VerdictRow,
     count_rows,
     pair_by_path,
     previous_path,
@@ -31,12 +24,20 @@ from turncheck.compare.rows import (
     state_of,
     verdict_fields,
 )
-from turncheck.compare.spend import Spend, add_spend, spend_delta, spend_of, spend_or_none
-from turncheck.engine.pricing import add_costs
-from turncheck.engine.repeats import USABLE
-from turncheck.report.model import ReportModel
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
+from turncheck.report.protocol_comparison import (
+    CaseComparison,
+    CaseSide,
+    ProtocolComparison,
+    ProtocolCounts,
+    ProtocolSuiteComparison,
+    ScoreChange,
+    TurnScoreComparison,
+)
+from turncheck.report.results import USABLE, add_costs
+from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
+from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -52,94 +53,17 @@ AGGREGATES = ("interactive_reasoning", "final_f1", "self_correction")
 SUITE_AGGREGATES = (*AGGREGATES, "meta_cognition")
 
 
-class ScoreChange(ReportModel):
-    base: float | None = None
-    head: float | None = None
-    delta: float | None = None
-
-
-class TurnScoreComparison(ScoreChange):
-    id: str
-    base_variant: str | None = None
-    head_variant: str | None = None
-    tokens: int | None = None
-    """Head tokens of this turn (model and judge)."""
-    cost_usd: float | None = None
-    """Head cost of this turn (model and judge)."""
-
-
-class CaseSide(SampleSide):
-    """One protocol case's result on one side."""
-
-    status: Status | None = None
-    mean_score: float | None = None
-    """Mean of the samples' weighted scores (a sample without a score counts as 0)."""
-    scores: list[float] = Field(default_factory=list)
-    """Each sample's weighted score, as the verdict's test sees it."""
-    first_look: int | None = None
-    """`repeat: auto`: the samples of the first look. Each side stopped on its own
-    samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
-
-
-class CaseComparison(VerdictRow):
-    id: str
-    transition: Transition
-    regression: bool
-    """Broken: passed at base, not at head (the pre-statistics label)."""
-    base_status: Status | None
-    head_status: Status | None
-    turns: list[TurnScoreComparison] = Field(default_factory=list)
-    aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
-    base: CaseSide | None = None
-    head: CaseSide | None = None
-    delta: Spend = Field(default_factory=Spend)
-    error: str | None = None
-    """Head error, when the head case errored."""
-    line: int | None = None
-    score_change: float | None = None
-    """Head − base mean weighted score."""
-
-
-class ProtocolCounts(RowCounts):
-    cases: int = 0
-    """Head cases (removed ones are not counted here)."""
-
-
-class ProtocolSuiteComparison(ReportModel):
-    path: str
-    previous_path: str | None = None
-    state: SuiteState
-    name: str
-    model: str
-    pass_threshold: float | None = None
-    turn_ids: list[str] = Field(default_factory=list)
-    cases: list[CaseComparison] = Field(default_factory=list)
-    aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
-    meta_cognition_note: str | None = None
-    base: Spend | None = None
-    head: Spend | None = None
-    delta: Spend = Field(default_factory=Spend)
-    counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
-
-
-class ProtocolComparison(ReportModel):
-    suites: list[ProtocolSuiteComparison] = Field(default_factory=list)
-    counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
-    base: Spend | None = None
-    head: Spend | None = None
-    delta: Spend = Field(default_factory=Spend)
-
-    def with_decisions(self, evidence: Sequence[Evidence], decisions: Sequence[Decision]
-                       ) -> ProtocolComparison:
-        """Every case with its decided verdict (in `protocol_evidence` order), and the
-        counts again."""
-        decided = iter(zip(evidence, decisions, strict=True))
-        suites = []
-        for suite in self.suites:
-            cases = [_decided(case, *next(decided)) for case in suite.cases]
-            suites.append(suite.model_copy(update={"cases": cases, "counts": _count(cases)}))
-        return self.model_copy(update={
-            "suites": suites, "counts": _count([c for s in suites for c in s.cases])})
+def with_case_decisions(comparison: ProtocolComparison, evidence: Sequence[Evidence],
+                        decisions: Sequence[Decision]) -> ProtocolComparison:
+    """Every case with its decided verdict (in `protocol_evidence` order), and the
+    counts again."""
+    decided = iter(zip(evidence, decisions, strict=True))
+    suites = []
+    for suite in comparison.suites:
+        cases = [_decided(case, *next(decided)) for case in suite.cases]
+        suites.append(suite.model_copy(update={"cases": cases, "counts": _count(cases)}))
+    return comparison.model_copy(update={
+        "suites": suites, "counts": _count([c for s in suites for c in s.cases])})
 
 
 def _decided(case: CaseComparison, evidence: Evidence, decision: Decision) -> CaseComparison:
@@ -214,7 +138,7 @@ def case_side(case: CaseResult) -> CaseSide:
     scores = sample_scores(case)
     statuses = [s.status for s in case.samples] or [case.status]
     return CaseSide(
-        **spend_of(case).model_dump(),
+        **case.spend.model_dump(),
         **sample_stats(statuses, "budget" if Status.SKIPPED in statuses else None),
         status=case.status, mean_score=rounded(sum(scores) / len(scores)) if scores else None,
         scores=[round(score, 6) for score in scores],
@@ -305,7 +229,7 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
 def compare_protocols(base: Report | None, head: Report, *,
                       renames: Mapping[str, str] | None = None) -> ProtocolComparison | None:
     """None when neither report has a protocol suite; any base suite missing from head is
-    removed. Verdicts are decided afterwards (`ProtocolComparison.with_decisions`)."""
+    removed. Verdicts are decided afterwards (`with_case_decisions`)."""
     base_suites = base.protocols if base is not None else []
     if not base_suites and not head.protocols:
         return None

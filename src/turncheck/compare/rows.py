@@ -10,46 +10,19 @@ its own columns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from pydantic import Field
-
-from turncheck.compare.spend import Spend
-from turncheck.engine.repeats import USABLE
-from turncheck.report.model import ReportModel
-from turncheck.report.results import Status
+from turncheck.report.results import USABLE, Status
+from turncheck.report.rows import RowCounts, SuiteState, Transition, VerdictRow
 from turncheck.stats.rates import wilson_interval
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
     Evidence,
-    Unusable,
     Verdict,
     VerdictSettings,
     decide,
 )
-
-
-class Transition(StrEnum):
-    FIXED = "fixed"
-    BROKEN = "broken"
-    STILL_FAILING = "still failing"
-    TURN_CHANGED = "turn changed"
-    UNCHANGED = "unchanged"
-    NEW = "new"
-    REMOVED = "removed"
-    SKIPPED = "skipped"
-    """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
-    ERRORED = "errored"
-    """Head errored (provider down, timeout …): infrastructure, neither a pass nor a fail."""
-
-
-class SuiteState(StrEnum):
-    NEW = "new"
-    REMOVED = "removed"
-    CHANGED = "changed"
-    RENAMED = "renamed"
 
 
 class _Pathed(Protocol):
@@ -93,30 +66,6 @@ def previous_path(base: _Pathed | None, head: _Pathed | None) -> str | None:
 # -- a side's samples ----------------------------------------------------------------
 
 
-class SampleSide(Spend):
-    """One row's result on one side: its spend and what its samples add up to."""
-
-    passes: int = 0
-    """k: passing samples (1 or 0 for an unrepeated row)."""
-    samples: int = 1
-    """n: usable samples (passed or failed): the ones the verdict's test sees."""
-    pass_rate_low: float = 0.0
-    """Wilson 95 % interval of the pass rate."""
-    pass_rate_high: float = 1.0
-    flaky: bool = False
-    errored: int = 0
-    """Samples that errored: not evidence about the model, left out of `samples`."""
-    skipped: int = 0
-    """Samples not taken (a budget skipped them), left out of `samples`."""
-    skip_reason: str | None = None
-    """Why samples were skipped (`budget`)."""
-
-    @property
-    def unusable(self) -> Unusable:
-        return Unusable(errors=self.errored, skipped=self.skipped,
-                        skip_reason=self.skip_reason or "skipped")
-
-
 def sample_stats(statuses: Sequence[Status], skip_reason: str | None = None) -> dict[str, Any]:
     """`SampleSide` fields from each sample's status; errored and skipped samples are
     counted apart, never as failures."""
@@ -131,22 +80,6 @@ def sample_stats(statuses: Sequence[Status], skip_reason: str | None = None) -> 
 
 
 # -- verdicts ------------------------------------------------------------------------
-
-
-class VerdictRow(ReportModel):
-    """The statistical verdict of one row from both sides' samples (docs/statistics.md)."""
-
-    verdict: Verdict = Verdict.UNCHANGED
-    p_value: float | None = None
-    """Holm-adjusted exact one-sided p-value behind the verdict; None for new/removed,
-    transitions and rows that could not be tested."""
-    p_raw: float | None = None
-    """The same test's unadjusted p-value (the likely-regression tier is decided on it)."""
-    verdict_reason: str = ""
-    verdict_cause: str | None = None
-    """Why an `inconclusive` row could not be judged: `errors`, `budget`, `skipped`."""
-    flaky: bool = False
-    """The head passed on some samples and failed on others."""
 
 
 def rounded(value: float | None) -> float | None:
@@ -176,31 +109,6 @@ def verdict_counts(rows: Iterable[VerdictRow | CountedRow]) -> dict[str, int]:
 
 
 # -- counts --------------------------------------------------------------------------
-
-
-class RowCounts(ReportModel):
-    """How many rows of one kind have each head status, transition and verdict."""
-
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    skipped: int = 0
-    """Head rows a budget stopped (their transition): not run, neither a pass nor a fail."""
-    fixed: int = 0
-    broken: int = 0
-    still_failing: int = 0
-    unchanged: int = 0
-    new: int = 0
-    removed: int = 0
-    regressions: int = 0
-    """Transition regressions (broken, or an eval passing on a later turn): the
-    pre-statistics count."""
-    verdicts: dict[str, int] = Field(default_factory=dict)
-    """Rows per statistical verdict tier."""
-    unjudged: dict[str, int] = Field(default_factory=dict)
-    """Rows that could not be judged, per cause (`errors`, `budget`, `skipped`)."""
-    flaky: int = 0
-    """Head rows that passed on some samples and failed on others."""
 
 
 class CountedRow(Protocol):

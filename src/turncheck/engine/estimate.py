@@ -30,9 +30,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
-
-from pydantic import Field
 
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
@@ -50,7 +47,7 @@ from turncheck.engine.tokens import (
 from turncheck.engine.tools import ToolSetup, result_text
 from turncheck.formats import templates
 from turncheck.formats.grader import Grader
-from turncheck.formats.protocol import Case, ProtocolSuite
+from turncheck.formats.protocol import Case, JudgeScaleSpec, ProtocolSuite
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.formats.suite import (
     CheckList,
@@ -66,10 +63,8 @@ from turncheck.formats.suite import (
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage
 from turncheck.providers.factory import select_provider
-from turncheck.report.model import ReportModel
-from turncheck.report.run import EvalResult, PriceSource, Report, Usage
-
-ExpectedSource = Literal["history", "guess"]
+from turncheck.report.estimate import Estimate, Figures, SuiteEstimate
+from turncheck.report.run import EvalResult, Report, Usage
 
 
 def planned_samples(suite: Suite | ProtocolSuite, override: int | None = None) -> int:
@@ -80,77 +75,8 @@ def planned_samples(suite: Suite | ProtocolSuite, override: int | None = None) -
     (`repeat: auto` counts one look here)."""
     if override is not None:
         return max(1, override)
-    repeat = getattr(suite.metadata, "repeat", None)
+    repeat = suite.metadata.repeat
     return repeat if isinstance(repeat, int) and repeat >= 1 else 1
-
-
-class Figures(ReportModel):
-    """Tokens and cost of one side of an estimate (model, and judge plus embeddings)."""
-
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return self.usage.total + self.judge_usage.total
-
-    @property
-    def total_cost_usd(self) -> float | None:
-        return add_costs([self.cost_usd, self.judge_cost_usd])
-
-    def __add__(self, other: Figures) -> Figures:
-        return Figures(
-            usage=self.usage + other.usage,
-            cost_usd=add_costs([self.cost_usd, other.cost_usd]),
-            judge_usage=self.judge_usage + other.judge_usage,
-            judge_cost_usd=add_costs([self.judge_cost_usd, other.judge_cost_usd]),
-        )
-
-    def times(self, count: int) -> Figures:
-        def scaled(usage: Usage) -> Usage:
-            return Usage(input_tokens=usage.input_tokens * count,
-                         output_tokens=usage.output_tokens * count)
-
-        return Figures(
-            usage=scaled(self.usage),
-            cost_usd=None if self.cost_usd is None else self.cost_usd * count,
-            judge_usage=scaled(self.judge_usage),
-            judge_cost_usd=None if self.judge_cost_usd is None else self.judge_cost_usd * count,
-        )
-
-
-class SuiteEstimate(ReportModel):
-    kind: Literal["suite", "samples", "protocol"] = "suite"
-    """An eval suite, a sample file whose grader scores each sample once, or a protocol
-    suite (whose prompt sizes are approximated: they are rendered from earlier answers)."""
-    path: str
-    name: str
-    model: str
-    evals: int
-    samples: int
-    """Runs of each eval (`planned_samples`)."""
-    worst: Figures
-    expected: Figures
-    expected_source: ExpectedSource
-    evals_from_history: int = 0
-    tokens_exact: bool
-    """Input tokens counted with the model's own tokenizer; false: an estimate (bound)."""
-    max_output_tokens: int
-    max_output_tokens_default: bool
-    """`max_output_tokens` is not set: the documented default was assumed."""
-
-
-class Estimate(ReportModel):
-    price_source: PriceSource
-    suites: list[SuiteEstimate] = Field(default_factory=list)
-    worst: Figures = Field(default_factory=Figures)
-    expected: Figures = Field(default_factory=Figures)
-    history: str | None = None
-    not_estimated: list[str] = Field(default_factory=list)
-    """Files whose calls this estimate does not cover."""
-    unpriced_models: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -453,15 +379,15 @@ def _protocol_case(protocol: ProtocolSuite, case: Case, models: _Models,
 def _scorer_calls(kind: str, spec: object, context: int, models: _Models,
                   max_out: int) -> list[tuple[str, str | None, Usage]]:
     if kind in ("llm_judge", "judge_scale"):
-        wording = getattr(getattr(spec, "llm_judge", None), "criteria", None) \
-            or getattr(spec, "rubric", "")
+        wording = spec.llm_judge.criteria if isinstance(spec, LlmJudgeCheck) \
+            else spec.rubric if isinstance(spec, JudgeScaleSpec) else ""
         framed = input_token_bound(models.judge, [JUDGE_SYSTEM_PROMPT, JUDGE_SCALE_SYSTEM_PROMPT,
-                                                  str(wording)])
+                                                  wording])
         usage = Usage(input_tokens=context + framed, output_tokens=JUDGE_MAX_OUTPUT_TOKENS)
         return [(models.judge, models.judge_price, usage)]
     if kind == "semantic":
-        expected = getattr(getattr(spec, "semantic", None), "expected", "")
-        tokens = input_token_bound(models.embedding, [str(expected)], chat=False) + max_out
+        expected = spec.semantic.expected if isinstance(spec, SemanticCheck) else ""
+        tokens = input_token_bound(models.embedding, [expected], chat=False) + max_out
         return [(models.embedding, models.embedding_price, Usage(input_tokens=tokens))]
     return []
 

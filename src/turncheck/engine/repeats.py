@@ -31,7 +31,7 @@ from turncheck.engine.interruption import STOP
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.report.protocol import CaseResult, CaseSample
-from turncheck.report.results import RepeatSummary, SampleResult, Status, spend_totals
+from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status, spend_totals
 from turncheck.report.run import EvalResult
 from turncheck.stats.adaptive import more_samples
 from turncheck.stats.rates import summarize_passes, turn_distribution, usable_minimum
@@ -149,9 +149,6 @@ async def run_samples(plan: RepeatPlan, limits: Sequence[asyncio.Semaphore],
 class _Sampled(Protocol):
     @property
     def status(self) -> Status: ...
-
-
-USABLE = (Status.PASS, Status.FAIL)
 
 
 def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:

@@ -73,7 +73,7 @@ class SessionSettings:
         """The budget guard of one session; None without a ledger (calls go straight out)."""
         if self.ledger is None:
             return None
-        limits = getattr(suite.metadata, "budget", None) if suite is not None else None
+        limits = suite.metadata.budget if suite is not None else None
         return self.ledger.guard(mode, label, limits)
 
     def policy(self) -> RetryPolicy:

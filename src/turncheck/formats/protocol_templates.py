@@ -10,7 +10,6 @@ can report them at their line in the suite file.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from turncheck.formats.protocol import (
 )
 from turncheck.formats.templates import reserved_secret, secret_token
 from turncheck.text.environment import sandboxed_environment
+from turncheck.text.suggest import did_you_mean
 from turncheck.text.template_limits import (
     COMPILE_LIMIT_ERRORS,
     TOO_DEEP,
@@ -183,10 +183,7 @@ class Analysis:
 
 
 def _hint(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    if close:
-        return f'; did you mean "{close[0]}"?'
-    return f"; known: {', '.join(known)}" if known else ""
+    return did_you_mean(name, known, f"; known: {', '.join(known)}" if known else "")
 
 
 def _paths(node: nodes.Node) -> Known:

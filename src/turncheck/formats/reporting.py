@@ -6,7 +6,6 @@ problem at the line and column of the offending key or value.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +17,7 @@ from turncheck.formats.model_families import family_warnings
 from turncheck.formats.suite import Metadata
 from turncheck.formats.tools import Tool, ToolChoice, ToolResults
 from turncheck.formats.yamlsource import Path, Pos, Positions
+from turncheck.text.suggest import did_you_mean
 
 
 class Reporter:
@@ -39,8 +39,7 @@ class Reporter:
         self.error_at(self.positions.value(path), code, message)
 
     def unknown_key(self, path: Path, key: str, allowed: tuple[str, ...]) -> None:
-        hint = difflib.get_close_matches(key, allowed, n=1)
-        suggestion = f'; did you mean "{hint[0]}"?' if hint else f"; allowed: {', '.join(allowed)}"
+        suggestion = did_you_mean(key, allowed, f"; allowed: {', '.join(allowed)}")
         self.error_at_key((*path, key), "unknown-key", f'unknown key "{key}"{suggestion}')
 
     def pydantic_errors(self, path: Path, exc: ValidationError) -> None:
@@ -134,12 +133,11 @@ class SuiteReporter(Reporter):
             return None
         for key in raw:
             if key not in model.model_fields:
-                close = difflib.get_close_matches(str(key), list(model.model_fields), n=1)
                 self.warning_at(
                     self.positions.key((*path, key)),
                     "unknown-metadata-key",
                     f'unknown metadata key "{key}" is ignored'
-                    + (f'; did you mean "{close[0]}"?' if close else ""),
+                    + did_you_mean(str(key), model.model_fields),
                 )
         known = {k: v for k, v in raw.items() if k in model.model_fields}
         self.templated_fields(path, {k: v for k, v in known.items() if k != "messages"},
@@ -207,8 +205,6 @@ class SuiteReporter(Reporter):
     def unknown_tool(self, path: Path, name: str, declared: Iterable[str],
                      key: bool = False) -> None:
         known = sorted(declared)
-        hint = difflib.get_close_matches(name, known, n=1)
-        suggestion = f'; did you mean "{hint[0]}"?' if hint else \
-            f"; declared: {', '.join(known) or 'none'}"
+        suggestion = did_you_mean(name, known, f"; declared: {', '.join(known) or 'none'}")
         report = self.error_at_key if key else self.error_at_value
         report(path, "unknown-tool", f'unknown tool "{name}"{suggestion}')

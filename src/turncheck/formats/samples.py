@@ -67,6 +67,7 @@ from turncheck.formats.references import (
     is_reference,
     read_text_reference,
 )
+from turncheck.text.suggest import did_you_mean
 
 MIN_SCORE = -3
 MAX_SCORE = 3
@@ -645,8 +646,7 @@ def _ordinal(loc: TomlPath) -> int:
 
 def _suggestion(key: str, allowed: Iterable[str]) -> str:
     names = list(allowed)
-    close = difflib.get_close_matches(key, names, n=1)
-    return f"; did you mean {_show(close[0])}?" if close else f" (allowed: {', '.join(names)})"
+    return did_you_mean(key, names, f" (allowed: {', '.join(names)})", _show)
 
 
 def _show(value: object) -> str:

@@ -26,8 +26,9 @@ from typing import Literal
 
 from turncheck.compare.pool import MAX_POOLED_RUNS, pool_reports
 from turncheck.engine.summary import run_totals
-from turncheck.github.bundle import BaselineInfo, BundleError, ReportBundle, bundle_from_zip
+from turncheck.github.bundle import BundleError, bundle_from_zip
 from turncheck.github.client import ArtifactRef, GitHubApi, GitHubApiError, RunOrigin
+from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 
 BASELINE_PREFIX = "turncheck-report-"

@@ -9,25 +9,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from turncheck import git
-from turncheck.compare.calibration import CalibrationThresholds
-from turncheck.compare.comparison import CostThresholds
 from turncheck.engine.interruption import STOP
 from turncheck.engine.session import Mode
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.files import (
-    MAX_DATA_BYTES,
-    read_bytes_bounded,
     refusal_reason,
     write_text_confined,
 )
 from turncheck.github.baseline import Trust, load_artifact_baseline
-from turncheck.github.bundle import BaselineInfo, BundleError, ReportBundle, bundle_from_json
 from turncheck.github.client import GitHubApi, PyGithubApi
 from turncheck.github.context import GitHubContext
 from turncheck.github.inputs import ActionInputs, ActionMode
 from turncheck.github.publish import log
 from turncheck.github.trust import TRUSTED_RUN_EVENT
 from turncheck.github.workflow import escape_data
+from turncheck.report.bundle import BaselineInfo, ReportBundle
+from turncheck.report.calibration_comparison import CalibrationThresholds
+from turncheck.report.comparison import CostThresholds
+from turncheck.report.files import ReportError, read_report
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
@@ -146,9 +145,9 @@ def trusted_baseline(job: Job, base_sha: str,
 
 def read_bundle(path: Path, workspace: Path) -> ReportBundle:
     try:
-        return bundle_from_json(read_bytes_bounded(path, root=workspace, limit=MAX_DATA_BYTES))
-    except (OSError, BundleError) as exc:
-        raise ActionError(f"{path.name}: {exc}") from None
+        return read_report(path, root=workspace, expect=ReportBundle)
+    except ReportError as exc:
+        raise ActionError(str(exc)) from None
 
 
 def write_bundle(job: Job, bundle: ReportBundle) -> None:

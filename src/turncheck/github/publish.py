@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal, TextIO
 
-from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.diagnostics import Diagnostic
 from turncheck.github.client import (
     Annotation,
@@ -25,6 +24,7 @@ from turncheck.github.inputs import CommentMode
 from turncheck.github.workflow import annotation_command, append_step_summary, write_outputs
 from turncheck.render.comment import comment_headline
 from turncheck.render.severity import TITLE, Group, case_change, eval_change, eval_group
+from turncheck.report.comparison import Comparison, EvalComparison
 from turncheck.report.run import EvalResult, Report, Status
 
 CHECK_NAME = "turncheck"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from turncheck.engine.merge import MergeError, merge_reports
 from turncheck.github.baseline import resolve_mode
-from turncheck.github.bundle import BaselineInfo, ReportBundle
 from turncheck.github.job import (
     ActionError,
     Job,
@@ -17,6 +16,7 @@ from turncheck.github.job import (
 from turncheck.github.publish import log
 from turncheck.github.trust import VERIFIED, Provenance
 from turncheck.github.verdict import publish
+from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits

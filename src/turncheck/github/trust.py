@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turncheck.github.bundle import ReportBundle
 from turncheck.github.client import (
     GitHubApi,
     GitHubApiError,
@@ -32,6 +31,7 @@ from turncheck.github.client import (
 )
 from turncheck.github.context import PullRequest, WorkflowRun
 from turncheck.github.publish import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID, log
+from turncheck.report.bundle import ReportBundle
 from turncheck.report.run import Report
 from turncheck.text.markdown import inline_code, md_text
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import fail_reasons, incomplete
 from turncheck.formats.files import refusal_reason, write_text_confined
-from turncheck.github.bundle import ReportBundle
 from turncheck.github.job import Job
 from turncheck.github.publish import (
     Published,
@@ -36,6 +35,8 @@ from turncheck.github.trust import (
 from turncheck.github.workflow import escape_data
 from turncheck.render.comment import CommentContext, render_comment, render_summary
 from turncheck.render.html_report import render_report
+from turncheck.report.bundle import ReportBundle
+from turncheck.report.comparison import Comparison
 
 
 def compare_bundle(job: Job, bundle: ReportBundle, provenance: Provenance = VERIFIED

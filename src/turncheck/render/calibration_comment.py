@@ -10,11 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turncheck.compare.calibration import (
-    CalibrationComparison,
-    CalibrationSide,
-    FlippedSample,
-)
+from markupsafe import Markup
+
 from turncheck.render.calibration_console import (
     BADGE_LABEL,
     distance,
@@ -22,13 +19,20 @@ from turncheck.render.calibration_console import (
     kappa_text,
     kappa_verdict,
 )
+from turncheck.render.columns import Column, markdown_table
 from turncheck.render.table_model import Capped, or_dash, state_note
 from turncheck.report.calibration import (
     CalibrationFileResult,
     Verdict,
     percent_text,
 )
+from turncheck.report.calibration_comparison import (
+    CalibrationComparison,
+    CalibrationSide,
+    FlippedSample,
+)
 from turncheck.report.run import Report
+from turncheck.text.markdown import md_cell
 
 MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30
@@ -102,7 +106,41 @@ def _head_samples(result: CalibrationFileResult) -> dict[str, Any]:
          "reason": row.error or row.reason or ""}
         for row in samples.shown
     ]
-    return {"path": result.path, "rows": rows, "hidden": samples.hidden}
+    return {"path": result.path, "table": markdown_table(SAMPLE_COLUMNS, rows),
+            "hidden": samples.hidden}
+
+
+Cells = dict[str, str]
+
+
+def _path_cell(row: Cells) -> str:
+    path = md_cell(row["path"], 200)
+    return path + (Markup(" (was ") + md_cell(row["previous_path"], 200) + Markup(")")
+                   if row["previous_path"] else "")
+
+
+def _cell(key: str) -> Callable[[Cells], str]:
+    return lambda row: row[key]
+
+
+FILE_COLUMNS: list[Column[Cells]] = [
+    Column("Sample file", _path_cell), Column("Grader", _cell("grader"), untrusted=200),
+    Column("Agreement (base → head)", _cell("agreement"), numeric=True),
+    Column("Weighted κ, 95 % interval (base → head)", _cell("kappa"), numeric=True),
+    Column("Mean distance (base → head)", _cell("distance"), numeric=True),
+    Column("Errors", _cell("errors"), numeric=True)]
+FLIPPED_COLUMNS: list[Column[Cells]] = [
+    Column("Sample file", _cell("path"), untrusted=200),
+    Column("Sample", _cell("id"), untrusted=200),
+    Column("Label", _cell("label"), numeric=True),
+    Column("Score (base → head)", _cell("scores"), numeric=True),
+    Column("Verdict (base → head)", _cell("verdicts")),
+    Column("Grader's reason at head", _cell("reason"), untrusted=300)]
+SAMPLE_COLUMNS: list[Column[Cells]] = [
+    Column("Sample", _cell("id"), untrusted=200), Column("Label", _cell("label"), numeric=True),
+    Column("Score", _cell("score"), numeric=True),
+    Column("Distance", _cell("distance"), numeric=True), Column("Badge", _cell("badge")),
+    Column("Grader's reason", _cell("reason"), untrusted=300)]
 
 
 def calibration_view(items: list[CalibrationComparison], head: Report) -> dict[str, Any]:
@@ -111,10 +149,12 @@ def calibration_view(items: list[CalibrationComparison], head: Report) -> dict[s
     graded = {result.path: result for result in head.calibrations if result.samples}
     files = Capped.of(items, MAX_FILES)
     return {
-        "files": [_file_row(item) for item in files.shown],
-        "hidden_files": files.hidden,
-        "flipped": flipped.shown,
-        "hidden_flipped": flipped.hidden,
+        "files": markdown_table(FILE_COLUMNS, [_file_row(item) for item in files.shown])
+        if files.shown else "",
+        "hidden_files": files.hidden, "file_columns": len(FILE_COLUMNS),
+        "flipped": markdown_table(FLIPPED_COLUMNS, flipped.shown) if flipped.shown else "",
+        "hidden_flipped": flipped.hidden, "flipped_columns": len(FLIPPED_COLUMNS),
         "details": [_head_samples(graded[item.path]) for item in files.shown
                     if item.path in graded],
+        "sample_columns": len(SAMPLE_COLUMNS),
     }

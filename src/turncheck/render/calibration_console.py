@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from turncheck.engine.pricing import add_costs
+from turncheck.render.columns import (
+    Column,
+    Tally,
+    column_table,
+    model_spend_columns,
+    name_column,
+    tally_spent,
+)
 from turncheck.render.table_model import (
-    Table,
     console_heading,
     or_dash,
     print_lines,
-    terminal_safe,
-    tokens_in_out,
 )
 from turncheck.report.calibration import (
     Badge,
@@ -20,10 +25,13 @@ from turncheck.report.calibration import (
     SampleGrade,
     percent_text,
 )
-from turncheck.text.money import usd
+from turncheck.report.results import add_costs
+from turncheck.report.spend import Spent, Usage
+from turncheck.text.lines import one_line, terminal_safe
+from turncheck.text.money import score_text
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.compare.calibration import CalibrationComparison, KappaComparison
+    from turncheck.report.calibration_comparison import CalibrationComparison, KappaComparison
 
 BADGE_LABEL = {
     Badge.AGREE: "✅ agree",
@@ -33,28 +41,19 @@ BADGE_LABEL = {
 }
 MAX_REASON_CHARS = 100
 MAX_ERRORS_SHOWN = 5
-SAMPLE_HEADER = ["Sample", "Label", "Score", "Distance", "Badge", "Tokens in/out", "Cost",
-                 "Reason"]
-SUMMARY_HEADER = ["Sample file", "Samples", "Agreement", "Mean distance", "Errors",
-                  "Tokens in/out", "Cost"]
-
-
-def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
 
 def distance(value: float | None) -> str:
-    return or_dash(value, lambda v: f"{v:.2f}")
+    return score_text(value)
 
 
-def sample_row(row: SampleGrade) -> list[str]:
-    explanation = row.error if row.error is not None else (row.reason or "")
-    return [
-        row.id, str(row.label), or_dash(row.score), or_dash(row.distance), BADGE_LABEL[row.badge],
-        tokens_in_out(row.input_tokens, row.output_tokens), usd(row.cost_usd),
-        _one_line(explanation),
-    ]
+SAMPLE_COLUMNS: list[Column[SampleGrade]] = [
+    Column("Sample", lambda row: row.id), Column("Label", lambda row: str(row.label)),
+    Column("Score", lambda row: or_dash(row.score)),
+    Column("Distance", lambda row: or_dash(row.distance)),
+    Column("Badge", lambda row: BADGE_LABEL[row.badge]),
+    *model_spend_columns(lambda row: row.spent),
+    Column("Reason", lambda row: one_line(row.error if row.error is not None
+                                          else (row.reason or ""), MAX_REASON_CHARS))]
 
 
 def file_header(result: CalibrationFileResult, mode: str) -> str:
@@ -87,7 +86,7 @@ def file_lines(result: CalibrationFileResult, mode: str) -> Iterable[str]:
         if result.grader is not None and result.note:
             yield terminal_safe(result.note)
         return
-    yield from Table(SAMPLE_HEADER, [sample_row(row) for row in result.samples]).lines()
+    yield from column_table(SAMPLE_COLUMNS, result.samples).lines()
     yield file_footer(result)
     yield from error_lines(result.samples)
 
@@ -101,32 +100,54 @@ def error_lines(rows: Sequence[SampleGrade]) -> Iterable[str]:
         yield f"  … and {len(errors) - MAX_ERRORS_SHOWN} more error(s)"
 
 
-def _summary_row(result: CalibrationFileResult) -> list[str]:
-    if result.grader is None or not result.samples:
-        return [result.path, str(result.valid_samples), "not graded", "—", "—", "—", "—"]
-    return [
-        result.path, str(len(result.samples)), percent_text(result.agreement_percent),
-        distance(result.mean_distance), str(result.errors),
-        tokens_in_out(result.input_tokens, result.output_tokens), usd(result.cost_usd),
-    ]
+@dataclass(frozen=True)
+class _Figures:
+    """What a sample file's line of the summary shows besides its rows and spend."""
+
+    samples: int
+    agreement: str
+    distance: str
+    errors: str
 
 
-def _total_row(results: Sequence[CalibrationFileResult]) -> list[str]:
-    graded = [r for r in results if r.grader is not None and r.samples]
+NOT_GRADED = "not graded"
+
+
+def _file_tally(result: CalibrationFileResult) -> Tally[_Figures]:
+    if not result.graded:
+        return Tally(result.path, [], None, _Figures(result.valid_samples, NOT_GRADED, "—", "—"))
+    figures = _Figures(len(result.samples), percent_text(result.agreement_percent),
+                       distance(result.mean_distance), str(result.errors))
+    return Tally(result.path, [result.row()], result.spent, figures)
+
+
+def _total_tally(results: Sequence[CalibrationFileResult]) -> Tally[_Figures]:
+    graded = [r for r in results if r.graded]
     rows = [row for r in graded for row in r.samples]
     scored = [row.distance for row in rows if row.distance is not None]
     agreed = sum(r.agreed for r in graded)
-    return [
-        "Total", str(len(rows)), percent_text(100 * agreed / len(rows) if rows else None),
-        distance(sum(scored) / len(scored) if scored else None),
-        str(sum(r.errors for r in graded)),
-        tokens_in_out(sum(r.input_tokens for r in graded), sum(r.output_tokens for r in graded)),
-        usd(add_costs([r.cost_usd for r in graded])) if graded else "—",
-    ]
+    figures = _Figures(len(rows), percent_text(100 * agreed / len(rows) if rows else None),
+                       distance(sum(scored) / len(scored) if scored else None),
+                       str(sum(r.errors for r in graded)))
+    spent = Spent(usage=sum((r.spent.usage for r in graded), Usage()),
+                  cost_usd=add_costs([r.cost_usd for r in graded])) if graded else None
+    return Tally("Total", [r.row() for r in graded], spent, figures)
+
+
+def _figure(header: str, cell: Callable[[_Figures], str]) -> Column[Tally[_Figures]]:
+    return Column(header, lambda tally: cell(tally.detail))
+
+
+SUMMARY_COLUMNS: list[Column[Tally[_Figures]]] = [
+    name_column("Sample file"), _figure("Samples", lambda f: str(f.samples)),
+    _figure("Agreement", lambda f: f.agreement),
+    _figure("Mean distance", lambda f: f.distance), _figure("Errors", lambda f: f.errors),
+    *model_spend_columns(tally_spent)]
 
 
 def summary_lines(results: Sequence[CalibrationFileResult]) -> list[str]:
-    return Table(SUMMARY_HEADER, [_summary_row(r) for r in results], _total_row(results)).lines()
+    return column_table(SUMMARY_COLUMNS, [_file_tally(r) for r in results],
+                        _total_tally(results)).lines()
 
 
 def print_calibrations(
@@ -153,19 +174,15 @@ class SampleProgress:
     def advance(self, result: CalibrationFileResult, row: SampleGrade) -> None:
         self.done += 1
         label = f"[{self.done}/{self.total}] {row.badge.value:<5} {result.path} › {row.id}"
-        print(terminal_safe(_one_line(label, 160)), file=self.out, flush=True)
-
-
-def _fixed(value: float) -> str:
-    return f"{round(value, 2) + 0.0:.2f}".replace("-", "−")  # + 0.0: no "−0.00"
+        print(one_line(label, 160), file=self.out, flush=True)
 
 
 def kappa_text(value: float | None, low: float | None = None, high: float | None = None) -> str:
     if value is None:
         return "—"
     if low is None or high is None:
-        return _fixed(value)
-    return f"{_fixed(value)} [{_fixed(low)}, {_fixed(high)}]"
+        return score_text(value)
+    return f"{score_text(value)} [{score_text(low)}, {score_text(high)}]"
 
 
 def kappa_change(kappa: KappaComparison) -> str:

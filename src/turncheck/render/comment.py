@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.comparison import Comparison, EvalComparison
 from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
 from turncheck.render.budget_text import budget_lines
@@ -42,6 +41,7 @@ from turncheck.render.severity import (
     fired,
 )
 from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
+from turncheck.report.comparison import Comparison, EvalComparison
 from turncheck.report.run import Report, Status
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow

@@ -8,6 +8,12 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from turncheck.render.budget_text import budget_lines
+from turncheck.render.columns import (
+    Column,
+    Tally,
+    column_table,
+    summary_columns,
+)
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -16,14 +22,14 @@ from turncheck.render.table_model import (
     exchange_lines,
     print_lines,
     samples_text,
-    spend_cells,
-    terminal_safe,
 )
 from turncheck.render.tool_calls import call_text
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
 from turncheck.report.run import CheckResult, EvalResult, Report, Status, SuiteResult
+from turncheck.text.lines import one_line, terminal_safe
 
-__all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "summary", "terminal_safe",
+__all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "print_failing", "summary",
+           "terminal_safe",
            "transcript"]
 
 def _check_line(check: CheckResult) -> str:
@@ -81,22 +87,14 @@ def transcript(report: Report, out: TextIO) -> None:
         print(file=out)
 
 
-SUMMARY_HEADER = ["Suite", "Evals", "Pass", "Fail", "Error", "Tokens in/out", "Cost",
-                  "Judge tokens", "Judge cost"]
+SUMMARY_COLUMNS: list[Column[Tally[None]]] = summary_columns("Suite", "Evals")
 
 
 def summary_table(report: Report) -> Table:
-    rows = []
-    for suite in report.suites:
-        statuses = [e.status for e in suite.evals]
-        rows.append([suite.name, str(len(statuses)), *(str(statuses.count(status)) for status
-                                                      in (Status.PASS, Status.FAIL, Status.ERROR)),
-                     *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage,
-                                  suite.judge_cost_usd)])
-    t = report.totals
-    total = ["Total", str(t.evals), str(t.passed), str(t.failed), str(t.errors),
-             *spend_cells(t.usage, t.cost_usd, t.judge_usage, t.judge_cost_usd)]
-    return Table(SUMMARY_HEADER, rows, total)
+    rows = [Tally(suite.name, suite.rows(), suite, None) for suite in report.suites]
+    total = Tally("Total", [row for suite in report.suites for row in suite.rows()],
+                  report.totals, None)
+    return column_table(SUMMARY_COLUMNS, rows, total)
 
 
 def summary(report: Report, out: TextIO) -> None:
@@ -189,3 +187,28 @@ class Progress:
     def finish(self) -> None:
         if self.live and self.done:
             print("\r\033[K", end="", file=self.out, flush=True)
+
+
+MAX_FAILING_LISTED = 50
+
+
+def failing_lines(report: Report) -> list[str]:
+    """`Failed:` and one line per failed eval or protocol case (errors have their own
+    list in the summary), at most `MAX_FAILING_LISTED`."""
+    fail_label = STATUS_LABEL[Status.FAIL]
+    failed = [f"{suite.name} › {result.name} ({suite.path}:{result.line}): failed "
+              + overall(result).removeprefix(f"{fail_label} (").replace(")", "", 1)
+              for suite in report.suites for result in suite.evals
+              if result.status is Status.FAIL]
+    failed += [f"{suite.name} › {case.id} ({suite.path}): failed"
+               for suite in report.protocols for case in suite.cases
+               if case.status is Status.FAIL]
+    if not failed:
+        return []
+    more = len(failed) - MAX_FAILING_LISTED
+    shown = [f"  ❌ {one_line(text)}" for text in failed[:MAX_FAILING_LISTED]]
+    return ["Failed:", *shown, *([f"  … and {more} more"] if more > 0 else [])]
+
+
+def print_failing(report: Report, out: TextIO) -> None:
+    print_lines(failing_lines(report), out)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from turncheck.engine.estimate import Estimate, Figures, SuiteEstimate
-from turncheck.render.table_model import Table, terminal_safe
+from turncheck.render.table_model import Table
+from turncheck.report.estimate import Estimate, Figures, SuiteEstimate
+from turncheck.text.lines import terminal_safe
 from turncheck.text.markdown import md_cell, md_text
 from turncheck.text.money import usd
 

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from turncheck.compare.comparison import Comparison
 from turncheck.compare.policy import FailOn
-from turncheck.compare.rows import SampleSide
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
+from turncheck.report.comparison import Comparison
+from turncheck.report.rows import SampleSide
 from turncheck.report.run import Status
 from turncheck.text.counts import counted
 from turncheck.text.money import MoneyRow

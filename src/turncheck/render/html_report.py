@@ -22,7 +22,6 @@ from importlib.resources import files
 
 from markupsafe import Markup
 
-from turncheck.compare.comparison import Comparison
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
@@ -35,6 +34,7 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
+from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
 from turncheck.report.results import CheckResult, Usage
 from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult

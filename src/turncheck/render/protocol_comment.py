@@ -7,15 +7,10 @@ each suite's aggregate table), like the eval sections.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from turncheck.compare.comparison import Transition
-from turncheck.compare.protocol import (
-    CaseComparison,
-    ProtocolComparison,
-    ProtocolSuiteComparison,
-    ScoreChange,
-)
+from turncheck.render.columns import Column, markdown_table
 from turncheck.render.table_model import (
     PROTOCOL_SUITE,
     STATUS_ICON,
@@ -25,8 +20,16 @@ from turncheck.render.table_model import (
     suite_heading,
 )
 from turncheck.report.protocol import CaseResult, ScorerResult
+from turncheck.report.protocol_comparison import (
+    CaseComparison,
+    ProtocolComparison,
+    ProtocolSuiteComparison,
+    ScoreChange,
+)
+from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
 from turncheck.text.money import score_change
+from turncheck.text.money import score_text as score
 from turncheck.text.money import usd as format_usd
 
 MAX_SUITES = 20
@@ -39,10 +42,6 @@ AGGREGATE_LABELS = {
     "self_correction": "Self-correction",
     "meta_cognition": "Meta-cognition (r)",
 }
-
-
-def score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}".replace("-", "\u2212")
 
 
 def _change_row(label: str, item: ScoreChange, has_base: bool) -> dict[str, str]:
@@ -75,6 +74,20 @@ def _variant(turn_variant: str | None, base_variant: str | None, has_base: bool)
     return shown
 
 
+Cells = dict[str, str]
+
+
+def _cell(key: str) -> Callable[[Cells], str]:
+    return lambda row: row[key]
+
+
+TURN_COLUMNS: list[Column[Cells]] = [
+    Column("Turn", _cell("id"), untrusted=100), Column("Variant", _cell("variant"), untrusted=200),
+    *(Column(header, _cell(key), numeric=True) for header, key in (
+        ("Score", "score"), ("Base", "base"), ("Δ", "delta"), ("Tokens", "tokens"),
+        ("Cost", "cost")))]
+
+
 def _case_view(case: CaseComparison, has_base: bool) -> dict[str, Any]:
     status = case.head_status or case.base_status
     irs = case.aggregates.get("interactive_reasoning", ScoreChange())
@@ -85,14 +98,14 @@ def _case_view(case: CaseComparison, has_base: bool) -> dict[str, Any]:
         "irs": score(irs.head) + (f" ({score_change(irs.base, irs.head)})" if has_base and
                                   irs.delta is not None else ""),
         "error": case.error,
-        "turns": [
+        "turns": markdown_table(TURN_COLUMNS, [
             {"id": t.id, "variant": _variant(t.head_variant, t.base_variant, has_base),
              "score": score(t.head), "base": score(t.base) if has_base else "—",
              "delta": score_change(t.base, t.head) if has_base else "—",
              "tokens": "—" if t.tokens is None else f"{t.tokens:,}",
              "cost": "—" if t.tokens is None else str(format_usd(t.cost_usd))}
             for t in case.turns
-        ],
+        ]),
     }
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
+from turncheck.render.columns import (
+    Column,
+    Tally,
+    column_table,
+    model_spend_columns,
+    summary_columns,
+)
 from turncheck.render.table_model import (
     STATUS_LABEL,
     Table,
@@ -13,21 +20,21 @@ from turncheck.render.table_model import (
     or_dash,
     print_lines,
     samples_text,
-    short_cell,
-    spend_cells,
 )
 from turncheck.report.protocol import (
     CaseResult,
     ProtocolAggregates,
+    ProtocolTurn,
     ScorerResult,
 )
 from turncheck.report.run import Report, Status
+from turncheck.report.spend import Spent
+from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
-    from turncheck.compare.protocol import ProtocolComparison
+    pass
 
-def score(value: float | None) -> str:
-    return or_dash(value, lambda v: f"{v:.2f}")
+MAX_CELL_CHARS = 60
 
 
 def signed(value: float | None) -> str:
@@ -54,11 +61,20 @@ def case_outcome(case: CaseResult, threshold: float | None) -> str:
     return f"{STATUS_LABEL[Status.PASS]} (interactive reasoning {score(irs)})"
 
 
+def _turn(turn: ProtocolTurn) -> Spent:
+    return turn
+
+
+TURN_COLUMNS: list[Column[ProtocolTurn]] = [
+    Column("Turn", lambda turn: f"{turn.turn} {turn.id}"),
+    Column("Variant", lambda turn: or_dash(turn.variant)),
+    Column("Score", lambda turn: score(turn.score)),
+    Column("Weight", lambda turn: f"{turn.weight:g}"),
+    *model_spend_columns(_turn)]
+
+
 def turn_table(case: CaseResult) -> Table:
-    return Table(["Turn", "Variant", "Score", "Weight", "Tokens in/out", "Cost"],
-                 [[f"{turn.turn} {turn.id}", or_dash(turn.variant), score(turn.score),
-                   f"{turn.weight:g}", *spend_cells(turn.usage, turn.cost_usd)]
-                  for turn in case.turns])
+    return column_table(TURN_COLUMNS, case.turns)
 
 
 def aggregate_line(case: CaseResult) -> str:
@@ -121,21 +137,24 @@ def transcript(report: Report, out: TextIO, full: bool = True) -> None:
         print(file=out)
 
 
-SUMMARY_HEADER = ["Protocol", "Cases", "Pass", "Fail", "Error", "Reasoning", "Final F1",
-                  "Self-corr.", "Meta r", "Tokens in/out", "Cost", "Judge tokens", "Judge cost"]
+Aggregated = Tally[ProtocolAggregates]
+
+
+def _aggregate(cell: Callable[[ProtocolAggregates], str]) -> Callable[[Aggregated], str]:
+    return lambda tally: cell(tally.detail)
+
+
+SUMMARY_COLUMNS: list[Column[Aggregated]] = summary_columns("Protocol", "Cases", [
+    Column("Reasoning", _aggregate(lambda a: score(a.interactive_reasoning))),
+    Column("Final F1", _aggregate(lambda a: score(a.final_f1))),
+    Column("Self-corr.", _aggregate(lambda a: signed(a.self_correction))),
+    Column("Meta r", _aggregate(
+        lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}"))])
 
 
 def summary_table(report: Report) -> Table:
-    rows = []
-    for suite in report.protocols:
-        a = suite.aggregates
-        rows.append([
-            suite.name, str(a.cases), str(a.passed), str(a.failed), str(a.errors),
-            score(a.interactive_reasoning), score(a.final_f1), signed(a.self_correction),
-            "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}",
-            *spend_cells(suite.usage, suite.cost_usd, suite.judge_usage, suite.judge_cost_usd),
-        ])
-    return Table(SUMMARY_HEADER, rows)
+    return column_table(SUMMARY_COLUMNS, [Tally(suite.name, suite.rows(), suite, suite.aggregates)
+                                          for suite in report.protocols])
 
 
 def summary(report: Report, out: TextIO) -> None:
@@ -148,31 +167,3 @@ def summary(report: Report, out: TextIO) -> None:
 def failed(report: Report) -> bool:
     """Whether a protocol case failed (below `pass_threshold`) or errored."""
     return any(s.aggregates.failed or s.aggregates.errors for s in report.protocols)
-
-
-def protocol_comparison_lines(protocols: ProtocolComparison | None) -> Iterable[str]:
-    """`turncheck compare`'s text for protocol suites: per case and turn, base → head."""
-    if protocols is None:
-        return
-    from turncheck.render.severity import verdict_suffix  # loads the comparison (scipy)
-
-    rows = []
-    for suite in protocols.suites:
-        for case in suite.cases:
-            label = case.transition.value + (" [REGRESSION]" if case.regression else "")
-            label += verdict_suffix(case)
-            for turn in case.turns:
-                variant = turn.head_variant or turn.base_variant or "—"
-                if turn.base_variant and turn.head_variant and turn.base_variant != \
-                        turn.head_variant:
-                    variant = f"{turn.base_variant}→{turn.head_variant}"
-                rows.append([short_cell(suite.path), short_cell(case.id), label,
-                             short_cell(turn.id), short_cell(variant),
-                             f"{score(turn.base)}→{score(turn.head)}", signed(turn.delta)])
-    yield ""
-    yield from Table(["PROTOCOL", "CASE", "TRANSITION", "TURN", "VARIANT", "SCORE", "Δ"],
-                     rows).lines()
-    for suite in protocols.suites:
-        parts = [f"{name.replace('_', ' ')} {score(change.base)}→{score(change.head)}"
-                 f" ({signed(change.delta)})" for name, change in suite.aggregates.items()]
-        yield f"{short_cell(suite.path)}: " + "; ".join(parts)

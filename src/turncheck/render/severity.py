@@ -13,13 +13,13 @@ annotations all read these groups, in this order of severity.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from turncheck.compare.comparison import Comparison, EvalComparison, EvalSide, Transition
 from turncheck.compare.policy import FailOn, FailReason
-from turncheck.compare.protocol import CaseComparison, CaseSide
-from turncheck.compare.rows import SampleSide
+from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
+from turncheck.report.protocol_comparison import CaseComparison, CaseSide
+from turncheck.report.rows import SampleSide
 from turncheck.report.run import Status
 
 
@@ -129,36 +129,14 @@ def fired(reasons: Sequence[str]) -> list[FailOn]:
 
 
 def eval_group(item: EvalComparison | CaseComparison) -> Group:
-    """The group of an eval or a protocol case: error, else its verdict's, else (for
-    comparisons made before verdicts existed) its transition's."""
-    head = item.head_status
-    cause = getattr(item, "verdict_cause", None)
+    """The group of an eval or a protocol case: error or not run, else its verdict's."""
+    head, cause = item.head_status, item.verdict_cause
     if head is Status.ERROR or cause == "errors":
         return Group.ERROR
     if head is Status.SKIPPED or cause in ("budget", "skipped"):
         return Group.NOT_RUN  # a budget stopped it: neither a pass nor a fail
-    verdict = getattr(item, "verdict", None)
-    if isinstance(verdict, str) and verdict in _BY_VERDICT:
-        return _BY_VERDICT[verdict]
-    if isinstance(verdict, str) and verdict == "unchanged":
-        return _quiet(head)
-    return _by_transition(item.transition, item.regression, head)
-
-
-def _by_transition(transition: Transition, regression: bool, head: Status | None) -> Group:
-    if transition is Transition.BROKEN or (transition is Transition.TURN_CHANGED and regression):
-        return Group.REGRESSION
-    if transition in (Transition.FIXED, Transition.TURN_CHANGED):
-        return Group.IMPROVEMENT
-    if transition is Transition.NEW:
-        return Group.NEW
-    if transition is Transition.REMOVED:
-        return Group.REMOVED
-    if transition is Transition.ERRORED:
-        return Group.ERROR
-    if transition is Transition.SKIPPED:
-        return Group.NOT_RUN
-    return _quiet(head)
+    group = _BY_VERDICT.get(item.verdict.value)
+    return _quiet(head) if group is None else group
 
 
 def _quiet(head: Status | None) -> Group:
@@ -320,36 +298,34 @@ def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
         )
 
 
+def _row_finding(suite: str, path: str, item: EvalComparison | CaseComparison) -> Finding:
+    """One row of either kind; an eval adds the turns it passed on."""
+    base, head = item.base, item.head
+    is_eval = isinstance(item, EvalComparison)
+    finding = Finding(
+        group=eval_group(item), kind="eval" if is_eval else "case", suite=suite, path=path,
+        name=item.name, line=item.line,
+        change=eval_change(item) if isinstance(item, EvalComparison)
+        else _case_status_change(item),
+        base_cost=base.total_cost_usd if base else None,
+        head_cost=head.total_cost_usd if head else None, has_base=base is not None,
+        flaky=item.flaky, evidence=_evidence(item), error=item.error,
+        head_failed=item.head_status is Status.FAIL)
+    if not isinstance(item, EvalComparison):
+        return finding
+    return replace(finding, base_turn=item.base.passed_on_turn if item.base else None,
+                   head_turn=item.head.passed_on_turn if item.head else None,
+                   head_turns=item.head.turns if item.head else 0)
+
+
 def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
     for suite in comparison.suites:
-        for item in suite.evals:
-            yield Finding(
-                group=eval_group(item), kind="eval", suite=suite.name, path=suite.path,
-                name=item.name, line=item.line, change=eval_change(item),
-                base_cost=item.base.total_cost_usd if item.base else None,
-                head_cost=item.head.total_cost_usd if item.head else None,
-                has_base=item.base is not None, flaky=bool(getattr(item, "flaky", False)),
-                evidence=_evidence(item), error=item.error,
-                base_turn=item.base.passed_on_turn if item.base else None,
-                head_turn=item.head.passed_on_turn if item.head else None,
-                head_failed=item.head_status is Status.FAIL,
-                head_turns=item.head.turns if item.head else 0,
-            )
+        yield from (_row_finding(suite.name, suite.path, item) for item in suite.evals)
 
 
 def _case_findings(comparison: Comparison) -> Iterator[Finding]:
-    if comparison.protocols is None:
-        return
-    for suite in comparison.protocols.suites:
-        for case in suite.cases:
-            yield Finding(
-                group=case_group(case), kind="case", suite=suite.name, path=suite.path,
-                name=case.id, line=case.line, change=_case_status_change(case),
-                base_cost=case.base.total_cost_usd if case.base else None,
-                head_cost=case.head.total_cost_usd if case.head else None,
-                has_base=case.base is not None, flaky=case.flaky, evidence=_evidence(case),
-                error=case.error, head_failed=case.head_status is Status.FAIL,
-            )
+    for suite in comparison.protocols.suites if comparison.protocols else []:
+        yield from (_row_finding(suite.name, suite.path, case) for case in suite.cases)
 
 
 case_group = eval_group

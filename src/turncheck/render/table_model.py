@@ -9,16 +9,16 @@ stay light: `turncheck run` prints through this module without loading compariso
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
-from turncheck.report.run import CheckResult, Status, Usage
+from turncheck.report.run import CheckResult, Status
+from turncheck.text.lines import terminal_safe
 from turncheck.text.money import MoneyRow, signed_int, usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats
-    from turncheck.compare.spend import Spend
+    from turncheck.report.spend import Spend
 
 DASH = "—"
 """A cell with nothing to show (no base, no score, a removed row)."""
@@ -116,32 +116,9 @@ def print_lines(lines: Iterable[str], out: TextIO) -> None:
         print(terminal_safe(line), file=out)
 
 
-def one_line(text: str) -> str:
-    """`text` printable on one line: untrusted names must not break a table or the terminal."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
-
-
-def short_cell(text: str, limit: int = 60) -> str:
-    """One printable line of at most `limit` characters (`…` where it was cut)."""
-    flat = one_line(text)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def tokens_in_out(input_tokens: int, output_tokens: int) -> str:
     """`1,234/56`: input/output tokens."""
     return f"{input_tokens:,}/{output_tokens:,}"
-
-
-def spend_cells(usage: Usage, cost: float | None, judge: Usage | None = None,
-                judge_cost: float | None = None) -> list[str]:
-    """Tokens in/out and cost, then (given a judge's usage) the judge's: the money
-    columns of every console table. A judge that was never called reads `—`."""
-    cells = [tokens_in_out(usage.input_tokens, usage.output_tokens), usd(cost)]
-    if judge is not None:
-        unused = judge.total == 0 and judge_cost == 0
-        cells += [tokens_in_out(judge.input_tokens, judge.output_tokens),
-                  DASH if unused else usd(judge_cost)]
-    return cells
 
 
 Item = TypeVar("Item")
@@ -160,21 +137,6 @@ class Capped(Generic[Item]):
 
 
 # -- tables ----------------------------------------------------------------------------
-
-
-# Control characters (newline and tab excepted) and lone surrogates: model output and
-# file content must not move the cursor, clear the screen or crash the encoder.
-_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with control characters shown as `\\xNN` escapes (line breaks kept)."""
-    return _NOT_PRINTABLE.sub(_escaped, text.replace("\r\n", "\n"))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from typing import Literal
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
+from turncheck.report.results import Status
+from turncheck.report.rows import Row, RowKind
+from turncheck.report.spend import Spent, Usage
 
 FAR_DISTANCE = 3
 
@@ -88,6 +91,12 @@ class SampleGrade(ReportModel):
     latency_ms: float = 0.0
 
     @property
+    def spent(self) -> Spent:
+        """The grader's call for this sample (the grader is the model here)."""
+        return Spent(usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+                     cost_usd=self.cost_usd)
+
+    @property
     def verdict(self) -> Verdict:
         if self.badge is Badge.ERROR:
             return Verdict.ERROR
@@ -153,3 +162,18 @@ class CalibrationFileResult(ReportModel):
     @property
     def graded(self) -> bool:
         return self.grader is not None and bool(self.samples)
+
+    @property
+    def spent(self) -> Spent:
+        """The grader's calls as every kind's spend (the grader is the model here)."""
+        return Spent(usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+                     cost_usd=self.cost_usd)
+
+    def row(self) -> Row:
+        """The file as one row: it fails below its minimum agreement, errors when the
+        grader could not score a sample."""
+        below = self.min_agreement is not None and self.agreement_percent is not None \
+            and is_below(self.agreement_percent, self.min_agreement)
+        status = Status.ERROR if self.errors else Status.FAIL if below else Status.PASS
+        return Row(RowKind.SAMPLE_FILE, self.path, self.path, None, status, self.agreed,
+                   len(self.samples) - self.errors, self.spent.spend)

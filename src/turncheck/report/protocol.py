@@ -13,12 +13,13 @@ from turncheck.report.results import (
     CheckResult,
     RepeatSummary,
     Sample,
+    Spent,
     Status,
     StatusReason,
     SuiteHeader,
     TurnResult,
-    Usage,
 )
+from turncheck.report.rows import Row, RowKind, samples_of
 
 
 class NameMatch(ReportModel):
@@ -99,8 +100,6 @@ class ProtocolTurn(TurnResult):
     items: list[str] = Field(default_factory=list)
     """Names extracted from the response (lists, hierarchies, JSON)."""
     extracted: dict[str, str | None] = Field(default_factory=dict)
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
 
 
 class CaseAggregates(ReportModel):
@@ -123,7 +122,7 @@ class CaseSample(Sample):
     turns: list[ProtocolTurn] = Field(default_factory=list)
 
 
-class CaseResult(ReportModel):
+class CaseResult(Spent):
     id: str
     status: Status
     """`pass`/`fail` against `pass_threshold` (every complete case passes without one);
@@ -131,10 +130,6 @@ class CaseResult(ReportModel):
     error: str | None = None
     turns: list[ProtocolTurn] = Field(default_factory=list)
     aggregates: CaseAggregates = Field(default_factory=CaseAggregates)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
     line: int = 1
     """Line of the case in the suite file (or in its cases file)."""
     reason: StatusReason | None = None
@@ -143,6 +138,11 @@ class CaseResult(ReportModel):
     `aggregates` are then means over the samples, its `turns` the first sample's."""
     samples: list[CaseSample] = Field(default_factory=list)
     """Every sample, when repeated: the case's score distribution."""
+
+    def row(self, file: str) -> Row:
+        passes, samples = samples_of(self.status, self.repeats)
+        return Row(RowKind.CASE, self.id, file, self.line, self.status, passes, samples,
+                   self.spend)
 
     @property
     def scores(self) -> list[float | None]:
@@ -176,13 +176,12 @@ class ProtocolAggregates(ReportModel):
     """Why the correlation is undefined, when it is."""
 
 
-class ProtocolSuiteResult(SuiteHeader):
+class ProtocolSuiteResult(SuiteHeader, Spent):
     cases_file: str | None = None
     pass_threshold: float | None = None
     turns: list[TurnSummary] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     aggregates: ProtocolAggregates = Field(default_factory=ProtocolAggregates)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = 0.0
+
+    def rows(self) -> list[Row]:
+        return [case.row(self.path) for case in self.cases]

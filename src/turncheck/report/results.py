@@ -28,6 +28,12 @@ from pydantic_core import PydanticSerializationError
 
 from turncheck.report.model import ReportModel
 
+# Re-exported where they were before spend.py declared them once:
+from turncheck.report.spend import Spent as Spent
+from turncheck.report.spend import Usage as Usage
+from turncheck.report.spend import add_costs as add_costs
+from turncheck.report.spend import spend_totals as spend_totals
+
 
 class Status(StrEnum):
     PASS = "pass"
@@ -37,26 +43,15 @@ class Status(StrEnum):
     """Not finished, never a pass or a fail; `EvalResult.reason` says why (`budget`)."""
 
 
+USABLE = (Status.PASS, Status.FAIL)
+"""The statuses of samples that are evidence about the model (errors and skips are not)."""
+
+
 class StatusReason(StrEnum):
     """Why an eval (or case) has its status when the reason is not its own outcome."""
 
     INTERRUPTED = "interrupted"
     """The run was stopped (SIGINT/SIGTERM) before the eval finished; status `error`."""
-
-
-class Usage(ReportModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-        )
-
-    @property
-    def total(self) -> int:
-        return self.input_tokens + self.output_tokens
 
 
 class CheckResult(ReportModel):
@@ -185,21 +180,16 @@ class PromptTable(ReportModel):
         return self
 
 
-class TurnResult(SharedPrompt):
+class TurnResult(SharedPrompt, Spent):
     turn: int
     prompt: str
     response: str
-    usage: Usage
-    cost_usd: float | None
     latency_ms: float
     checks: list[CheckResult] = Field(default_factory=list)
     passed: bool = False
     output_tokens_estimated: bool = False
     line: int | None = None
     """Line of this turn's `prompt` in the suite file."""
-    judge_usage: Usage = Field(default_factory=Usage)
-    """Judge and embedding calls made to check this turn (also summed on the eval)."""
-    judge_cost_usd: float | None = 0.0
     # Left out of a report when unused (`exclude_if`), so plain suites' reports read as
     # before these fields existed.
     tool_calls: list[ToolCallResult] = Field(default_factory=list, exclude_if=_empty)
@@ -341,19 +331,6 @@ def writable(row: RowT) -> RowT:
     return row
 
 
-class Metered(Protocol):
-    """A result with model and judge usage and cost: a turn, a sample, a case, a suite."""
-
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def cost_usd(self) -> float | None: ...
-    @property
-    def judge_usage(self) -> Usage: ...
-    @property
-    def judge_cost_usd(self) -> float | None: ...
-
-
 class SuiteHeader(ReportModel):
     """What names a suite of any kind in the report."""
 
@@ -364,7 +341,7 @@ class SuiteHeader(ReportModel):
     cassette: str | None
 
 
-class Sample(ReportModel):
+class Sample(Spent):
     """One sample of a repeated case (eval or protocol case): an independent
     conversation, with its index, seed, status and spend. Each kind adds its outcome
     and its turns."""
@@ -373,10 +350,6 @@ class Sample(ReportModel):
     seed: int | None = None
     status: Status
     error: str | None = None
-    usage: Usage
-    cost_usd: float | None
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = None
 
 
 class SampleResult(Sample):
@@ -421,23 +394,3 @@ class RepeatSummary(ReportModel):
     paired: str | None = None
     """`repeat: auto` stopped together with the other side of a comparison (the pairing
     token both sides carry): the comparison may then test every look (stratified)."""
-
-
-def add_costs(costs: list[float | None]) -> float | None:
-    """Sum of costs; None (unpriced) if any part is unpriced and there are parts."""
-    if any(cost is None for cost in costs):
-        return None
-    return sum(cost for cost in costs if cost is not None)
-
-
-def spend_totals(parts: Sequence[Metered]) -> dict[str, Usage | float | None]:
-    """The `usage`, `cost_usd`, `judge_usage` and `judge_cost_usd` fields summed over
-    `parts` (turns, samples, cases or suites); a cost is None when any part's is."""
-    return {
-        "usage": sum((p.usage for p in parts), Usage()),
-        "cost_usd": add_costs([p.cost_usd for p in parts]),
-        "judge_usage": sum((p.judge_usage for p in parts), Usage()),
-        "judge_cost_usd": add_costs([p.judge_cost_usd for p in parts]),
-    }
-
-

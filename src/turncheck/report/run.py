@@ -7,7 +7,7 @@ and the fork-safe `workflow_run` poster, so it only grows compatibly; bump
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -17,12 +17,12 @@ from turncheck.report.model import ReportModel
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
     CheckResult,
-    Metered,
     PromptTable,
     RepeatSummary,
     Sample,
     SampleResult,
     SharedPrompt,
+    Spent,
     Status,
     StatusReason,
     SuiteHeader,
@@ -30,25 +30,34 @@ from turncheck.report.results import (
     TurnResult,
     Usage,
 )
+from turncheck.report.rows import Row, RowKind, samples_of
 
 __all__ = [
-    "CheckResult", "EvalResult", "Metered", "RepeatSummary", "Report", "Sample", "SampleResult",
-    "Status", "StatusReason", "SuiteResult", "ToolCallResult", "TurnResult", "Usage",
+    "CheckResult",
+    "EvalResult",
+    "RepeatSummary",
+    "Report",
+    "Sample",
+    "SampleResult",
+    "Spent",
+    "Status",
+    "StatusReason",
+    "SuiteResult",
+    "ToolCallResult",
+    "TurnResult",
+    "Usage",
 ]
 
+RUN_KIND: Final = "run"
 SCHEMA_VERSION = 1
 
 
-class EvalResult(SharedPrompt):
+class EvalResult(SharedPrompt, Spent):
     name: str
     prompt: str
     status: Status
     passed_on_turn: int | None
     error: str | None
-    usage: Usage
-    cost_usd: float | None
-    judge_usage: Usage
-    judge_cost_usd: float | None
     turns: list[TurnResult] = Field(default_factory=list)
     line: int = 1
     """Line of the eval's first `prompt` in the suite file, for annotations."""
@@ -70,12 +79,14 @@ class EvalResult(SharedPrompt):
     """SHA-256 of the first prompt, when it is long: the report's `prompts` holds it."""
 
 
-class SuiteResult(SuiteHeader):
+    def row(self, file: str) -> Row:
+        passes, samples = samples_of(self.status, self.repeats)
+        return Row(RowKind.EVAL, self.name, file, self.line, self.status, passes, samples,
+                   self.spend)
+
+
+class SuiteResult(SuiteHeader, Spent):
     evals: list[EvalResult] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = None
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = None
     # Left out when unset, so a suite without them reads as before they existed; a
     # report of an older turncheck reads as having neither.
     system_prompt: str | None = Field(default=None, exclude_if=lambda value: value is None)
@@ -84,21 +95,20 @@ class SuiteResult(SuiteHeader):
     tools: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
     """The tool definitions the suite's evals offer, as sent to the API."""
 
+    def rows(self) -> list[Row]:
+        return [result.row(self.path) for result in self.evals]
+
     def tools_of(self, result: EvalResult) -> list[dict[str, Any]]:
         """The tools `result` offered: its own, else the suite's."""
         return self.tools if result.tools is None else result.tools
 
 
-class Totals(ReportModel):
+class Totals(Spent):
     evals: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
     skipped: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = None
-    judge_usage: Usage = Field(default_factory=Usage)
-    judge_cost_usd: float | None = None
     unpriced_models: list[str] = Field(default_factory=list)
 
 
@@ -135,6 +145,8 @@ class ShardInfo(ReportModel):
 
 
 class Report(PromptTable):
+    kind: Literal["run"] = RUN_KIND
+    """Names the document (`report/files.py`); reports of older turncheck have none."""
     schema_version: int = SCHEMA_VERSION
     turncheck_version: str
     mode: str
@@ -156,6 +168,12 @@ class Report(PromptTable):
     """Hard budgets of this run; empty when none was set."""
     # `prompts` (written by `PromptTable`): each prompt longer than SHARED_PROMPT_CHARS,
     # once, keyed by its SHA-256; evals and turns name it in `prompt_sha256`.
+
+    def rows(self) -> list[Row]:
+        """Every eval, protocol case and graded sample file, in that order."""
+        return [*(row for suite in self.suites for row in suite.rows()),
+                *(row for suite in self.protocols for row in suite.rows()),
+                *(result.row() for result in self.calibrations if result.graded)]
 
     @property
     def budget_stopped(self) -> bool:

@@ -108,6 +108,14 @@ def signed_int(value: int | None) -> str:
     return _sign(value) + f"{abs(value):,}"
 
 
+def score_text(value: float | None, places: int = 2) -> str:
+    """A score: `0.75`, `−0.25` (never `−0.00`); `—` for none."""
+    if value is None:
+        return "—"
+    shown = f"{round(value, places) + 0.0:.{places}f}"  # + 0.0: no negative zero
+    return shown.replace("-", MINUS)
+
+
 def score_change(base: float | None, head: float | None, places: int = 2) -> str:
     """A score delta computed from the rounded scores it is shown beside."""
     if base is None or head is None:

@@ -5,12 +5,7 @@ and posts it as an unverified report: never `success` on the required check (see
 
 from __future__ import annotations
 
-from turncheck.github.bundle import (
-    MAX_BUNDLE_BYTES,
-    BundleError,
-    BundleTooLarge,
-    bundle_from_zip,
-)
+from turncheck.github.bundle import BundleError, BundleTooLarge, bundle_from_zip
 from turncheck.github.client import ArtifactTooLarge, GitHubApi
 from turncheck.github.context import WorkflowRun
 from turncheck.github.job import ActionError, Job
@@ -28,6 +23,7 @@ from turncheck.github.trust import (
 )
 from turncheck.github.verdict import publish
 from turncheck.render.comment import MARKER
+from turncheck.report.bundle import MAX_BUNDLE_BYTES
 
 ARTIFACT_NAME = "turncheck-report"
 MAX_ARTIFACT_BYTES = 25 * 1024 * 1024

@@ -1,0 +1,174 @@
+"""The comparison of a head run report with its base (`turncheck compare --json`, the
+action's comment source): per suite and eval the transition, samples, spend and verdict;
+totals, the cost alert and the protocol and calibration parts. `compare/` computes it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import ConfigDict, Field
+
+from turncheck.diagnostics import Diagnostic
+from turncheck.report.calibration_comparison import CalibrationComparison
+from turncheck.report.model import ReportModel
+from turncheck.report.protocol_comparison import ProtocolComparison
+from turncheck.report.results import Status
+from turncheck.report.rows import RowCounts, SampleSide, SuiteState, Transition, VerdictRow
+from turncheck.report.run import PriceSource
+from turncheck.report.spend import Spend
+from turncheck.stats.verdicts import Verdict
+
+COMPARISON_KIND: Final = "comparison"
+COMPARISON_SCHEMA_VERSION = 1
+
+MatchKey = Literal["name", "prompt"]
+
+
+class CostThresholds(ReportModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    percent: float | None = Field(default=None, ge=0)
+    """Alert when the cost grows by more than this percentage of the base cost."""
+    usd: float | None = Field(default=None, ge=0)
+    """Alert when the cost grows by more than this many US dollars."""
+
+
+class EvalSide(SampleSide):
+    """One eval's result on one side."""
+
+    status: Status
+    passed_on_turn: int | None
+    turns: int
+    error: str | None
+    line: int
+    turn_of_pass: dict[str, int] = Field(default_factory=dict)
+    """Samples per turn they passed on; the others under `fail`."""
+    looks: list[dict[str, int]] = Field(default_factory=list)
+    """`repeat: auto`: `turn_of_pass` of each look (empty for a fixed number of samples)."""
+    paired: str | None = None
+    """The pairing token of a `repeat: auto` eval stopped together with the other side."""
+    max_repeat: int | None = None
+    """`repeat: auto`: the most samples the eval could have taken."""
+
+
+class EvalComparison(VerdictRow):
+    suite_path: str
+    name: str
+    prompt: str
+    line: int | None
+    """Head eval's line in the suite file, for annotations; None when removed."""
+    transition: Transition
+    label: str
+    """Human label, e.g. `turn changed 1→3`."""
+    regression: bool
+    """Broken, or passing only on a later turn than at base."""
+    matched_by: MatchKey | None
+    previous_name: str | None = None
+    """Base name when matched by prompt under a different name."""
+    base: EvalSide | None
+    head: EvalSide | None
+    delta: Spend
+    turns_delta: int | None
+    error: str | None
+    """Head error text, when the head eval errored."""
+    pass_rate_change: float | None = None
+    """Head pass rate − base pass rate."""
+    turn_shift: float | None = None
+    """Mean turn-of-pass of head − base over passing samples."""
+
+    @property
+    def head_status(self) -> Status | None:
+        return None if self.head is None else self.head.status
+
+
+class Counts(RowCounts):
+    evals: int = 0
+    """Head evals (removed ones are not counted here)."""
+    turn_changed: int = 0
+
+
+class Summary(ReportModel):
+    base: Spend | None
+    head: Spend | None
+    delta: Spend
+    counts: Counts
+
+
+class SuiteComparison(ReportModel):
+    path: str
+    previous_path: str | None = None
+    state: SuiteState
+    name: str
+    model: str
+    deleted_in_pr: bool = False
+    """Removed because the PR deleted the file (listed in `removed`)."""
+    evals: list[EvalComparison]
+    totals: Summary
+    verdict: Verdict = Verdict.UNCHANGED
+    """The suite-level verdict: the exact stratified test over its evals (a drop spread
+    over many evals); `unchanged` with fewer than two evals judged on both sides."""
+    p_value: float | None = None
+    verdict_reason: str = ""
+    pass_rate_change: float | None = None
+    """Mean over the evals judged on both sides of head − base pass rate."""
+
+
+class CostAlert(ReportModel):
+    base_cost: float
+    head_cost: float
+    delta_usd: float
+    delta_percent: float | None
+    """None when the base cost is 0 (the increase is infinitely many percent)."""
+    reasons: list[str]
+
+
+class Comparison(ReportModel):
+    kind: Literal["comparison"] = COMPARISON_KIND
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    base_commit: str | None
+    head_commit: str | None
+    has_base: bool
+    mode: str
+    price_source: PriceSource
+    price_note: str | None = None
+    """Set when base and head were priced differently."""
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    thresholds: CostThresholds
+    suites: list[SuiteComparison]
+    totals: Summary
+    cost_delta_percent: float | None
+    """Total cost change in percent of base; None when undefined (unpriced, base 0)."""
+    alert: CostAlert | None = None
+    cost_note: str | None = None
+    """Why costs could not be compared, when they could not."""
+    calibration: list[CalibrationComparison] = Field(default_factory=list)
+    """Per sample file: grader agreement base → head and the samples that flipped."""
+    protocols: ProtocolComparison | None = None
+    """Protocol suites: per case, per turn score deltas; None without any."""
+    pooled_runs: int | None = None
+    """Runs of main pooled into the base side (`compare.pool`); None when not pooled."""
+    drift_sigma: float | None = None
+    """The pooled base's estimated run-to-run drift (logit scale)."""
+    baseline_note: str | None = None
+    """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
+
+    @property
+    def regressions(self) -> int:
+        return self.totals.counts.regressions
+
+    @property
+    def broken(self) -> int:
+        return self.totals.counts.broken
+
+    @property
+    def passed(self) -> int:
+        return self.totals.counts.passed
+
+    @property
+    def failed(self) -> int:
+        return self.totals.counts.failed
+
+    @property
+    def errors(self) -> int:
+        return self.totals.counts.errors

@@ -1,0 +1,100 @@
+"""The protocol-suite part of a comparison (`Comparison.protocols`): per case, per turn
+score changes, aggregates, spend and verdicts. `compare/protocol.py` computes it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from turncheck.report.model import ReportModel
+from turncheck.report.results import Status
+from turncheck.report.rows import (
+    RowCounts,
+    SampleSide,
+    SuiteState,
+    Transition,
+    VerdictRow,
+)
+from turncheck.report.spend import Spend
+
+
+class ScoreChange(ReportModel):
+    base: float | None = None
+    head: float | None = None
+    delta: float | None = None
+
+
+class TurnScoreComparison(ScoreChange):
+    id: str
+    base_variant: str | None = None
+    head_variant: str | None = None
+    tokens: int | None = None
+    """Head tokens of this turn (model and judge)."""
+    cost_usd: float | None = None
+    """Head cost of this turn (model and judge)."""
+
+
+class CaseSide(SampleSide):
+    """One protocol case's result on one side."""
+
+    status: Status | None = None
+    mean_score: float | None = None
+    """Mean of the samples' weighted scores (a sample without a score counts as 0)."""
+    scores: list[float] = Field(default_factory=list)
+    """Each sample's weighted score, as the verdict's test sees it."""
+    first_look: int | None = None
+    """`repeat: auto`: the samples of the first look. Each side stopped on its own
+    samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
+
+
+class CaseComparison(VerdictRow):
+    id: str
+    transition: Transition
+    regression: bool
+    """Broken: passed at base, not at head (the pre-statistics label)."""
+    base_status: Status | None
+    head_status: Status | None
+    turns: list[TurnScoreComparison] = Field(default_factory=list)
+    aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
+    base: CaseSide | None = None
+    head: CaseSide | None = None
+    delta: Spend = Field(default_factory=Spend)
+    error: str | None = None
+    """Head error, when the head case errored."""
+    line: int | None = None
+    score_change: float | None = None
+    """Head − base mean weighted score."""
+
+    @property
+    def name(self) -> str:
+        """The case's id: what names a row of any kind."""
+        return self.id
+
+
+class ProtocolCounts(RowCounts):
+    cases: int = 0
+    """Head cases (removed ones are not counted here)."""
+
+
+class ProtocolSuiteComparison(ReportModel):
+    path: str
+    previous_path: str | None = None
+    state: SuiteState
+    name: str
+    model: str
+    pass_threshold: float | None = None
+    turn_ids: list[str] = Field(default_factory=list)
+    cases: list[CaseComparison] = Field(default_factory=list)
+    aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
+    meta_cognition_note: str | None = None
+    base: Spend | None = None
+    head: Spend | None = None
+    delta: Spend = Field(default_factory=Spend)
+    counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
+
+
+class ProtocolComparison(ReportModel):
+    suites: list[ProtocolSuiteComparison] = Field(default_factory=list)
+    counts: ProtocolCounts = Field(default_factory=ProtocolCounts)
+    base: Spend | None = None
+    head: Spend | None = None
+    delta: Spend = Field(default_factory=Spend)
