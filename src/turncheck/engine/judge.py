@@ -187,22 +187,28 @@ def parse_verdict(text: str) -> Verdict:
 _INTEGER_STRING = re.compile(r"\s*[+-]?\d{1,3}\s*")
 
 
-def parse_grade(text: str) -> Grade:
-    """A grader's `{"score": int, "reason": str}`; the score may be an integer string."""
-    data = _json_object(text, "grader")
+def parse_scored(text: str, who: str, scale: range, shape: str) -> tuple[int, str]:
+    """`{"score": int, "reason": str}` with the score in `scale` (an integer string
+    such as "4" counts): a grader's score, a judge's rating; `shape` names the score in
+    the message for any other answer."""
+    data = _json_object(text, who)
     score, reason = data.get("score"), data.get("reason")
     if isinstance(score, str) and _INTEGER_STRING.fullmatch(score):
         score = int(score)
     if isinstance(score, bool) or not isinstance(score, int) or not isinstance(reason, str):
         raise JudgeAnswerError(
-            f'grader answer must be {{"score": int, "reason": str}}, got {_excerpt(text)}'
+            f'{who} answer must be {{"score": {shape}, "reason": str}}, got {_excerpt(text)}'
         )
-    if not MIN_GRADER_SCORE <= score <= MAX_GRADER_SCORE:
+    if score not in scale:
         raise JudgeAnswerError(
-            f"grader score must be an integer from {MIN_GRADER_SCORE} to {MAX_GRADER_SCORE}, "
-            f"got {score}"
-        )
-    return Grade(score, given_reason(reason, "grader"))
+            f"{who} score must be an integer from {scale[0]} to {scale[-1]}, got {score}")
+    return score, given_reason(reason, who)
+
+
+def parse_grade(text: str) -> Grade:
+    """A grader's `{"score": int, "reason": str}`; the score may be an integer string."""
+    return Grade(*parse_scored(text, "grader", range(MIN_GRADER_SCORE, MAX_GRADER_SCORE + 1),
+                               "int"))
 
 
 def given_reason(reason: str, who: str) -> str:

@@ -116,9 +116,6 @@ class FormRedactor:
     def __bool__(self) -> bool:
         return bool(self.forms)
 
-    def found_in(self, text: str) -> bool:
-        return any(form in text for form in self.forms) or self._loose_in(_squeezed(text))
-
     def found_in_json(self, text: str) -> bool:
         """Whether JSON text holds a form, its escapes counted as separators."""
         if any(form in text for form in self.forms):

@@ -10,16 +10,13 @@ output (`RATING_ANSWER`), enforced by the provider where it can.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 
 from turncheck.engine.judge import (
     JudgeAnswerError,
     answer_schema,
-    given_reason,
+    parse_scored,
     transcript,
-    unfenced,
 )
 from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import JudgeScaleSpec, Scorer
@@ -41,9 +38,6 @@ into account, on an integer scale from {MIN_RATING} (does not meet it at all) to
 {MAX_RATING} (meets it fully). Answer with JSON only, exactly of the form
 {{"score": an integer from {MIN_RATING} to {MAX_RATING}, "reason": "one short sentence"}}."""
 
-_INTEGER = re.compile(r"\s*\d\s*")
-
-
 def judge_scale_messages(conversation: Sequence[ChatMessage], rubric: str) -> list[ChatMessage]:
     user = (
         f"<conversation>\n{transcript(conversation)}\n</conversation>\n\n"
@@ -52,30 +46,10 @@ def judge_scale_messages(conversation: Sequence[ChatMessage], rubric: str) -> li
     return [ChatMessage("system", JUDGE_SCALE_SYSTEM_PROMPT), ChatMessage("user", user)]
 
 
-def _excerpt(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
-
-
 def parse_rating(text: str) -> tuple[int, str]:
     """(rating, reason) from the judge's answer; JudgeAnswerError when it is anything else."""
-    body = unfenced(text)
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise JudgeAnswerError(f"judge answer is not JSON: {_excerpt(text)}") from exc
-    if not isinstance(data, dict):
-        raise JudgeAnswerError(f"judge answer is not a JSON object: {_excerpt(text)}")
-    rating, reason = data.get("score"), data.get("reason")
-    if isinstance(rating, str) and _INTEGER.fullmatch(rating):
-        rating = int(rating)
-    if isinstance(rating, bool) or not isinstance(rating, int) or not isinstance(reason, str):
-        raise JudgeAnswerError(
-            f'judge answer must be {{"score": 1..5, "reason": str}}, got {_excerpt(text)}'
-        )
-    if not MIN_RATING <= rating <= MAX_RATING:
-        raise JudgeAnswerError(f"judge score must be from 1 to 5, got {rating}")
-    return rating, given_reason(reason, "judge")
+    return parse_scored(text, "judge", range(MIN_RATING, MAX_RATING + 1),
+                        f"{MIN_RATING}..{MAX_RATING}")
 
 
 async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
