@@ -1,5 +1,5 @@
 """The import graph of `turncheck` has no cycles and follows the layer direction
-formats → engine (+ providers, stats) → compare → render → github / cli; `text`
+formats → providers → targets → engine (+ stats) → compare → render → github / cli; `text`
 (Markdown escaping, money, the sandboxed Jinja environment) is usable by all.
 
 Every `import` counts, wherever it stands (module level, inside a function, under
@@ -25,11 +25,14 @@ BELOW: dict[str, set[str]] = {
     "formats": set(),
     "report": {"stats"},
     "providers": {"formats", "report"},
-    "engine": {"formats", "providers", "stats", "report"},
-    "compare": {"formats", "providers", "stats", "report", "engine"},
-    "render": {"formats", "providers", "stats", "report", "engine", "compare"},
-    "github": {"formats", "providers", "stats", "report", "engine", "compare", "render"},
-    "cli": {"formats", "providers", "stats", "report", "engine", "compare", "render", "github"},
+    "targets": {"formats", "report", "providers", "stats"},
+    "engine": {"formats", "providers", "targets", "stats", "report"},
+    "compare": {"formats", "providers", "targets", "stats", "report", "engine"},
+    "render": {"formats", "providers", "targets", "stats", "report", "engine", "compare"},
+    "github": {"formats", "providers", "targets", "stats", "report", "engine", "compare",
+               "render"},
+    "cli": {"formats", "providers", "targets", "stats", "report", "engine", "compare", "render",
+            "github"},
 }
 LAYERS = {layer: below | {"text"} for layer, below in BELOW.items()}
 
