@@ -3,11 +3,12 @@ final answer (shared by eval and protocol runs)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from turncheck.engine.metering import chat_usage
-from turncheck.engine.pricing import Pricer
+from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
@@ -17,6 +18,7 @@ from turncheck.engine.tools import (
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.run import ToolCallResult, Usage
+from turncheck.targets.base import TargetResponse
 
 
 @dataclass
@@ -50,6 +52,19 @@ class TurnAnswer:
         return {"reasoning_tokens": self.reasoning_tokens,
                 "cached_input_tokens": self.cached_input_tokens}
 
+    def add_app_reply(self, response: TargetResponse, pricer: Pricer) -> None:
+        """An app's reply: the model calls it made (each priced as its own model) and the
+        tool calls it ran itself (reported, not answered)."""
+        costs = [pricer.cost(Usage(input_tokens=c.input_tokens or 0,
+                                   output_tokens=c.output_tokens or 0),
+                             c.model or "", c.api, c.cached_input_tokens)
+                 for c in response.calls]
+        usage = chat_usage(response)
+        self.add(response, usage, add_costs(costs) if costs else 0.0)
+        self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
+            call.arguments)) for call in response.tool_calls]
+        self.messages.append(ChatMessage("assistant", response.text))
+
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
         """The tool message answering `call`; the call is recorded even when it cannot be
         answered (ToolScriptError)."""
@@ -69,6 +84,9 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
     every round so far, also when this raises (ToolScriptError, a provider error)."""
     for round_number in range(1, tools.max_rounds + 2):
         response = await session.chat([*history, *answer.messages], tools.tools, tools.choice)
+        if isinstance(response, TargetResponse):
+            answer.add_app_reply(response, pricer)
+            return
         usage = chat_usage(response)
         answer.add(response, usage,
                    pricer.cost(usage, session.model, session.price_provider_id,
@@ -86,6 +104,14 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
                                   f"one answer; at most {MAX_CALLS_PER_ANSWER} are answered")
         for call in response.tool_calls:
             answer.messages.append(answer.answer_call(call, round_number, tools))
+
+
+def parse_app_arguments(text: str) -> object:
+    """An app's reported call arguments: the JSON value, or the text when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _plus(total: int | None, count: int | None) -> int | None:
