@@ -88,6 +88,9 @@ class TargetProvider:
             started = time.perf_counter()
             try:
                 reply = await self._answer(turn)
+            except ProviderError:
+                _raise_for(scope)  # a replay miss is why the app failed: name the request
+                raise
             finally:
                 self.proxy.close_turn()
             latency_ms = (time.perf_counter() - started) * 1000

@@ -6,7 +6,8 @@ come from a model it calls itself with the official `openai` or `anthropic` SDK.
 Environment: APP_API (chat | responses | anthropic), APP_STREAM ("1" streams), APP_CALLS
 (model calls per user turn, default 1), APP_CRASH_ON_TURN (exit at that request),
 APP_HUGE ("1": answer a gigabyte), APP_SYSTEM_PROMPT (the system prompt, in code by
-default). History is kept server-side per `session_id` of the request body; a request
+default), APP_UNHEALTHY ("1": /health answers 503), APP_DELAY (seconds before each
+reply), APP_PID_FILE (where the app writes its process group id). History is kept server-side per `session_id` of the request body; a request
 without one starts a fresh conversation. Endpoints: GET /health, POST /chat
 {message, session_id} -> {reply, session_id}.
 """
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -78,9 +80,10 @@ def reply_to(message: str, session_id: str) -> str:
         sent = list(history)
     ask = ASK[os.environ.get("APP_API", "chat")]
     stream = os.environ.get("APP_STREAM") == "1"
-    answer = ""
-    for _ in range(int(os.environ.get("APP_CALLS", "1"))):
-        answer = ask(sent, stream)
+    answer = ask(sent, stream)
+    for number in range(2, int(os.environ.get("APP_CALLS", "1")) + 1):  # a review call
+        ask([*sent, {"role": "assistant", "content": answer},
+             {"role": "user", "content": f"Review your answer (pass {number})."}], stream)
     with LOCK:
         history.append({"role": "assistant", "content": answer})
     return answer
@@ -91,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self._send(200, b'{"ok": true}')
+        self._send(503 if os.environ.get("APP_UNHEALTHY") == "1" else 200, b'{"ok": true}')
 
     def do_POST(self) -> None:
         REQUESTS[0] += 1
@@ -100,6 +103,7 @@ class Handler(BaseHTTPRequestHandler):
             os._exit(3)
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        time.sleep(float(os.environ.get("APP_DELAY", "0")))
         if os.environ.get("APP_HUGE") == "1":
             self._huge()
             return
@@ -132,6 +136,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
+    if os.environ.get("APP_PID_FILE"):
+        with open(os.environ["APP_PID_FILE"], "w") as file:
+            file.write(str(os.getpgrp()))
     server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
     server.daemon_threads = True
     server.serve_forever()

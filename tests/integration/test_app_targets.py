@@ -1,0 +1,161 @@
+"""App targets (docs/targets.md): an app in a subprocess, built on the official `openai`
+and `anthropic` SDKs, talks to the scripted model server through turncheck's recording
+proxy; what is recorded replays with the server stopped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.engine_helpers import FAKE_KEY, run_paths, write_suite
+from tests.support.scripted_server import ScriptedServer, _usage
+from tests.support.target_helpers import (
+    MEMORY_APP,
+    THREE_TURNS,
+    comparable,
+    http_target,
+    memory_reply,
+    upstream_env,
+)
+from turncheck.engine.pricing import Pricer
+from turncheck.report.run import Status, Usage
+
+API_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
+             "anthropic": "/v1/messages"}
+
+
+def usage_sent(server: ScriptedServer) -> Usage:
+    """The sum of the usage the scripted server reported to the app."""
+    total = Usage()
+    for request in server.requests:
+        input_tokens, output_tokens = _usage(None, request.json, memory_reply(request.json))
+        total += Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    return total
+
+
+@pytest.mark.parametrize(("api", "stream"), [("chat", "0"), ("chat", "1"), ("responses", "0"),
+                                             ("responses", "1"), ("anthropic", "0"),
+                                             ("anthropic", "1")])
+def test_an_sdk_app_records_then_replays_with_the_upstream_stopped(
+        tmp_path: Path, api: str, stream: str) -> None:
+    suite = write_suite(tmp_path, http_target({"APP_API": api, "APP_STREAM": stream,
+                                               "APP_CALLS": "2"}) + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        env = upstream_env(server.base_url)
+        recorded = run_paths([suite], server, "record", env=env)
+        sent = usage_sent(server)
+        paths = {request.path for request in server.requests}
+        keys = {request.headers.get("authorization") or request.headers.get("x-api-key")
+                for request in server.requests}
+    replayed = run_paths([suite], None, "replay", env=env)
+
+    [result] = recorded.suites[0].evals
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+    assert [t.response for t in result.turns] == ["Noted.", "Noted.", "You are Ada from Paris."]
+    assert comparable(replayed) == comparable(recorded)
+    # Two model calls per user turn, every one of them counted and priced.
+    assert len(server.requests) == 6 and paths == {API_PATHS[api]}
+    assert result.usage == sent and result.usage.input_tokens > 0
+    assert result.cost_usd is not None and result.cost_usd > 0
+    # The app had placeholder keys; upstream got turncheck's own, which no cassette holds.
+    expected_key = "sk-ant-test-SECRET-KEY-456" if api == "anthropic" else f"Bearer {FAKE_KEY}"
+    assert keys == {expected_key}
+    cassette = (tmp_path / "scripted.eval.cassette.yaml").read_text()
+    assert "SECRET-KEY" not in cassette and "placeholder" not in cassette
+
+
+def test_an_app_that_calls_the_model_twice_per_turn_shows_it_in_usage_and_cost(
+        tmp_path: Path) -> None:
+    reports, sent = {}, {}
+    for calls in ("1", "2"):
+        folder = tmp_path / calls
+        folder.mkdir()
+        suite = write_suite(folder, http_target({"APP_CALLS": calls}) + THREE_TURNS)
+        with ScriptedServer(default_reply=memory_reply) as server:
+            reports[calls] = run_paths([suite], server, "record",
+                                       env=upstream_env(server.base_url))
+            sent[calls] = (usage_sent(server), len(server.requests))
+    once, twice = (reports[c].suites[0].evals[0] for c in ("1", "2"))
+    assert (once.usage, twice.usage) == (sent["1"][0], sent["2"][0])
+    assert (sent["1"][1], sent["2"][1]) == (3, 6)
+    assert twice.usage.input_tokens > 2 * once.usage.input_tokens
+    assert [t.usage.input_tokens > 0 for t in twice.turns] == [True] * 3
+    pricer = Pricer.at(reports["1"].price_source.timestamp)
+    assert once.cost_usd == pricer.cost(once.usage, "gpt-4o-mini", "openai")
+    assert twice.cost_usd is not None and once.cost_usd is not None
+    assert twice.cost_usd > 2 * once.cost_usd
+
+
+def test_a_changed_request_in_replay_is_a_miss_that_names_it(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({}) + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        env = upstream_env(server.base_url)
+        run_paths([suite], server, "record", env=env)
+    # The app's code changes its system prompt: its model calls are no longer recorded.
+    suite.write_text(http_target({"APP_SYSTEM_PROMPT": "You are terse."}) + THREE_TURNS)
+    report = run_paths([suite], None, "replay", env=env)
+
+    [result] = report.suites[0].evals
+    assert result.status == Status.ERROR
+    assert result.error is not None
+    assert "the app's model call: no recording for POST " in result.error
+    assert f"{env['OPENAI_BASE_URL']}/chat/completions" in result.error
+    assert "model gpt-4o-mini" in result.error and "body sha256 " in result.error
+    assert "record it with: turncheck record" in result.error
+
+
+def test_a_stateful_app_fails_when_the_session_id_is_not_sent_back(tmp_path: Path) -> None:
+    without_id = http_target({}, body='{message: "{{ last_message }}"}')
+    suite = write_suite(tmp_path, without_id + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        report = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+    [result] = report.suites[0].evals
+    assert result.status == Status.FAIL
+    assert result.turns[-1].response == "I know nothing about you."
+
+
+def test_a_session_id_taken_from_the_apps_first_reply_keeps_the_memory(tmp_path: Path) -> None:
+    from_reply = http_target({}, session_line='session: {from: "json:session_id"}')
+    suite = write_suite(tmp_path, from_reply + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        report = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+    [result] = report.suites[0].evals
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+
+
+def _memory_suite(target: str) -> str:
+    return f"""\
+metadata:
+  name: memory
+  target:
+{target}
+    session: client
+    stateful: true
+{THREE_TURNS}"""
+
+
+@pytest.mark.parametrize("target", [
+    "    python: memory_app:answer",
+    "    python: memory_app:answer_async",
+    f"    command: [{sys.executable}, {MEMORY_APP}]",
+])
+def test_python_and_command_targets_pass_the_same_three_turn_eval(
+        tmp_path: Path, target: str) -> None:
+    (tmp_path / "memory_app.py").write_text(MEMORY_APP.read_text())
+    suite = write_suite(tmp_path, _memory_suite(target))
+    report = run_paths([suite], None, "replay")
+    [result] = report.suites[0].evals
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+    assert report.suites[0].model == "app"
+    if target.endswith(":answer"):  # it reports the tool calls it ran itself
+        assert [c.name for t in result.turns for c in t.tool_calls] == ["remember"] * 3
+
+
+def test_without_the_session_the_python_target_forgets(tmp_path: Path) -> None:
+    (tmp_path / "memory_app.py").write_text(MEMORY_APP.read_text())
+    suite = write_suite(tmp_path, _memory_suite("    python: memory_app:answer_async")
+                        .replace("    session: client\n", ""))
+    [result] = run_paths([suite], None, "replay").suites[0].evals
+    assert result.status == Status.FAIL
