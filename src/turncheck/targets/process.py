@@ -152,10 +152,29 @@ class AppProcess:
         _signal_group(group, signal.SIGKILL)  # whatever of the group is left
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        await _until_gone(group, STOP_GRACE_S)
         for task in self._drains:
             task.cancel()
         await asyncio.gather(*self._drains, return_exceptions=True)
         _LIVE_GROUPS.discard(group)
+
+
+async def _until_gone(group: int, timeout_s: float) -> None:
+    """Wait until no process of `group` is left (killed children are reaped by init)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while _group_exists(group) and asyncio.get_running_loop().time() < deadline:
+        _signal_group(group, signal.SIGKILL)
+        await asyncio.sleep(0.02)
+
+
+def _group_exists(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(group: int, signum: int) -> None:

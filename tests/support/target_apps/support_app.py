@@ -7,8 +7,9 @@ Environment: APP_API (chat | responses | anthropic), APP_STREAM ("1" streams), A
 (model calls per user turn, default 1), APP_CRASH_ON_TURN (exit at that request),
 APP_HUGE ("1": answer a gigabyte), APP_SYSTEM_PROMPT (the system prompt, in code by
 default), APP_UNHEALTHY ("1": /health answers 503), APP_DELAY (seconds before each
-reply), APP_PID_FILE (where the app writes its process group id). History is kept server-side per `session_id` of the request body; a request
-without one starts a fresh conversation. Endpoints: GET /health, POST /chat
+reply), APP_PID_FILE (where the app writes its process group id). History is kept
+server-side per `session_id` of the request body; a request without one starts a fresh
+conversation. Endpoints: GET /health, POST /chat
 {message, session_id} -> {reply, session_id}.
 """
 
