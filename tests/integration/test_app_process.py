@@ -35,9 +35,10 @@ TWO_EVALS = THREE_TURNS + """\
 def _other_suite(folder: Path) -> Path:
     """A suite with a healthy (python) target, run beside the broken one."""
     (folder / "memory_app.py").write_text(MEMORY_APP.read_text())
-    return write_suite(folder, "metadata:\n  name: healthy\n  target:\n"
-                       "    python: memory_app:answer_async\n    session: client\n" + THREE_TURNS.replace(
-                           "name: remembers", "name: healthy"), "healthy.eval.yaml")
+    metadata = ("metadata:\n  name: healthy\n  target:\n"
+                "    python: memory_app:answer_async\n    session: client\n")
+    evals = THREE_TURNS.replace("name: remembers", "name: healthy")
+    return write_suite(folder, metadata + evals, "healthy.eval.yaml")
 
 
 def _run_broken(tmp_path: Path, metadata: str) -> Report:
