@@ -218,6 +218,8 @@ class _SuiteRun:
                 tool_calls=answer.calls,
                 rounds=max(1, len(answer.costs)),
                 **answer.token_details,
+                app_model_calls=answer.app_model_calls,
+                first_token_ms=answer.first_token_ms,
             )
 
         try:

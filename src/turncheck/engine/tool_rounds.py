@@ -36,6 +36,9 @@ class TurnAnswer:
     reasoning_tokens: int | None = None
     """Summed over rounds; None when no round reported any."""
     cached_input_tokens: int | None = None
+    app_model_calls: int | None = None
+    """An app target's turn: the model calls the app made (through the proxy)."""
+    first_token_ms: float | None = None
 
     def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
         self.final = response
@@ -61,6 +64,8 @@ class TurnAnswer:
                  for c in response.calls]
         usage = chat_usage(response)
         self.add(response, usage, add_costs(costs) if costs else 0.0)
+        self.app_model_calls = len(response.calls)
+        self.first_token_ms = response.first_token_ms
         self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
             call.arguments)) for call in response.tool_calls]
         self.messages.append(ChatMessage("assistant", response.text))

@@ -24,6 +24,8 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -99,17 +101,26 @@ class HttpTarget(_Strict):
     timeout: Seconds = Field(default=DEFAULT_TURN_TIMEOUT_S,
                              description="Seconds one turn's reply may take.")
 
+    @field_validator("url", "headers", "body")
+    @classmethod
+    def _templates(cls, value: Any) -> Any:
+        for text in _templated_strings(value):
+            problem = template_problem(text)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("http.path must start with /")
+        return value
+
     @model_validator(mode="after")
     def _one_address(self) -> HttpTarget:
         if (self.path is None) == (self.url is None):
             raise ValueError("http needs exactly one of path (on the started app) or url")
-        if self.path is not None and not self.path.startswith("/"):
-            raise ValueError("http.path must start with /")
-        for text in [self.url or "", *(self.headers or {}).values(),
-                     *_templated_strings(self.body)]:
-            problem = template_problem(text)
-            if problem is not None:
-                raise ValueError(problem)
         return self
 
 
@@ -151,6 +162,15 @@ class Target(_Strict):
         '{from: "header:NAME" | "json:PATH"} (the app\'s first reply holds it).')
     stateful: StrictBool = Field(
         default=False, description="Send only the newest user message (the app keeps history).")
+
+    @field_validator("session", mode="wrap")
+    @classmethod
+    def _one_session_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise ValueError('session must be "client" or {from: "header:NAME"} or '
+                             '{from: "json:PATH"}') from None
 
     @field_validator("env")
     @classmethod

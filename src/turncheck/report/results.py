@@ -114,6 +114,11 @@ class TurnResult(ReportModel):
     response_chars: int | None = Field(default=None, exclude_if=_none)
     """Set only when `response` is an excerpt (`excerpt_answers`): the answer's full
     length in characters."""
+    app_model_calls: int | None = Field(default=None, exclude_if=_none)
+    """An app target's turn: the model calls the app made through the recording proxy
+    (`usage` and `cost_usd` are theirs, summed; docs/targets.md)."""
+    first_token_ms: float | None = Field(default=None, exclude_if=_none)
+    """An app target's turn: milliseconds until the first byte of its (streamed) reply."""
 
 
 MAX_REPORT_ANSWER_CHARS = 8_000
