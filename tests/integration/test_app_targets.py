@@ -13,6 +13,7 @@ from tests.support.engine_helpers import FAKE_KEY, run_paths, write_suite
 from tests.support.scripted_server import ScriptedServer, _usage
 from tests.support.target_helpers import (
     MEMORY_APP,
+    STREAM_APP,
     THREE_TURNS,
     comparable,
     http_target,
@@ -159,3 +160,40 @@ def test_without_the_session_the_python_target_forgets(tmp_path: Path) -> None:
                         .replace("    session: client\n", ""))
     [result] = run_paths([suite], None, "replay").suites[0].evals
     assert result.status == Status.FAIL
+
+
+STREAM_EVAL = """\
+evals:
+  - name: welcomed-back
+    prompt: Hi
+    checks:
+      - match: "*Welcome back s-1*"
+      - prompt: Hi again
+        checks:
+          - match: "*Welcome back s-1*"
+"""
+
+
+@pytest.mark.parametrize(("kind", "reply"), [("sse", "delta"), ("ndjson", "delta"),
+                                              ("chunked", None)])
+def test_a_streamed_reply_is_one_answer_with_its_time_to_first_token(
+        tmp_path: Path, kind: str, reply: str | None) -> None:
+    reply_line = f"      reply: {reply}\n" if reply else ""
+    suite = write_suite(tmp_path, f"""\
+metadata:
+  name: streaming
+  target:
+    start: {sys.executable} {STREAM_APP} {{port}}
+    ready: /health
+    http:
+      path: /chat
+      body: {{message: "{{{{ last_message }}}}", session_id: "{{{{ session_id }}}}"}}
+{reply_line}    session: {{from: "header:X-Session-Id"}}
+    env: {{APP_FORMAT: {kind}}}
+""" + STREAM_EVAL)
+    [result] = run_paths([suite], None, "replay").suites[0].evals
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 2), result.error
+    first, second = result.turns
+    assert (first.response, second.response) == ("Hello, new visitor", "Welcome back s-1")
+    assert first.first_token_ms is not None
+    assert 0 < first.first_token_ms <= first.latency_ms

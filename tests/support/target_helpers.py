@@ -12,6 +12,7 @@ from tests.support.scripted_server import Json, _content_text, conversation_of
 APPS = Path(__file__).resolve().parent / "target_apps"
 SUPPORT_APP = APPS / "support_app.py"
 MEMORY_APP = APPS / "memory_app.py"
+STREAM_APP = APPS / "stream_app.py"
 
 THREE_TURNS = """\
 evals:
