@@ -4,6 +4,9 @@ proxy; what is recorded replays with the server stopped."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -197,3 +200,28 @@ metadata:
     assert (first.response, second.response) == ("Hello, new visitor", "Welcome back s-1")
     assert first.first_token_ms is not None
     assert 0 < first.first_token_ms <= first.latency_ms
+
+
+def test_turncheck_record_then_run_on_an_app_suite_from_the_command_line(
+        tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({"APP_API": "responses", "APP_STREAM": "1"})
+                        + THREE_TURNS, "bot.eval.yaml")
+    with ScriptedServer(default_reply=memory_reply) as server:
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+               "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+               **upstream_env(server.base_url), "OPENAI_API_KEY": FAKE_KEY}
+        recorded = _turncheck(["record", str(suite), "--json", str(tmp_path / "r.json")], env)
+    replayed = _turncheck(["run", str(suite), "--json", str(tmp_path / "p.json")], env)
+
+    assert recorded.returncode == 0 and replayed.returncode == 0, replayed.stdout
+    assert "remembers" in replayed.stdout
+    documents = [json.loads((tmp_path / name).read_text()) for name in ("r.json", "p.json")]
+    evals = [d["suites"][0]["evals"][0] for d in documents]
+    assert [(e["status"], e["passed_on_turn"], e["usage"]) for e in evals] == \
+        [("pass", 3, evals[0]["usage"])] * 2
+    assert [t["app_model_calls"] for t in evals[1]["turns"]] == [1, 1, 1]
+
+
+def _turncheck(arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "turncheck", *arguments], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
