@@ -25,6 +25,7 @@ from tests.support.target_helpers import (
 )
 from turncheck.engine.pricing import Pricer
 from turncheck.report.run import Status, Usage
+from turncheck.targets.proxy import PLACEHOLDER_KEY
 
 API_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
              "anthropic": "/v1/messages"}
@@ -225,3 +226,37 @@ def test_turncheck_record_then_run_on_an_app_suite_from_the_command_line(
 def _turncheck(arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "turncheck", *arguments], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
+
+
+ENV_DUMP = """\
+import json, os, sys
+for line in sys.stdin:
+    print(json.dumps({"text": json.dumps(dict(os.environ))}), flush=True)
+"""
+
+
+def test_the_app_sees_placeholder_keys_and_none_of_turncheck_s_secrets(tmp_path: Path) -> None:
+    (tmp_path / "dump_env.py").write_text(ENV_DUMP)
+    suite = write_suite(tmp_path, f"""\
+metadata:
+  name: env
+  target:
+    command: [{sys.executable}, dump_env.py]
+    env: {{APP_MODE: test}}
+evals:
+  - prompt: Hi
+    checks:
+      - match: "*"
+""")
+    ours = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "OPENAI_API_KEY": FAKE_KEY,
+            "ANTHROPIC_API_KEY": "sk-ant-SECRET-789", "GITHUB_TOKEN": "ghs_SECRET",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "SECRET", "INPUT_GITHUB-TOKEN": "ghs_SECRET2",
+            "MY_SERVICE_PASSWORD": "SECRET-pw"}
+    [result] = run_paths([suite], None, "replay", env=ours).suites[0].evals
+    seen = json.loads(result.turns[0].response)
+    assert set(seen) - {"LC_CTYPE"} == {  # Python may set LC_CTYPE itself
+        "PATH", "HOME", "APP_MODE", "PYTHONUNBUFFERED", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"}
+    assert seen["OPENAI_API_KEY"] == seen["ANTHROPIC_API_KEY"] == PLACEHOLDER_KEY
+    assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
+    assert "SECRET" not in result.turns[0].response
