@@ -260,3 +260,68 @@ evals:
     assert seen["OPENAI_API_KEY"] == seen["ANTHROPIC_API_KEY"] == PLACEHOLDER_KEY
     assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
     assert "SECRET" not in result.turns[0].response
+
+
+GREETER = """\
+import json, sys
+greeting = open("greeting.txt").read().strip()
+for line in sys.stdin:
+    print(json.dumps(f"{greeting}, {json.loads(line)['last_message']}"), flush=True)
+"""
+
+
+def _greeter_suite(tmp_path: Path, setup: str) -> Path:
+    (tmp_path / "greeter.py").write_text(GREETER)
+    return write_suite(tmp_path, f"""\
+metadata:
+  name: greeter
+  target:
+    setup: {setup}
+    command: [{sys.executable}, greeter.py]
+evals:
+  - prompt: Ada
+    checks:
+      - match: "Hello, Ada"
+""")
+
+
+def test_setup_runs_in_the_suites_folder_before_the_app_starts(tmp_path: Path) -> None:
+    suite = _greeter_suite(tmp_path, "echo Hello > greeting.txt")
+    [result] = run_paths([suite], None, "replay", env={"PATH": os.environ["PATH"]}
+                         ).suites[0].evals
+    assert result.status == Status.PASS, result.error
+
+
+def test_a_failing_setup_is_an_error_with_its_output(tmp_path: Path) -> None:
+    suite = _greeter_suite(tmp_path, "'echo cannot install >&2; exit 4'")
+    [result] = run_paths([suite], None, "replay", env={"PATH": os.environ["PATH"]}
+                         ).suites[0].evals
+    assert result.status == Status.ERROR
+    assert result.error is not None
+    assert "setup (echo cannot install >&2; exit 4) exited with code 4 during setup" in \
+        result.error
+    assert "its last output: cannot install" in result.error
+
+
+def test_an_eval_may_talk_to_its_own_target_beside_model_evals(tmp_path: Path) -> None:
+    (tmp_path / "memory_app.py").write_text(MEMORY_APP.read_text())
+    suite = write_suite(tmp_path, """\
+metadata:
+  name: mixed
+  model: gpt-4o-mini
+evals:
+  - name: model
+    prompt: Hi model
+    checks:
+      - match: "Model says hi"
+  - name: app
+    prompt: What do you know about me?
+    target: {python: "memory_app:answer_async"}
+    checks:
+      - match: "I know nothing about you."
+""")
+    with ScriptedServer(default_reply="Model says hi") as server:
+        report = run_paths([suite], server, "record")
+        assert len(server.requests) == 1
+    assert [(e.name, e.status) for e in report.suites[0].evals] == \
+        [("model", Status.PASS), ("app", Status.PASS)]
