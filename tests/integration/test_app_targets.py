@@ -325,3 +325,28 @@ evals:
         assert len(server.requests) == 1
     assert [(e.name, e.status) for e in report.suites[0].evals] == \
         [("model", Status.PASS), ("app", Status.PASS)]
+
+
+def test_repeated_samples_of_an_app_are_recorded_apart_and_replayed(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({}).replace(
+        "  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n  repeat: 2\n") + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        env = upstream_env(server.base_url)
+        recorded = run_paths([suite], server, "record", env=env)
+        assert len(server.requests) == 6  # identical conversations, one recording each
+    replayed = run_paths([suite], None, "replay", env=env)
+    assert comparable(replayed) == comparable(recorded)
+    [result] = replayed.suites[0].evals
+    assert [s.status for s in result.samples] == [Status.PASS, Status.PASS]
+    assert "x-turncheck-sample" in (tmp_path / "scripted.eval.cassette.yaml").read_text()
+
+
+def test_live_mode_passes_the_apps_calls_through_without_a_cassette(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({"APP_API": "anthropic"}) + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        report = run_paths([suite], server, "live", env=upstream_env(server.base_url))
+        assert len(server.requests) == 3
+    [result] = report.suites[0].evals
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+    assert result.usage.input_tokens > 0
+    assert not (tmp_path / "scripted.eval.cassette.yaml").exists()
