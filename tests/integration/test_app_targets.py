@@ -350,3 +350,27 @@ def test_live_mode_passes_the_apps_calls_through_without_a_cassette(tmp_path: Pa
     assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
     assert result.usage.input_tokens > 0
     assert not (tmp_path / "scripted.eval.cassette.yaml").exists()
+
+
+def test_an_app_turncheck_does_not_start_is_reached_by_its_url(tmp_path: Path) -> None:
+    with ScriptedServer(default_reply=memory_reply) as app:
+        suite = write_suite(tmp_path, f"""\
+metadata:
+  name: running-app
+  target:
+    ready: {app.base_url}/embeddings
+    http:
+      url: {app.base_url}/chat/completions
+      headers: {{x-conversation: "{{{{ session_id }}}}"}}
+      body: {{model: served, messages: "{{{{ messages }}}}"}}
+      reply: choices.0.message.content
+    session: client
+""" + THREE_TURNS)
+        [result] = run_paths([suite], None, "replay").suites[0].evals
+        sent = [request.json["messages"] for request in app.requests
+                if request.path.endswith("/chat/completions")]
+        conversations = {request.headers["x-conversation"] for request in app.requests
+                         if request.path.endswith("/chat/completions")}
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+    assert [len(messages) for messages in sent] == [1, 3, 5]  # the whole history each turn
+    assert len(conversations) == 1 and "" not in conversations

@@ -199,25 +199,31 @@ async def run_setup(command: str | Sequence[str], folder: Path, env: Mapping[str
         raise AppError(setup.exit_message("during setup").replace("the app", "setup", 1))
 
 
-async def wait_ready(app: AppProcess, url: str, timeout_s: float) -> None:
-    """Poll `url` with GET until it answers (any status below 500)."""
+async def wait_ready(app: AppProcess | None, url: str, timeout_s: float) -> None:
+    """Poll `url` with GET until it answers (any status below 500); `app`, when turncheck
+    started it, must not exit meanwhile."""
     import aiohttp
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     async with aiohttp.ClientSession() as client:
         while True:
-            if app.exited:
+            if app is not None and app.exited:
                 raise AppError(app.exit_message("before it was ready"))
             with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
                 async with client.get(url, timeout=aiohttp.ClientTimeout(total=2)) as answer:
                     if answer.status < 500:
                         return
             if asyncio.get_running_loop().time() > deadline:
-                output = app.tail.text()
-                raise AppError(f"the app ({describe(app.command)}) did not answer {url} "
-                               f"within {timeout_s:g}s" +
-                               (f"; its last output: {output}" if output else ""))
+                raise AppError(_not_ready(app, url, timeout_s))
             await asyncio.sleep(READY_POLL_S)
+
+
+def _not_ready(app: AppProcess | None, url: str, timeout_s: float) -> str:
+    if app is None:
+        return f"the app did not answer {url} within {timeout_s:g}s"
+    output = app.tail.text()
+    return (f"the app ({describe(app.command)}) did not answer {url} within {timeout_s:g}s"
+            + (f"; its last output: {output}" if output else ""))
 
 
 @atexit.register

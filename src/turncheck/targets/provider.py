@@ -165,7 +165,6 @@ class TargetProvider:
             self.app = AppProcess(target.start, self.folder, env, port)
             await self.app.start()
         if target.ready is not None:
-            assert self.app is not None
             url = target.ready if target.ready.startswith("http") else \
                 f"http://127.0.0.1:{port}{target.ready}"
             await wait_ready(self.app, url, target.ready_timeout)
