@@ -374,3 +374,16 @@ metadata:
     assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
     assert [len(messages) for messages in sent] == [1, 3, 5]  # the whole history each turn
     assert len(conversations) == 1 and "" not in conversations
+
+
+def test_an_upstream_rate_limit_reaches_the_app_which_retries_and_is_not_recorded(
+        tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({}) + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        server.add_rule(fault="rate_limit", retry_after="0", times=1)
+        recorded = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+        assert len(server.requests) == 4  # the SDK's retry went through the proxy
+        env = upstream_env(server.base_url)
+    replayed = run_paths([suite], None, "replay", env=env)
+    assert comparable(replayed) == comparable(recorded)
+    assert "rate limited" not in (tmp_path / "scripted.eval.cassette.yaml").read_text()

@@ -52,6 +52,8 @@ _FORWARDED_HEADERS = frozenset({"content-type", "anthropic-version", "anthropic-
                                 "openai-beta", "accept"})
 """Request headers passed upstream: what the APIs read; not the SDK's telemetry headers
 (which differ between SDK versions and would only bloat the cassette)."""
+_RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
+"""Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
 
 
 @dataclass
@@ -173,9 +175,10 @@ class RecordingProxy:
                 scope.errors.append(f"{request.method} {url}: {message}")
             return _error(502, f"turncheck proxy: {message}")
         self._count(scope, api, rest, body, reply)
-        content_type = reply.headers.get("content-type", "application/json")
-        return web.Response(status=reply.status_code, body=reply.content,
-                            headers={"content-type": content_type})
+        headers = {name: reply.headers[name] for name in _RETURNED_HEADERS
+                   if name in reply.headers}
+        headers.setdefault("content-type", "application/json")
+        return web.Response(status=reply.status_code, body=reply.content, headers=headers)
 
     async def _answer(self, api: Api, request: web.Request, url: str, body: bytes) -> Reply:
         cassette = self._cassette
