@@ -387,3 +387,23 @@ def test_an_upstream_rate_limit_reaches_the_app_which_retries_and_is_not_recorde
     replayed = run_paths([suite], None, "replay", env=env)
     assert comparable(replayed) == comparable(recorded)
     assert "rate limited" not in (tmp_path / "scripted.eval.cassette.yaml").read_text()
+
+
+def test_two_trees_with_the_same_python_module_each_run_their_own_code(tmp_path: Path) -> None:
+    suites = []
+    for side in ("base", "head"):
+        folder = tmp_path / side
+        folder.mkdir()
+        (folder / "bot.py").write_text(f"def answer():\n    return 'I am {side}'\n")
+        suites.append(write_suite(folder, f"""\
+metadata:
+  name: {side}
+  target: {{python: "bot:answer"}}
+evals:
+  - prompt: Who are you?
+    checks:
+      - match: "I am {side}"
+"""))
+    for order in (suites, suites[::-1]):
+        report = run_paths(order, None, "replay")
+        assert [e.status for s in report.suites for e in s.evals] == [Status.PASS] * 2

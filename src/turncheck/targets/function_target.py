@@ -14,6 +14,8 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from turncheck.targets.base import AppReply, Runtime, TargetError, Turn, reply_of
@@ -34,11 +36,8 @@ class FunctionKind:
     async def start(self, runtime: Runtime) -> None:
         self._runtime = runtime
         module_name, _, name = self.reference.partition(":")
-        folder = str(runtime.folder.resolve())
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
         try:
-            module = importlib.import_module(module_name)
+            module = _import_from(runtime.folder.resolve(), module_name)
         except Exception as exc:  # the app's import-time errors are the app's
             raise AppError(f"cannot import {module_name} for the python target: "
                            f"{type(exc).__name__}: {exc}") from None
@@ -65,6 +64,29 @@ class FunctionKind:
         except Exception as exc:
             raise TargetError(f"{self.reference} raised {type(exc).__name__}: {exc}") from None
         return reply_of(result)
+
+
+_TARGET_FOLDERS: set[Path] = set()
+"""Folders python targets were imported from (a base and a head tree, say)."""
+
+
+def _import_from(folder: Path, module_name: str) -> ModuleType:
+    """`module_name` as `folder` holds it. A module of that name imported from another
+    target's folder (the other side's tree holds the same `bot.py`) is forgotten first,
+    so each side calls its own code; the function keeps its own module's globals."""
+    top = module_name.split(".")[0]
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        file = getattr(sys.modules[name], "__file__", None)
+        origin = Path(file).resolve() if file else None
+        if origin is not None and not origin.is_relative_to(folder) and \
+                any(origin.is_relative_to(other) for other in _TARGET_FOLDERS):
+            del sys.modules[name]
+    _TARGET_FOLDERS.add(folder)
+    if str(folder) in sys.path:
+        sys.path.remove(str(folder))
+    sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    return importlib.import_module(module_name)
 
 
 def _wanted_arguments(function: Callable[..., Any]) -> tuple[str, ...]:
