@@ -80,6 +80,35 @@ def glob_wildcard_segments() -> tuple[str, int]:
     return f"matched={glob_match('*' + 'a?' * 200 + 'b*', answer)}", len(answer)
 
 
+@hostile_case("glob-question-marks",
+              "match '*' + 300,000 '?' + '*' against a 4 M-character answer of 70,000 "
+              "distinct characters (issue 32: 1.9 GB for 100 KB, then MemoryError)",
+              target_seconds=2.0, target_mib=200)
+def glob_question_marks() -> tuple[str, int]:
+    from turncheck.engine.globs import glob_match
+
+    block = "".join(chr(0x4E00 + i % 20_000) + chr(0x10000 + i) for i in range(50_000))
+    answer = block * (4 * 1024 * 1024 // len(block))
+    pattern = "*" + "?" * 300_000 + "*"
+    return f"matched={glob_match(pattern, answer)}", len(pattern)
+
+
+# -- prompt diffs (issue 32, item 3) -------------------------------------------------------
+
+
+@hostile_case("prompt-diff-worst",
+              "diff two 23,000-character prompts built as difflib's worst case (100 short "
+              "lines repeated just under its junk threshold, in two orders): 4-5 s with "
+              "difflib", target_seconds=0.5, target_mib=120)
+def prompt_diff_worst() -> tuple[str, int]:
+    from turncheck.render.prompt_changes import SUMMARY_DIFF_LINES, text_diff
+
+    base = "\n".join(f"{i % 100}" for i in range(8000))
+    head = "\n".join(f"{i * 7 % 100}" for i in range(8000))
+    diff = text_diff(base, head, SUMMARY_DIFF_LINES)
+    return f"{len(diff.lines)} lines, replaced={diff.replaced}", len(base) + len(head)
+
+
 # -- regexes on answers (issue 23: no small input hangs a run) ------------------------------
 
 REGEX_MB = 1

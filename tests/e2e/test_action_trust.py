@@ -28,9 +28,9 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.pr_fixtures import BASE_EVALS, HEAD_EVALS, feature_branch_repo
 from tests.support.scripted_server import ScriptedServer
-from turncheck.github.action import Job
 from turncheck.github.context import read_context
 from turncheck.github.inputs import read_inputs
+from turncheck.github.job import Job
 
 FORK = "someone/widgets"
 REQUIRED = "turncheck"
@@ -260,10 +260,10 @@ def test_a_trusted_run_hands_suites_none_of_the_runners_variables(tmp_path: Path
            "INPUT_GITHUB-TOKEN": "ghs_write", "GITHUB_TOKEN": "ghs_write",
            "ACTIONS_RUNTIME_TOKEN": "x", "RUNNER_TEMP": "/tmp", "OPENAI_API_KEY": "sk-1"}
     job = Job(read_context(env), read_inputs(env), env)
-    assert job.settings("replay", None, None).env == {"OPENAI_API_KEY": "sk-1"}
+    assert job.options().env == {"OPENAI_API_KEY": "sk-1"}
     same_repo = Job(read_context({**env, "GITHUB_EVENT_NAME": "pull_request"}),
                     read_inputs(env), env)
-    assert same_repo.settings("replay", None, None).env == env  # unchanged elsewhere
+    assert same_repo.options().env == env  # unchanged elsewhere
 
 
 def test_a_fork_run_with_a_writable_token_posts_only_an_unverified_report(

@@ -26,8 +26,7 @@ from turncheck.engine.runner import RunSettings, run_suites
 from turncheck.engine.session import Mode
 from turncheck.formats.discovery import Globs
 from turncheck.formats.samples import load_samples
-from turncheck.github.changes import suite_changes
-from turncheck.github.client import ChangedFile
+from turncheck.git import ChangedFile
 from turncheck.providers.cassettes import cassette_path_for
 from turncheck.render.comment import CommentContext, render_comment, render_summary
 from turncheck.report.calibration import (
@@ -40,6 +39,7 @@ from turncheck.report.calibration import (
     percent_text,
 )
 from turncheck.report.run import PriceSource, Report
+from turncheck.sides.changes import suite_changes
 
 GRADER = """[grader]
 model = "gpt-4o-mini"

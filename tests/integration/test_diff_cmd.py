@@ -132,3 +132,33 @@ def test_diff_tops_the_base_up_when_the_head_varies(tmp_path: Path) -> None:
     assert capital["verdict"] == "regression"
     # Every sample of both sides agreed: both stopped at the first look.
     assert (sky["base"]["samples"], sky["head"]["samples"]) == (10, 10)
+
+
+def test_paths_may_follow_the_options_and_stand_in_the_base_ref_position(
+        tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    with ScriptedServer() as server:
+        server.add_rule("Paris it is", contains="capital")
+        server.default_reply = "blue, mostly"
+        _record(repo, BASE_SUITE, server)
+        repo.write("evals/other.eval.yaml", BASE_SUITE.replace("geography", "other"))
+        repo.commit("base suite and its recordings")
+        _record(repo, HEAD_SUITE, server)
+        recorded_at = ("--base-url", server.base_url)
+
+    after = _turncheck(repo.path, "diff", "HEAD", *recorded_at, "--json",
+                       str(tmp_path / "after.json"), "evals/geo.eval.yaml")
+    assert "unrecognized arguments" not in after.stderr and "Traceback" not in after.stderr
+    assert after.returncode == 1, after.stderr  # the stricter check: a regression
+    assert set(_verdicts(tmp_path / "after.json")) == {
+        ("evals/geo.eval.yaml", name) for name in ("capital", "sky", "sea")}
+
+    as_ref = _turncheck(repo.path, "diff", "evals/geo.eval.yaml", *recorded_at,
+                        "--json", str(tmp_path / "as_ref.json"))
+    assert "names no commit" not in as_ref.stderr, as_ref.stderr
+    assert _verdicts(tmp_path / "as_ref.json") == _verdicts(tmp_path / "after.json")
+
+    run_later = _turncheck(repo.path, "run", "evals/geo.eval.yaml", *recorded_at, "--quiet",
+                           "evals/other.eval.yaml")
+    assert "unrecognized arguments" not in run_later.stderr
+    assert "other" in run_later.stdout and "geography" in run_later.stdout

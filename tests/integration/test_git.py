@@ -1,4 +1,4 @@
-"""Tests for turncheck.github.git against real throwaway repositories."""
+"""Tests for turncheck.git against real throwaway repositories."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from typing import Any
 import pytest
 
 from tests.support.git_repo import GitRepo
-from turncheck.github import git
-from turncheck.github.client import ChangedFile
-from turncheck.github.git import (
+from turncheck import git
+from turncheck.git import (
+    ChangedFile,
     GitError,
     changed_files,
     current_sha,
-    export_paths,
-    export_suites,
     fetch,
     has_commit,
     is_repository,
@@ -189,7 +187,7 @@ def test_a_plain_directory_is_not_a_repository(tmp_path: Path) -> None:
         lambda: current_sha(plain),
         lambda: has_commit(plain, MISSING_SHA),
         lambda: changed_files(plain, "main", "feature"),
-        lambda: export_paths(plain, "HEAD", ["a.txt"], tmp_path / "out"),
+        lambda: list(git.worktree_changes(plain, "HEAD")),
     ):
         with pytest.raises(GitError, match="not a git repository") as raised:
             call()
@@ -219,212 +217,34 @@ def test_missing_git_or_a_timeout_becomes_git_error(
         current_sha(repo.path)
 
 
-# --- export_paths / export_suites ----------------------------------------------------------
+# --- work trees -----------------------------------------------------------------------------
 
 
-def test_export_paths_writes_the_content_at_the_commit(repo: GitRepo, tmp_path: Path) -> None:
-    exact = b"crlf\r\nno final newline \xff\xfe binary"
-    base = repo.commit_files({"suites/a.eval.yaml": exact, "b.txt": "b at base\n"})
-    repo.commit_files({"suites/a.eval.yaml": "later\n", "b.txt": None, "new.txt": "n\n"})
-    repo.write("suites/a.eval.yaml", "uncommitted\n")
-    dest = tmp_path / "out"
+def test_a_work_tree_holds_the_commit_runs_no_hook_and_goes_away(
+        repo: GitRepo, tmp_path: Path) -> None:
+    base = repo.commit_files({"a.txt": "base\n", "gone.txt": "only at base\n"})
+    repo.commit_files({"a.txt": "head\n", "gone.txt": None})
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch '{tmp_path}/hook-ran'\n", encoding="utf-8")
+    hook.chmod(0o755)
 
-    missing = export_paths(repo.path, base, ["suites/a.eval.yaml", "b.txt", "new.txt"], dest)
+    with git.work_tree(repo.path, base) as tree:
+        assert (tree / "a.txt").read_text() == "base\n"
+        assert (tree / "gone.txt").is_file()
+        assert (repo.path / "a.txt").read_text() == "head\n"
 
-    assert missing == ["new.txt"]
-    assert (dest / "suites/a.eval.yaml").read_bytes() == exact
-    assert (dest / "b.txt").read_bytes() == b"b at base\n"
-    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
-        "b.txt",
-        "suites/a.eval.yaml",
-    ]
-
-
-def test_export_paths_counts_directories_as_missing(repo: GitRepo, tmp_path: Path) -> None:
-    sha = repo.commit_files({"dir/a.txt": "a\n"})
-
-    assert export_paths(repo.path, sha, ["dir", "dir/"], tmp_path / "out") == ["dir", "dir/"]
-    assert not (tmp_path / "out" / "dir").exists()
+    assert not tree.exists() and not tree.parent.exists()
+    assert not (tmp_path / "hook-ran").exists()
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
 
 
-def test_export_paths_takes_names_literally(repo: GitRepo, tmp_path: Path) -> None:
-    sha = repo.commit_files({"a[1].yaml": "bracket\n", "a1.yaml": "plain\n", "b.yaml": "b\n"})
-    dest = tmp_path / "out"
+def test_a_work_tree_refuses_a_file_over_the_limit_by_name(repo: GitRepo) -> None:
+    base = repo.commit_files({"small.txt": "x", "data/big.bin": "y" * 1536})
 
-    assert export_paths(repo.path, sha, ["a[1].yaml", "*.yaml", ":(glob)**"], dest) == [
-        "*.yaml",
-        ":(glob)**",
-    ]
-    assert [p.name for p in dest.iterdir()] == ["a[1].yaml"]
-    assert (dest / "a[1].yaml").read_text() == "bracket\n"
-
-
-def test_export_paths_handles_unusual_names(repo: GitRepo, tmp_path: Path) -> None:
-    names = ["dir with space/a b.eval.yaml", "ünïcødé/テスト.eval.yaml", 'quote"tab\tnew\nline.txt']
-    sha = repo.commit_files({name: name for name in names})
-
-    assert export_paths(repo.path, sha, names, tmp_path / "out") == []
-    for name in names:
-        assert (tmp_path / "out" / name).read_text() == name
-
-
-def test_export_paths_accepts_equivalent_spellings(repo: GitRepo, tmp_path: Path) -> None:
-    sha = repo.commit_files({"dir/a.txt": "a\n"})
-
-    assert export_paths(repo.path, sha, ["./dir//a.txt", "dir/a.txt"], tmp_path / "out") == []
-    assert (tmp_path / "out/dir/a.txt").read_text() == "a\n"
-
-
-def test_export_paths_chunks_long_path_lists(
-    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    files = {f"f{number}.txt": f"{number}\n" for number in range(7)}
-    sha = repo.commit_files(files)
-    monkeypatch.setattr(git, "_MAX_CHUNK_PATHS", 2)
-
-    assert export_paths(repo.path, sha, [*files, "gone.txt"], tmp_path / "out") == ["gone.txt"]
-    for path, content in files.items():
-        assert (tmp_path / "out" / path).read_text() == content
-
-
-def test_export_paths_survives_more_paths_than_argv_holds(repo: GitRepo, tmp_path: Path) -> None:
-    sha = repo.commit_files({"a.txt": "a\n"})
-    absent = [f"absent/{'x' * 200}-{number}.eval.yaml" for number in range(12_000)]
-
-    missing = export_paths(repo.path, sha, ["a.txt", *absent], tmp_path / "out")
-
-    assert missing == absent
-    assert (tmp_path / "out/a.txt").read_text() == "a\n"
-
-
-def test_export_paths_includes_export_ignored_files(repo: GitRepo, tmp_path: Path) -> None:
-    sha = repo.commit_files({".gitattributes": "*.eval.yaml export-ignore\n", "a.eval.yaml": "a\n"})
-
-    assert export_paths(repo.path, sha, ["a.eval.yaml"], tmp_path / "out") == []
-    assert (tmp_path / "out/a.eval.yaml").read_text() == "a\n"
-
-
-def test_export_paths_refuses_links_out_of_dest(repo: GitRepo, tmp_path: Path) -> None:
-    (repo.path / "escape.eval.yaml").symlink_to("/etc/passwd")
-    sha = repo.commit()
-
-    with pytest.raises(GitError, match="cannot write the files of commit"):
-        export_paths(repo.path, sha, ["escape.eval.yaml"], tmp_path / "out")
-
-
-@pytest.fixture
-def python_without_extraction_filters(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Python before 3.11.4 (Debian 12's 3.11.2) has no tarfile extraction filters."""
-    import tarfile
-
-    monkeypatch.delattr(tarfile, "data_filter", raising=False)
-
-
-@pytest.mark.usefixtures("python_without_extraction_filters")
-def test_export_paths_works_on_a_python_without_extraction_filters(
-    repo: GitRepo, tmp_path: Path
-) -> None:
-    (repo.path / "prompts").mkdir()
-    (repo.path / "prompts/agent.md").write_text("be brief\n")
-    (repo.path / "prompts/alias.md").symlink_to("agent.md")
-    (repo.path / "run.sh").write_text("#!/bin/sh\n")
-    (repo.path / "run.sh").chmod(0o755)
-    sha = repo.commit()
-
-    out = tmp_path / "out"
-    assert export_paths(repo.path, sha, ["prompts/agent.md", "prompts/alias.md", "run.sh"],
-                        out) == []
-    assert (out / "prompts/alias.md").is_symlink()
-    assert (out / "prompts/alias.md").read_text() == "be brief\n"
-    assert (out / "run.sh").stat().st_mode & 0o100
-
-
-@pytest.mark.usefixtures("python_without_extraction_filters")
-@pytest.mark.parametrize("target", ["/etc/passwd", "../../outside.txt"])
-def test_without_extraction_filters_links_out_of_dest_are_still_refused(
-    repo: GitRepo, tmp_path: Path, target: str
-) -> None:
-    (repo.path / "escape.eval.yaml").symlink_to(target)
-    (repo.path / "fine.txt").write_text("f\n")
-    sha = repo.commit()
-
-    with pytest.raises(GitError, match="a link leading outside"):
-        export_paths(repo.path, sha, ["fine.txt", "escape.eval.yaml"], tmp_path / "out")
-    assert not (tmp_path / "out" / "fine.txt").exists()  # refused before any write
-
-
-def test_extract_confined_refuses_names_outside_and_special_files(tmp_path: Path) -> None:
-    import io
-    import tarfile
-
-    for name, kind in (("../up.txt", tarfile.REGTYPE), ("/abs.txt", tarfile.REGTYPE),
-                       ("dev", tarfile.CHRTYPE)):
-        data = io.BytesIO()
-        with tarfile.open(fileobj=data, mode="w") as tar:
-            info = tarfile.TarInfo(name)
-            info.type = kind
-            tar.addfile(info, io.BytesIO(b""))
-        data.seek(0)
-        with tarfile.open(fileobj=data, mode="r:") as tar, pytest.raises(tarfile.TarError):
-            git.extract_confined(tar, tmp_path / "out")
-    assert not (tmp_path / "up.txt").exists() and not (tmp_path / "out").exists()
-
-
-def test_export_paths_from_a_subdirectory_uses_root_relative_paths(
-    repo: GitRepo, tmp_path: Path
-) -> None:
-    sha = repo.commit_files({"top.txt": "t\n", "sub/inner.txt": "i\n"})
-
-    missing = export_paths(repo.path / "sub", sha, ["top.txt", "sub/inner.txt"], tmp_path / "out")
-
-    assert missing == []
-    assert (tmp_path / "out/top.txt").read_text() == "t\n"
-    assert (tmp_path / "out/sub/inner.txt").read_text() == "i\n"
-
-
-def test_export_paths_needs_the_commit(repo: GitRepo, tmp_path: Path) -> None:
-    repo.commit_files({"a.txt": "a\n"})
-
-    with pytest.raises(GitError, match="fetch-depth: 0"):
-        export_paths(repo.path, MISSING_SHA, ["a.txt"], tmp_path / "out")
-
-
-@pytest.mark.parametrize("bad", ["../x.yaml", "a/../../x.yaml", "a/..", "/etc/passwd", "", "."])
-def test_unsafe_paths_are_rejected(repo: GitRepo, tmp_path: Path, bad: str) -> None:
-    sha = repo.commit_files({"a.eval.yaml": "a\n"})
-
-    with pytest.raises(GitError, match="refusing path"):
-        export_paths(repo.path, sha, ["a.eval.yaml", bad], tmp_path / "out")
-    with pytest.raises(GitError, match="refusing path"):
-        export_suites(repo.path, sha, [bad], tmp_path / "out")
-    assert not (tmp_path / "out").exists()
-
-
-def test_export_suites_brings_cassettes_along(repo: GitRepo, tmp_path: Path) -> None:
-    base = repo.commit_files(
-        {
-            "evals/math.eval.yaml": "math\n",
-            "evals/math.eval.cassette.yaml": "recorded\n",
-            "evals/chat.eval.yml": "chat\n",
-            "evals/chat.eval.cassette.yaml": "recorded chat\n",
-            "evals/plain.eval.yaml": "no cassette\n",
-        }
-    )
-    dest = tmp_path / "out"
-
-    suites = ["evals/math.eval.yaml", "evals/chat.eval.yml", "evals/plain.eval.yaml"]
-
-    missing = export_suites(repo.path, base, [*suites, "evals/new.eval.yaml"], dest)
-
-    assert missing == ["evals/new.eval.yaml"]
-    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
-        "evals/chat.eval.cassette.yaml",
-        "evals/chat.eval.yml",
-        "evals/math.eval.cassette.yaml",
-        "evals/math.eval.yaml",
-        "evals/plain.eval.yaml",
-    ]
-    assert (dest / "evals/math.eval.cassette.yaml").read_text() == "recorded\n"
+    refused = pytest.raises(git.FileTooLarge, match=r"'data/big\.bin' is 1\.5 KiB at commit")
+    with refused, git.work_tree(repo.path, base, max_file_bytes=1024):
+        pytest.fail("nothing is checked out")
+    assert repo.git("worktree", "list", "--porcelain").count("worktree ") == 1
 
 
 # --- the test helper itself ----------------------------------------------------------------

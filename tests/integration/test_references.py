@@ -271,7 +271,7 @@ def test_deleting_a_referenced_file_runs_the_suite_and_reports_the_broken_refere
 def test_a_grader_takes_its_criteria_from_a_file_and_sample_files_depend_on_it(
         tmp_path: Path) -> None:
     from turncheck.formats.samples import load_samples
-    from turncheck.github.dependencies import dependencies_of
+    from turncheck.sides.dependencies import dependencies_of
 
     (tmp_path / ".git").mkdir()
     write(tmp_path, {

@@ -284,7 +284,7 @@ def test_the_comment_transcript_shows_the_calls_inert(tmp_path: Path) -> None:
     (ToolCalls(tuple(("get_time", {}) for _ in range(65))),
      "the model made 65 tool calls in one answer; at most 64 are answered"),
     (ToolCalls((("get_time", "[" * 100_000 + "]" * 100_000),)),
-     "the model called get_time with malformed arguments (not JSON)"),
+     "the model called get_time with arguments nested more than 64 levels deep"),
     (ToolCalls((("get_time", "[1, 2]"),)),
      "the model called get_time with arguments that are not a JSON object"),
 ])

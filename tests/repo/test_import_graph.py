@@ -1,6 +1,8 @@
 """The import graph of `turncheck` has no cycles and follows the layer direction
 formats → providers → targets → engine (+ stats) → compare → render → github / cli; `text`
-(Markdown escaping, money, the sandboxed Jinja environment) is usable by all.
+(Markdown escaping, money, the sandboxed Jinja environment) is usable by all; `git`
+(commands, changes, work trees) stands alone at the bottom, and `sides` (the
+two-commit runner) sits on the engine and git, below github and cli.
 
 Every `import` counts, wherever it stands (module level, inside a function, under
 `TYPE_CHECKING`): a lazy or type-only import still ties the two modules together.
@@ -23,16 +25,20 @@ BELOW: dict[str, set[str]] = {
     "text": set(),
     "stats": set(),
     "formats": set(),
+    "git": set(),
     "report": {"stats"},
     "providers": {"formats", "report"},
     "targets": {"formats", "report", "providers", "stats"},
     "engine": {"formats", "providers", "targets", "stats", "report"},
+    # The two-commit runner needs the engine and git, nothing that compares or renders:
+    # its callers (the action, `diff`) compare and publish the two reports themselves.
+    "sides": {"formats", "providers", "targets", "stats", "report", "engine", "git"},
     "compare": {"formats", "providers", "targets", "stats", "report", "engine"},
     "render": {"formats", "providers", "targets", "stats", "report", "engine", "compare"},
-    "github": {"formats", "providers", "targets", "stats", "report", "engine", "compare",
-               "render"},
-    "cli": {"formats", "providers", "targets", "stats", "report", "engine", "compare", "render",
-            "github"},
+    "github": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
+               "compare", "render"},
+    "cli": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
+            "compare", "render", "github"},
 }
 LAYERS = {layer: below | {"text"} for layer, below in BELOW.items()}
 

@@ -17,6 +17,7 @@ from turncheck.cli.common import (
     discover_from,
     globs_from,
     interruptible_run,
+    kept_files,
     nothing_to_do,
     print_diagnostics,
     print_problems,
@@ -26,6 +27,7 @@ from turncheck.cli.common import (
     write_json,
 )
 from turncheck.engine.calibration import calibration_problems
+from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
@@ -33,6 +35,7 @@ from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_console import SampleProgress, print_calibrations
 from turncheck.report.run import Report
+from turncheck.text.counts import counted
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,8 +62,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     add_request_options(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary table")
-    parser.set_defaults(handler=lambda args: interruptible_run(partial(handle_calibrate, args)),
-                        var=[])
+    parser.set_defaults(handler=handle_interruptible_calibrate, var=[])
+
+
+def handle_interruptible_calibrate(args: argparse.Namespace) -> int:
+    return interruptible_run(partial(handle_calibrate, args),
+                             kept=partial(kept_files, {"--json": args.json}, args.mode))
 
 
 def _sample_files(args: argparse.Namespace) -> ValidationResult | None:
@@ -93,20 +100,40 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         if validation is None:
             return NOTHING_TO_DO
         print_diagnostics(validation.diagnostics)
-        report = _grade(args, validation)
+        with STOP.keeping():  # the grading stops gracefully, and what it finished is written
+            report = _grade(args, validation)
+            if args.json:
+                write_json(args.json, report)
     except UsageError as exc:
         return usage_error(str(exc))
+    STOP.checkpoint()  # interrupted: one line (printed by the caller), nothing rendered
     with untrusted_output(sys.stdout):
         print_calibrations(report.calibrations, report.mode, sys.stdout, args.quiet)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}")
     for line in budget_lines(report):
         print(line)
-    if args.json:
-        write_json(args.json, report)
     problems = calibration_problems(report.calibrations, args.min_agreement)
     print_problems(problems)
-    invalid = any(d.is_error for d in validation.diagnostics)
-    if invalid or problems:
-        return 1
-    return BUDGET_STOPPED_EXIT_CODE if report.budget_stopped else 0
+    code, why = calibrate_outcome(report, validation, problems)
+    if not STOP.requested:  # else the interruption's own line is the last
+        sys.stderr.flush()
+        print(f"{why} · {report.mode} mode", flush=True)
+    return code
+
+
+def calibrate_outcome(report: Report, validation: ValidationResult, problems: list[str]
+                      ) -> tuple[int, str]:
+    """The exit code and the line that says why, as `run` ends."""
+    invalid = len({d.file for d in validation.diagnostics if d.is_error})
+    reasons = [counted(invalid, "invalid file") if invalid else "",
+               f"{counted(len(problems), 'grader calibration problem')} (above)"
+               if problems else ""]
+    if any(reasons):
+        return 1, "Exit 1: " + "; ".join(reason for reason in reasons if reason)
+    graded = sum(len(result.samples) for result in report.calibrations)
+    if report.budget_stopped:
+        return BUDGET_STOPPED_EXIT_CODE, (f"Exit {BUDGET_STOPPED_EXIT_CODE}: a budget stopped "
+                                          f"the grading after {counted(graded, 'sample')}; "
+                                          "nothing failed")
+    return 0, f"Exit 0: nothing failed ({counted(graded, 'sample')} graded)"

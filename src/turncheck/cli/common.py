@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from turncheck.compare.comparison import Comparison
 
     # The engine (httpx, vcrpy, genai-prices) loads only for the commands that run evals.
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
     from turncheck.formats.budget import BudgetLimits
     from turncheck.report.run import Report
+    from turncheck.sides.options import RunOptions
 
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -197,9 +198,13 @@ def warn_unused_vars(variables: Iterable[str], files: Iterable[Path]) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
-    """Run settings from the provider, request and `--var` options."""
-    from turncheck.engine.runner import RunSettings
-    from turncheck.engine.session import SessionSettings
+    """Run settings from the provider, request, `--repeat` and `--var` options."""
+    return options_from(args).settings()
+
+
+def options_from(args: argparse.Namespace) -> RunOptions:
+    """What the provider, request, `--repeat` and `--var` options ask of a run."""
+    from turncheck.sides.options import RunOptions
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
@@ -213,7 +218,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
                 "--price-timestamp expects an ISO 8601 instant such as 2025-01-01T00:00:00Z, "
                 f"got {args.price_timestamp!r}"
             ) from None
-    return RunSettings(
+    return RunOptions(
         mode=args.mode,
         concurrency=args.concurrency,
         provider="openai" if args.base_url and not args.provider else args.provider,
@@ -221,8 +226,10 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         variables=parse_vars(args.var),
         env=dict(os.environ),
         price_timestamp=args.price_timestamp,
-        session=SessionSettings(timeout_s=args.timeout, attempts=args.attempts),
+        timeout_s=args.timeout,
+        attempts=args.attempts,
         budget=budget_from(args),
+        repeat=getattr(args, "repeat", None),
     )
 
 
@@ -253,6 +260,8 @@ def discover_from(args: argparse.Namespace) -> Discovery:
         nothing_to_do(f"no suite or sample file in {', '.join(args.paths)} "
                       f"(globs: {', '.join(globs.suites + globs.samples)})"
                       + vibecheck_hint(args.paths, globs))
+    elif hint := vibecheck_hint(args.paths, globs_from(args)):  # some found, others missed
+        print(one_line("turncheck: warning: " + hint.removeprefix("; ")), file=sys.stderr)
     warn_unused_vars(variables, (f.path for f in found.files))
     return found
 
@@ -273,14 +282,39 @@ def nothing_to_do(reason: str) -> None:
     print(one_line(f"turncheck: warning: nothing to do: {reason}"), file=sys.stderr)
 
 
-def interruptible_run(command: Callable[[], int]) -> int:
+def interruptible_run(command: Callable[[], int], kept: Callable[[], str] | None = None) -> int:
     """`command()` with graceful SIGINT/SIGTERM (see `engine.interruption`): an
-    interrupted command keeps its partial results, prints one line and exits 130/143."""
-    from turncheck.engine.interruption import interruptible, report_interruption
+    interrupted command keeps its partial results, prints one line and exits 130/143.
+    `kept()` says what was kept (which files), in that line."""
+    from turncheck.engine.interruption import (
+        PhaseInterrupted,
+        interruptible,
+        report_interruption,
+    )
 
     with interruptible() as stop:
-        code = command()
-    return report_interruption() if stop.requested else code
+        try:
+            with stop.phases():
+                code = command()
+        except PhaseInterrupted:
+            code = stop.exit_code
+    if not stop.requested:
+        return code
+    if kept is None:
+        return report_interruption()
+    print(one_line(f"turncheck: {stop.message()}; {kept()}"), file=sys.stderr)
+    return stop.exit_code
+
+
+def kept_files(outputs: dict[str, Path | None], mode: str) -> str:
+    """What an interrupted command kept: `outputs` maps each output option (`--json`)
+    to the file it names, if given; in record mode, the cassettes too."""
+    given = [f"{path} ({option})" for option, path in outputs.items() if path is not None]
+    report = (f"the partial report was kept in {', '.join(given)}" if given else
+              f"no partial report was written (no {' / '.join(outputs)} given)")
+    if mode == "record":
+        return report + "; every completed recording was saved in its cassette"
+    return report
 
 
 def write_json(path: Path, model: BaseModel) -> None:

@@ -1,19 +1,18 @@
 """`turncheck diff [BASE_REF]`: what the action would say about the work tree, before
-pushing. Runs the changed suites (or the paths given) at the base commit and in the work
-tree at the same time, with the action's sampling (`repeat: auto` decided on both sides
-together) and verdicts, and prints the comparison (`compare`'s console view, `--json`
-and `--markdown`)."""
+pushing. Runs the changed suites (or the paths given) at the base commit — in a work
+tree of it — and in the work tree at the same time, through the action's two-commit
+runner (`sides.runner`: its sampling, `repeat: auto` decided on both sides together,
+and pricing), and prints the comparison (`compare`'s console view, `--json` and
+`--markdown`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from dataclasses import replace
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from turncheck import git
 from turncheck.cli.common import (
     NOTHING_TO_DO,
     UsageError,
@@ -25,22 +24,22 @@ from turncheck.cli.common import (
     interruptible_run,
     nothing_to_do,
     one_line,
+    options_from,
     print_diagnostics,
-    settings_from,
     usage_error,
 )
 from turncheck.cli.compare_cmd import add_comparison_options, report_comparison
 from turncheck.cli.run_cmd import repeat_setting
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.runner import Side, run_both_sides
+from turncheck.engine.runner import run_suites
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.suite import MAX_DEPTH
-from turncheck.formats.validation import validate_files
-from turncheck.github import git
-from turncheck.github.changes import SuiteChanges
-from turncheck.github.checkout import Checkout
 from turncheck.report.run import Report
+from turncheck.sides.changes import SuiteChanges
+from turncheck.sides.checkout import Checkout
+from turncheck.sides.runner import Commits, Event, SideLoaded, TwoCommitRun
+from turncheck.text.counts import counted
 
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 
@@ -49,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "diff", help="run the changed suites at a base commit and in the work tree, and compare",
         description="Run the suites the work tree changed since BASE_REF (or the PATHs "
-        "given) at BASE_REF and in the work tree, at the same time, with the action's "
-        "sampling and verdicts, and print the comparison: what the action would say.",
+        "given) at BASE_REF (in a temporary work tree of it) and in the work tree, at the "
+        "same time, with the action's sampling and verdicts, and print the comparison: "
+        "what the action would say.",
     )
     parser.add_argument("base_ref", nargs="?", default=None, metavar="BASE_REF",
                         help="commit to compare with (default: where HEAD left origin/HEAD, "
@@ -80,12 +80,13 @@ def handle(args: argparse.Namespace) -> int:
 
 def diff(args: argparse.Namespace) -> int:
     try:
-        checkout, base_sha = checkout_from(args)
-        changes = changes_from(args, checkout, base_sha)
+        checkout, commits = checkout_from(args)
+        assert commits.base is not None
+        changes = changes_from(args, checkout, commits.base)
         if changes.empty:
-            nothing_to_do(f"no suite or sample file changed since {base_sha[:12]}")
+            nothing_to_do(f"no suite or sample file changed since {commits.base[:12]}")
             return NOTHING_TO_DO
-        head, base = run_sides(args, checkout, base_sha, changes)
+        head, base = run_sides(args, checkout, commits, changes)
     except UsageError as exc:
         return usage_error(str(exc))
     if STOP.requested:
@@ -95,18 +96,30 @@ def diff(args: argparse.Namespace) -> int:
     return max(code, 1 if invalid else 0)
 
 
-def checkout_from(args: argparse.Namespace) -> tuple[Checkout, str]:
+def checkout_from(args: argparse.Namespace) -> tuple[Checkout, Commits]:
+    """The repository around the current directory, the base commit and the head: HEAD
+    when the work tree has no change since it (then the action's very run), else the
+    work tree as it is."""
     here = Path.cwd()
     try:
         root = git.top_level(here)
-        base_sha = base_commit(root, args.base_ref)
+        path_as_base_ref(args, root)
+        commits = Commits(base=base_commit(root, args.base_ref), head=git.unchanged_head(root))
     except git.GitError as exc:
         raise UsageError(f"diff needs a git repository: {exc}") from None
     if not 0 <= args.max_depth <= MAX_DEPTH:
         raise UsageError(f"--max-depth must be between 0 and {MAX_DEPTH}, got {args.max_depth}")
     working_directory = here.resolve().relative_to(root.resolve())
     return Checkout(root, working_directory, globs_from(args), max_depth=args.max_depth), \
-        base_sha
+        commits
+
+
+def path_as_base_ref(args: argparse.Namespace, root: Path) -> None:
+    """`turncheck diff a.eval.yaml`: a BASE_REF that names no commit but an existing
+    file or folder is the first PATH (a commit of the same name wins)."""
+    ref = args.base_ref
+    if ref is not None and git.resolve(root, ref) is None and Path(ref).exists():
+        args.base_ref, args.targets = None, [ref, *args.targets]
 
 
 def base_commit(root: Path, ref: str | None) -> str:
@@ -151,34 +164,32 @@ def replace_paths(args: argparse.Namespace, paths: list[str]) -> argparse.Namesp
     return copied
 
 
-def run_sides(args: argparse.Namespace, checkout: Checkout, base_sha: str,
+def run_sides(args: argparse.Namespace, checkout: Checkout, commits: Commits,
               changes: SuiteChanges) -> tuple[Report, Report]:
-    settings = settings_from(args)
-    settings.repeat = args.repeat
-    # Both sides priced at one instant, as the action prices both at the head commit's.
-    settings.price_timestamp = settings.price_timestamp or datetime.now(UTC).isoformat(
-        timespec="seconds").replace("+00:00", "Z")
-    files = checkout.found(changes.head_suites, FileKind.SUITE) + checkout.found(
-        changes.samples, FileKind.SAMPLES)
-    validation = validate_files(files, checkout.max_depth, root=checkout.workdir)
-    if validation.diagnostics:
-        print_diagnostics(validation.diagnostics)
-    head = Side(validation.suites, settings, validation.diagnostics, validation.samples)
-    # As in the action: the base never records into a throwaway copy of its cassettes.
-    base_settings = replace(settings, mode="live" if settings.mode == "live" else "replay",
-                            commit=base_sha)
-    print(one_line(f"turncheck: diff against {base_sha[:12]}: "
-                   f"{len(changes.head_suites)} suite(s), {len(changes.samples)} sample "
-                   "file(s)"), file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="turncheck-base-") as tmp:
-        loaded = checkout.base_files(base_sha, changes.base_suites, changes.base_samples,
-                                     Path(tmp), _warn)
-        suites, samples = loaded or ([], [])
-        head_report, base_report = run_coroutine(run_both_sides(
-            head, Side(suites, base_settings, samples=samples), changes.renames))
-    assert base_report is not None
-    return head_report, base_report
+    runner = TwoCommitRun(checkout, commits, changes, options_from(args),
+                          listener=partial(tell, commits))
+    try:
+        reports = runner.run()
+    except git.FileTooLarge as exc:
+        raise UsageError(f"cannot check out the base commit: {exc}") from None
+    if reports.base is not None:
+        return reports.head, reports.base
+    # Nothing ran at base (no file there, or no base commit to read): an empty base.
+    nothing = run_coroutine(run_suites([], runner.options.for_base().settings(commits.base)))
+    return reports.head, nothing
 
 
-def _warn(message: str) -> None:
-    print(one_line("turncheck: warning: " + message.split("::", 2)[-1]), file=sys.stderr)
+def tell(commits: Commits, event: Event) -> None:
+    """The runner's progress on stderr."""
+    if isinstance(event, SideLoaded) and event.side == "head":
+        if event.diagnostics:
+            print_diagnostics(list(event.diagnostics))
+        line = (f"diff against {(commits.base or '')[:12]}: {counted(event.suites, 'suite')}, "
+                f"{counted(event.samples, 'sample file')}")
+    elif isinstance(event, SideLoaded):
+        line = (f"base {(event.commit or '')[:12]}: {event.mode} mode, in a work tree at "
+                f"{event.tree}")
+    else:
+        line = (f"warning: cannot check out the base commit {event.commit[:12]}: "
+                f"{event.problem}; its side is empty")
+    print(one_line(f"turncheck: {line}"), file=sys.stderr)

@@ -22,8 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from turncheck.cli import init_files
+from turncheck.cli.common import one_line
 from turncheck.config import CONFIG_FILE, find_config
-from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOBS, discover
+from turncheck.diagnostics import Diagnostic
+from turncheck.formats.discovery import (
+    DEFAULT_SAMPLE_GLOBS,
+    DEFAULT_SUITE_GLOBS,
+    Globs,
+    discover,
+)
+from turncheck.formats.validation import validate_files
 from turncheck.formats.vibecheck import globs_for, missed_suites
 
 
@@ -56,6 +64,17 @@ class Planned:
     content: str
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A file the globs find that does not validate: `init` excludes it, so the
+    default-branch job (which fails on invalid files) does not go red on every push."""
+
+    path: str
+    """Relative to the repository's root, as an exclude glob matches it."""
+    reason: str
+    """Its first error, `line:col: message`, on one line."""
+
+
 def handle_init(args: argparse.Namespace) -> int:
     root: Path = args.directory
     if not root.is_dir():
@@ -74,9 +93,12 @@ def handle_init(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     detected = missed_suites(root)
-    files = planned_files(root, detected, branch, args.action_ref)
-    for item in files:
-        print(f"  {write(root, item, args.force):<9} {item.path}")
+    checked = checked_files(root, detected)
+    files = planned_files(root, detected, branch, args.action_ref, checked)
+    done = {item.path: write(root, item, args.force) for item in files}
+    for path, what in done.items():
+        print(f"  {what:<9} {path}")
+    print_left_out(checked.left_out, done.get(init_files.CONFIG_PATH))
     print_next_steps(root, files, detected, args.action_ref)
     return 0
 
@@ -86,27 +108,62 @@ SAFE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 
 
+@dataclass(frozen=True)
+class Checked:
+    """The suites and sample files the written globs find, validated."""
+
+    valid: list[str]
+    left_out: list[LeftOut]
+
+
+REASON_CHARS = 100
+"""A left-out file's reason is cut to this many characters."""
+LEFT_OUT_LISTED = 20
+"""At most this many left-out files are listed on the terminal (the file lists all)."""
+
+
+def checked_files(root: Path, detected: list[str]) -> Checked:
+    """Validate what the globs `init` writes would find (the starter suite aside)."""
+    globs = Globs(suites=(*DEFAULT_SUITE_GLOBS, *globs_for(root, detected)))
+    starter = (root / init_files.STARTER_PATH).resolve()
+    found = [f for f in discover([str(root)], globs).files if f.path.resolve() != starter]
+    validation = validate_files(found, root=root)
+    loaded = [(f.path, f.diagnostics) for f in validation.suites]
+    loaded += [(f.path, f.diagnostics) for f in validation.samples]
+    left_out = [LeftOut(path, _reason(path, errors[0])) for path, diagnostics in loaded
+                if (errors := [d for d in diagnostics if d.is_error])]
+    bad = {item.path for item in left_out}
+    return Checked([path for path, _ in loaded if path not in bad], left_out)
+
+
+def _reason(path: str, diagnostic: Diagnostic) -> str:
+    """`line:col: message`, naming the file when the error is in one it references."""
+    where = f"{diagnostic.line}:{diagnostic.column}: "
+    if diagnostic.file != path:
+        where = f"{diagnostic.file}:{where}"
+    text = one_line(where + diagnostic.message)
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 1] + "…"
+
+
 def planned_files(root: Path, detected: list[str], branch: str,
-                  action_ref: str = init_files.DEFAULT_ACTION_REF) -> list[Planned]:
+                  action_ref: str = init_files.DEFAULT_ACTION_REF,
+                  checked: Checked | None = None) -> list[Planned]:
+    checked = checked or checked_files(root, detected)
     files = [Planned(path, init_files.fill(template, action_ref, branch))
              for path, template in ((init_files.WORKFLOW_PATH, init_files.WORKFLOW),
                                     (init_files.FORK_WORKFLOW_PATH, init_files.FORK_WORKFLOW),
                                     (init_files.TRUSTED_WORKFLOW_PATH,
                                      init_files.TRUSTED_WORKFLOW))]
-    if not detected and not _has_suites(root):
+    if not checked.valid:
         files.append(Planned(init_files.STARTER_PATH, init_files.STARTER))
     existing = find_config(root, stop=root)
     if existing is None or existing.name == CONFIG_FILE:
-        files.append(Planned(init_files.CONFIG_PATH, config_text(root, detected)))
+        files.append(Planned(init_files.CONFIG_PATH,
+                             config_text(root, detected, checked.left_out)))
     return files
 
 
-def _has_suites(root: Path) -> bool:
-    starter = (root / init_files.STARTER_PATH).resolve()
-    return any(f.path.resolve() != starter for f in discover([str(root)]).files)
-
-
-def config_text(root: Path, detected: list[str]) -> str:
+def config_text(root: Path, detected: list[str], left_out: list[LeftOut]) -> str:
     suite_globs = list(DEFAULT_SUITE_GLOBS) + globs_for(root, detected)
     lines = [init_files.CONFIG_HEADER]
     if detected:
@@ -115,16 +172,52 @@ def config_text(root: Path, detected: list[str]) -> str:
     lines += [
         f"suite-globs = {_toml_list(suite_globs)}",
         f"sample-globs = {_toml_list(list(DEFAULT_SAMPLE_GLOBS))}",
-        "exclude-globs = []",
+        *_excludes(left_out),
         "concurrency = 8",
-        'fail-on = "invalid,failure,regression"',
+        *init_files.FAIL_ON_NOTE.splitlines(),
+        f"fail-on = {json.dumps(default_gate())}",
         "",
     ]
     return "\n".join(lines)
 
 
+def default_gate() -> str:
+    """The action's default `fail-on`, spelled as the configuration spells it."""
+    # Imported here: the comparison code is not needed to write files.
+    from turncheck.compare.policy import DEFAULT_FAIL_ON
+
+    return ",".join(condition.value for condition in DEFAULT_FAIL_ON)
+
+
 def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def _excludes(left_out: list[LeftOut]) -> list[str]:
+    """`exclude-globs`: the files that do not validate, each with its first error."""
+    if not left_out:
+        return ["exclude-globs = []"]
+    return [*init_files.LEFT_OUT_NOTE.splitlines(), "exclude-globs = [",
+            *(f"  {json.dumps(item.path)},  # {item.reason}" for item in left_out), "]"]
+
+
+def print_left_out(left_out: list[LeftOut], config: str | None) -> None:
+    """Which files the configuration leaves out and why; `config` is what `write` did
+    with turncheck.toml (None: not written, another configuration file applies)."""
+    if not left_out:
+        return
+    where = {None: "add them to exclude-globs in your configuration file",
+             "kept": f"add them to exclude-globs in {init_files.CONFIG_PATH} (kept as it was; "
+                     "--force replaces it)"}.get(
+        config, f"{init_files.CONFIG_PATH}'s exclude-globs leave them out")
+    print(f"\n{len(left_out)} file(s) do not validate (test fixtures?) and would fail the "
+          f"default-branch job on every push; {where}:")
+    for item in left_out[:LEFT_OUT_LISTED]:
+        print(f"  {one_line(item.path)}: {item.reason}")
+    if len(left_out) > LEFT_OUT_LISTED:
+        print(f"  … and {len(left_out) - LEFT_OUT_LISTED} more")
+    print("To include one: fix it (`turncheck validate PATH` lists every problem), then "
+          "delete its line from exclude-globs.")
 
 
 def default_branch(root: Path) -> str:

@@ -51,6 +51,7 @@ jobs:
   evals:
     if: github.event_name != 'push'
     runs-on: ubuntu-latest
+    timeout-minutes: 60    # GitHub's default is 6 hours; raise it for a very long suite
     permissions:
       contents: read
       pull-requests: write   # the PR comment
@@ -83,6 +84,7 @@ jobs:
   baseline:
     if: github.event_name == 'push'
     runs-on: ubuntu-latest
+    timeout-minutes: 60
     steps:
       - uses: actions/checkout@v5
       - uses: @ACTION@
@@ -122,6 +124,9 @@ jobs:
       github.event.workflow_run.event == 'pull_request' &&
       github.event.workflow_run.head_repository.full_name != github.repository
     runs-on: ubuntu-latest
+    # Posting a report takes seconds; a fork's forged report must not hold a trusted
+    # runner (with a write token) for hours.
+    timeout-minutes: 10
     steps:
       # The default branch (trusted): only for turncheck.toml.
       - uses: actions/checkout@v5
@@ -159,6 +164,7 @@ jobs:
   verdict:
     if: github.event.label.name == '@LABEL@'
     runs-on: ubuntu-latest
+    timeout-minutes: 30    # replay only: no call waits on a provider
     steps:
       # The default branch (trusted): turncheck.toml.
       - uses: actions/checkout@v5
@@ -217,3 +223,14 @@ CONFIG_HEADER = """\
 # `validate`, `calibrate`, `compare` and the GitHub Action read it; command-line flags
 # and action inputs override it. Unknown keys are errors.
 """
+
+FAIL_ON_NOTE = """\
+# What fails the `turncheck` check: the action's default. A pull request fails on files
+# that cannot run (invalid), evals that errored or have no recording (error), and evals
+# it made worse (regression, broken); an eval already failing on the default branch
+# does not fail every pull request. Add `failure` to fail whenever any eval fails."""
+
+LEFT_OUT_NOTE = """\
+# Files init left out because they do not validate (deliberately invalid test fixtures,
+# or suites to fix): the default-branch job fails on invalid files. To include one, fix
+# it (`turncheck validate PATH` lists every problem) and delete its line here."""

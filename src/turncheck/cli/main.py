@@ -24,6 +24,7 @@ import difflib
 import gc
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,25 +70,36 @@ COMMANDS = (
 )
 
 
+INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")
+UNRECOGNIZED = "unrecognized arguments: "
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (plus a hint), exit code 2, like the other usage errors."""
 
+    command: str | None = None
+    """The subcommand being parsed (`run`), so an error points at its own `--help`."""
+
     def error(self, message: str) -> NoReturn:
         hint = self.suggestion(message)
-        self.exit(2, f"turncheck: error: {message}{hint} (see `{self.prog} --help`)\n")
+        prog = f"turncheck {self.command}" if self.command else self.prog
+        self.exit(2, f"turncheck: error: {message}{hint} (see `{prog} --help`)\n")
 
     def suggestion(self, message: str) -> str:
-        """`; did you mean --json?` for an unrecognized option close to a known one."""
-        prefix = "unrecognized arguments: "
-        if not message.startswith(prefix):
+        """`; did you mean validate?` for a value close to one of the choices,
+        `; did you mean --json?` for an unrecognized option close to a known one."""
+        choice = INVALID_CHOICE.search(message)
+        if choice is not None:
+            choices = [c.strip().strip("'") for c in choice.group(2).split(",")]
+            return did_you_mean(choice.group(1), choices)
+        if not message.startswith(UNRECOGNIZED):
             return ""
+        typed = [a.split("=")[0] for a in message.removeprefix(UNRECOGNIZED).split()
+                 if a.startswith("--")]
         known = self.option_strings()
-        for argument in message.removeprefix(prefix).split():
-            if argument.startswith("--"):
-                close = difflib.get_close_matches(argument.split("=")[0], known, n=1)
-                if close:
-                    return f"; did you mean {close[0]}?"
-        return ""
+        hints = [did_you_mean(option, known) for option in typed]
+        return next((hint for hint in hints if hint), "") or (
+            self.elsewhere(typed[0]) if typed else "")
 
     def option_strings(self) -> list[str]:
         """Every long option of this parser and of its (registered) subcommands."""
@@ -99,6 +111,38 @@ class _Parser(argparse.ArgumentParser):
                     options += [o for a in parser._actions for o in a.option_strings
                                 if o.startswith("--")]
         return options
+
+    def elsewhere(self, typed: str) -> str:
+        """`; --cost-threshold-usd is an option of turncheck compare and diff`: the close
+        options other commands have, when this command has none."""
+        if self.command is None:
+            return ""
+        found: dict[str, list[str]] = {}
+        for name, parser in _subcommands(build_parser(None)).items():
+            if name == self.command:
+                continue
+            options = [o for a in parser._actions for o in a.option_strings
+                       if o.startswith("--")]
+            for option in difflib.get_close_matches(typed, options, n=1):
+                found.setdefault(option, []).append(name)
+        if not found:
+            return ""
+        said = [f"{option} is an option of turncheck {' and '.join(names)}"
+                for option, names in list(found.items())[:2]]
+        return f"; `turncheck {self.command}` has no {typed}; " + "; ".join(said)
+
+
+def did_you_mean(typed: str, known: Sequence[str]) -> str:
+    """`; did you mean A?` when `typed` is close to something known."""
+    close = difflib.get_close_matches(typed, list(dict.fromkeys(known)), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def chosen_command(argv: Sequence[str]) -> Command | None:
@@ -131,6 +175,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"turncheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = None if argv is None else chosen_command(argv)
+    parser.command = None if chosen is None else chosen.name
     for command in COMMANDS:
         if command.name in subparsers.choices:
             continue  # registered with another command of its module
@@ -166,7 +211,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         parser = build_parser(arguments)
     if argv is None:  # the process is the CLI (not a test calling main)
         gc.freeze()  # ... which later collections need not scan again
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    if extras and not _paths_after_options(args, extras):
+        parser.parse_args(arguments)  # reports the unrecognized arguments as usual
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
@@ -177,6 +224,17 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it gracefully)
         return interrupted()
     return code
+
+
+def _paths_after_options(args: argparse.Namespace, extras: list[str]) -> bool:
+    """`turncheck diff main --json out.json a.eval.yaml`, `run a.yaml --quiet b.yaml`:
+    argparse takes a command's positionals in one stretch; PATHs after an option join
+    the ones before it."""
+    field = next((name for name in ("targets", "paths") if hasattr(args, name)), None)
+    if field is None or any(extra.startswith("-") for extra in extras):
+        return False
+    setattr(args, field, [*(getattr(args, field) or []), *extras])
+    return True
 
 
 def _configured(args: argparse.Namespace) -> bool:

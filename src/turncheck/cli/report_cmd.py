@@ -8,7 +8,6 @@ conversations). With `--base BASE.json` a run report is compared with its base.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TypeVar
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from turncheck.cli.common import UsageError, usage_error, write_html
 from turncheck.cli.compare_cmd import first_problem, load_report, read_report_text
 from turncheck.compare.comparison import Comparison, compare_reports
+from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.report.run import Report
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -56,7 +56,9 @@ def load_sources(path: Path, base_path: Path | None
     """(head, base, comparison) from REPORT.json and `--base`."""
     text = read_report_text(path)
     try:
-        kind = _kind(json.loads(text))
+        kind = _kind(loads_bounded(text))
+    except JsonTooDeep as exc:
+        raise UsageError(f"{path} is not a turncheck report: {exc}") from None
     except ValueError:
         raise UsageError(f"{path} is not JSON") from None
     if kind == "comparison":

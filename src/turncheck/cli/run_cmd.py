@@ -15,6 +15,7 @@ from turncheck.cli.common import (
     add_request_options,
     discover_from,
     interruptible_run,
+    kept_files,
     print_diagnostics,
     print_problems,
     settings_from,
@@ -32,6 +33,7 @@ from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console
+from turncheck.render.table_model import one_line, print_lines
 from turncheck.report.run import Report, ShardInfo, Status
 
 
@@ -97,6 +99,8 @@ def repeat_setting(value: str) -> RepeatSetting:
 
 
 def print_report(report: Report, quiet: bool) -> None:
+    if not (report.suites or report.protocols or report.calibrations):
+        return  # every file was invalid: the diagnostics say why, an empty table nothing
     # Suite and eval names and model output are untrusted: the summary table too.
     with untrusted_output(sys.stdout):
         if not quiet:
@@ -108,11 +112,34 @@ def print_report(report: Report, quiet: bool) -> None:
                 protocol_console.transcript(report, sys.stdout)
             protocol_console.summary(report, sys.stdout)
         console.summary(report, sys.stdout)
+        if quiet:  # no transcript above: which evals failed, one line each
+            print_lines(failing_lines(report), sys.stdout)
         if report.calibrations:
             from turncheck.render.calibration_console import print_calibrations
 
             print(file=sys.stdout)
             print_calibrations(report.calibrations, report.mode, sys.stdout, quiet)
+
+
+MAX_FAILING_LISTED = 50
+
+
+def failing_lines(report: Report) -> list[str]:
+    """`Failed:` and one line per failed eval or protocol case (errors have their own
+    list in the summary), at most `MAX_FAILING_LISTED`."""
+    fail_label = console.STATUS_LABEL[Status.FAIL]
+    failed = [f"{suite.name} › {result.name} ({suite.path}:{result.line}): failed "
+              + console.overall(result).removeprefix(f"{fail_label} (").replace(")", "", 1)
+              for suite in report.suites for result in suite.evals
+              if result.status is Status.FAIL]
+    failed += [f"{suite.name} › {case.id} ({suite.path}): failed"
+               for suite in report.protocols for case in suite.cases
+               if case.status is Status.FAIL]
+    if not failed:
+        return []
+    more = len(failed) - MAX_FAILING_LISTED
+    shown = [f"  ❌ {one_line(text)}" for text in failed[:MAX_FAILING_LISTED]]
+    return ["Failed:", *shown, *([f"  … and {more} more"] if more > 0 else [])]
 
 
 def shard_of(
@@ -131,7 +158,6 @@ def shard_of(
 
 def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     settings = settings_from(args)
-    settings.repeat = getattr(args, "repeat", None)
     validation.suites, shard = shard_of(args, validation.suites)
     total = sum(len(f.suite.evals) for f in validation.suites if f.suite is not None)
     total += sum(len(f.protocol.cases) for f in validation.suites if f.protocol is not None)
@@ -157,26 +183,45 @@ def write_html_report(path: Path, report: Report) -> None:
 
 
 def handle_interruptible_run(args: argparse.Namespace) -> int:
-    return interruptible_run(partial(handle_run, args))
+    outputs = {"--json": args.json, "--junit": args.junit, "--html": args.html}
+    return interruptible_run(partial(handle_run, args),
+                             kept=partial(kept_files, outputs, args.mode))
 
 
-def handle_run(args: argparse.Namespace) -> int:
-    try:
+def load(args: argparse.Namespace) -> ValidationResult:
+    """The suites and sample files found; on a signal, those loaded so far (the run
+    then starts nothing and reports their evals interrupted)."""
+    validation = ValidationResult()
+
+    def discover_and_load() -> None:
         found = discover_from(args)
-        validation = validate_files(found.files, args.max_depth)
-        if validation.diagnostics:
-            print_diagnostics(validation.diagnostics)
-        report = execute(args, validation)
-    except UsageError as exc:
-        return usage_error(str(exc))
-    if not STOP.requested:  # interrupted: one line (printed by the caller), no transcript
-        print_report(report, args.quiet)
+        validate_files(found.files, args.max_depth, result=validation)
+
+    STOP.cut_short(discover_and_load)
+    return validation
+
+
+def write_report_files(args: argparse.Namespace, report: Report) -> None:
     if args.json:
         write_json(args.json, report)
     if args.junit:
         from turncheck.render.junit import write_junit
 
         write_junit(report, args.junit)
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    try:
+        validation = load(args)
+        if validation.diagnostics and not STOP.requested:
+            print_diagnostics(validation.diagnostics)
+        with STOP.keeping():  # the run stops gracefully, and what it finished is written
+            report = execute(args, validation)
+            write_report_files(args, report)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    STOP.checkpoint()  # interrupted: one line (printed by the caller), nothing rendered
+    print_report(report, args.quiet)
     if args.html:
         write_html_report(args.html, report)
     problems = calibration_problems(report)

@@ -34,7 +34,7 @@ from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
 from turncheck.providers.cassettes import cassette_path_for
-from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.providers.factory import env_credentials
 from turncheck.report.calibration import (
     AgreementStats,
     CalibrationFileResult,
@@ -104,7 +104,7 @@ class _FileGrading:
         self.pricer = pricer
         grader = session.grader
         self.template = _template(grader.prompt) if grader.prompt is not None else None
-        self.redactor = Redactor(env[name] for name in API_KEY_ENV_VARS if env.get(name))
+        self.redactor = Redactor([*env_credentials(env), *session.url_credentials])
 
     def messages(self, sample: Sample) -> list[ChatMessage]:
         grader = self.session.grader

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from turncheck.engine.budget import BudgetExceeded
-from turncheck.engine.globs import glob_match
+from turncheck.engine.globs import GlobError, glob_match
 from turncheck.engine.judge import (
     VERDICT_ANSWER,
     JudgeAnswerError,
@@ -80,17 +80,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 async def _match(check: MatchCheck | NotMatchCheck, ctx: TurnContext) -> CheckResult:
-    if isinstance(check, MatchCheck):
-        pattern = ctx.render(check.match)
-        return CheckResult(
-            type="match", passed=glob_match(pattern, ctx.response), detail=f'match "{pattern}"'
-        )
-    pattern = ctx.render(check.not_match)
-    return CheckResult(
-        type="not_match",
-        passed=not glob_match(pattern, ctx.response),
-        detail=f'not_match "{pattern}"',
-    )
+    kind = "match" if isinstance(check, MatchCheck) else "not_match"
+    pattern = ctx.render(check.match if isinstance(check, MatchCheck) else check.not_match)
+    detail = f'{kind} "{shorten(pattern)}"'
+    try:
+        matched = glob_match(pattern, ctx.response)
+    except GlobError as exc:
+        return CheckResult(type=kind, passed=False, detail=detail, error=f"{kind}: {exc}")
+    return CheckResult(type=kind, passed=matched if kind == "match" else not matched,
+                       detail=detail)
 
 
 async def _tokens(check: MinTokensCheck | MaxTokensCheck, ctx: TurnContext) -> CheckResult:

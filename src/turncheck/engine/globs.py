@@ -11,7 +11,13 @@ start, the last at the end, and each one between is found by a left-most search
 after the previous one. Taking the left-most occurrence is always right for a
 glob (a star absorbs whatever lies between), so each segment is searched once:
 a literal segment with `str.find`, one with `?` or classes with a bit-parallel
-(shift-and) scan. The work is linear in the response for any pattern.
+(shift-and) scan. A segment's leading and trailing `?`s only shift where it is
+searched, so they cost nothing; what remains of a middle segment from its first to
+its last `?` or class (its *span*) is at most `MAX_WILDCARD_SPAN` characters, else
+the pattern is refused (`GlobError`; a check reports it as its error). The work is
+the response's length times span / 64 machine words at most (linear in the response,
+a few seconds for a 16 MiB answer at the largest span); the memory is the response,
+the pattern and at most `_MASK_CACHE_BYTES` of cached masks.
 
 Case-insensitivity compares characters by their one-character lower case, as
 `re.IGNORECASE` does; characters whose lower case is longer (`İ`) compare as
@@ -23,9 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+MAX_WILDCARD_SPAN = 4096
+"""Characters of a middle segment from its first to its last `?` or `[...]`."""
+_MASK_CACHE_BYTES = 16 << 20
+"""Memory for the shift-and masks of distinct answer characters (past it they are
+recomputed for each occurrence, which is slower but never grows)."""
+
 
 class GlobError(ValueError):
-    """A pattern that cannot be used (a character class with a reversed range)."""
+    """A pattern that cannot be used (a character class with a reversed range, a
+    wildcard span too long)."""
 
 
 @dataclass(frozen=True)
@@ -171,12 +184,38 @@ def _matches_at(segment: Segment, text: str, start: int) -> bool:
     return all(_accepts(atom, text[start + i]) for i, atom in enumerate(segment))
 
 
+def _any_ends(segment: Segment) -> tuple[int, int]:
+    """How many `?` the segment starts and ends with (an all-`?` segment: all, 0)."""
+    lead = 0
+    while lead < len(segment) and segment[lead] is None:
+        lead += 1
+    trail = 0
+    while trail < len(segment) - lead and segment[-1 - trail] is None:
+        trail += 1
+    return lead, trail
+
+
 def _find(segment: Segment, text: str, start: int, end: int) -> int:
     """Left-most index in [start, end - len(segment)] where `segment` matches, or -1."""
-    literal = _literal(segment)
+    lead, trail = _any_ends(segment)
+    core = segment[lead:len(segment) - trail]
+    if not core:
+        return start if start + len(segment) <= end else -1
+    literal = _literal(core)
     if literal is not None:
-        return text.find(literal, start, end)
-    return _ShiftAnd(segment).find(text, start, end)
+        found = text.find(literal, start + lead, end - trail)
+    else:
+        found = _ShiftAnd(core).find(text, start + lead, end - trail)
+    return found - lead if found >= 0 else -1
+
+
+def _check_span(segment: Segment) -> None:
+    lead, trail = _any_ends(segment)
+    core = segment[lead:len(segment) - trail]
+    if _literal(core) is None and len(core) > MAX_WILDCARD_SPAN:
+        raise GlobError(f"a part of the glob between two `*` has {len(core):,} characters from "
+                        f"its first to its last `?` or `[...]`; at most {MAX_WILDCARD_SPAN:,} "
+                        "(literal text around them may be any length)")
 
 
 class _ShiftAnd:
@@ -196,6 +235,7 @@ class _ShiftAnd:
             else:
                 self.classes.append((bit, atom))
         self.masks: dict[str, int] = {}
+        self.max_masks = max(256, _MASK_CACHE_BYTES * 8 // max(1, len(segment)))
 
     def mask(self, char: str) -> int:
         mask = self.masks.get(char)
@@ -204,7 +244,8 @@ class _ShiftAnd:
             for bit, char_class in self.classes:
                 if char_class.accepts(char):
                     mask |= bit
-            self.masks[char] = mask
+            if len(self.masks) < self.max_masks:  # an answer may hold 100,000s of them
+                self.masks[char] = mask
         return mask
 
     def find(self, text: str, start: int, end: int) -> int:
@@ -226,6 +267,8 @@ def compile_glob(pattern: str) -> Glob:
     atoms = _atoms(pattern)
     segments = _segments(atoms)
     middle = [s for s in segments[1:-1] if s]  # `**` is one star
+    for segment in middle:
+        _check_span(segment)
     kept = [segments[0], *middle, segments[-1]] if len(segments) > 1 else segments
     return Glob(tuple(kept), starred=len(segments) > 1)
 

@@ -8,6 +8,12 @@ sessions close as usual, so each cassette is saved (atomically) with every
 recording that completed, and the command writes its partial report, prints one
 line and exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
 
+Every other phase of a command (loading, comparing, rendering, posting: whatever
+runs while no event loop does) is abandoned where it stands: inside `phases()`
+the signal handler raises `PhaseInterrupted` at the next bytecode, and the command
+keeps what it finished. Only writing the report itself (`keeping()`) is let finish;
+`checkpoint()` after it starts nothing more once a stop was requested.
+
 Work is guarded item by item with `STOP.guard(...)`; without `interruptible()`
 (a library call, a test) `guard` simply awaits the work.
 
@@ -18,8 +24,8 @@ watchdog re-delivers the signal to the main thread (`_thread.interrupt_main`),
 whose handler raises `CancelledError` inside the busy step if it belongs to guarded
 work: that item ends `interrupted` like one cancelled after the grace period, and
 everything else (closing sessions, saving cassettes, the partial report) proceeds.
-Work outside a guarded item (loading, the report itself) is bounded and is never
-cancelled this way.
+Work inside the loop but outside a guarded item (closing sessions, saving cassettes)
+is never cancelled this way.
 """
 
 from __future__ import annotations
@@ -36,13 +42,19 @@ from types import FrameType
 from typing import TypeVar
 
 Result = TypeVar("Result")
-GRACE_SECONDS = 3.0
-BUSY_SECONDS = 0.5
+GRACE_SECONDS = 0.5
+"""Calls in flight may finish within this long after the signal (their recordings are kept)."""
+BUSY_SECONDS = 0.25
 """After a stop request, a guarded step that keeps the event loop this long is cancelled."""
 INTERRUPTED = "interrupted"
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _GUARDED: contextvars.ContextVar[bool] = contextvars.ContextVar("guarded", default=False)
 """True inside guarded work and every task it starts (tasks copy the context)."""
+
+
+class PhaseInterrupted(BaseException):
+    """A signal ended a phase that is abandoned rather than finished (loading, comparing,
+    rendering, posting). A BaseException, so no `except Exception` swallows it."""
 
 
 class Interruption:
@@ -51,6 +63,12 @@ class Interruption:
     def __init__(self) -> None:
         self.signal: int | None = None
         self.installed = False
+        self.abandoning = False
+        """Inside `phases()`: a signal outside the event loop ends the phase."""
+        self.keeping_depth = 0
+        """Inside `keeping()`: the report is being written and is let finish."""
+        self.cut_short_depth = 0
+        """Inside `cut_short()`: abandoned even within `keeping()` (loading files)."""
         self.grace = GRACE_SECONDS
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -91,6 +109,46 @@ class Interruption:
             _cancel_busy_guarded_work(self.message())
             return
         self.request(signum)
+        if self.abandoning and (self.cut_short_depth or not self.keeping_depth) \
+                and not _loop_running():
+            raise PhaseInterrupted(self.message())
+
+    @contextlib.contextmanager
+    def phases(self) -> Iterator[None]:
+        """Around a command: its phases outside the event loop may be abandoned."""
+        self.abandoning = True
+        try:
+            yield
+        finally:
+            self.abandoning = False
+
+    @contextlib.contextmanager
+    def keeping(self) -> Iterator[None]:
+        """Writing what the command finished (its report): a signal lets it finish."""
+        self.keeping_depth += 1
+        try:
+            yield
+        finally:
+            self.keeping_depth -= 1
+
+    def cut_short(self, work: Callable[[], object]) -> None:
+        """`work()`, ended where it stands by a signal (or not started after one); what
+        it stored before stays. For loading files, even while a report is kept."""
+        try:
+            if self.abandoning and self.requested:
+                return
+            self.cut_short_depth += 1
+            try:
+                work()
+            finally:
+                self.cut_short_depth -= 1
+        except PhaseInterrupted:
+            return
+
+    def checkpoint(self) -> None:
+        """After a stop request nothing new starts: raise PhaseInterrupted."""
+        if self.abandoning and self.requested and not self.keeping_depth:
+            raise PhaseInterrupted(self.message())
 
     def running_loop(self) -> asyncio.AbstractEventLoop | None:
         loop = self._loop
@@ -127,6 +185,16 @@ class Interruption:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         return interrupted()
+
+
+def _loop_running() -> bool:
+    """Whether an event loop runs in this (the main) thread: the run itself, which
+    stops gracefully rather than where it stands."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def _awaited(work: Callable[[], Awaitable[Result]]) -> Result:
@@ -232,6 +300,7 @@ def interruptible() -> Iterator[Interruption]:
         STOP.handle(signum)
 
     STOP.signal, STOP.installed = None, True
+    STOP.keeping_depth = STOP.cut_short_depth = 0
     watchdog = STOP._watchdog = _Watchdog(STOP)
     for sig in _SIGNALS:
         signal.signal(sig, handler)

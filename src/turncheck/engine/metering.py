@@ -13,7 +13,7 @@ from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.session import SuiteSession
 from turncheck.providers.base import AnswerSchema, ChatMessage, ChatResponse
-from turncheck.providers.factory import API_KEY_ENV_VARS
+from turncheck.providers.factory import env_credentials
 from turncheck.report.run import Usage
 
 
@@ -61,5 +61,4 @@ async def metered_embed(
 
 def session_redactor(session: SuiteSession, env: Mapping[str, str]) -> Redactor:
     """Scrubs the suite's secrets and every API key from results."""
-    api_keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
-    return Redactor([*session.secrets.values(), *api_keys])
+    return Redactor([*session.secrets.values(), *env_credentials(env)])

@@ -53,7 +53,7 @@ from turncheck.report.protocol import (
 from turncheck.report.results import excerpt_answers, spend_totals
 from turncheck.report.run import Status, StatusReason, Usage
 from turncheck.targets.conversation import begin_conversation
-from turncheck.text.user_regex import first_match
+from turncheck.text.user_regex import RegexWorkError, check_work, first_match
 
 if TYPE_CHECKING:
     from turncheck.engine.settings import RunSettings
@@ -152,6 +152,10 @@ def _turn_view(turn: ProtocolTurn, extraction: Extraction) -> Record:
 
 
 def _extracted(turn: Turn, response: str) -> dict[str, str | None]:
+    try:
+        check_work(list(turn.extract.values()), response)
+    except RegexWorkError as exc:
+        raise CaseError(f'turn "{turn.id}" extract: {exc}') from None
     values: dict[str, str | None] = {}
     for name, pattern in turn.extract.items():
         values[name] = first_match(pattern, response)

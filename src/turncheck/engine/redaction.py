@@ -45,4 +45,4 @@ class Redactor:
 
     def _appears_in(self, model: BaseModel) -> bool:
         text = model.model_dump_json()
-        return any(form in text for form in self._json_forms)
+        return any(form in text for form in self._json_forms) or self._forms.found_in_json(text)

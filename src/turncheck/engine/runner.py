@@ -259,7 +259,8 @@ class _SuiteRun:
 
     def interrupted(self, evaluation: Eval) -> EvalResult:
         result = self._result(evaluation, _EvalState([]), Status.ERROR, None, STOP.message())
-        return self.redactor.model(result.model_copy(update={"reason": StatusReason.INTERRUPTED}))
+        return excerpt_answers(self.redactor.model(
+            result.model_copy(update={"reason": StatusReason.INTERRUPTED})))
 
     def _result(
         self,

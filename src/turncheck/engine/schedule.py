@@ -18,12 +18,14 @@ from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.engine.settings import RunSettings
 from turncheck.formats.suite import Suite
 from turncheck.formats.suite_loader import SuiteFile
+from turncheck.report.model import ReportModel
+from turncheck.report.results import writable
 
 if TYPE_CHECKING:
     from turncheck.formats.protocol import ProtocolSuite  # loads with a protocol suite
 
 Case = TypeVar("Case", contravariant=True)
-Result = TypeVar("Result")
+Result = TypeVar("Result", bound=ReportModel)
 Outcome = TypeVar("Outcome", covariant=True)
 Summary = TypeVar("Summary")
 
@@ -53,5 +55,10 @@ async def run_suite_cases(
     the network. `on_done(so_far, result)` hears of each case as it finishes."""
     run = runner([asyncio.Semaphore(threads or max(1, len(cases))), limit])
     notify = None if on_done is None else partial(on_done, summary([]))
-    results = await run_then_close(session, cases, run.run_case, [], notify, run.interrupted)
+    results = await run_then_close(session, cases, partial(_writable_case, run), [], notify,
+                                   run.interrupted)
     return summary(results), session.live_tokens
+
+
+async def _writable_case(run: CaseRunner[Case, Result], case: Case) -> Result:
+    return writable(await run.run_case(case))

@@ -43,6 +43,7 @@ from turncheck.providers.factory import (
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
 from turncheck.report.run import Usage
+from turncheck.text.credentials import url_credentials
 
 if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files
@@ -80,13 +81,16 @@ class SessionSettings:
 
 
 def _templated_strings(value: Any) -> Iterator[str]:
-    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`."""
+    """Every string in `value` (dicts and lists, walked without recursion) holding `{{`;
+    a text many fields share (one prompt file referenced by every eval) is read once."""
     pending = [value]
+    seen: set[int] = set()
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if "{{" in item:
+            if id(item) not in seen and "{{" in item:
                 yield item
+            seen.add(id(item))
         elif isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, list):
@@ -101,11 +105,9 @@ def declared_secrets(suite: Suite | ProtocolSuite) -> set[str]:
     # A protocol's turns are Jinja templates, checked (and their secrets listed) when loaded.
     model = suite if isinstance(suite, Suite) else suite.metadata
     names: set[str] = set()
-    # A suite without `{{` anywhere (JSON keeps braces as they are) declares none; the
-    # check is one serialisation in pydantic's core instead of a walk of every string.
-    has_templates = "{{" in model.model_dump_json()
-    data = model.model_dump(by_alias=True) if has_templates else None
-    for text in _templated_strings(data):
+    # Not a JSON serialisation: that would copy a prompt file every eval references once
+    # per eval; the dump shares the strings themselves.
+    for text in _templated_strings(model.model_dump(by_alias=True)):
         try:
             names |= templates.secret_names(text)
         except templates.TemplateError:
@@ -364,6 +366,9 @@ def open_session(
     provider = provider or metadata.provider
     base_url = base_url or metadata.base_url
     binder = SecretBinder({name: secrets.get(name) for name in declared})
+    # An undeclared credential in the URL's query is kept out of outputs like a secret.
+    secrets = {**secrets, **{f"base_url credential {n}": value
+                             for n, value in enumerate(url_credentials(base_url), 1)}}
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
                               record_command=hint, binder=binder)
     built: dict[str, Provider] = {}
@@ -435,6 +440,8 @@ class GraderSession:
     live_tokens: int = 0
     """Tokens of calls that reached the provider (not answered from the cassette)."""
     guard: CallGuard | None = None
+    url_credentials: list[str] = field(default_factory=list)
+    """What the grader's base URL carries in its query: kept out of results."""
 
     @property
     def price_provider_id(self) -> str | None:
@@ -473,7 +480,9 @@ def open_grader_session(
     provider = provider or grader.provider
     base_url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider, base_url)
-    transport = open_cassette(sample_path, mode, env=env, record_command=hint)
+    credentials = url_credentials(base_url)
+    transport = open_cassette(sample_path, mode, env=env, secrets=credentials,
+                              record_command=hint)
     chat_provider = make_provider(
         name,
         env=env,
@@ -483,7 +492,8 @@ def open_grader_session(
         sleep=settings.sleep,
     )
     guard = settings.guard(mode, sample_path.as_posix(), None)
-    return GraderSession(grader, name, model, chat_provider, transport, guard=guard)
+    return GraderSession(grader, name, model, chat_provider, transport, guard=guard,
+                         url_credentials=credentials)
 
 
 async def run_then_close(

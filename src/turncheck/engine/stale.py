@@ -4,6 +4,11 @@ A suite whose prompt comes from `prompts/support.md` sends that file's text in i
 requests; when the file changes, replay finds no recording for exactly the turns
 that carry the text. The missing-recording error then names the file: a file whose
 text the request carries but no recorded request does has changed since recording.
+
+A referenced file's text is a whole field (a prompt, a system prompt, a message), so a
+request carries it when one of its messages is that text; texts are compared by hash,
+so a suite of 200 evals each with its own 1 MiB prompt file costs one pass over what
+was sent and recorded, not evals × files × megabytes of substring searches.
 """
 
 from __future__ import annotations
@@ -20,19 +25,22 @@ class RecordedTexts:
 
     def __init__(self, bodies: Iterable[bytes]) -> None:
         self._bodies = bodies
-        self._texts: list[str] | None = None
+        self._texts: set[str] | None = None
         self._changed: dict[str, bool] = {}
 
-    def texts(self) -> list[str]:
+    def texts(self) -> set[str]:
+        """Each recorded message's text, stripped."""
         if self._texts is None:
-            self._texts = [text for body in self._bodies for text in _message_texts(body)]
+            self._texts = {text.strip() for body in self._bodies
+                           for text in _message_texts(body)}
         return self._texts
 
     def lacks(self, reference: Reference) -> bool:
         """True when no recorded request carries any text of `reference`."""
         if reference.path not in self._changed:
-            self._changed[reference.path] = not any(
-                piece in text for piece in reference.texts for text in self.texts())
+            recorded = self.texts()
+            self._changed[reference.path] = not any(piece in recorded
+                                                    for piece in reference.texts)
         return self._changed[reference.path]
 
 
@@ -51,8 +59,8 @@ def _message_texts(body: bytes) -> list[str]:
 def stale_reference_hint(references: Sequence[Reference], sent: Sequence[ChatMessage],
                          recorded: RecordedTexts) -> str | None:
     """A note naming the referenced files behind a missing recording, or None."""
-    involved = [r for r in references if r.texts and any(
-        piece in message.content for piece in r.texts for message in sent)]
+    carried = {message.content.strip() for message in sent}
+    involved = [r for r in references if any(piece in carried for piece in r.texts)]
     if not involved:
         return None
     changed = [r.path for r in involved if recorded.lacks(r)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer, add_costs
@@ -14,11 +15,30 @@ from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
     ToolScriptError,
     ToolSetup,
+    kept_arguments,
     parse_arguments,
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.run import ToolCallResult, Usage
 from turncheck.targets.base import TargetResponse
+
+MAX_TOOL_ROUND_BYTES = 16 * 1024 * 1024
+"""What the tool rounds of one turn may add to the conversation, all rounds together
+(answers that call tools, their calls' names and arguments, the tool results): one
+answer's cap. Every round resends the whole history, so a per-answer cap alone would let
+64 rounds of large arguments grow each request, and the run's memory, 64-fold."""
+
+
+def _round_bytes(response: ChatResponse, results: Sequence[ChatMessage]) -> int:
+    texts = [response.text, *(part for call in response.tool_calls
+                              for part in (call.name, call.arguments)),
+             *(message.content for message in results)]
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+
+
+class TokenDetails(TypedDict):
+    reasoning_tokens: int | None
+    cached_input_tokens: int | None
 
 
 @dataclass
@@ -36,6 +56,8 @@ class TurnAnswer:
     reasoning_tokens: int | None = None
     """Summed over rounds; None when no round reported any."""
     cached_input_tokens: int | None = None
+    round_bytes: int = 0
+    """What the turn's tool rounds added to the conversation so far (UTF-8 bytes)."""
     app_model_calls: int | None = None
     """An app target's turn: the model calls the app made (through the proxy)."""
     first_token_ms: float | None = None
@@ -50,7 +72,7 @@ class TurnAnswer:
         self.cached_input_tokens = _plus(self.cached_input_tokens, response.cached_input_tokens)
 
     @property
-    def token_details(self) -> dict[str, int | None]:
+    def token_details(self) -> TokenDetails:
         """The turn's reasoning and cached tokens, as `TurnResult` fields."""
         return {"reasoning_tokens": self.reasoning_tokens,
                 "cached_input_tokens": self.cached_input_tokens}
@@ -73,10 +95,14 @@ class TurnAnswer:
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
         """The tool message answering `call`; the call is recorded even when it cannot be
         answered (ToolScriptError)."""
-        record = ToolCallResult(round=round_number, name=call.name, arguments=call.arguments)
+        try:
+            arguments = parse_arguments(call)
+        except ToolScriptError as problem:
+            self.calls.append(ToolCallResult(round=round_number, name=call.name,
+                                             arguments=kept_arguments(call, problem)))
+            raise
+        record = ToolCallResult(round=round_number, name=call.name, arguments=arguments)
         self.calls.append(record)
-        arguments = parse_arguments(call)
-        record.arguments = arguments
         record.result = tools.answer(call, arguments)
         return ChatMessage("tool", record.result, tool_call_id=call.id)
 
@@ -107,8 +133,15 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
         if len(response.tool_calls) > MAX_CALLS_PER_ANSWER:
             raise ToolScriptError(f"the model made {len(response.tool_calls)} tool calls in "
                                   f"one answer; at most {MAX_CALLS_PER_ANSWER} are answered")
-        for call in response.tool_calls:
-            answer.messages.append(answer.answer_call(call, round_number, tools))
+        results = [answer.answer_call(call, round_number, tools)
+                   for call in response.tool_calls]
+        answer.messages.extend(results)
+        answer.round_bytes += _round_bytes(response, results)
+        if answer.round_bytes > MAX_TOOL_ROUND_BYTES:
+            raise ToolScriptError(
+                f"the tool rounds of this turn added {answer.round_bytes:,} bytes to the "
+                f"conversation (calls, arguments and results); one turn's rounds may add "
+                f"at most {MAX_TOOL_ROUND_BYTES:,}, since each round resends them all")
 
 
 def parse_app_arguments(text: str) -> object:

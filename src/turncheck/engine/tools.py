@@ -9,11 +9,13 @@ are not a JSON object, ends its eval with an error naming the tool and its argum
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from turncheck.engine.globs import glob_match
+from turncheck.formats.nesting import json_structure_problem
 from turncheck.formats.suite import Eval, Metadata
 from turncheck.formats.tools import (
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -23,6 +25,7 @@ from turncheck.formats.tools import (
     tool_json,
 )
 from turncheck.providers.base import ToolCall
+from turncheck.report.model import MAX_VALUE_DEPTH, too_deep_text
 
 MAX_SHOWN_ARGUMENTS = 200
 """Characters of a call's arguments an error message quotes."""
@@ -33,6 +36,10 @@ answered, resent and reported."""
 
 class ToolScriptError(Exception):
     """A call the suite cannot answer; the message is for the user."""
+
+
+class ArgumentsTooDeep(ToolScriptError):
+    """Arguments nested deeper than a report may keep (`MAX_VALUE_DEPTH`)."""
 
 
 @dataclass(frozen=True)
@@ -68,16 +75,28 @@ class ToolSetup:
 
 
 def parse_arguments(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments: a JSON object, else ToolScriptError."""
+    """The call's arguments: a JSON object of at most `MAX_VALUE_DEPTH` levels, else
+    ToolScriptError."""
+    text = call.arguments or "{}"
+    if json_structure_problem(text, max_nesting=MAX_VALUE_DEPTH, max_items=sys.maxsize):
+        raise ArgumentsTooDeep(f"the model called {call.name} with arguments nested more "
+                               f"than {MAX_VALUE_DEPTH} levels deep: {shorten(text)}")
     try:
-        value = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):  # RecursionError: hostile nesting
+        value = json.loads(text)
+    except ValueError:
         raise ToolScriptError(f"the model called {call.name} with malformed arguments "
                               f"(not JSON): {shorten(call.arguments)}") from None
     if not isinstance(value, dict):
         raise ToolScriptError(f"the model called {call.name} with arguments that are not a "
                               f"JSON object: {shorten(call.arguments)}")
     return value
+
+
+def kept_arguments(call: ToolCall, problem: ToolScriptError) -> str:
+    """What the report keeps of arguments that could not be parsed: their text, marked
+    when it nests too deeply for a report to hold it as JSON."""
+    return too_deep_text(call.arguments) if isinstance(problem, ArgumentsTooDeep) \
+        else call.arguments
 
 
 def result_text(entry: ScriptedResult) -> str:

@@ -101,6 +101,8 @@ class _Resolver:
         self.root = root.resolve()
         self.references: dict[str, Reference] = {}
         self.diagnostics: list[Diagnostic] = []
+        self._texts: dict[str, str] = {}
+        """Each file's text, read once: a prompt file every eval references is one string."""
 
     # -- walking the suite -------------------------------------------------------------
 
@@ -184,15 +186,20 @@ class _Resolver:
 
     def read(self, value: Any, directory: FsPath, chain: list[str]) -> tuple[str, FsPath, str]:
         real, relative = self.locate(value, directory, chain)
-        text = read_bounded_text(real, relative)
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        self.references[relative] = Reference(relative, digest)
+        text = self._texts.get(relative)
+        if text is None:
+            text = self._texts[relative] = read_bounded_text(real, relative)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self.references[relative] = Reference(relative, digest)
         return text, real, relative
 
     def text(self, value: Any, directory: FsPath, chain: list[str]) -> str:
         """The file's text; one final line break (which editors add) is not part of it."""
         text, _, relative = self.read(value, directory, chain)
-        text = text.removesuffix("\n").removesuffix("\r")
+        key = f"{relative}\0text"  # the same string for every reference, not a copy each
+        if key in self._texts:
+            return self._texts[key]
+        text = self._texts[key] = text.removesuffix("\n").removesuffix("\r")
         known = self.references[relative]
         if text.strip():
             self.references[relative] = Reference(known.path, known.digest, (text.strip(),))

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from turncheck.text.credentials import RUNNER_CREDENTIAL_PREFIXES, is_credential_env
+
 _EXPRESSION = re.compile(
     r"""\s*(?P<kind>var|secret)\(\s*(?P<q>['"])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P=q)\s*\)\s*"""
 )
@@ -42,8 +44,6 @@ _TEMPLATE_START = re.compile(r"\{\{\s*(?:var|secret)\s*\(")
 
 SECRET_TOKEN = re.compile(r"<SECRET:([A-Za-z_][A-Za-z0-9_.\-]*)>")
 """A secret as templates render it; the provider layer binds it to the value."""
-RESERVED_SECRET_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_", "INPUT_")
-RESERVED_SECRET_NAMES = frozenset({"OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 
 
 def secret_token(name: str) -> str:
@@ -53,13 +53,13 @@ def secret_token(name: str) -> str:
 def reserved_secret(name: str) -> str | None:
     """Why `secret(name)` is refused, or None when the name may be read."""
     upper = name.upper()
-    if upper in RESERVED_SECRET_NAMES:
-        return f"secret('{name}') is refused: {name} is a provider API key, used only by " \
-            "turncheck's own requests"
-    prefix = next((p for p in RESERVED_SECRET_PREFIXES if upper.startswith(p)), None)
-    if prefix is not None or upper == "GITHUB_TOKEN":
-        return f"secret('{name}') is refused: {prefix or 'GITHUB_'}* variables belong to the " \
+    prefix = next((p for p in RUNNER_CREDENTIAL_PREFIXES if upper.startswith(p)), None)
+    if prefix is not None:
+        return f"secret('{name}') is refused: {prefix}* variables belong to the " \
             "runner and the action (tokens, inputs), not to suites"
+    if is_credential_env(upper):
+        return f"secret('{name}') is refused: {upper} holds a credential turncheck knows " \
+            "(a provider API key or a token), used only by turncheck's own requests"
     return None
 
 

@@ -60,9 +60,12 @@ class _Shown:
 
 
 def validate_files(
-    files: list[FoundFile], max_depth: int = MAX_DEPTH, root: Path | None = None
+    files: list[FoundFile], max_depth: int = MAX_DEPTH, root: Path | None = None,
+    result: ValidationResult | None = None,
 ) -> ValidationResult:
-    result = ValidationResult()
+    """Every file loaded and validated, added to `result` (a new one by default) one by
+    one, so a caller whose loading is cut short keeps the files already loaded."""
+    result = ValidationResult() if result is None else result
     shown = _Shown(root)
     with gc_paused():  # every suite's models live on: collections would find nothing
         for found in files:

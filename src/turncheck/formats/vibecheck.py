@@ -26,6 +26,8 @@ def looks_like_vibecheck_suite(path: Path) -> bool:
     """A YAML file whose top level is a mapping with `metadata` and `evals`."""
     try:
         text = read_text_bounded(path, limit=MAX_BYTES)
+        if "metadata" not in text or "evals" not in text:  # most YAML files: no parsing
+            return False
         if too_deep(text) is not None:  # PyYAML's composer recurses (and crashes) per level
             return False
         node = yaml.compose(text, Loader=_LOADER)
@@ -49,10 +51,12 @@ def _yaml_files(root: Path) -> list[str]:
 
 
 def missed_suites(root: Path, globs: Globs | None = None) -> list[str]:
-    """vibecheck-style suites under `root` (relative paths) that `globs` do not find."""
+    """vibecheck-style suites under `root` (relative paths) that `globs` do not find;
+    a file the exclude globs leave out was left out on purpose, not missed."""
     globs = globs or Globs()
     return [relative for relative in _yaml_files(root)
-            if globs.kind_of(relative) is None and looks_like_vibecheck_suite(root / relative)]
+            if globs.kind_of(relative) is None and not globs.excluded(relative)
+            and looks_like_vibecheck_suite(root / relative)]
 
 
 def globs_for(root: Path, suites: list[str]) -> list[str]:

@@ -31,6 +31,8 @@ from github.Repository import Repository
 from github.WorkflowRun import WorkflowRun
 from urllib3.util.retry import Retry
 
+from turncheck.git import ChangedFile, FileStatus
+
 DEFAULT_API_URL = "https://api.github.com"
 # GITHUB_TOKEN cannot read GET /user; its comments are authored by this login.
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
@@ -43,7 +45,6 @@ MAX_ANNOTATION_MESSAGE_BYTES = 64 * 1024
 MAX_STATUS_DESCRIPTION_CHARS = 140
 TRUNCATION_SUFFIX = "\n…(truncated)"
 
-FileStatus = Literal["added", "modified", "removed", "renamed"]
 CommentMode = Literal["always", "on-change"]
 CommentAction = Literal["created", "updated", "unchanged", "skipped"]
 AnnotationLevel = Literal["notice", "warning", "failure"]
@@ -62,13 +63,6 @@ _FILE_STATUS: dict[str, FileStatus] = {
     "changed": "modified",
     "unchanged": "modified",
 }
-
-
-@dataclass(frozen=True)
-class ChangedFile:
-    path: str
-    status: FileStatus
-    previous_path: str | None = None  # set for renamed files only
 
 
 @dataclass(frozen=True)

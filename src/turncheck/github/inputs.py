@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
 from turncheck.engine.repeats import RepeatSetting
@@ -27,7 +28,8 @@ class CommentMode(StrEnum):
     NEVER = "never"
 
 
-MODES = ("replay", "record", "live", "estimate")
+ActionMode = Literal["replay", "record", "live", "estimate"]
+MODES: tuple[ActionMode, ...] = ("replay", "record", "live", "estimate")
 BASELINE_MODES = ("auto", "artifact", "rerun")
 
 
@@ -39,7 +41,8 @@ class InputError(ValueError):
 class ActionInputs:
     github_token: str = field(repr=False)
     globs: Globs = field(default_factory=Globs)
-    mode: str = "replay"
+    mode: ActionMode = "replay"
+    """How suites run; `estimate` runs none and posts what a live run would cost."""
     concurrency: int = 8
     fail_on: tuple[FailOn, ...] = DEFAULT_FAIL_ON
     cost_threshold_percent: float | None = None
@@ -180,6 +183,10 @@ class _Reader:
         return value
 
 
+def _action_mode(value: str) -> ActionMode:
+    return next((mode for mode in MODES if mode == value), "replay")
+
+
 def _baseline_mode(value: str) -> BaselineMode:
     return "artifact" if value == "artifact" else "rerun" if value == "rerun" else "auto"
 
@@ -193,7 +200,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
             samples=tuple(_list(_raw(env, "sample-globs"))) or DEFAULT_SAMPLE_GLOBS,
             excludes=tuple(_list(_raw(env, "exclude-globs"))),
         ),
-        mode=reader.choice("mode", MODES, "replay"),
+        mode=_action_mode(reader.choice("mode", MODES, "replay")),
         concurrency=reader.integer("concurrency", 8, 1, 256),
         fail_on=reader.fail_on(),
         cost_threshold_percent=reader.amount("cost-threshold-percent"),

@@ -16,6 +16,7 @@ from turncheck.providers.base import (
 from turncheck.providers.common import Connection, dig, token_count, well_formed
 from turncheck.providers.http import JsonObject
 from turncheck.providers.structured import first_accepted
+from turncheck.text.credentials import PROVIDER_KEY_ENV
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -33,7 +34,7 @@ class AnthropicProvider:
     def __init__(self, connection: Connection) -> None:
         self.base_url = (connection.base_url or _env_base_url(connection)
                          or ANTHROPIC_BASE_URL).rstrip("/")
-        self._key = connection.api_key("ANTHROPIC_API_KEY", self.name, required=True)
+        self._key = connection.api_key(PROVIDER_KEY_ENV["anthropic"], self.name, required=True)
         self._headers = {"anthropic-version": ANTHROPIC_VERSION}
         if self._key.value:
             self._headers["x-api-key"] = self._key.value

@@ -173,7 +173,7 @@ class Scrubber:
             scrubbed = self._raw_bytes(raw)
             return scrubbed, scrubbed
         canonical = canonical_json(parsed)
-        if not any(form in canonical for form in self._json_forms):
+        if not self._forms.found_in_json(canonical):
             return canonical, raw
         cleaned = self._json_value(parsed)
         stored = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode()

@@ -33,13 +33,13 @@ from turncheck.providers.openai_compat import (
     openrouter,
 )
 from turncheck.providers.secrets import SecretBinder
+from turncheck.text.credentials import BASE_URL_ENV, PROVIDER_KEY_ENV, url_credentials
 
 if TYPE_CHECKING:
     from turncheck.providers.http import Transport
 
 PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
-API_KEY_ENV_VARS = ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-                    "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY")
+API_KEY_ENV_VARS = tuple(PROVIDER_KEY_ENV[name] for name in PROVIDER_NAMES)
 URL_PROVIDERS = ("openai", "azure", "gemini")
 """Providers a suite's `base_url` (or `--base-url`) points somewhere."""
 Mode = Literal["replay", "record", "live"]
@@ -60,6 +60,13 @@ def select_provider(model: str, provider: str | None, base_url: str | None) -> t
     if base_url is not None:
         return "openai", model
     return ("openrouter" if "/" in model else "openai"), model
+
+
+def env_credentials(env: Mapping[str, str]) -> list[str]:
+    """The credentials `env` holds for the providers: their API keys, and whatever the
+    base URL variables carry in their query or user information."""
+    keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
+    return keys + [value for name in BASE_URL_ENV for value in url_credentials(env.get(name))]
 
 
 def make_provider(
@@ -85,7 +92,7 @@ def make_provider(
         )
     connection = Connection(
         env=env, base_url=base_url, policy=policy, transport=transport, sleep=sleep,
-        secrets=tuple(secrets), binder=binder,
+        secrets=(*secrets, *url_credentials(base_url), *env_credentials(env)), binder=binder,
     )
     return builder(connection)
 
@@ -114,7 +121,7 @@ def open_cassette(
     """
     if mode == "live":
         return None
-    keys = [env[name] for name in API_KEY_ENV_VARS if env.get(name)]
+    keys = env_credentials(env)
     cassette_class: type[Cassette] = Cassette
     if mode == "record":
         from turncheck.providers.cassette_transport import CassetteTransport

@@ -17,6 +17,7 @@ from turncheck.providers.common import Connection, dig, token_count, well_formed
 from turncheck.providers.http import JsonObject, JsonResult
 from turncheck.providers.structured import first_accepted
 from turncheck.providers.urls import host_of
+from turncheck.text.credentials import PROVIDER_KEY_ENV
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -278,7 +279,7 @@ def openrouter(connection: Connection) -> OpenAICompatProvider:
         connection,
         name="openrouter",
         base_url=connection.base_url or OPENROUTER_BASE_URL,
-        key_env="OPENROUTER_API_KEY",
+        key_env=PROVIDER_KEY_ENV["openrouter"],
         key_required=True,
         price_provider_id="openrouter",
         # OpenRouter's app attribution headers; not part of cassette matching.
@@ -295,7 +296,7 @@ def openai_compatible(connection: Connection) -> OpenAICompatProvider:
         connection,
         name="openai",
         base_url=url,
-        key_env="OPENAI_API_KEY",
+        key_env=PROVIDER_KEY_ENV["openai"],
         key_required=is_openai,
         price_provider_id="openai" if is_openai else None,
         token_limit_field="max_completion_tokens" if is_openai else "max_tokens",
@@ -319,7 +320,7 @@ def azure_openai(connection: Connection) -> OpenAICompatProvider:
         connection,
         name="azure",
         base_url=url,
-        key_env="AZURE_OPENAI_API_KEY",
+        key_env=PROVIDER_KEY_ENV["azure"],
         key_required=True,
         price_provider_id="azure",
         token_limit_field="max_completion_tokens",
@@ -336,7 +337,7 @@ def gemini(connection: Connection) -> OpenAICompatProvider:
         connection,
         name="gemini",
         base_url=connection.base_url or GEMINI_BASE_URL,
-        key_env="GEMINI_API_KEY",
+        key_env=PROVIDER_KEY_ENV["gemini"],
         key_required=True,
         price_provider_id="google",
     )

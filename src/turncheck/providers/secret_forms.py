@@ -14,7 +14,11 @@ committed cassettes):
 - fragments: a key of at least `2 * FRAGMENT_CHARS` characters split into pieces (one
   per turn, say) is caught through its aligned `FRAGMENT_CHARS`-character chunks, so
   any piece of `2 * FRAGMENT_CHARS - 1` characters or more loses at least one chunk. A
-  well-known prefix (`sk-proj-`) is not a chunk: it would blank out ordinary text.
+  well-known prefix (`sk-proj-`) is not a chunk: it would blank out ordinary text;
+- loosely: the secret, reversed, and each chunk in any case and with whitespace or
+  punctuation (`-_.,:;|/`) between its characters (`S K - P R O J …`), when what is
+  left of it without those is at least `MIN_LOOSE_CHARS` long. Finding one costs one
+  pass over the text; only a text that holds one is searched character by character.
 
 What remains possible is stated in docs/security-secrets-and-inputs.md.
 """
@@ -29,6 +33,12 @@ from urllib.parse import quote, quote_plus
 
 FRAGMENT_CHARS = 8
 MIN_FORM_CHARS = 6
+MIN_LOOSE_CHARS = 8
+"""A shorter loose form (case and separators ignored) would match ordinary words."""
+_SEPARATORS = "-_.,:;|/"
+_SEPARATOR_RUN = re.compile(rf"[\s{re.escape(_SEPARATORS)}]+")
+_JSON_SEPARATOR_RUN = re.compile(rf'(?:\\[nrtbf"\\/]|[\s{re.escape(_SEPARATORS)}])+')
+"""In JSON text: the separators, and the escapes of whitespace, quotes and slashes."""
 _KEY_PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,8}[-_])+")
 
 
@@ -69,26 +79,64 @@ def _fragments(secret: str) -> set[str]:
     }
 
 
+def _squeezed(text: str) -> str:
+    """`text` without separators, in lower case: what a loose form is looked for in."""
+    return _SEPARATOR_RUN.sub("", text).lower()
+
+
+def loose_forms(secret: str) -> set[str]:
+    """The secret, reversed, and its chunks, squeezed (`_squeezed`), when long enough."""
+    forms = {_squeezed(form) for form in (secret, secret[::-1], *_fragments(secret))}
+    return {form for form in forms if len(form) >= MIN_LOOSE_CHARS}
+
+
+def _loose_pattern(form: str) -> re.Pattern[str]:
+    """Matches `form`'s characters in any case with separators between them. Each
+    separator run is followed by a character that is not a separator, so a failed
+    attempt backtracks through one run at most: linear in the text per form."""
+    separator = rf"[\s{re.escape(_SEPARATORS)}]*"
+    return re.compile(separator.join(re.escape(char) for char in form), re.IGNORECASE)
+
+
 class FormRedactor:
     """Replaces every form of every secret (longest first) by `placeholder`."""
 
     def __init__(self, secrets: Iterable[str], placeholder: str, min_length: int) -> None:
         forms: set[str] = set()
+        loose: set[str] = set()
         for secret in {s for s in secrets if len(s) >= min_length}:
             forms |= secret_forms(secret)
+            loose |= loose_forms(secret)
         # Longest first, so a form containing another is replaced whole; then by value,
         # so the result never depends on set order.
         self.forms = sorted(forms, key=lambda f: (-len(f), f))
+        self.loose = sorted(loose, key=lambda f: (-len(f), f))
         self._placeholder = placeholder
 
     def __bool__(self) -> bool:
         return bool(self.forms)
 
     def found_in(self, text: str) -> bool:
-        return any(form in text for form in self.forms)
+        return any(form in text for form in self.forms) or self._loose_in(_squeezed(text))
+
+    def found_in_json(self, text: str) -> bool:
+        """Whether JSON text holds a form, its escapes counted as separators."""
+        if any(form in text for form in self.forms):
+            return True
+        return self._loose_in(_JSON_SEPARATOR_RUN.sub("", text).lower())
+
+    def _loose_in(self, squeezed: str) -> bool:
+        return any(form in squeezed for form in self.loose)
 
     def text(self, value: str) -> str:
         for form in self.forms:
             if form in value:
                 value = value.replace(form, self._placeholder)
+        if not self.loose:
+            return value
+        squeezed = _squeezed(value)
+        for form in self.loose:
+            if form in squeezed:
+                value = _loose_pattern(form).sub(self._placeholder, value)
+                squeezed = _squeezed(value)
         return value

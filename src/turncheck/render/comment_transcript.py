@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     SUMMARY_DIFF_LINES,
     Change,
+    DiffBudget,
     Sent,
     prompt_changed,
     sent_by_key,
@@ -88,6 +90,8 @@ class _ChangeViews:
     full: bool
     first_shown: dict[tuple[str, str, str], str] = field(default_factory=dict)
     lines_left: int = COMMENT_DIFF_BUDGET
+    work: DiffBudget = field(default_factory=DiffBudget)
+    """The diff work of this rendering, shared by all its transcripts."""
 
     @property
     def diff_lines(self) -> int:
@@ -158,12 +162,12 @@ def transcript(finding: Finding, base_result: EvalResult | None, head_result: Ev
         if count == len(head.turns):
             rows.append({"number": count + 1, "side": "", "prompt": "—", "base": "—",
                          "head": NOT_SENT})
-    setup = setup_changes(*sent, changes.diff_lines)
-    prompt_diffs = [change for change in
-                    (text_change(f"turn {number} prompt", b.prompt, h.prompt, changes.diff_lines)
-                     for number, b, h in pairs
-                     if b is not None and h is not None and prompt_changed(b, h))
-                    if change.diff is not None][:MAX_PROMPT_DIFFS]
+    setup = setup_changes(*sent, changes.diff_lines, changes.work)
+    diffed = (text_change(f"turn {number} prompt", b.prompt, h.prompt, changes.diff_lines,
+                          changes.work)
+              for number, b, h in pairs
+              if b is not None and h is not None and prompt_changed(b, h))
+    prompt_diffs = list(islice((c for c in diffed if c.diff is not None), MAX_PROMPT_DIFFS))
     failed = [f"turn {t.turn}: {c.detail}" + (f" — {c.error}" if c.error else "")
               for t in head.turns for c in t.checks if not c.passed]
     turns = [{"number": number, "base": b.response if b else None,

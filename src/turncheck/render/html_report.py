@@ -27,6 +27,7 @@ from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
+    DiffBudget,
     Sent,
     prompt_changed,
     sent_by_key,
@@ -216,23 +217,24 @@ def change_view(change: Change) -> ChangeView:
 
 
 def _pair(number: int, base: TurnResult | None, head: TurnResult | None,
-          base_gap: str, head_gap: str) -> TurnPair:
+          base_gap: str, head_gap: str, budget: DiffBudget | None) -> TurnPair:
     changed = prompt_changed(base, head)
     diff = None
     if changed and base is not None and head is not None:
         change = text_change(f"turn {number} prompt", base.prompt, head.prompt,
-                             SUMMARY_DIFF_LINES)
+                             SUMMARY_DIFF_LINES, budget)
         diff = change_view(change) if change.diff is not None else None
     return TurnPair(number=number, base=turn_view(base) if base is not None else None,
                     head=turn_view(head) if head is not None else None, base_gap=base_gap,
                     head_gap=head_gap, prompt_changed=changed, prompt_diff=diff)
 
 
-def pair_turns(base: Sequence[TurnResult], head: Sequence[TurnResult]) -> list[TurnPair]:
+def pair_turns(base: Sequence[TurnResult], head: Sequence[TurnResult],
+               budget: DiffBudget | None = None) -> list[TurnPair]:
     """Turn by turn: the base's n-th turn beside the head's n-th turn, each with its own
-    prompt (a long changed prompt also as a diff)."""
+    prompt (a long changed prompt also as a diff, within the rendering's `budget`)."""
     return [_pair(i + 1, base[i] if i < len(base) else None,
-                  head[i] if i < len(head) else None, _gap(base), _gap(head))
+                  head[i] if i < len(head) else None, _gap(base), _gap(head), budget)
             for i in range(max(len(base), len(head)))]
 
 
@@ -279,19 +281,21 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
 
 def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
              verdict: str | None = None, transition: str = "",
-             sent: tuple[Sent | None, Sent | None] = (None, None)) -> RowView:
-    """`sent`: what base and head sent besides the turns' prompts, when both are known."""
+             sent: tuple[Sent | None, Sent | None] = (None, None),
+             budget: DiffBudget | None = None) -> RowView:
+    """`sent`: what base and head sent besides the turns' prompts, when both are known;
+    `budget`: the diff work the rendering has left."""
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
     row = RowView(
         key=f"eval:{suite}:{name}", suite=suite, name=name, verdict=verdict or status,
         status=status, transition=transition, facts=_eval_facts(base, head),
         pairs=pair_turns(_informative_turns(base, failing_first=False),
-                         _informative_turns(head, failing_first=True)),
+                         _informative_turns(head, failing_first=True), budget),
         base_samples=_eval_samples(base), head_samples=_eval_samples(head),
         error=head.error if head is not None else None,
         has_base=base is not None, has_head=head is not None,
-        changes=[change_view(c) for c in setup_changes(*sent, SUMMARY_DIFF_LINES)],
+        changes=[change_view(c) for c in setup_changes(*sent, SUMMARY_DIFF_LINES, budget)],
     )
     return row
 
@@ -300,12 +304,14 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
               head: Report | None) -> list[RowView]:
     base_evals, head_evals = results_by_key(base), results_by_key(head)
     base_sent, head_sent = sent_by_key(base), sent_by_key(head)
+    budget = DiffBudget()
     if comparison is None:
         side = head if head is not None else base
         suites: list[SuiteResult] = side.suites if side is not None else []
         return [eval_row(s.path, e.name, base_evals.get((s.path, e.name)) if head else e,
                          e if head else None,
-                         sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))))
+                         sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))),
+                         budget=budget)
                 for s in suites for e in s.evals]
     rows = []
     for suite in comparison.suites:
@@ -316,7 +322,7 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
             row = eval_row(
                 suite.path, item.name, base_evals.get(base_key), head_evals.get(head_key),
                 verdict=item.verdict.value, transition=item.label,
-                sent=(base_sent.get(base_key), head_sent.get(head_key)))
+                sent=(base_sent.get(base_key), head_sent.get(head_key)), budget=budget)
             if item.p_value is not None:
                 row.facts.append(f"adjusted p = {item.p_value:.3g}")
             row.why = item.verdict_reason

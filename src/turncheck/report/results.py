@@ -8,12 +8,23 @@ other back.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
-from pydantic import Field
+from pydantic import (
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticSerializationError
 
 from turncheck.report.model import ReportModel
 
@@ -85,7 +96,96 @@ class ToolCallResult(ReportModel):
     arguments' JSON text."""
 
 
-class TurnResult(ReportModel):
+MAX_REPORT_PROMPT_CHARS = 20_000
+"""Characters of a prompt a report keeps: what a prompt diff compares and the HTML report
+shows. A longer prompt (a referenced prompt file of up to 1 MiB) ends with a marker, and
+its `prompt_chars` and `prompt_sha256` tell its full length and content apart."""
+SHARED_PROMPT_CHARS = 2_000
+"""A prompt longer than this is written once per report (`Report.prompts`, keyed by its
+`prompt_sha256`); each eval and turn that sent it holds this many characters of it and a
+marker. 3,000 evals sharing one prompt file cost the report one copy, not 3,000."""
+
+_PROMPT_TABLE: ContextVar[dict[str, str] | None] = ContextVar("turncheck_prompts",
+                                                              default=None)
+
+
+@functools.lru_cache(maxsize=8)
+def kept_prompt(prompt: str) -> tuple[str, int | None, str | None]:
+    """(what a report keeps of `prompt`, its length when cut, its SHA-256 when long). One
+    result per distinct prompt, so the evals that sent the same prompt share one string."""
+    if len(prompt) <= SHARED_PROMPT_CHARS:
+        return prompt, None, None
+    digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
+    if len(prompt) <= MAX_REPORT_PROMPT_CHARS:
+        return prompt, None, digest
+    return _cut(prompt, "the prompt", MAX_REPORT_PROMPT_CHARS), len(prompt), digest
+
+
+def _shared_stub(prompt: str) -> str:
+    return (prompt[:SHARED_PROMPT_CHARS] + "\n... [kept once per report by turncheck: the "
+            "whole prompt is under `prompts`, keyed by this entry's prompt_sha256]")
+
+
+class SharedPrompt(ReportModel):
+    """A part of a report holding a prompt (an eval, a turn): a long prompt is written once
+    per report (`PromptTable`) and read back from there."""
+
+    @field_serializer("prompt", check_fields=False)
+    def _prompt_once(self, prompt: str) -> str:
+        table = _PROMPT_TABLE.get()
+        digest = self.__dict__.get("prompt_sha256")
+        if table is None or digest is None:
+            return prompt
+        table.setdefault(digest, prompt)
+        return _shared_stub(prompt)
+
+
+class PromptTable(ReportModel):
+    """A document (the run report) whose long prompts are written once, in `prompts`."""
+
+    prompts: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """Read only: the prompts a report was written with, keyed by SHA-256; put back in
+    place once read, and written from the evals and turns themselves."""
+
+    @model_serializer(mode="wrap")
+    def _prompts_once(self, handler: SerializerFunctionWrapHandler,
+                      info: SerializationInfo) -> Any:
+        if not info.mode_is_json():
+            return handler(self)
+        table: dict[str, str] = {}
+        token = _PROMPT_TABLE.set(table)
+        try:
+            data = handler(self)
+        finally:
+            _PROMPT_TABLE.reset(token)
+        if table and isinstance(data, dict):
+            data["prompts"] = table
+        return data
+
+    @model_validator(mode="after")
+    def _prompts_read_once(self) -> Self:
+        """Each prompt written once (`prompts`) back in the evals and turns that sent it:
+        one string, shared."""
+        table = self.prompts
+        if not table:
+            return self
+        pending: list[ReportModel] = [self]
+        while pending:
+            model = pending.pop()
+            digest = model.__dict__.get("prompt_sha256")
+            prompt = table.get(digest) if isinstance(digest, str) else None
+            if isinstance(model, SharedPrompt) and isinstance(prompt, str):
+                object.__setattr__(model, "prompt", prompt)
+            for value in model.__dict__.values():
+                if isinstance(value, ReportModel):
+                    pending.append(value)
+                elif isinstance(value, list) and value and isinstance(value[0], ReportModel):
+                    pending.extend(value)
+        object.__setattr__(self, "prompts", {})
+        return self
+
+
+class TurnResult(SharedPrompt):
     turn: int
     prompt: str
     response: str
@@ -114,6 +214,12 @@ class TurnResult(ReportModel):
     response_chars: int | None = Field(default=None, exclude_if=_none)
     """Set only when `response` is an excerpt (`excerpt_answers`): the answer's full
     length in characters."""
+    prompt_chars: int | None = Field(default=None, exclude_if=_none)
+    """Set only when `prompt` is an excerpt (`MAX_REPORT_PROMPT_CHARS`): its full length."""
+    prompt_sha256: str | None = Field(default=None, exclude_if=_none)
+    """SHA-256 of the whole prompt, when longer than `SHARED_PROMPT_CHARS`: two prompts
+    that differ past the excerpt still differ here, and the report's `prompts` holds the
+    prompt under it."""
     app_model_calls: int | None = Field(default=None, exclude_if=_none)
     """An app target's turn: the model calls the app made through the recording proxy
     (`usage` and `cost_usd` are theirs, summed; docs/targets.md)."""
@@ -134,8 +240,11 @@ def cut_marker(length: int, what: str = "the answer") -> str:
             f"the first {MAX_REPORT_ANSWER_CHARS:,}]")
 
 
-def _cut(text: str, what: str = "the answer") -> str:
-    return text[:MAX_REPORT_ANSWER_CHARS] + cut_marker(len(text), what)
+def _cut(text: str, what: str = "the answer", keep: int = MAX_REPORT_ANSWER_CHARS) -> str:
+    if keep == MAX_REPORT_ANSWER_CHARS:
+        return text[:keep] + cut_marker(len(text), what)
+    return (text[:keep] + f"\n... [cut by turncheck: {what} had {len(text):,} characters; "
+            f"the report keeps the first {keep:,}]")
 
 
 def _excerpt_call(call: ToolCallResult) -> ToolCallResult:
@@ -161,11 +270,20 @@ def _excerpt_check(check: CheckResult) -> CheckResult:
     return check.model_copy(update=update) if update else check
 
 
+def prompt_fields(prompt: str) -> dict[str, Any]:
+    """What a report keeps of `prompt`: the `prompt`, `prompt_chars` and `prompt_sha256`
+    fields that change (none for a short prompt)."""
+    kept, length, digest = kept_prompt(prompt)
+    if digest is None:
+        return {}
+    return {"prompt": kept, "prompt_chars": length, "prompt_sha256": digest}
+
+
 def _excerpt(turn: TurnResultT) -> TurnResultT:
-    update: dict[str, Any] = {}
+    update: dict[str, Any] = prompt_fields(turn.prompt)
     length = len(turn.response)
     if length > MAX_REPORT_ANSWER_CHARS:
-        update = {"response": _cut(turn.response), "response_chars": length}
+        update |= {"response": _cut(turn.response), "response_chars": length}
     calls = [_excerpt_call(call) for call in turn.tool_calls]
     if _changed(calls, turn.tool_calls):
         update["tool_calls"] = calls
@@ -193,12 +311,39 @@ TurnResultT = TypeVar("TurnResultT", bound=TurnResult)
 def excerpt_answers(result: HasTurnsT) -> HasTurnsT:
     """`result` (one finished, redacted conversation) keeping at most
     `MAX_REPORT_ANSWER_CHARS` of each answer and of each tool call's arguments, with the
-    marker and the full length."""
+    marker and the full length, and at most `MAX_REPORT_PROMPT_CHARS` of each prompt."""
     turns = [_excerpt(turn) for turn in result.turns]
-    if not _changed(turns, result.turns):
+    prompt = getattr(result, "prompt", None)
+    update = prompt_fields(prompt) if isinstance(prompt, str) else {}
+    if _changed(turns, result.turns):
+        update["turns"] = turns
+    if not update:
         return result
-    copy: HasTurnsT = result.model_copy(update={"turns": turns})
+    copy: HasTurnsT = result.model_copy(update=update)
     return copy
+
+
+RowT = TypeVar("RowT", bound=ReportModel)
+_CONVERSATION_FIELDS = ("turns", "samples")
+
+
+def writable(row: RowT) -> RowT:
+    """`row` (a finished eval or protocol case), or, when it cannot be written as JSON,
+    `row` as an error that says so, without its conversation: one row that cannot be
+    written never costs the report the others."""
+    try:
+        row.model_dump_json()
+    except (PydanticSerializationError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:300]
+        update: dict[str, Any] = {
+            "status": Status.ERROR,
+            "error": f"turncheck could not write this result ({reason}); its conversation "
+                     "is left out of the report"}
+        update.update({name: [] for name in _CONVERSATION_FIELDS
+                       if name in type(row).model_fields})
+        return row.model_copy(update={name: value for name, value in update.items()
+                                      if name in type(row).model_fields})
+    return row
 
 
 class Metered(Protocol):

@@ -18,9 +18,11 @@ from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
     CheckResult,
     Metered,
+    PromptTable,
     RepeatSummary,
     Sample,
     SampleResult,
+    SharedPrompt,
     Status,
     StatusReason,
     SuiteHeader,
@@ -37,7 +39,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 
-class EvalResult(ReportModel):
+class EvalResult(SharedPrompt):
     name: str
     prompt: str
     status: Status
@@ -62,6 +64,10 @@ class EvalResult(ReportModel):
                                                exclude_if=lambda value: value is None)
     """The tool definitions this eval offered, as sent to the API, when they are not its
     suite's (the eval's own `tools`); None: the suite's `tools`."""
+    prompt_chars: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Set only when `prompt` is an excerpt: the first prompt's full length."""
+    prompt_sha256: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """SHA-256 of the first prompt, when it is long: the report's `prompts` holds it."""
 
 
 class SuiteResult(SuiteHeader):
@@ -128,7 +134,7 @@ class ShardInfo(ReportModel):
     """Digest of every eval of the full run and the shard count: shards of one plan merge."""
 
 
-class Report(ReportModel):
+class Report(PromptTable):
     schema_version: int = SCHEMA_VERSION
     turncheck_version: str
     mode: str
@@ -148,6 +154,8 @@ class Report(ReportModel):
     """Protocol suites: per case, per turn scores and aggregates."""
     budgets: list[BudgetOutcome] = Field(default_factory=list)
     """Hard budgets of this run; empty when none was set."""
+    # `prompts` (written by `PromptTable`): each prompt longer than SHARED_PROMPT_CHARS,
+    # once, keyed by its SHA-256; evals and turns name it in `prompt_sha256`.
 
     @property
     def budget_stopped(self) -> bool:

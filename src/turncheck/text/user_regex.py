@@ -9,15 +9,30 @@ would make a case's result depend on the machine, and base and head could then
 differ for no reason). The price is RE2's dialect: no lookarounds, no backreferences,
 no `\\Z` (use `\\z` or `$`), and `\\d`, `\\w`, `\\s`, `\\b` are ASCII-only. A pattern
 that uses them is refused when the suite is loaded, with the reason.
+
+Linear is not small: when a pattern's DFA outgrows its memory, RE2 falls back to an
+engine whose work is the pattern's program size times the text's length (a hundred
+large patterns took minutes on a 1 MB answer). So a pattern's program is at most
+`MAX_PROGRAM_SIZE` instructions (refused when loaded), and the patterns run against one
+answer may do at most `MAX_REGEX_WORK` instructions × characters (`check_work`); past
+it the extraction is an error saying so, decided before anything runs, so it never
+depends on the machine.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import re2
+
+_OFF_THREAD_CHARS = 65_536
+"""A search over a longer text runs in a worker thread (RE2 releases the GIL), so the
+main thread stays free to act on a signal within the interpreter's next bytecodes."""
+_WAIT_SECONDS = 0.05
 
 # A DFA for the pattern may use this much memory; past it RE2 falls back to its NFA,
 # which is slower but still linear, so no answer can exhaust memory through a pattern.
@@ -34,8 +49,20 @@ _UNSUPPORTED = (
 )
 
 
+MAX_PROGRAM_SIZE = 4_000
+"""RE2 instructions of one compiled pattern (a few hundred characters of alternatives)."""
+MAX_REGEX_WORK = 500_000_000
+"""Instructions × characters of all patterns run against one answer: two seconds or so at
+worst (every pattern on RE2's slowest engine), far more than ordinary patterns need
+(ten patterns of 100 instructions on a 100 KB answer use 100,000,000)."""
+
+
 class UserRegexError(ValueError):
     """A pattern RE2 cannot use; the message says why, for a diagnostic."""
+
+
+class RegexWorkError(ValueError):
+    """The patterns would do more work on one answer than `MAX_REGEX_WORK`."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +71,13 @@ class UserRegex:
     groups: int
     _compiled: Any
 
+    @property
+    def program_size(self) -> int:
+        return int(self._compiled.programsize)
+
     def first(self, text: str) -> str | None:
         """The first match's group (its whole text without a group); None without one."""
-        match = self._compiled.search(text)
+        match = _interruptible(self._compiled.search, text)
         if match is None:
             return None
         found: str | None = match.group(1) if self.groups else match.group(0)
@@ -54,7 +85,30 @@ class UserRegex:
 
     def fullmatch(self, text: str) -> bool:
         """Whether the pattern matches the whole of `text`."""
-        return self._compiled.fullmatch(text) is not None
+        return _interruptible(self._compiled.fullmatch, text) is not None
+
+
+def _interruptible(search: Callable[[str], Any], text: str) -> Any:
+    """`search(text)`; for a long text in a daemon thread, waited for in short steps so
+    a signal handler (or the interruption watchdog) can end the wait. An abandoned
+    search finishes on its own, or dies with the process."""
+    if len(text) <= _OFF_THREAD_CHARS:
+        return search(text)
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(search(text))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="turncheck-regex", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(_WAIT_SECONDS)
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _options(ignore_case: bool) -> Any:
@@ -85,7 +139,22 @@ def compile_user_regex(pattern: str, ignore_case: bool = True) -> UserRegex:
         raw = exc.args[0] if exc.args else ""
         message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         raise UserRegexError(_reason(pattern, message)) from None
+    size = int(compiled.programsize)
+    if size > MAX_PROGRAM_SIZE:
+        raise UserRegexError(f"the pattern compiles to {size:,} RE2 instructions; at most "
+                             f"{MAX_PROGRAM_SIZE:,} (its work on an answer grows with both)")
     return UserRegex(pattern, int(compiled.groups), compiled)
+
+
+def check_work(patterns: list[str], text: str) -> None:
+    """RegexWorkError when running `patterns` over `text` could exceed `MAX_REGEX_WORK`."""
+    size = sum(compile_user_regex(p).program_size for p in patterns)
+    if size * len(text) > MAX_REGEX_WORK:
+        raise RegexWorkError(
+            f"{len(patterns):,} pattern(s) of {size:,} RE2 instructions in all against an "
+            f"answer of {len(text):,} characters exceed the bound per answer "
+            f"({MAX_REGEX_WORK:,} instructions × characters); use fewer or smaller "
+            "patterns")
 
 
 def first_match(pattern: str, text: str) -> str | None:

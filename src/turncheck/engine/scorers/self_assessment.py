@@ -17,7 +17,7 @@ import re
 from turncheck.engine.scorers.base import ScorerError, ScoringContext, result
 from turncheck.formats.protocol import Scorer, SelfAssessmentSpec
 from turncheck.report.protocol import ScorerResult, SelfAssessmentDetail
-from turncheck.text.user_regex import first_match
+from turncheck.text.user_regex import RegexWorkError, check_work, first_match
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _VALUE = re.compile(
@@ -56,6 +56,10 @@ def as_fraction(text: str) -> float | None:
 def find_estimate(text: str, pattern: str | None = None) -> tuple[float, str] | None:
     """(estimate in 0..1, the text it was read from), or None."""
     if pattern is not None:
+        try:
+            check_work([pattern], text)
+        except RegexWorkError as exc:
+            raise ScorerError(str(exc)) from None
         quote = first_match(pattern, text)
         if quote is None:
             return None

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from turncheck.formats.discovery import glob_matches
 from turncheck.formats.references import referenced_paths, watch_globs
 from turncheck.formats.samples import load_samples
-from turncheck.github.changes import SuiteChanges
-from turncheck.github.client import ChangedFile
-
-MAX_EXPORT_ROUNDS = 20
-"""Reference chains are followed at base one link per round; deeper chains are cut."""
+from turncheck.git import ChangedFile
+from turncheck.sides.changes import SuiteChanges
 
 
 @dataclass
@@ -88,20 +85,3 @@ def _grade(changes: SuiteChanges, sample_file: str, reason: str) -> None:
     reasons = changes.reasons.setdefault(sample_file, [])
     if reason not in reasons:
         reasons.append(reason)
-
-
-def base_references(root: Path, suites: Iterable[Path], exported: set[str],
-                    samples: Iterable[Path] = ()) -> set[str]:
-    """Root-relative files the exported base `suites` and sample files reference that are
-    not exported yet."""
-    wanted: set[str] = set()
-    for suite in suites:
-        wanted.update(reference.path for reference in referenced_paths(suite, root))
-    for sample_file in samples:
-        wanted.update(r.path for r in load_samples(sample_file, root=root).references)
-    return {path for path in wanted if path not in exported and _plain(path)}
-
-
-def _plain(path: str) -> bool:
-    pure = PurePosixPath(path)
-    return not pure.is_absolute() and ".." not in pure.parts

@@ -1,0 +1,1 @@
+"""One module per event flow of `turncheck action` (dispatched by `github.action`)."""
