@@ -177,3 +177,12 @@ def test_a_streamed_reply_is_assembled_into_one(
         reply: str | None, content_type: str, body: bytes, text: str) -> None:
     spec = {"reply": reply} if reply else {}
     assert _kind(**spec)._parse(body, content_type).text == text
+
+
+def test_a_reply_without_the_text_at_its_path_is_a_clear_error() -> None:
+    from turncheck.targets.base import TargetError
+
+    with pytest.raises(TargetError, match='the app\'s reply has nothing at "data.answer"'):
+        _kind(reply="data.answer")._parse(b'{"data": {}}', "application/json")
+    with pytest.raises(TargetError, match="the app's reply is not JSON: <html>"):
+        _kind(reply="answer")._parse(b"<html>", "text/html")
