@@ -182,7 +182,7 @@ def test_a_streamed_reply_is_assembled_into_one(
 def test_a_reply_without_the_text_at_its_path_is_a_clear_error() -> None:
     from turncheck.targets.base import TargetError
 
-    with pytest.raises(TargetError, match='the app\'s reply has nothing at "data.answer"'):
+    with pytest.raises(TargetError, match=r'the app\'s reply has nothing at "data\.answer"'):
         _kind(reply="data.answer")._parse(b'{"data": {}}', "application/json")
     with pytest.raises(TargetError, match="the app's reply is not JSON: <html>"):
         _kind(reply="answer")._parse(b"<html>", "text/html")
