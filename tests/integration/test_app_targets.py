@@ -24,6 +24,7 @@ from tests.support.target_helpers import (
     upstream_env,
 )
 from turncheck.engine.pricing import Pricer
+from turncheck.formats.budget import BudgetLimits
 from turncheck.report.run import Status, Usage
 from turncheck.targets.proxy import PLACEHOLDER_KEY
 
@@ -407,3 +408,14 @@ evals:
     for order in (suites, suites[::-1]):
         report = run_paths(order, None, "replay")
         assert [e.status for s in report.suites for e in s.evals] == [Status.PASS] * 2
+
+
+def test_a_budget_stops_the_apps_own_calls_before_they_are_sent(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({}) + THREE_TURNS)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        report = run_paths([suite], server, "record", env=upstream_env(server.base_url),
+                           budget=BudgetLimits(max_live_tokens=100))
+        assert server.requests == []
+    [result] = report.suites[0].evals
+    assert (result.status, result.reason) == (Status.SKIPPED, "budget"), result.error
+    assert report.live_tokens == 0

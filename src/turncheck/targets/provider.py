@@ -183,7 +183,10 @@ def _kind_of(target: Target) -> TargetKind:
 
 
 def _raise_for(scope: TurnScope) -> None:
-    """A replay miss or a failed proxied call ends the turn in an error naming it."""
+    """A budget stop, a replay miss or a failed proxied call ends the turn (an error
+    naming the request)."""
+    if scope.refused is not None:
+        raise scope.refused
     if scope.misses:
         raise RecordingMissing(f"the app's model call: {scope.misses[0]}")
     if scope.errors:

@@ -24,13 +24,18 @@ turn at a time, so attribution is exact.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from aiohttp import web
 
-from turncheck.providers.base import REPLAYED_EXTENSION, RecordingMissing
+from turncheck.providers.base import (
+    NETWORK_GATE,
+    REPLAYED_EXTENSION,
+    ProviderError,
+    RecordingMissing,
+)
 from turncheck.providers.cassettes import Cassette, current_sample, use_sample
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
@@ -61,9 +66,28 @@ class TurnScope:
     """The model calls of one conversation turn."""
 
     sample: int
+    gate: Callable[[], None] | None = None
+    """The engine's budget gate of the turn (`NETWORK_GATE`): called before a call of the
+    app's goes to the network, it reserves the turn's worst case or refuses."""
     calls: list[ModelCall] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    refused: ProviderError | None = None
+    """What the gate raised (a budget stop): the turn ends with it, as the engine's own."""
+
+    def guarded_gate(self) -> Callable[[], None] | None:
+        gate = self.gate
+        if gate is None:
+            return None
+
+        def checked() -> None:
+            try:
+                gate()
+            except ProviderError as exc:
+                self.refused = exc
+                raise
+
+        return checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +171,9 @@ class RecordingProxy:
             await live.aclose()
 
     def open_turn(self) -> TurnScope:
-        self.turn = TurnScope(current_sample())
+        """Attribute the calls from now on to a new turn, keyed by the caller's sample and
+        gated by its budget gate (both context variables of the engine's task)."""
+        self.turn = TurnScope(current_sample(), NETWORK_GATE.get())
         return self.turn
 
     def close_turn(self) -> None:
@@ -163,6 +189,7 @@ class RecordingProxy:
             "?" + request.query_string if request.query_string else ""))
         scope = self.turn
         use_sample(scope.sample if scope is not None else 0)
+        NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
         try:
             reply = await self._answer(api, request, url, body)
         except RecordingMissing as exc:
@@ -170,6 +197,8 @@ class RecordingProxy:
                 scope.misses.append(exc.message)
             return _error(400, exc.message)
         except Exception as exc:  # every failure is the app's HTTP error, and the turn's
+            if scope is not None and exc is scope.refused:  # a budget stop: not retried
+                return _error(400, f"turncheck's budget refused this call: {exc}")
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             if scope is not None:
                 scope.errors.append(f"{request.method} {url}: {message}")
