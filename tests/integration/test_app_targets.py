@@ -419,3 +419,15 @@ def test_a_budget_stops_the_apps_own_calls_before_they_are_sent(tmp_path: Path) 
     [result] = report.suites[0].evals
     assert (result.status, result.reason) == (Status.SKIPPED, "budget"), result.error
     assert report.live_tokens == 0
+
+
+def test_the_suites_base_url_is_where_the_apps_openai_calls_go(tmp_path: Path) -> None:
+    with ScriptedServer(default_reply=memory_reply) as server:
+        suite = write_suite(tmp_path, http_target({}).replace(
+            "  model: gpt-4o-mini\n",
+            f"  model: gpt-4o-mini\n  base_url: {server.base_url}\n") + THREE_TURNS)
+        recorded = run_paths([suite], None, "record", provider=None)
+        assert len(server.requests) == 3  # no OPENAI_BASE_URL: the suite's base_url
+    replayed = run_paths([suite], None, "replay", provider=None)
+    assert comparable(replayed) == comparable(recorded)
+    assert recorded.suites[0].evals[0].passed_on_turn == 3

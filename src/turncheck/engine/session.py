@@ -394,7 +394,7 @@ def open_session(
         from turncheck.targets.provider import Targets  # aiohttp's server: only for apps
 
         chat_provider = Targets(metadata.target, suite_path.parent, transport, env, merged,
-                                chat_provider)
+                                chat_provider, base_url)
     judge_name, judge_model = select_provider(
         metadata.judge_model or metadata.model, provider, base_url
     )

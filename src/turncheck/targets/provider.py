@@ -61,13 +61,15 @@ class TargetProvider:
     price_provider_id: str | None = None
 
     def __init__(self, target: Target, folder: Path, cassette: Cassette | None,
-                 env: Mapping[str, str], variables: Mapping[str, str]) -> None:
+                 env: Mapping[str, str], variables: Mapping[str, str],
+                 openai_base: str | None = None) -> None:
         self.name = f"{target.kind} target"
         self.target = target
         self.folder = folder
         self.cassette = cassette
         self.env = env
         self.variables = dict(variables)
+        self.openai_base = openai_base
         self.kind = _kind_of(target)
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
@@ -155,7 +157,8 @@ class TargetProvider:
 
     async def _start(self) -> None:
         target = self.target
-        self.proxy = RecordingProxy(self.cassette, Upstreams.from_env(self.env))
+        self.proxy = RecordingProxy(self.cassette,
+                                    Upstreams.from_env(self.env, self.openai_base))
         await self.proxy.start()
         port = free_port() if target.start is not None else None
         env = app_environment(self.env, target.env, self.proxy.app_env(), port)
@@ -230,14 +233,14 @@ class Targets:
 
     def __init__(self, default: Target | None, folder: Path, cassette: Cassette | None,
                  env: Mapping[str, str], variables: Mapping[str, str],
-                 model: Provider) -> None:
+                 model: Provider, openai_base: str | None = None) -> None:
         self.name = f"{default.kind} target" if default is not None else model.name
         self._default = default
         self._model = model
         """Where conversations without a target go (an eval without one in a suite
         without one)."""
         self._made: dict[str, TargetProvider] = {}
-        self._parts = (folder, cassette, env, variables)
+        self._parts = (folder, cassette, env, variables, openai_base)
 
     def provider_for(self, target: Target | None) -> Provider:
         chosen = target or self._default

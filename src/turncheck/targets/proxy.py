@@ -100,9 +100,11 @@ class Upstreams:
     anthropic_key: str | None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Upstreams:
+    def from_env(cls, env: Mapping[str, str], openai_base: str | None = None) -> Upstreams:
+        """`openai_base` (the run's `--base-url` or the suite's `base_url`) wins over
+        `OPENAI_BASE_URL`, as it does for turncheck's own OpenAI-compatible calls."""
         return cls(
-            (env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/"),
+            (openai_base or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/"),
             _anthropic_host(env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT),
             env.get("OPENAI_API_KEY") or None,
             env.get("ANTHROPIC_API_KEY") or None,
