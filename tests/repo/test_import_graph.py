@@ -1,5 +1,5 @@
 """The import graph of `turncheck` has no cycles and follows the layer direction
-formats → engine (+ providers, stats) → compare → render → github / cli; `text`
+formats → providers → targets → engine (+ stats) → compare → render → github / cli; `text`
 (Markdown escaping, money, the sandboxed Jinja environment) is usable by all; `git`
 (commands, changes, work trees) stands alone at the bottom, and `sides` (the
 two-commit runner) sits on the engine and git, below github and cli.
@@ -29,16 +29,17 @@ BELOW: dict[str, set[str]] = {
     "git": set(),
     "report": {"stats", "formats"},  # formats.files: the one place files are opened
     "providers": {"formats", "report"},
-    "engine": {"formats", "providers", "stats", "report"},
+    "targets": {"formats", "report", "providers", "stats"},
+    "engine": {"formats", "providers", "targets", "stats", "report"},
     # The two-commit runner needs the engine and git, nothing that compares or renders:
     # its callers (the action, `diff`) compare and publish the two reports themselves.
-    "sides": {"formats", "providers", "stats", "report", "engine", "git"},
-    "compare": {"formats", "providers", "stats", "report", "engine"},
-    "render": {"formats", "providers", "stats", "report", "engine", "compare"},
-    "github": {"formats", "providers", "stats", "report", "engine", "git", "sides", "compare",
-               "render"},
-    "cli": {"formats", "providers", "stats", "report", "engine", "git", "sides", "compare",
-            "render", "github"},
+    "sides": {"formats", "providers", "targets", "stats", "report", "engine", "git"},
+    "compare": {"formats", "providers", "targets", "stats", "report", "engine"},
+    "render": {"formats", "providers", "targets", "stats", "report", "engine", "compare"},
+    "github": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
+               "compare", "render"},
+    "cli": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
+            "compare", "render", "github"},
 }
 LAYERS = {layer: below | {"text"} for layer, below in BELOW.items()}
 

@@ -1,6 +1,8 @@
 """A scripted OpenAI/Anthropic-compatible HTTP server for tests, on 127.0.0.1.
 
-Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `POST /v1/messages`.
+Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `POST /v1/messages`,
+`POST /v1/responses` (OpenAI's Responses API). A request with `"stream": true` is
+answered as the API streams it (server-sent events, usage in the last events).
 Replies come from rules (first match wins) or the default reply. Every request
 is recorded. Faults can be scripted per rule or injected at a seeded random rate.
 The server is asyncio on its own thread and event loop: latency and hangs are
@@ -102,8 +104,31 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def conversation_of(body: Json) -> list[Json]:
+    """The messages of a chat, Messages or Responses request (a Responses string input is
+    one user message)."""
+    if "messages" in body:
+        return list(body["messages"])
+    inputs = body.get("input")
+    if isinstance(inputs, str):
+        return [{"role": "user", "content": inputs}]
+    if isinstance(inputs, list) and all(isinstance(i, dict) for i in inputs):
+        return [{"role": i.get("role"), "content": _input_text(i.get("content"))} for i in inputs]
+    return []
+
+
+def _input_text(content: Any) -> str:
+    if isinstance(content, list):  # Responses content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
 def last_user_text(body: Json) -> str:
     """The last user message (chat) or all inputs joined (embeddings)."""
+    if "input" in body and "model" in body and conversation_of(body) and \
+            not _is_embedding_input(body["input"]):
+        users = [m for m in conversation_of(body) if m.get("role") == "user"]
+        return _content_text(users[-1].get("content")) if users else ""
     if "input" in body:
         inputs = body["input"]
         return "\n".join(inputs) if isinstance(inputs, list) else str(inputs)
@@ -111,8 +136,12 @@ def last_user_text(body: Json) -> str:
     return _content_text(users[-1].get("content")) if users else ""
 
 
+def _is_embedding_input(inputs: Any) -> bool:
+    return isinstance(inputs, list) and all(isinstance(i, str) for i in inputs)
+
+
 def user_turns(body: Json) -> int:
-    return sum(1 for m in body.get("messages", []) if m.get("role") == "user")
+    return sum(1 for m in conversation_of(body) if m.get("role") == "user")
 
 
 def word_count(text: str) -> int:
@@ -256,7 +285,11 @@ class ScriptedServer:
         if fault:
             return await self._send_fault(writer, fault, rule)
         status, payload = self._answer(path, rule, body)
-        await _write(writer, status, payload)
+        if status == 200 and body.get("stream") is True:
+            await _write_raw(writer, 200, sse_events(_route(path), body, payload),
+                             content_type="text/event-stream")
+        else:
+            await _write(writer, status, payload)
         return True
 
     def _receive(self, path: str, body: Json, headers: dict[str, str]) -> tuple[Rule | None, str]:
@@ -277,7 +310,7 @@ class ScriptedServer:
         path = _route(path)
         if path == "/v1/embeddings":
             return 200, embeddings_payload(body)
-        if path not in ("/v1/chat/completions", "/v1/messages"):
+        if path not in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
             return 404, {"error": {"message": f"no route {path}"}}
         reply = rule.reply if rule is not None and rule.reply is not None else self.default_reply
         answer = reply(body) if callable(reply) else reply
@@ -286,6 +319,8 @@ class ScriptedServer:
         usage = _usage(rule, body, text + (json.dumps(calls.calls) if calls else ""))
         if path == "/v1/messages":
             return 200, messages_payload(body, text, usage, calls)
+        if path == "/v1/responses":
+            return 200, responses_payload(body, text, usage)
         return 200, chat_payload(body, text, usage, calls)
 
     async def _send_fault(
@@ -319,7 +354,7 @@ class ScriptedServer:
 
 def _route(path: str) -> str:
     path = path.split("?", 1)[0]
-    for route in ("/chat/completions", "/embeddings"):
+    for route in ("/chat/completions", "/embeddings", "/responses"):
         if path.endswith(route):
             return "/v1" + route
     return path
@@ -345,11 +380,12 @@ async def _write(
 
 
 async def _write_raw(
-    writer: asyncio.StreamWriter, status: int, data: bytes, headers: dict[str, str] | None = None
+    writer: asyncio.StreamWriter, status: int, data: bytes, headers: dict[str, str] | None = None,
+    content_type: str = "application/json",
 ) -> None:
     lines = [
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
-        "content-type: application/json",
+        f"content-type: {content_type}",
         f"content-length: {len(data)}",
         *(f"{name}: {value}" for name, value in (headers or {}).items()),
     ]
@@ -360,8 +396,9 @@ async def _write_raw(
 def _usage(rule: Rule | None, body: Json, reply: str) -> tuple[int, int]:
     if rule is not None and rule.usage is not None:
         return rule.usage
-    prompt_words = sum(word_count(_content_text(m.get("content"))) for m in body["messages"])
-    return prompt_words + word_count(str(body.get("system", ""))), word_count(reply)
+    prompt_words = sum(word_count(_content_text(m.get("content"))) for m in conversation_of(body))
+    system = str(body.get("system", "")) + str(body.get("instructions") or "")
+    return prompt_words + word_count(system), word_count(reply)
 
 
 def tool_results(body: Json) -> list[str]:
@@ -462,3 +499,87 @@ def embeddings_payload(body: Json) -> Json:
         ],
         "usage": {"prompt_tokens": sum(word_count(str(t)) for t in texts)},
     }
+
+
+def responses_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
+    """A Responses API answer: one assistant message with one output_text part."""
+    return {
+        "id": "resp_scripted", "object": "response", "created_at": 0, "status": "completed",
+        "model": body.get("model"),
+        "output": [{"type": "message", "id": "msg_scripted", "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": reply, "annotations": []}]}],
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                  "total_tokens": sum(usage),
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+
+
+def _pieces(text: str) -> list[str]:
+    """The answer in a few deltas, as a streaming API sends it."""
+    return re.findall(r"\S*\s*", text)[:-1] or [text]
+
+
+def _event(data: Json, name: str | None = None) -> str:
+    head = f"event: {name}\n" if name else ""
+    return f"{head}data: {json.dumps(data)}\n\n"
+
+
+def sse_events(path: str, body: Json, payload: Json) -> bytes:
+    """`payload` as the API streams it (OpenAI chat chunks, Anthropic Messages events or
+    Responses events), usage where each API puts it."""
+    if path == "/v1/messages":
+        return _messages_events(payload).encode()
+    if path == "/v1/responses":
+        return _responses_events(payload).encode()
+    return _chat_events(body, payload).encode()
+
+
+def _chat_events(body: Json, payload: Json) -> str:
+    base = {"id": payload["id"], "object": "chat.completion.chunk", "created": 0,
+            "model": payload["model"]}
+    text = payload["choices"][0]["message"].get("content") or ""
+    events = [_event({**base, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                                  "content": ""}}]})]
+    events += [_event({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+               for piece in _pieces(text)]
+    events.append(_event({**base, "choices": [{"index": 0, "delta": {},
+                                               "finish_reason": "stop"}]}))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append(_event({**base, "choices": [], "usage": payload["usage"]}))
+    return "".join(events) + "data: [DONE]\n\n"
+
+
+def _messages_events(payload: Json) -> str:
+    text = "".join(b.get("text", "") for b in payload["content"] if b.get("type") == "text")
+    usage = payload["usage"]
+    start = {**payload, "content": [], "stop_reason": None,
+             "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
+    events = [_event({"type": "message_start", "message": start}, "message_start"),
+              _event({"type": "content_block_start", "index": 0,
+                      "content_block": {"type": "text", "text": ""}}, "content_block_start")]
+    events += [_event({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+               for piece in _pieces(text)]
+    events += [_event({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+               _event({"type": "message_delta",
+                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                       "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta"),
+               _event({"type": "message_stop"}, "message_stop")]
+    return "".join(events)
+
+
+def _responses_events(payload: Json) -> str:
+    text = payload["output"][0]["content"][0]["text"]
+    started = {**payload, "status": "in_progress", "output": [], "usage": None}
+    events = [_event({"type": "response.created", "sequence_number": 0,
+                      "response": started}, "response.created")]
+    events += [_event({"type": "response.output_text.delta", "item_id": "msg_scripted",
+                       "output_index": 0, "content_index": 0, "delta": piece,
+                       "sequence_number": n + 1, "logprobs": []},
+                      "response.output_text.delta")
+               for n, piece in enumerate(_pieces(text))]
+    events.append(_event({"type": "response.completed", "sequence_number": len(events) + 1,
+                          "response": payload}, "response.completed"))
+    return "".join(events)

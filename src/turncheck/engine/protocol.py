@@ -40,7 +40,7 @@ from turncheck.formats.protocol_templates import SecretRef, protocol_environment
 from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassettes import cassette_path_for, current_sample
 from turncheck.report.protocol import (
     CaseAggregates,
     CaseResult,
@@ -52,6 +52,7 @@ from turncheck.report.protocol import (
 )
 from turncheck.report.results import excerpt_answers, spend_totals
 from turncheck.report.run import Status, StatusReason, Usage
+from turncheck.targets.conversation import begin_conversation
 from turncheck.text.user_regex import RegexWorkError, check_work, first_match
 
 if TYPE_CHECKING:
@@ -249,6 +250,7 @@ class _ProtocolRun:
     async def run_sample(self, case: Case) -> CaseResult:
         """One conversation of the case."""
         state = _CaseState()
+        begin_conversation(f"{self.file.path}\0{case.id}\0{current_sample()}")
         try:
             state.messages = self.system_prompt()
             for number, turn in enumerate(self.protocol.turns, 1):

@@ -43,7 +43,7 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassettes import cassette_path_for, current_sample
 from turncheck.report.results import excerpt_answers
 from turncheck.report.run import (
     EvalResult,
@@ -54,6 +54,7 @@ from turncheck.report.run import (
     TurnResult,
     Usage,
 )
+from turncheck.targets.conversation import begin_conversation
 
 if TYPE_CHECKING:
     # Grading sample files (numpy, Jinja) loads only when a run has sample files.
@@ -144,6 +145,8 @@ class _SuiteRun:
         """One conversation of the eval."""
         state = _EvalState(messages=[])
         reason = None
+        begin_conversation(f"{self.file.path}\0{evaluation.display_name}\0{current_sample()}",
+                           evaluation.target)
         try:
             state.messages = self.first_messages(evaluation.prompt)
             status, passed_on = await self._conversation(evaluation, state)
@@ -215,6 +218,8 @@ class _SuiteRun:
                 tool_calls=answer.calls,
                 rounds=max(1, len(answer.costs)),
                 **answer.token_details,
+                app_model_calls=answer.app_model_calls,
+                first_token_ms=answer.first_token_ms,
             )
 
         try:

@@ -392,6 +392,12 @@ def open_session(
         return built[name]
 
     name, model = select_provider(metadata.model, provider, base_url)
+    chat_provider = provider_for(name)
+    if _has_targets(suite):  # the app is the other side; the model, its fallback and label
+        from turncheck.targets.provider import Targets  # aiohttp's server: only for apps
+
+        chat_provider = Targets(metadata.target, suite_path.parent, transport, env, merged,
+                                chat_provider, base_url)
     judge_name, judge_model = select_provider(
         metadata.judge_model or metadata.model, provider, base_url
     )
@@ -403,9 +409,9 @@ def open_session(
     )
     return SuiteSession(
         metadata=metadata,
-        provider_name=name,
+        provider_name=chat_provider.name if metadata.target is not None else name,
         model=model,
-        chat_provider=provider_for(name),
+        chat_provider=chat_provider,
         judge_model=judge_model,
         judge_provider=provider_for(judge_name),
         embedding_model=metadata.embedding_model or default_embedding,
@@ -416,6 +422,13 @@ def open_session(
         variables=merged,
         template_error=template_error,
     )
+
+
+def _has_targets(suite: Suite | ProtocolSuite) -> bool:
+    """Whether some conversation of the suite is with an app (its own or an eval's target)."""
+    if getattr(suite.metadata, "target", None) is not None:
+        return True
+    return isinstance(suite, Suite) and any(e.target is not None for e in suite.evals)
 
 
 @dataclass

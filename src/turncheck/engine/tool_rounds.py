@@ -3,12 +3,13 @@ final answer (shared by eval and protocol runs)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 from turncheck.engine.metering import chat_usage
-from turncheck.engine.pricing import Pricer
+from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
@@ -19,6 +20,7 @@ from turncheck.engine.tools import (
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.run import ToolCallResult, Usage
+from turncheck.targets.base import TargetResponse
 
 MAX_TOOL_ROUND_BYTES = 16 * 1024 * 1024
 """What the tool rounds of one turn may add to the conversation, all rounds together
@@ -56,6 +58,9 @@ class TurnAnswer:
     cached_input_tokens: int | None = None
     round_bytes: int = 0
     """What the turn's tool rounds added to the conversation so far (UTF-8 bytes)."""
+    app_model_calls: int | None = None
+    """An app target's turn: the model calls the app made (through the proxy)."""
+    first_token_ms: float | None = None
 
     def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
         self.final = response
@@ -71,6 +76,21 @@ class TurnAnswer:
         """The turn's reasoning and cached tokens, as `TurnResult` fields."""
         return {"reasoning_tokens": self.reasoning_tokens,
                 "cached_input_tokens": self.cached_input_tokens}
+
+    def add_app_reply(self, response: TargetResponse, pricer: Pricer) -> None:
+        """An app's reply: the model calls it made (each priced as its own model) and the
+        tool calls it ran itself (reported, not answered)."""
+        costs = [pricer.cost(Usage(input_tokens=c.input_tokens or 0,
+                                   output_tokens=c.output_tokens or 0),
+                             c.model or "", c.api, c.cached_input_tokens)
+                 for c in response.calls]
+        usage = chat_usage(response)
+        self.add(response, usage, add_costs(costs) if costs else 0.0)
+        self.app_model_calls = len(response.calls)
+        self.first_token_ms = response.first_token_ms
+        self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
+            call.arguments)) for call in response.tool_calls]
+        self.messages.append(ChatMessage("assistant", response.text))
 
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:
         """The tool message answering `call`; the call is recorded even when it cannot be
@@ -95,6 +115,9 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
     every round so far, also when this raises (ToolScriptError, a provider error)."""
     for round_number in range(1, tools.max_rounds + 2):
         response = await session.chat([*history, *answer.messages], tools.tools, tools.choice)
+        if isinstance(response, TargetResponse):
+            answer.add_app_reply(response, pricer)
+            return
         usage = chat_usage(response)
         answer.add(response, usage,
                    pricer.cost(usage, session.model, session.price_provider_id,
@@ -119,6 +142,14 @@ async def answer_turn(session: SuiteSession, pricer: Pricer, history: Sequence[C
                 f"the tool rounds of this turn added {answer.round_bytes:,} bytes to the "
                 f"conversation (calls, arguments and results); one turn's rounds may add "
                 f"at most {MAX_TOOL_ROUND_BYTES:,}, since each round resends them all")
+
+
+def parse_app_arguments(text: str) -> object:
+    """An app's reported call arguments: the JSON value, or the text when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _plus(total: int | None, count: int | None) -> int | None:

@@ -18,10 +18,12 @@ from pydantic import (
     StrictStr,
     ValidatorFunctionWrapHandler,
     field_validator,
+    model_validator,
 )
 
 from turncheck.formats import templates
 from turncheck.formats.budget import BudgetLimits
+from turncheck.formats.target import Target
 from turncheck.formats.tools import (
     DEFAULT_MAX_TOOL_ROUNDS,
     MaxToolRounds,
@@ -81,13 +83,28 @@ def _or_template(schema: dict[str, Any]) -> None:
          "description": "a {{var('name')}} or {{secret('NAME')}} template"})
 
 
+TARGET_MODEL_LABEL = "app"
+"""`model` of a suite with a target that names none (its label in reports)."""
+
+
+def _model_or_target(schema: dict[str, Any]) -> None:
+    """`model` is required unless the suite has a `target` (the app is the other side)."""
+    schema["required"] = [key for key in schema.get("required", []) if key != "model"]
+    schema["anyOf"] = [{"required": ["model"]}, {"required": ["target"]}]
+
+
 class Metadata(BaseModel):
     """Suite metadata. Unknown keys are kept but reported as warnings."""
 
-    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True,
+                              json_schema_extra=_model_or_target)
 
     name: NonEmptyStr = Field(description="Suite name, shown in reports.")
-    model: NonEmptyStr = Field(description='Model id; "vendor/model" ids are OpenRouter ids.')
+    model: NonEmptyStr = Field(description='Model id; "vendor/model" ids are OpenRouter ids. '
+                               "Optional with a target: then the judge's default and a label.")
+    target: Target | None = Field(
+        default=None, description="The app the conversation is with, instead of a bare model "
+        "(docs/targets.md): http, python or command.")
     system_prompt: StrictStr | None = Field(default=None, description="Sent as the system message.")
     threads: Annotated[StrictInt, Field(ge=1, le=256)] | None = Field(
         default=None, description="Most evals of this suite run at once."
@@ -161,6 +178,13 @@ class Metadata(BaseModel):
     )
 
     __slots__ = ("field_lines",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_of_a_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" not in data and data.get("target") is not None:
+            return {**data, "model": TARGET_MODEL_LABEL}
+        return data
 
     @field_validator("provider", "base_url", mode="wrap")
     @classmethod
@@ -305,6 +329,7 @@ class Eval(_Node):
     tool_results: ToolResults | None = Field(
         default=None, description="Overrides metadata.tool_results."
     )
+    target: Target | None = Field(default=None, description="Overrides metadata.target.")
 
     __slots__ = ("unique_name",)
 

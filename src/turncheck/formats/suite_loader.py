@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from turncheck.formats.protocol import ProtocolSuite
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
-EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results")
+EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results", "target")
 TOOL_KEYS = ("tools", "tool_choice", "tool_results")
 
 
@@ -81,6 +81,8 @@ class _SuiteValidator(SuiteReporter):
         super().__init__(file, positions)
         self.max_depth = max_depth
         self.metadata_valid = False
+        self.has_target = False
+        """An app target reports the tool calls it ran: its tool checks need no declaration."""
 
     # -- suite ---------------------------------------------------------------
 
@@ -96,6 +98,7 @@ class _SuiteValidator(SuiteReporter):
                 self.unknown_key((), key, TOP_LEVEL_KEYS)
         metadata = self.metadata(data.get("metadata"))
         self.metadata_valid = metadata is not None
+        self.has_target = metadata is not None and metadata.target is not None
         tools_ok = metadata is not None and self.metadata_tools(metadata)
         evals = self.evals(data.get("evals"))
         if metadata is None or not evals or not tools_ok:
@@ -152,7 +155,7 @@ class _SuiteValidator(SuiteReporter):
         checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
         if checks is None:
             return None
-        fields = {k: v for k, v in raw.items() if k in ("name", "prompt", *TOOL_KEYS)}
+        fields = {k: v for k, v in raw.items() if k in ("name", "prompt", "target", *TOOL_KEYS)}
         # An eval is placed at its prompt.
         built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path,
                                         at=self.positions.value((*path, "prompt")))
@@ -174,6 +177,8 @@ class _SuiteValidator(SuiteReporter):
         for check_path, check in _tool_checks((*path, "checks"), built.checks):
             for name, where in _named_tools(check_path, check):
                 if name == "*" and isinstance(check, NoToolCallCheck):
+                    continue
+                if declared is None and (self.has_target or built.target is not None):
                     continue
                 if declared is None:
                     self.error_at_value(where, "no-tools",

@@ -210,6 +210,11 @@ class TurnResult(SharedPrompt, Spent):
     """SHA-256 of the whole prompt, when longer than `SHARED_PROMPT_CHARS`: two prompts
     that differ past the excerpt still differ here, and the report's `prompts` holds the
     prompt under it."""
+    app_model_calls: int | None = Field(default=None, exclude_if=_none)
+    """An app target's turn: the model calls the app made through the recording proxy
+    (`usage` and `cost_usd` are theirs, summed; docs/targets.md)."""
+    first_token_ms: float | None = Field(default=None, exclude_if=_none)
+    """An app target's turn: milliseconds until the first byte of its (streamed) reply."""
 
 
 MAX_REPORT_ANSWER_CHARS = 8_000

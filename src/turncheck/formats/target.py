@@ -1,0 +1,201 @@
+"""The `target` of a suite (docs/targets.md): the user's own app as the other side of the
+conversation, instead of a bare model.
+
+Three kinds, exactly one per target: `http` (one request per user turn to the app's
+endpoint), `python` (`package.module:function`, called in-process) and `command` (a
+process speaking JSON lines). `start`, `ready`, `setup` and `env` say how turncheck
+starts the app; `session` and `stateful` how a conversation's state reaches it.
+
+The templates of `http` (URL, headers, body) are Jinja, rendered in the sandbox with
+`messages`, `last_message`, `session_id` and `vars`; their syntax is checked here, so a
+broken template is a diagnostic at its line, not an error of every eval.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+
+MAX_READY_TIMEOUT_S = 600.0
+DEFAULT_READY_TIMEOUT_S = 30.0
+DEFAULT_SETUP_TIMEOUT_S = 600.0
+DEFAULT_TURN_TIMEOUT_S = 120.0
+MAX_TEMPLATE_CHARS = 20_000
+TARGET_KINDS = ("http", "python", "command")
+_FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_ENV = frozenset({"PORT", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
+                          "ANTHROPIC_API_KEY"})
+"""Set by turncheck for the app (the port and the recording proxy); a suite may not."""
+
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+Seconds = Annotated[StrictFloat | StrictInt, Field(gt=0, le=MAX_READY_TIMEOUT_S)]
+Command = NonEmpty | Annotated[list[NonEmpty], Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+def template_problem(text: str) -> str | None:
+    """Why `text` is not a usable Jinja template (syntax), or None."""
+    if len(text) > MAX_TEMPLATE_CHARS:
+        return f"a template may have at most {MAX_TEMPLATE_CHARS:,} characters"
+    if "{{" not in text and "{%" not in text:
+        return None
+    from turncheck.text.environment import sandboxed_environment  # Jinja: only for targets
+
+    try:
+        sandboxed_environment().parse(text)
+    except Exception as exc:  # jinja2.TemplateSyntaxError, RecursionError on deep nesting
+        return f"template syntax error: {exc}"
+    return None
+
+
+def _templated_strings(value: Any) -> list[str]:
+    pending, found = [value], []
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return found
+
+
+class HttpTarget(_Strict):
+    """One request per user turn to the app's endpoint."""
+
+    path: NonEmpty | None = Field(
+        default=None, description="Path on the started app: http://127.0.0.1:{port}PATH.")
+    url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = Field(
+        default=None, description="A full URL instead of `path` (templated).")
+    method: Literal["POST", "PUT", "PATCH", "GET"] = "POST"
+    headers: dict[NonEmpty, StrictStr] | None = Field(
+        default=None, description="Request headers (values templated).")
+    body: Any = Field(
+        default=None, description="The JSON body; its strings are templates. A string that is "
+        "exactly `{{ name }}` is replaced by the value itself (a list of messages, say).")
+    reply: NonEmpty | None = Field(
+        default=None, description="Where the answer's text is in the JSON reply (a dotted "
+        "path, list indexes as numbers); without it the whole reply text is the answer.")
+    tool_calls: NonEmpty | None = Field(
+        default=None, description="Where the app reports its tool calls in the JSON reply: "
+        "a list of {name, arguments}.")
+    timeout: Seconds = Field(default=DEFAULT_TURN_TIMEOUT_S,
+                             description="Seconds one turn's reply may take.")
+
+    @field_validator("url", "headers", "body")
+    @classmethod
+    def _templates(cls, value: Any) -> Any:
+        for text in _templated_strings(value):
+            problem = template_problem(text)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("http.path must start with /")
+        return value
+
+    @model_validator(mode="after")
+    def _one_address(self) -> HttpTarget:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("http needs exactly one of path (on the started app) or url")
+        return self
+
+
+class SessionFromReply(_Strict):
+    """The session id the app hands out in its first reply, sent back on later turns."""
+
+    from_: Annotated[StrictStr, Field(pattern=r"^(header|json):\S+$")] = Field(
+        alias="from", description='"header:NAME" or "json:PATH" of the first reply.')
+
+    @property
+    def source(self) -> tuple[Literal["header", "json"], str]:
+        kind, _, where = self.from_.partition(":")
+        return ("header" if kind == "header" else "json"), where
+
+
+class Target(_Strict):
+    """The app a suite talks to (docs/targets.md)."""
+
+    start: Command | None = Field(
+        default=None, description="Starts the app, in the suite's folder; {port} is a free "
+        "port (also $PORT). Without it the app is not started by turncheck.")
+    ready: NonEmpty | None = Field(
+        default=None, description="Path (or URL) polled with GET until it answers.")
+    ready_timeout: Seconds = Field(default=DEFAULT_READY_TIMEOUT_S,
+                                   description="Seconds the app has to become ready.")
+    setup: Command | None = Field(
+        default=None, description="Run once per side before the app starts (installs its "
+        "dependencies, say), in the suite's folder.")
+    setup_timeout: Seconds = DEFAULT_SETUP_TIMEOUT_S
+    env: dict[NonEmpty, StrictStr] | None = Field(
+        default=None, description="Extra environment variables for the app.")
+    http: HttpTarget | None = None
+    python: Annotated[StrictStr, Field(pattern=_FUNCTION.pattern)] | None = Field(
+        default=None, description="package.module:function, called in-process.")
+    command: Command | None = Field(
+        default=None, description="A process speaking JSON lines: one turn in, one reply out.")
+    session: Literal["client"] | SessionFromReply | None = Field(
+        default=None, description='"client" (turncheck mints one id per conversation) or '
+        '{from: "header:NAME" | "json:PATH"} (the app\'s first reply holds it).')
+    stateful: StrictBool = Field(
+        default=False, description="Send only the newest user message (the app keeps history).")
+
+    @field_validator("session", mode="wrap")
+    @classmethod
+    def _one_session_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise ValueError('session must be "client" or {from: "header:NAME"} or '
+                             '{from: "json:PATH"}') from None
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name in value or {}:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if name in RESERVED_ENV:
+                raise ValueError(f"{name} is set by turncheck (the port and the recording "
+                                 "proxy); a suite may not set it")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Target:
+        kinds = [kind for kind in TARGET_KINDS if getattr(self, kind) is not None]
+        if len(kinds) != 1:
+            found = f"found {', '.join(kinds)}" if kinds else "found none"
+            raise ValueError(f"a target needs exactly one of http, python or command ({found})")
+        if self.ready is not None and self.start is None and not self.ready.startswith("http"):
+            raise ValueError("ready as a path needs start (the app's port); give a full URL")
+        if self.http is not None and self.http.path is not None and self.start is None:
+            raise ValueError("http.path needs start (turncheck starts the app on a port it "
+                             "picks); give http.url for an app turncheck does not start")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in TARGET_KINDS if getattr(self, kind) is not None)

@@ -1,0 +1,226 @@
+"""`http` targets: one request per user turn to the app's endpoint.
+
+URL, headers and body are rendered in the sandboxed Jinja environment with the turn
+(`messages`, `last_message`, `session_id`, `vars`). The reply's text is taken from its
+JSON by a path, or is the whole body; a streamed reply (server-sent events, NDJSON, or a
+plain chunked body) is assembled into one, and the time to its first byte is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from turncheck.formats.target import HttpTarget, SessionFromReply
+from turncheck.providers.json_limits import loads_bounded
+from turncheck.targets.base import (
+    MAX_REPLY_BYTES,
+    AppGone,
+    AppReply,
+    Runtime,
+    TargetError,
+    Turn,
+    at_path,
+    tool_calls_of,
+)
+
+if TYPE_CHECKING:
+    import aiohttp
+    import jinja2
+
+_WHOLE_VALUE = re.compile(r"^\{\{\s*([A-Za-z_]\w*)\s*\}\}$")
+EXCERPT_CHARS = 300
+
+
+class HttpKind:
+    def __init__(self, spec: HttpTarget, session: SessionFromReply | str | None) -> None:
+        self.spec = spec
+        self.session_from = session.source if isinstance(session, SessionFromReply) else None
+        self._client: aiohttp.ClientSession | None = None
+        self._env: jinja2.Environment | None = None
+        self._runtime: Runtime | None = None
+
+    async def start(self, runtime: Runtime) -> None:
+        import aiohttp
+
+        from turncheck.text.environment import sandboxed_environment
+
+        self._runtime = runtime
+        self._env = sandboxed_environment()
+        self._client = aiohttp.ClientSession(
+            cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=True)
+
+    async def stop(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    def url(self) -> str:
+        assert self._runtime is not None
+        if self.spec.path is not None:
+            return f"http://127.0.0.1:{self._runtime.port}{self.spec.path}"
+        assert self.spec.url is not None
+        return self.spec.url
+
+    async def answer(self, turn: Turn) -> AppReply:
+        import aiohttp
+
+        assert self._client is not None
+        context = turn.context()
+        url = self._render(self.url(), context)
+        headers = {name: self._render(value, context)
+                   for name, value in (self.spec.headers or {}).items()}
+        body = None if self.spec.body is None else self._body(self.spec.body, context)
+        data = body if isinstance(body, str) else None
+        started = time.perf_counter()
+        try:
+            async with self._client.request(
+                self.spec.method, url, headers=headers, data=data,
+                json=None if data is not None or body is None else body,
+                timeout=aiohttp.ClientTimeout(total=self.spec.timeout),
+                allow_redirects=False,
+            ) as response:
+                raw, first_ms = await _read_capped(response, started)
+                content_type = response.headers.get("content-type", "")
+                if response.status >= 400:
+                    raise TargetError(f"the app answered HTTP {response.status} to "
+                                      f"{self.spec.method} {url}: {_excerpt(raw)}")
+                header_session = self._header_session(response)
+        except TimeoutError:
+            raise TargetError(f"the app did not answer {self.spec.method} {url} within "
+                              f"{self.spec.timeout:g}s") from None
+        except aiohttp.ClientError as exc:
+            raise self._gone(url, exc) from None
+        reply = self._parse(raw, content_type)
+        session = header_session or reply.session_id
+        return AppReply(reply.text, reply.tool_calls, session_id=session,
+                        first_token_ms=first_ms)
+
+    def _gone(self, url: str, exc: Exception) -> TargetError:
+        return AppGone(f"cannot reach the app at {url}: {type(exc).__name__}: {exc}")
+
+    def _render(self, text: str, context: dict[str, Any]) -> str:
+        if "{{" not in text and "{%" not in text:
+            return text
+        assert self._env is not None
+        try:
+            return self._env.from_string(text).render(context)
+        except Exception as exc:  # jinja2's errors, the sandbox's limits
+            raise TargetError(f"the target's template {text[:80]!r} failed: {exc}") from None
+
+    def _body(self, value: Any, context: dict[str, Any]) -> Any:
+        if isinstance(value, str):
+            whole = _WHOLE_VALUE.match(value)
+            if whole is not None and whole[1] in context:
+                return context[whole[1]]
+            return self._render(value, context)
+        if isinstance(value, dict):
+            return {key: self._body(item, context) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._body(item, context) for item in value]
+        return value
+
+    def _header_session(self, response: aiohttp.ClientResponse) -> str | None:
+        if self.session_from is None or self.session_from[0] != "header":
+            return None
+        return response.headers.get(self.session_from[1])
+
+    def _parse(self, raw: bytes, content_type: str) -> AppReply:
+        if "event-stream" in content_type:
+            return self._assembled(_sse_data(raw))
+        if "ndjson" in content_type or "jsonl" in content_type:
+            return self._assembled([line for line in raw.splitlines() if line.strip()])
+        text = raw.decode("utf-8", "replace")
+        if self.spec.reply is None and self.spec.tool_calls is None and \
+                (self.session_from is None or self.session_from[0] != "json"):
+            return AppReply(text)
+        payload = _json(raw)
+        if payload is None:
+            raise TargetError(f"the app's reply is not JSON: {_excerpt(raw)}")
+        return self._from_json(payload, text)
+
+    def _from_json(self, payload: Any, whole: str) -> AppReply:
+        answer = whole if self.spec.reply is None else at_path(payload, self.spec.reply)
+        if answer is None:
+            raise TargetError(f'the app\'s reply has nothing at "{self.spec.reply}": '
+                              f"{_excerpt(whole.encode())}")
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        calls = tool_calls_of(at_path(payload, self.spec.tool_calls)) \
+            if self.spec.tool_calls else ()
+        return AppReply(text, calls, session_id=self._json_session(payload))
+
+    def _json_session(self, payload: Any) -> str | None:
+        if self.session_from is None or self.session_from[0] != "json":
+            return None
+        value = at_path(payload, self.session_from[1])
+        return str(value) if isinstance(value, str | int) and not isinstance(value, bool) \
+            else None
+
+    def _assembled(self, pieces: list[bytes]) -> AppReply:
+        """A streamed reply in one: each piece's text (by `reply`'s path when it is JSON)."""
+        texts: list[str] = []
+        calls: tuple[Any, ...] = ()
+        session = None
+        for piece in pieces:
+            payload = _json(piece)
+            if payload is None:
+                texts.append(piece.decode("utf-8", "replace"))
+                continue
+            session = session or self._json_session(payload)
+            if self.spec.tool_calls:
+                calls = calls or tool_calls_of(at_path(payload, self.spec.tool_calls))
+            if self.spec.reply is None:
+                texts.append(payload if isinstance(payload, str)
+                             else piece.decode("utf-8", "replace"))
+                continue
+            value = at_path(payload, self.spec.reply)
+            if isinstance(value, str):
+                texts.append(value)
+        return AppReply("".join(texts), calls, session_id=session)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, started: float
+                       ) -> tuple[bytes, float | None]:
+    """The whole body (at most `MAX_REPLY_BYTES`) and the milliseconds to its first byte."""
+    chunks: list[bytes] = []
+    size = 0
+    first_ms = None
+    async for chunk in response.content.iter_any():
+        if first_ms is None:
+            first_ms = round((time.perf_counter() - started) * 1000, 1)
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise TargetError(f"the app's reply is larger than {MAX_REPLY_BYTES:,} bytes "
+                              "and was refused")
+        chunks.append(chunk)
+    return b"".join(chunks), first_ms
+
+
+def _sse_data(raw: bytes) -> list[bytes]:
+    """The data of each server-sent event (multi-line data joined), `[DONE]` left out."""
+    events: list[bytes] = []
+    current: list[bytes] = []
+    for line in [*raw.splitlines(), b""]:
+        if not line.strip():
+            if current:
+                data = b"\n".join(current)
+                if data.strip() != b"[DONE]":
+                    events.append(data)
+                current = []
+        elif line.startswith(b"data:"):
+            current.append(line[5:].removeprefix(b" "))
+    return events
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return loads_bounded(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _excerpt(raw: bytes) -> str:
+    text = " ".join(raw[:2000].decode("utf-8", "replace").split())
+    return text[:EXCERPT_CHARS] or "(empty body)"

@@ -1,0 +1,233 @@
+"""Starting and stopping the app (docs/targets.md).
+
+The app runs in its own process group, in the suite's folder, with an environment built
+from an allow-list: the system's basics (`PATH`, `HOME`, `LANG`, ...), the suite's `env`,
+`PORT`, and the proxy's base URLs with placeholder keys. turncheck's own keys and
+secrets, and every `GITHUB_*`/`ACTIONS_*` variable, never reach it. The whole group is
+stopped at the end, on errors, on SIGTERM (the engine closes its sessions) and, as a
+last resort, when the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import shlex
+import signal
+import socket
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from turncheck.providers.base import ProviderError
+
+ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+               "TEMP", "TMP", "USER", "LOGNAME", "SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV",
+               "SYSTEMROOT", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_PATH")
+"""The variables of turncheck's environment an app inherits; nothing else does."""
+OUTPUT_TAIL_BYTES = 4_000
+STOP_GRACE_S = 5.0
+READY_POLL_S = 0.05
+_LIVE_GROUPS: set[int] = set()
+
+
+class AppError(ProviderError):
+    """The app could not be started, did not become ready, or died."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def app_environment(base: Mapping[str, str], extra: Mapping[str, str] | None,
+                    proxy_env: Mapping[str, str], port: int | None) -> dict[str, str]:
+    """The app's environment: the allow-list of `base`, the suite's `extra`, then what
+    turncheck sets (the port and the proxy), which always wins."""
+    env = {name: base[name] for name in ALLOWED_ENV if name in base}
+    env.update(extra or {})
+    env["PYTHONUNBUFFERED"] = "1"
+    if port is not None:
+        env["PORT"] = str(port)
+    env.update(proxy_env)
+    return env
+
+
+def argv_of(command: str | Sequence[str], port: int | None) -> list[str]:
+    """A string runs in the shell (as the user typed it); a list runs as is. `{port}` is
+    filled in either way."""
+    fill = (lambda text: text.replace("{port}", str(port))) if port is not None else str
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", fill(command)]
+    return [fill(word) for word in command]
+
+
+def describe(command: str | Sequence[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+class OutputTail:
+    """The last bytes a process wrote (stdout and stderr together), for error messages."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        while self._size > OUTPUT_TAIL_BYTES and len(self._chunks) > 1:
+            self._size -= len(self._chunks.popleft())
+
+    def text(self) -> str:
+        data = b"".join(self._chunks)[-OUTPUT_TAIL_BYTES:]
+        return " ".join(data.decode("utf-8", "replace").split())[-600:]
+
+
+class AppProcess:
+    """One process group started from `command`; `stop()` ends the whole group."""
+
+    def __init__(self, command: str | Sequence[str], folder: Path, env: Mapping[str, str],
+                 port: int | None, *, stdin: bool = False) -> None:
+        self.command = command
+        self.folder = folder
+        self.env = dict(env)
+        self.port = port
+        self.stdin = stdin
+        self.process: asyncio.subprocess.Process | None = None
+        self.tail = OutputTail()
+        self._drains: list[asyncio.Task[None]] = []
+
+    @property
+    def pgid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def exited(self) -> bool:
+        return self.process is not None and self.process.returncode is not None
+
+    async def start(self) -> None:
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *argv_of(self.command, self.port), cwd=self.folder, env=self.env,
+                stdin=asyncio.subprocess.PIPE if self.stdin else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True, limit=16 * 1024 * 1024)
+        except OSError as exc:
+            raise AppError(f"cannot start the app ({describe(self.command)}): "
+                           f"{exc.strerror or exc}") from None
+        _LIVE_GROUPS.add(self.process.pid)
+        if not self.stdin:
+            self._drains.append(asyncio.create_task(self._drain(self.process.stdout)))
+        self._drains.append(asyncio.create_task(self._drain(self.process.stderr)))
+
+    async def _drain(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        with contextlib.suppress(Exception):
+            while chunk := await stream.read(65536):
+                self.tail.add(chunk)
+
+    def exit_message(self, when: str) -> str:
+        code = self.process.returncode if self.process is not None else None
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else \
+            f"exited with code {code}"
+        output = self.tail.text()
+        return f"the app ({describe(self.command)}) {how} {when}" + (
+            f"; its last output: {output}" if output else "; it wrote nothing")
+
+    async def stop(self) -> None:
+        """SIGTERM to the group, SIGKILL after a grace period; the group is gone after."""
+        process = self.process
+        if process is None:
+            return
+        group = process.pid
+        _signal_group(group, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        _signal_group(group, signal.SIGKILL)  # whatever of the group is left
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        await _until_gone(group, STOP_GRACE_S)
+        for task in self._drains:
+            task.cancel()
+        await asyncio.gather(*self._drains, return_exceptions=True)
+        _LIVE_GROUPS.discard(group)
+
+
+async def _until_gone(group: int, timeout_s: float) -> None:
+    """Wait until no process of `group` is left (killed children are reaped by init)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while _group_exists(group) and asyncio.get_running_loop().time() < deadline:
+        _signal_group(group, signal.SIGKILL)
+        await asyncio.sleep(0.02)
+
+
+def _group_exists(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signum)
+
+
+async def run_setup(command: str | Sequence[str], folder: Path, env: Mapping[str, str],
+                    timeout_s: float) -> None:
+    """Run `setup` to its end; a failure or a timeout is an error with its output."""
+    setup = AppProcess(command, folder, env, None)
+    await setup.start()
+    assert setup.process is not None
+    try:
+        await asyncio.wait_for(setup.process.wait(), timeout_s)
+    except TimeoutError:
+        raise AppError(f"setup ({describe(command)}) did not finish within {timeout_s:g}s"
+                       ) from None
+    finally:
+        await setup.stop()
+    if setup.process.returncode != 0:
+        raise AppError(setup.exit_message("during setup").replace("the app", "setup", 1))
+
+
+async def wait_ready(app: AppProcess | None, url: str, timeout_s: float) -> None:
+    """Poll `url` with GET until it answers (any status below 500); `app`, when turncheck
+    started it, must not exit meanwhile."""
+    import aiohttp
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with aiohttp.ClientSession() as client:
+        while True:
+            if app is not None and app.exited:
+                raise AppError(app.exit_message("before it was ready"))
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
+                async with client.get(url, timeout=aiohttp.ClientTimeout(total=2)) as answer:
+                    if answer.status < 500:
+                        return
+            if asyncio.get_running_loop().time() > deadline:
+                raise AppError(_not_ready(app, url, timeout_s))
+            await asyncio.sleep(READY_POLL_S)
+
+
+def _not_ready(app: AppProcess | None, url: str, timeout_s: float) -> str:
+    if app is None:
+        return f"the app did not answer {url} within {timeout_s:g}s"
+    output = app.tail.text()
+    return (f"the app ({describe(app.command)}) did not answer {url} within {timeout_s:g}s"
+            + (f"; its last output: {output}" if output else ""))
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """A run that ends without closing its sessions (a crash) leaves no app behind."""
+    for group in list(_LIVE_GROUPS):
+        _signal_group(group, signal.SIGKILL)

@@ -1,0 +1,263 @@
+"""A target as a provider: the engine drives an app the way it drives a model.
+
+`TargetProvider.chat` sends the conversation's newest turn to the app and answers with a
+`TargetResponse`: the app's reply, the tool calls it reports, and the model calls it made
+through the recording proxy during the turn (their usage summed, each priced by the
+engine). The app is started on the first turn (setup, start, ready, proxy) and stopped
+with the session, however the run ends.
+
+Turns go to the app one at a time: the proxy attributes the app's model calls to the
+turn that is open, which is exact only when one is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from turncheck.formats.target import DEFAULT_TURN_TIMEOUT_S, Target
+from turncheck.providers.base import (
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    EmbeddingResponse,
+    Provider,
+    ProviderError,
+    RecordingMissing,
+)
+from turncheck.providers.cassettes import Cassette
+from turncheck.targets.base import (
+    AppGone,
+    AppReply,
+    Runtime,
+    TargetKind,
+    TargetResponse,
+    Turn,
+)
+from turncheck.targets.command_target import CommandKind
+from turncheck.targets.conversation import current_conversation
+from turncheck.targets.function_target import FunctionKind
+from turncheck.targets.http_target import HttpKind
+from turncheck.targets.process import (
+    AppError,
+    AppProcess,
+    app_environment,
+    free_port,
+    run_setup,
+    wait_ready,
+)
+from turncheck.targets.proxy import RecordingProxy, TurnScope, Upstreams
+
+EXIT_WAIT_S = 1.0
+"""How long a failed turn waits for the app's process to be seen exiting (a crash)."""
+
+
+class TargetProvider:
+    """The `Provider` of a suite whose conversations are with an app."""
+
+    price_provider_id: str | None = None
+
+    def __init__(self, target: Target, folder: Path, cassette: Cassette | None,
+                 env: Mapping[str, str], variables: Mapping[str, str],
+                 openai_base: str | None = None) -> None:
+        self.name = f"{target.kind} target"
+        self.target = target
+        self.folder = folder
+        self.cassette = cassette
+        self.env = env
+        self.variables = dict(variables)
+        self.openai_base = openai_base
+        self.kind = _kind_of(target)
+        self.proxy: RecordingProxy | None = None
+        self.app: AppProcess | None = None
+        self._started = False
+        self._start_error: ProviderError | None = None
+        self._starting = asyncio.Lock()
+        self._one_turn = asyncio.Lock()
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        await self._ensure_started()
+        conversation = current_conversation()
+        session_id = conversation.client_id if self.target.session == "client" \
+            else conversation.app_id
+        turn = self._turn(request.messages, session_id)
+        async with self._one_turn:
+            assert self.proxy is not None
+            scope = self.proxy.open_turn()
+            started = time.perf_counter()
+            try:
+                reply = await self._answer(turn)
+            except ProviderError:
+                _raise_for(scope)  # a replay miss is why the app failed: name the request
+                raise
+            finally:
+                self.proxy.close_turn()
+            latency_ms = (time.perf_counter() - started) * 1000
+        _raise_for(scope)
+        if reply.session_id and conversation.app_id is None and \
+                self.target.session not in (None, "client"):
+            conversation.app_id = reply.session_id
+        return _response(reply, scope, self.cassette, latency_ms)
+
+    async def embed(self, model: str, inputs: list[str]) -> EmbeddingResponse:
+        raise ProviderError("an app target answers conversations; semantic checks need an "
+                            "embedding model (metadata.embedding_model)")
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.kind.stop()
+        if self.app is not None:
+            await self.app.stop()
+        if self.proxy is not None:
+            await self.proxy.stop()
+
+    def _turn(self, messages: list[ChatMessage], session_id: str | None) -> Turn:
+        sent = [{"role": m.role, "content": m.content} for m in messages
+                if m.role in ("system", "user", "assistant")]
+        users = [m for m in sent if m["role"] == "user"]
+        last = users[-1]["content"] if users else ""
+        if self.target.stateful:
+            sent = users[-1:]
+        return Turn(sent, last, session_id, self.variables)
+
+    async def _answer(self, turn: Turn) -> AppReply:
+        if self.app is not None and self.app.exited:
+            raise AppError(self.app.exit_message("during an earlier turn"))
+        try:
+            return await self.kind.answer(turn)
+        except AppGone as exc:
+            if self.app is not None and self.app.process is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.app.process.wait(), EXIT_WAIT_S)
+                if self.app.exited:
+                    raise AppError(self.app.exit_message("during this turn")) from None
+            command = getattr(self.kind, "app", None)
+            if isinstance(command, AppProcess) and command.exited:
+                raise AppError(command.exit_message("during this turn")) from None
+            raise exc
+
+    async def _ensure_started(self) -> None:
+        if self._started:
+            return
+        async with self._starting:
+            if self._start_error is not None:
+                raise self._start_error
+            if self._started:
+                return
+            try:
+                await self._start()
+            except ProviderError as exc:
+                self._start_error = exc
+                await self.aclose()
+                raise
+            self._started = True
+
+    async def _start(self) -> None:
+        target = self.target
+        self.proxy = RecordingProxy(self.cassette,
+                                    Upstreams.from_env(self.env, self.openai_base))
+        await self.proxy.start()
+        port = free_port() if target.start is not None else None
+        env = app_environment(self.env, target.env, self.proxy.app_env(), port)
+        if target.setup is not None:
+            await run_setup(target.setup, self.folder, env, target.setup_timeout)
+        if target.start is not None:
+            self.app = AppProcess(target.start, self.folder, env, port)
+            await self.app.start()
+        if target.ready is not None:
+            url = target.ready if target.ready.startswith("http") else \
+                f"http://127.0.0.1:{port}{target.ready}"
+            await wait_ready(self.app, url, target.ready_timeout)
+        proxy_urls = {"openai_base_url": self.proxy.openai_base_url,
+                      "anthropic_base_url": self.proxy.anthropic_base_url}
+        await self.kind.start(Runtime(self.folder, env, port, proxy_urls))
+
+
+def _kind_of(target: Target) -> TargetKind:
+    if target.http is not None:
+        return HttpKind(target.http, target.session)
+    if target.python is not None:
+        return FunctionKind(target.python)
+    assert target.command is not None
+    return CommandKind(target.command, DEFAULT_TURN_TIMEOUT_S)
+
+
+def _raise_for(scope: TurnScope) -> None:
+    """A budget stop, a replay miss or a failed proxied call ends the turn (an error
+    naming the request)."""
+    if scope.refused is not None:
+        raise scope.refused
+    if scope.misses:
+        raise RecordingMissing(f"the app's model call: {scope.misses[0]}")
+    if scope.errors:
+        raise ProviderError(f"the app's model call failed: {scope.errors[0]}")
+
+
+def _response(reply: AppReply, scope: TurnScope, cassette: Cassette | None,
+              latency_ms: float) -> TargetResponse:
+    calls = tuple(scope.calls)
+    if calls:
+        input_tokens: int | None = sum(c.input_tokens or 0 for c in calls)
+        output_tokens: int | None = sum(c.output_tokens or 0 for c in calls)
+        if not all(c.reported for c in calls):
+            output_tokens = None  # some call reported none: the engine estimates
+    else:
+        input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
+        if input_tokens is None and output_tokens is None:
+            input_tokens = output_tokens = 0  # the app made no model call
+    replaying = cassette is not None and cassette.mode == "replay"
+    return TargetResponse(
+        text=reply.text,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        latency_ms=latency_ms,
+        model=calls[-1].model if calls else None,
+        replayed=all(c.replayed for c in calls) if calls else replaying,
+        tool_calls=reply.tool_calls,
+        cached_input_tokens=sum(c.cached_input_tokens for c in calls) or None,
+        calls=calls,
+        app_tool_calls=True,
+        first_token_ms=reply.first_token_ms,
+    )
+
+
+class Targets:
+    """The `Provider` of a suite with a target: each conversation goes to its eval's target
+    (`Conversation.target`), else the suite's; each distinct target is one app, started on
+    its first turn."""
+
+    price_provider_id: str | None = None
+
+    def __init__(self, default: Target | None, folder: Path, cassette: Cassette | None,
+                 env: Mapping[str, str], variables: Mapping[str, str],
+                 model: Provider, openai_base: str | None = None) -> None:
+        self.name = f"{default.kind} target" if default is not None else model.name
+        self._default = default
+        self._model = model
+        """Where conversations without a target go (an eval without one in a suite
+        without one)."""
+        self._made: dict[str, TargetProvider] = {}
+        self._parts = (folder, cassette, env, variables, openai_base)
+
+    def provider_for(self, target: Target | None) -> Provider:
+        chosen = target or self._default
+        if chosen is None:
+            return self._model
+        key = chosen.model_dump_json()
+        if key not in self._made:
+            self._made[key] = TargetProvider(chosen, *self._parts)
+        return self._made[key]
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return await self.provider_for(current_conversation().target).chat(request)
+
+    async def embed(self, model: str, inputs: list[str]) -> EmbeddingResponse:
+        return await self._model.embed(model, inputs)
+
+    async def aclose(self) -> None:
+        for provider in self._made.values():
+            await provider.aclose()
+        await self._model.aclose()

@@ -1,0 +1,282 @@
+"""The recording proxy an app's own model calls go through (docs/targets.md).
+
+An aiohttp web server on 127.0.0.1, on a free port. The app gets
+`OPENAI_BASE_URL=http://127.0.0.1:PORT/openai/v1` and
+`ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/anthropic` with placeholder keys; whatever it
+sends there (Chat Completions, Responses, embeddings, Messages; streamed or not) goes to
+the upstream turncheck's own environment names (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`,
+else the providers' defaults), with turncheck's own keys, which never enter the app's
+environment.
+
+Every exchange goes through the suite's cassette (`providers/cassettes.py`): the same
+format, keys (the upstream URL, the canonical body, the sample), scrubbing, size caps and
+secret rules as turncheck's own calls. A streamed answer is read whole and stored as
+the event-stream bytes it was, and handed to the app as those bytes, so the app's SDK
+parses in replay what it parsed when recording. In replay mode nothing leaves the
+machine: a miss is answered with HTTP 400 (an SDK does not retry it) and noted in the
+turn, which then ends in an error naming the request and the command that records it.
+
+Attribution: the calls that arrive while a turn is open (`open_turn`) are that turn's:
+their usage is summed into it and they are keyed by its sample. The target opens one
+turn at a time, so attribution is exact.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from aiohttp import web
+
+from turncheck.providers.base import (
+    NETWORK_GATE,
+    REPLAYED_EXTENSION,
+    ProviderError,
+    RecordingMissing,
+)
+from turncheck.providers.cassettes import Cassette, current_sample, use_sample
+from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.reply import Reply
+from turncheck.providers.urls import as_sent
+from turncheck.targets.usage import ModelCall, usage_of
+
+if TYPE_CHECKING:
+    import httpx
+
+Api = Literal["openai", "anthropic"]
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+PLACEHOLDER_KEY = "turncheck-proxy-placeholder-key"
+"""The key the app is given: the proxy puts turncheck's own in its place upstream."""
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+UPSTREAM_TIMEOUT_S = 300.0
+_PREFIXES: dict[str, Api] = {"/openai": "openai", "/anthropic": "anthropic"}
+_FORWARDED_HEADERS = frozenset({"content-type", "anthropic-version", "anthropic-beta",
+                                "openai-beta", "accept"})
+"""Request headers passed upstream: what the APIs read; not the SDK's telemetry headers
+(which differ between SDK versions and would only bloat the cassette)."""
+_RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
+"""Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
+
+
+@dataclass
+class TurnScope:
+    """The model calls of one conversation turn."""
+
+    sample: int
+    gate: Callable[[], None] | None = None
+    """The engine's budget gate of the turn (`NETWORK_GATE`): called before a call of the
+    app's goes to the network, it reserves the turn's worst case or refuses."""
+    calls: list[ModelCall] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    refused: ProviderError | None = None
+    """What the gate raised (a budget stop): the turn ends with it, as the engine's own."""
+
+    def guarded_gate(self) -> Callable[[], None] | None:
+        gate = self.gate
+        if gate is None:
+            return None
+
+        def checked() -> None:
+            try:
+                gate()
+            except ProviderError as exc:
+                self.refused = exc
+                raise
+
+        return checked
+
+
+@dataclass(frozen=True, slots=True)
+class Upstreams:
+    """Where the proxy forwards, and with which keys (turncheck's own environment)."""
+
+    openai_base: str
+    anthropic_base: str
+    openai_key: str | None
+    anthropic_key: str | None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], openai_base: str | None = None) -> Upstreams:
+        """`openai_base` (the run's `--base-url` or the suite's `base_url`) wins over
+        `OPENAI_BASE_URL`, as it does for turncheck's own OpenAI-compatible calls."""
+        return cls(
+            (openai_base or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/"),
+            _anthropic_host(env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT),
+            env.get("OPENAI_API_KEY") or None,
+            env.get("ANTHROPIC_API_KEY") or None,
+        )
+
+    def url(self, api: Api, rest: str) -> str:
+        """The upstream URL of the app's path `rest` (after the proxy's API prefix)."""
+        if api == "openai":
+            return self.openai_base + rest.removeprefix("/v1")
+        return self.anthropic_base + rest
+
+    def auth(self, api: Api) -> dict[str, str]:
+        if api == "openai":
+            return {"authorization": f"Bearer {self.openai_key}"} if self.openai_key else {}
+        return {"x-api-key": self.anthropic_key} if self.anthropic_key else {}
+
+
+def _anthropic_host(url: str) -> str:
+    """Anthropic's SDK takes the host and adds `/v1`; turncheck's provider accepts both."""
+    return url.rstrip("/").removesuffix("/v1")
+
+
+class RecordingProxy:
+    """Start with `start()`, stop with `stop()`; `open_turn()` attributes calls."""
+
+    def __init__(self, cassette: Cassette | None, upstreams: Upstreams) -> None:
+        self._cassette = cassette
+        self._upstreams = upstreams
+        self._runner: web.AppRunner | None = None
+        self._live: httpx.AsyncBaseTransport | None = None
+        self.port = 0
+        self.turn: TurnScope | None = None
+        self.unattributed: list[ModelCall] = []
+        """Calls made outside any turn (while the app starts, say)."""
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/openai/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/anthropic"
+
+    def app_env(self) -> dict[str, str]:
+        """What the app is given to reach the proxy: base URLs and placeholder keys."""
+        return {"OPENAI_BASE_URL": self.openai_base_url, "OPENAI_API_KEY": PLACEHOLDER_KEY,
+                "ANTHROPIC_BASE_URL": self.anthropic_base_url,
+                "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listening.bind(("127.0.0.1", 0))
+        self.port = listening.getsockname()[1]
+        await web.SockSite(self._runner, listening).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+        if self._live is not None:
+            live, self._live = self._live, None
+            await live.aclose()
+
+    def open_turn(self) -> TurnScope:
+        """Attribute the calls from now on to a new turn, keyed by the caller's sample and
+        gated by its budget gate (both context variables of the engine's task)."""
+        self.turn = TurnScope(current_sample(), NETWORK_GATE.get())
+        return self.turn
+
+    def close_turn(self) -> None:
+        self.turn = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        api, rest = _route(request.path)
+        if api is None:
+            return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
+                               f"not {request.path}")
+        body = await request.read()
+        url = as_sent(self._upstreams.url(api, rest) + (
+            "?" + request.query_string if request.query_string else ""))
+        scope = self.turn
+        use_sample(scope.sample if scope is not None else 0)
+        NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
+        try:
+            reply = await self._answer(api, request, url, body)
+        except RecordingMissing as exc:
+            if scope is not None:
+                scope.misses.append(exc.message)
+            return _error(400, exc.message)
+        except Exception as exc:  # every failure is the app's HTTP error, and the turn's
+            if scope is not None and exc is scope.refused:  # a budget stop: not retried
+                return _error(400, f"turncheck's budget refused this call: {exc}")
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            if scope is not None:
+                scope.errors.append(f"{request.method} {url}: {message}")
+            return _error(502, f"turncheck proxy: {message}")
+        self._count(scope, api, rest, body, reply)
+        headers = {name: reply.headers[name] for name in _RETURNED_HEADERS
+                   if name in reply.headers}
+        headers.setdefault("content-type", "application/json")
+        return web.Response(status=reply.status_code, body=reply.content, headers=headers)
+
+    async def _answer(self, api: Api, request: web.Request, url: str, body: bytes) -> Reply:
+        cassette = self._cassette
+        if cassette is not None and cassette.mode == "replay":
+            return cassette.replay_reply(request.method, url, body, None)
+        headers = {name: value for name, value in request.headers.items()
+                   if name.lower() in _FORWARDED_HEADERS}
+        headers.update(self._upstreams.auth(api))
+        return await self._send(request.method, url, headers, body)
+
+    async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes) -> Reply:
+        import httpx  # recording and live runs only: replay loads no httpx
+
+        transport = self._transport()
+        outgoing = httpx.Request(method, url, headers=headers, content=body,
+                                 extensions={"timeout": dict.fromkeys(
+                                     ("connect", "read", "write", "pool"),
+                                     UPSTREAM_TIMEOUT_S)})
+        response = await transport.handle_async_request(outgoing)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return Reply.of(response)
+
+    def _transport(self) -> httpx.AsyncBaseTransport:
+        from turncheck.providers.cassette_transport import CassetteTransport
+
+        if isinstance(self._cassette, CassetteTransport):
+            return self._cassette
+        if self._live is None:
+            from turncheck.providers.aiohttp_transport import AiohttpTransport
+
+            self._live = AiohttpTransport(max_connections=64)
+        return self._live
+
+    def _count(self, scope: TurnScope | None, api: Api, rest: str, body: bytes,
+               reply: Reply) -> None:
+        if not 200 <= reply.status_code < 300:
+            return
+        call = usage_of(api, rest, _model_of(body), reply.headers.get("content-type", ""),
+                        reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)))
+        (scope.calls if scope is not None else self.unattributed).append(call)
+
+
+def _route(path: str) -> tuple[Api | None, str]:
+    for prefix, api in _PREFIXES.items():
+        if path.startswith(prefix + "/"):
+            return api, path[len(prefix):]
+    return None, path
+
+
+def _model_of(body: bytes) -> str | None:
+    try:
+        payload = loads_bounded(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    model = payload.get("model") if isinstance(payload, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": "turncheck_proxy"}},
+                             status=status)
+
+
+async def started_proxy(cassette: Cassette | None, env: Mapping[str, str]) -> RecordingProxy:
+    proxy = RecordingProxy(cassette, Upstreams.from_env(env))
+    await proxy.start()
+    return proxy

@@ -1,0 +1,85 @@
+"""`turncheck diff` on a repository whose head commit changes an app's system prompt in
+its code (docs/targets.md): the base side starts the base commit's app from its own work
+tree, so the comparison shows the eval's change and the cost of the app's own calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.action_harness import TURNCHECK
+from tests.support.git_repo import GitRepo
+from tests.support.scripted_server import Json, ScriptedServer, conversation_of
+from tests.support.target_helpers import SUPPORT_APP, THREE_TURNS, memory_reply
+
+BASE_PROMPT = 'SYSTEM_PROMPT = os.environ.get("APP_SYSTEM_PROMPT", ' \
+    '"You are the support bot of Example Co.")'
+HEAD_PROMPT = BASE_PROMPT.replace("Example Co.", "Example Co. Always answer in French, "
+                                  "politely and at length.")
+SUITE = f"""\
+metadata:
+  name: support-bot
+  model: gpt-4o-mini
+  watch: [bot/app.py]
+  target:
+    start: {sys.executable} app.py {{port}}
+    ready: /health
+    http:
+      path: /chat
+      body: {{message: "{{{{ last_message }}}}", session_id: "{{{{ session_id }}}}"}}
+      reply: reply
+    session: client
+    stateful: true
+""" + THREE_TURNS
+
+
+def french_or_memory(body: Json) -> str:
+    system = " ".join(str(m.get("content")) for m in conversation_of(body)
+                      if m.get("role") == "system")
+    return "Bonjour !" if "French" in system else memory_reply(body)
+
+
+def _turncheck(repo: GitRepo, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TURNCHECK), *args], cwd=repo.path, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
+        tmp_path: Path) -> None:
+    app_code = SUPPORT_APP.read_text()
+    assert BASE_PROMPT in app_code
+    repo = GitRepo(tmp_path / "repo")
+    with ScriptedServer(default_reply=french_or_memory) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-1",
+               "TMPDIR": str(tmp_path)}
+        repo.write("bot/app.py", app_code)
+        repo.write("bot/bot.eval.yaml", SUITE)
+        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        base = repo.commit("base")
+        repo.branch("feature", checkout=True)
+        repo.write("bot/app.py", app_code.replace(BASE_PROMPT, HEAD_PROMPT))
+        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
+        assert recorded.returncode == 1, recorded.stdout + recorded.stderr  # it fails now
+        repo.commit("head: the bot answers in French")
+    # Replay: the server is gone, every answer comes from the committed cassettes.
+    diffed = _turncheck(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
+                        "--markdown", str(tmp_path / "comment.md"))
+    assert "Traceback" not in diffed.stderr, diffed.stderr
+    comparison = json.loads((tmp_path / "diff.json").read_text())
+
+    [suite] = comparison["suites"]
+    [row] = suite["evals"]
+    assert (row["name"], row["transition"], row["regression"]) == ("remembers", "broken", True)
+    assert (row["base"]["passed_on_turn"], row["head"]["status"]) == (3, "fail")
+    # The app's own model calls, priced: the head's longer system prompt costs more.
+    assert row["delta"]["input_tokens"] == 3 * 8  # 8 more words in each of 3 calls
+    assert comparison["totals"]["delta"]["cost_usd"] > 0
+    comment = (tmp_path / "comment.md").read_text()
+    assert "1 broke · remembers now fails after 3 turns" in comment
+    assert "❌ Bonjour" in comment and "✅ You are Ada from Paris." in comment
+    assert re.search(r"\| Model \| \$[\d.]+ \| \$[\d.]+ \| \+\$[\d.]+ \| \+[\d.]+% \|", comment)

@@ -1,0 +1,86 @@
+"""Suites whose conversations are with an app (docs/targets.md), for the target tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.scripted_server import Json, _content_text, conversation_of
+
+APPS = Path(__file__).resolve().parent / "target_apps"
+SUPPORT_APP = APPS / "support_app.py"
+MEMORY_APP = APPS / "memory_app.py"
+STREAM_APP = APPS / "stream_app.py"
+
+THREE_TURNS = """\
+evals:
+  - name: remembers
+    prompt: My name is Ada.
+    checks:
+      - match: "*You are Ada from Paris*"
+      - prompt: I live in Paris.
+        checks:
+          - match: "*You are Ada from Paris*"
+          - prompt: What do you know about me?
+            checks:
+              - match: "*You are Ada from Paris*"
+"""
+
+
+def memory_reply(body: Json) -> str:
+    """The scripted model: answers the memory question from the history it is sent."""
+    users = [_content_text(m.get("content")) for m in conversation_of(body)
+             if m.get("role") == "user"]
+    said = " ".join(users)
+    if users and "know about me" in users[-1]:
+        return "You are Ada from Paris." if "Ada" in said and "Paris" in said \
+            else "I know nothing about you."
+    return "Noted."
+
+
+def http_target(env: dict[str, str], *, session_line: str = "session: client",
+                body: str = '{message: "{{ last_message }}", session_id: "{{ session_id }}"}',
+                ready_timeout: float = 20) -> str:
+    """The metadata of a suite talking to `support_app.py` over HTTP."""
+    variables = ", ".join(f'{name}: "{value}"' for name, value in env.items())
+    return f"""\
+metadata:
+  name: support-bot
+  model: gpt-4o-mini
+  target:
+    start: {sys.executable} {SUPPORT_APP} {{port}}
+    ready: /health
+    ready_timeout: {ready_timeout}
+    http:
+      path: /chat
+      body: {body}
+      reply: reply
+    {session_line}
+    stateful: true
+    env: {{{variables}}}
+"""
+
+
+def upstream_env(base_url: str) -> dict[str, str]:
+    """turncheck's own environment: where the proxy forwards, with which keys."""
+    return {"OPENAI_BASE_URL": base_url, "ANTHROPIC_BASE_URL": base_url.removesuffix("/v1"),
+            "ANTHROPIC_API_KEY": "sk-ant-test-SECRET-KEY-456"}
+
+
+def group_alive(pid_file: Path) -> bool:
+    """Whether any process of the group the app recorded in `pid_file` still runs."""
+    group = int(pid_file.read_text())
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def comparable(report: Any) -> list[tuple[Any, ...]]:
+    """What must be identical between a record and its replay (not timings)."""
+    return [(e.name, e.status, e.passed_on_turn, e.error, e.usage, e.cost_usd,
+             [(t.prompt, t.response, t.usage, t.cost_usd) for t in e.turns])
+            for suite in report.suites for e in suite.evals]
