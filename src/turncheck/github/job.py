@@ -12,10 +12,6 @@ from turncheck import git
 from turncheck.engine.interruption import STOP
 from turncheck.engine.session import Mode
 from turncheck.formats.budget import BudgetLimits
-from turncheck.formats.files import (
-    refusal_reason,
-    write_text_confined,
-)
 from turncheck.github.baseline import Trust, load_artifact_baseline
 from turncheck.github.client import GitHubApi, PyGithubApi
 from turncheck.github.context import GitHubContext
@@ -26,7 +22,7 @@ from turncheck.github.workflow import escape_data
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import CostThresholds
-from turncheck.report.files import ReportError, read_report
+from turncheck.report.files import ReportError, read_report, write_report
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
@@ -154,10 +150,9 @@ def write_bundle(job: Job, bundle: ReportBundle) -> None:
     """The report file; after a signal, nothing more is done (compared, rendered, posted)."""
     with STOP.keeping():
         try:
-            write_text_confined(job.report_path, bundle.model_dump_json(indent=1) + "\n",
-                                root=job.context.workspace)
-        except OSError as exc:
-            log(f"::error title=turncheck::{escape_data(refusal_reason(exc))}")
+            write_report(job.report_path, bundle, root=job.context.workspace, indent=1)
+        except ReportError as exc:
+            log(f"::error title=turncheck::{escape_data(str(exc))}")
         else:
             log(f"report written to {job.inputs.report_path}")
     STOP.checkpoint()
