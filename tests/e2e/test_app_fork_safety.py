@@ -194,3 +194,28 @@ def test_the_trusted_run_never_starts_a_fork_s_app(
     assert "never runs a fork's code" in json.dumps(result)
     [comment] = github_fake.comments_on(PR)
     assert "trusted run" in comment.body
+
+
+def test_the_step_init_writes_runs_the_app_and_keeps_the_token_from_it(
+        tmp_path: Path, github_fake: FakeGitHub) -> None:
+    """`init --target http`'s step, run by bash as the runner runs a `run:` step, with the
+    token in the step's environment: the app runs and finds nothing."""
+    import subprocess
+
+    import yaml
+
+    project = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run([sys.executable, "-m", "turncheck", "init", "--target", "http"],
+                   cwd=project, check=True, capture_output=True, timeout=120)
+    workflow = yaml.safe_load((project / ".github/workflows/turncheck.yml").read_text())
+    [step] = [s for s in workflow["jobs"]["evals"]["steps"] if s.get("name") == "turncheck"]
+    assert set(step["env"]) == {"GITHUB_TOKEN"}
+    # The runner writes the step's script to a file and runs `bash -e {0}`.
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"] + "\n")
+    run, findings = run_fork_pr(tmp_path, github_fake, wrapper=("/bin/bash", "-e",
+                                                                str(script)))
+    assert findings is not None, run.stdout + run.stderr
+    assert findings["found"] == [], findings["found"]
+    assert eval_result(run)["status"] == "pass", run.stdout

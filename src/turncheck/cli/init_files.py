@@ -61,6 +61,7 @@ jobs:
       - uses: actions/checkout@v5
         with:
           fetch-depth: 0     # so turncheck can read the base versions of your suites
+          persist-credentials: false   # no token on disk where an app target could read it
       - uses: @ACTION@
       # The browsable HTML report (turncheck report), linked from the comment.
       - uses: actions/upload-artifact@v6
@@ -87,6 +88,8 @@ jobs:
     timeout-minutes: 60
     steps:
       - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
       - uses: @ACTION@
         with:
           fail-on: invalid
