@@ -19,6 +19,7 @@ from turncheck import git
 from turncheck.git.command import run as run_git
 from turncheck.github.context import GitHubContext
 from turncheck.github.trust import TRUSTED_RUN_EVENT
+from turncheck.providers.factory import API_KEY_ENV_VARS
 
 TOKEN_ENV_VARS = ("GITHUB_TOKEN", "GH_TOKEN", "INPUT_GITHUB-TOKEN", "ACTIONS_RUNTIME_TOKEN",
                   "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
@@ -64,8 +65,6 @@ def apps_refusal(context: GitHubContext, roots: Iterable[Path],
 def job_secrets(env: Mapping[str, str], token: str) -> list[bytes]:
     """The values an app must never see: the GitHub token, the runner's tokens, the
     provider keys."""
-    from turncheck.providers.factory import API_KEY_ENV_VARS
-
     values = [token, *(env.get(name, "") for name in (*TOKEN_ENV_VARS, *API_KEY_ENV_VARS))]
     return sorted({v.encode() for v in values if len(v) >= MIN_SECRET_CHARS})
 
