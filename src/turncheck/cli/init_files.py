@@ -148,6 +148,8 @@ TRUSTED_WORKFLOW = """\
 # request's commit out into `pr/` as data (no credentials; nothing from it is
 # executed), replays its cassettes and sets the required `turncheck` check and the
 # comment. The label is removed afterwards, so every new commit needs a new approval.
+# Suites with an app target are not run here: they would run the fork's code next to
+# the write token (docs/trust-model.md, "App targets").
 # Pass no provider keys or other secrets here. Create the label once:
 #   gh label create @LABEL@
 @ACTION_NOTE@

@@ -56,8 +56,9 @@ def apps_refusal(context: GitHubContext, roots: Iterable[Path],
         key = persisted_credentials(root)
         if key is not None:
             return PERSISTED_CREDENTIALS.format(key=key)
-    secrets = job_secrets(env, token)
-    for pid, command in exposing_ancestors(secrets):
+    exposing = exposing_ancestors(job_secrets(env, token))
+    if exposing:
+        pid, command = exposing[0]
         return EXPOSING_PARENT.format(command=command, pid=pid)
     return None
 
