@@ -65,3 +65,12 @@ def test_every_checkout_init_writes_persists_no_credentials(tmp_path: Path) -> N
             for step in job["steps"]:
                 if str(step.get("uses", "")).startswith("actions/checkout"):
                     assert step.get("with", {}).get("persist-credentials") is False, path.name
+
+
+def test_every_example_workflow_checkout_persists_no_credentials() -> None:
+    examples = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+    for path in sorted(examples.glob("turncheck-*.yml")):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                if str(step.get("uses", "")).startswith("actions/checkout"):
+                    assert step.get("with", {}).get("persist-credentials") is False, path.name
