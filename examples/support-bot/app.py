@@ -2,7 +2,8 @@
 official `openai` SDK (`pip install openai aiohttp`).
 
     OPENAI_API_KEY=sk-... python app.py 8080
-    curl -d '{"message": "Where is order A1001?", "session_id": "s1"}' localhost:8080/chat
+    curl -H 'content-type: application/json' localhost:8080/chat \
+         -d '{"message": "Where is order A1001?", "session_id": "s1"}'
 
 It keeps each conversation server-side, by `session_id`, and runs its one tool,
 `lookup_order`, itself. The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY from the
@@ -65,8 +66,9 @@ async def answer(client: AsyncOpenAI, history: list[dict[str, Any]]) -> tuple[st
         for call in message.tool_calls:
             arguments = json.loads(call.function.arguments)
             ran.append({"name": call.function.name, "arguments": arguments})
+            result = lookup_order(str(arguments.get("order_id", "")))
             history.append({"role": "tool", "tool_call_id": call.id,
-                            "content": json.dumps(lookup_order(**arguments))})
+                            "content": json.dumps(result)})
     return "Sorry, I could not finish looking that up.", ran
 
 
