@@ -219,3 +219,26 @@ def test_the_step_init_writes_runs_the_app_and_keeps_the_token_from_it(
     assert findings is not None, run.stdout + run.stderr
     assert findings["found"] == [], findings["found"]
     assert eval_result(run)["status"] == "pass", run.stdout
+
+
+def test_the_action_replays_the_python_example_in_its_own_process(
+        tmp_path: Path, github_fake: FakeGitHub) -> None:
+    """In the action a python target runs in a child process: the example FAQ bot's own
+    model calls still go through the recording proxy and replay from its cassette."""
+    pytest.importorskip("openai")
+    import shutil
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "python-target"
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write("README.md", "faq")
+    base = repo.commit("base")
+    repo.branch("feature", checkout=True)
+    shutil.copytree(examples, repo.path / "examples" / "python-target",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    head = repo.commit("the FAQ bot")
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"fail-on": "invalid,error,failure"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.report is not None
+    [suite] = run.report["head"]["suites"]
+    assert {e["status"] for e in suite["evals"]} == {"pass"}
