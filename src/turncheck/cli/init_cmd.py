@@ -23,6 +23,7 @@ from pathlib import Path
 
 from turncheck.cli import init_files
 from turncheck.cli.common import one_line
+from turncheck.cli.init_app_workflow import TARGET_KINDS, app_workflow
 from turncheck.config import CONFIG_FILE, find_config
 from turncheck.diagnostics import Diagnostic
 from turncheck.formats.discovery import (
@@ -56,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--default-branch", metavar="BRANCH",
                         help="the repository's default branch (default: found from "
                         "origin/HEAD, else the remote, else asked)")
+    parser.add_argument("--target", choices=TARGET_KINDS,
+                        help="the suites test an app (docs/targets.md): the pull-request "
+                        "workflow installs turncheck with pip and runs it as a step next to "
+                        "the app, instead of the action's container")
     parser.set_defaults(handler=handle_init)
 
 
@@ -95,7 +100,7 @@ def handle_init(args: argparse.Namespace) -> int:
         return 2
     detected = missed_suites(root)
     checked = checked_files(root, detected)
-    files = planned_files(root, detected, branch, args.action_ref, checked)
+    files = planned_files(root, detected, branch, args.action_ref, checked, args.target)
     done = {item.path: write(root, item, args.force) for item in files}
     for path, what in done.items():
         print(f"  {what:<9} {path}")
@@ -148,10 +153,11 @@ def _reason(path: str, diagnostic: Diagnostic) -> str:
 
 def planned_files(root: Path, detected: list[str], branch: str,
                   action_ref: str = init_files.DEFAULT_ACTION_REF,
-                  checked: Checked | None = None) -> list[Planned]:
+                  checked: Checked | None = None, target: str | None = None) -> list[Planned]:
     checked = checked or checked_files(root, detected)
+    workflow = init_files.WORKFLOW if target is None else app_workflow(target)
     files = [Planned(path, init_files.fill(template, action_ref, branch))
-             for path, template in ((init_files.WORKFLOW_PATH, init_files.WORKFLOW),
+             for path, template in ((init_files.WORKFLOW_PATH, workflow),
                                     (init_files.FORK_WORKFLOW_PATH, init_files.FORK_WORKFLOW),
                                     (init_files.TRUSTED_WORKFLOW_PATH,
                                      init_files.TRUSTED_WORKFLOW))]

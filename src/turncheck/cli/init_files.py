@@ -61,6 +61,7 @@ jobs:
       - uses: actions/checkout@v5
         with:
           fetch-depth: 0     # so turncheck can read the base versions of your suites
+          persist-credentials: false   # no token on disk where an app target could read it
       - uses: @ACTION@
       # The browsable HTML report (turncheck report), linked from the comment.
       - uses: actions/upload-artifact@v6
@@ -87,6 +88,8 @@ jobs:
     timeout-minutes: 60
     steps:
       - uses: actions/checkout@v5
+        with:
+          persist-credentials: false
       - uses: @ACTION@
         with:
           fail-on: invalid
@@ -145,6 +148,8 @@ TRUSTED_WORKFLOW = """\
 # request's commit out into `pr/` as data (no credentials; nothing from it is
 # executed), replays its cassettes and sets the required `turncheck` check and the
 # comment. The label is removed afterwards, so every new commit needs a new approval.
+# Suites with an app target are not run here: they would run the fork's code next to
+# the write token (docs/trust-model.md, "App targets").
 # Pass no provider keys or other secrets here. Create the label once:
 #   gh label create @LABEL@
 @ACTION_NOTE@

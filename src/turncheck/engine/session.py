@@ -66,6 +66,12 @@ class SessionSettings:
     """The run's hard budgets (set by `run_suites`); None: no budget."""
     prune: bool = False
     """`record --prune`: each cassette keeps only what this run used (`Cassette.save`)."""
+    apps_refused: str | None = None
+    """Why no app target may be started in this run (each such eval errors with it); None:
+    apps start. The action sets it where the PR's code would run next to a token."""
+    isolate_apps: bool = False
+    """Run `python` targets in a child process with the app's environment, not in
+    turncheck's own (the action's, which holds a token)."""
 
     def guard(
         self, mode: Mode, label: str, suite: Suite | ProtocolSuite | None
@@ -394,10 +400,14 @@ def open_session(
     name, model = select_provider(metadata.model, provider, base_url)
     chat_provider = provider_for(name)
     if _has_targets(suite):  # the app is the other side; the model, its fallback and label
-        from turncheck.targets.provider import Targets  # aiohttp's server: only for apps
+        from turncheck.targets.provider import (  # aiohttp's server: only for apps
+            AppPolicy,
+            Targets,
+        )
 
         chat_provider = Targets(metadata.target, suite_path.parent, transport, env, merged,
-                                chat_provider, base_url)
+                                chat_provider, base_url, AppPolicy(settings.apps_refused,
+                                                                   settings.isolate_apps))
     judge_name, judge_model = select_provider(
         metadata.judge_model or metadata.model, provider, base_url
     )

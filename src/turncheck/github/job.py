@@ -12,6 +12,7 @@ from turncheck import git
 from turncheck.engine.interruption import STOP
 from turncheck.engine.session import Mode
 from turncheck.formats.budget import BudgetLimits
+from turncheck.github.app_exposure import apps_refusal
 from turncheck.github.baseline import Trust, load_artifact_baseline
 from turncheck.github.client import GitHubApi, PyGithubApi
 from turncheck.github.context import GitHubContext
@@ -81,6 +82,7 @@ class Job:
         inputs = self.inputs
         return RunOptions(mode=RUN_MODE[inputs.mode], concurrency=inputs.concurrency,
                           env=self.suite_env(), repeat=inputs.repeat,
+                          apps_refused=self.apps_refused(), isolate_apps=True,
                           budget=BudgetLimits(max_cost_usd=inputs.max_cost_usd,
                                               max_live_tokens=inputs.max_live_tokens))
 
@@ -91,6 +93,11 @@ class Job:
             return dict(self.env)
         return {name: value for name, value in self.env.items()
                 if not name.upper().startswith(RUNNER_ENV_PREFIXES)}
+
+    def apps_refused(self) -> str | None:
+        """Why the pull request's app may not start in this job (`app_exposure.py`)."""
+        roots = {self.root, self.context.workspace}
+        return apps_refusal(self.context, sorted(roots), self.env, self.inputs.github_token)
 
     def calibration_thresholds(self) -> CalibrationThresholds:
         return CalibrationThresholds(min_agreement=self.inputs.min_agreement,

@@ -31,6 +31,10 @@ class RunOptions:
     """Overrides every suite's `repeat`."""
     prune: bool = False
     """Recording drops the interactions no eval used (`record --prune`)."""
+    apps_refused: str | None = None
+    """Why no app target may start (the action's trusted run, exposed credentials)."""
+    isolate_apps: bool = False
+    """`python` targets run in a child process (the action: not next to its token)."""
 
     def settings(self, commit: str | None = None) -> RunSettings:
         """The engine's settings for a run of the files at `commit` (None: not a commit)."""
@@ -39,7 +43,8 @@ class RunOptions:
             base_url=self.base_url, variables=dict(self.variables), env=self.env,
             price_timestamp=self.price_timestamp, commit=commit,
             session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts,
-                                    prune=self.prune),
+                                    prune=self.prune, apps_refused=self.apps_refused,
+                                    isolate_apps=self.isolate_apps),
             budget=self.budget, repeat=self.repeat,
         )
 

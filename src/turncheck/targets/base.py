@@ -118,6 +118,8 @@ def reply_of(payload: Any) -> AppReply:
     if not isinstance(payload, dict):
         raise TargetError(f"the app's reply must be text or an object with text, "
                           f"not {type(payload).__name__}")
+    if isinstance(payload.get("error"), str) and "text" not in payload:
+        raise TargetError(str(payload["error"])[:2000])
     text = next((payload[k] for k in ("text", "reply", "content") if k in payload), None)
     if not isinstance(text, str):
         raise TargetError("the app's reply object has no text (expected a string under "

@@ -3,7 +3,10 @@
 The app runs in its own process group, in the suite's folder, with an environment built
 from an allow-list: the system's basics (`PATH`, `HOME`, `LANG`, ...), the suite's `env`,
 `PORT`, and the proxy's base URLs with placeholder keys. turncheck's own keys and
-secrets, and every `GITHUB_*`/`ACTIONS_*` variable, never reach it. The whole group is
+secrets, and every `GITHUB_*`/`ACTIONS_*`/`INPUT_*` variable, never reach it. Nor can the
+app read them from turncheck's process: before the first app starts, turncheck makes
+itself non-dumpable, so `/proc/<its pid>/environ` and `/mem` are closed to processes of
+the same user. The whole group is
 stopped at the end, on errors, on SIGTERM (the engine closes its sessions) and, as a
 last resort, when the interpreter exits.
 """
@@ -13,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import os
 import shlex
 import signal
 import socket
+import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from turncheck.providers.base import ProviderError
@@ -35,6 +40,55 @@ _LIVE_GROUPS: set[int] = set()
 
 class AppError(ProviderError):
     """The app could not be started, did not become ready, or died."""
+
+
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+CONTAINER_CAPABILITIES = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
+"""Docker's default capabilities (chown, dac_override, fowner, fsetid, kill, setgid,
+setuid, setpcap, net_bind_service, net_raw, sys_chroot, mknod, audit_write, setfcap): the
+most an app started by a root turncheck keeps."""
+LAST_CAPABILITY = 63
+
+
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def hide_own_environment() -> bool:
+    """Close this process's `/proc/<pid>/environ`, `/mem` and `/maps` to processes of the
+    same user (the apps it starts), which could otherwise read the keys and the token in
+    its initial environment; deleting them from `os.environ` would not remove them from
+    there. Returns whether it could (Linux only)."""
+    libc = _libc()
+    try:
+        return libc is not None and int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except AttributeError:
+        return False
+
+
+def _container_capabilities() -> Callable[[], None] | None:
+    """Run in the app's process before it starts. A root turncheck with more than a
+    container's default capabilities (CAP_SYS_PTRACE, CAP_SYS_ADMIN, ...) would hand them
+    to the app, and they open even a non-dumpable process's environment; the app and its
+    children keep at most Docker's defaults, under which `/proc/<turncheck>/environ` is
+    closed. Not root: there is nothing to drop (the calls fail harmlessly)."""
+    libc = _libc()
+    if libc is None or os.geteuid() != 0:
+        return None
+    prctl = libc.prctl
+    dropped = [c for c in range(LAST_CAPABILITY + 1) if c not in CONTAINER_CAPABILITIES]
+
+    def drop() -> None:
+        for capability in dropped:
+            prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+
+    return drop
 
 
 def free_port() -> int:
@@ -116,7 +170,8 @@ class AppProcess:
                 *argv_of(self.command, self.port), cwd=self.folder, env=self.env,
                 stdin=asyncio.subprocess.PIPE if self.stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, limit=16 * 1024 * 1024)
+                start_new_session=True, limit=16 * 1024 * 1024,
+                preexec_fn=_container_capabilities())
         except OSError as exc:
             raise AppError(f"cannot start the app ({describe(self.command)}): "
                            f"{exc.strerror or exc}") from None

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from turncheck.formats.target import DEFAULT_TURN_TIMEOUT_S, Target
@@ -46,6 +48,7 @@ from turncheck.targets.process import (
     AppProcess,
     app_environment,
     free_port,
+    hide_own_environment,
     run_setup,
     wait_ready,
 )
@@ -53,6 +56,17 @@ from turncheck.targets.proxy import RecordingProxy, TurnScope, Upstreams
 
 EXIT_WAIT_S = 1.0
 """How long a failed turn waits for the app's process to be seen exiting (a crash)."""
+FUNCTION_WORKER = "turncheck.targets.function_worker"
+
+
+@dataclass(frozen=True)
+class AppPolicy:
+    """Whether this run may start apps, and how (docs/trust-model.md, "App targets")."""
+
+    refused: str | None = None
+    """Why no app may start: every conversation with one is an error saying so."""
+    isolate: bool = False
+    """`python` targets run in a child process with the app's environment."""
 
 
 class TargetProvider:
@@ -62,15 +76,16 @@ class TargetProvider:
 
     def __init__(self, target: Target, folder: Path, cassette: Cassette | None,
                  env: Mapping[str, str], variables: Mapping[str, str],
-                 openai_base: str | None = None) -> None:
+                 openai_base: str | None = None, policy: AppPolicy = AppPolicy()) -> None:
         self.name = f"{target.kind} target"
         self.target = target
+        self.policy = policy
         self.folder = folder
         self.cassette = cassette
         self.env = env
         self.variables = dict(variables)
         self.openai_base = openai_base
-        self.kind = _kind_of(target)
+        self.kind = _kind_of(target, policy.isolate)
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
         self._started = False
@@ -157,6 +172,9 @@ class TargetProvider:
 
     async def _start(self) -> None:
         target = self.target
+        if self.policy.refused is not None:
+            raise AppError(self.policy.refused)
+        hide_own_environment()
         self.proxy = RecordingProxy(self.cassette,
                                     Upstreams.from_env(self.env, self.openai_base))
         await self.proxy.start()
@@ -176,9 +194,12 @@ class TargetProvider:
         await self.kind.start(Runtime(self.folder, env, port, proxy_urls))
 
 
-def _kind_of(target: Target) -> TargetKind:
+def _kind_of(target: Target, isolate: bool) -> TargetKind:
     if target.http is not None:
         return HttpKind(target.http, target.session)
+    if target.python is not None and isolate:
+        worker = [sys.executable, "-m", FUNCTION_WORKER, target.python]
+        return CommandKind(worker, DEFAULT_TURN_TIMEOUT_S)
     if target.python is not None:
         return FunctionKind(target.python)
     assert target.command is not None
@@ -233,14 +254,15 @@ class Targets:
 
     def __init__(self, default: Target | None, folder: Path, cassette: Cassette | None,
                  env: Mapping[str, str], variables: Mapping[str, str],
-                 model: Provider, openai_base: str | None = None) -> None:
+                 model: Provider, openai_base: str | None = None,
+                 policy: AppPolicy = AppPolicy()) -> None:
         self.name = f"{default.kind} target" if default is not None else model.name
         self._default = default
         self._model = model
         """Where conversations without a target go (an eval without one in a suite
         without one)."""
         self._made: dict[str, TargetProvider] = {}
-        self._parts = (folder, cassette, env, variables, openai_base)
+        self._parts = (folder, cassette, env, variables, openai_base, policy)
 
     def provider_for(self, target: Target | None) -> Provider:
         chosen = target or self._default
