@@ -1,6 +1,7 @@
 """A pull request that makes the app call the model twice per turn: `turncheck diff` says
 the suite's tokens and cost are the app's own model calls, shows the calls per turn on
-each side and the cost delta, in the comment and on the console (docs/targets.md)."""
+each side and the cost delta, in the comment and on the console; `turncheck run` shows
+the calls per turn (docs/targets.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ import sys
 from pathlib import Path
 
 from tests.support.action_harness import TURNCHECK
+from tests.support.engine_helpers import FAKE_KEY, write_suite
 from tests.support.git_repo import GitRepo
 from tests.support.scripted_server import ScriptedServer
-from tests.support.target_helpers import SUPPORT_APP, THREE_TURNS, memory_reply
+from tests.support.target_helpers import (
+    SUPPORT_APP,
+    THREE_TURNS,
+    http_target,
+    memory_reply,
+    upstream_env,
+)
 
 ONE_CALL = 'os.environ.get("APP_CALLS", "1")'
 SUITE = f"""\
@@ -72,3 +80,18 @@ def test_an_app_calling_the_model_twice_per_turn_shows_doubled_calls_and_their_c
     assert re.search(r"\| Model \| \$[\d.]+ \| \$[\d.]+ \| \+\$[\d.]+ \| \+[\d.]+% \|", comment)
     assert "the app's own model calls" in diffed.stdout
     assert "support-bot: app model calls: 3 → 6 (1 → 2 per turn)" in diffed.stdout
+
+
+def test_the_run_console_shows_the_apps_model_calls_per_turn(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, http_target({"APP_CALLS": "2"}) + THREE_TURNS,
+                        "bot.eval.yaml")
+    with ScriptedServer(default_reply=memory_reply) as server:
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+               "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+               **upstream_env(server.base_url), "OPENAI_API_KEY": FAKE_KEY}
+        recorded = subprocess.run([sys.executable, "-m", "turncheck", "record", str(suite)],
+                                  env=env, capture_output=True, text=True, timeout=120,
+                                  check=False)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "App model calls: support-bot: 6 in 3 turns (2 per turn)" in recorded.stdout
+    assert "the app's own model calls" in recorded.stdout

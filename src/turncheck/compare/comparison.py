@@ -100,20 +100,8 @@ def eval_side(result: EvalResult) -> EvalSide:
         paired=result.repeats.paired if result.repeats is not None else None,
         max_repeat=result.repeats.max_repeat
         if result.repeats is not None and result.repeats.adaptive else None,
-        app_model_calls=None if (counted := eval_app_calls(result)) is None else counted[0],
+        app_model_calls=None if (counted := result.app_calls()) is None else counted[0],
     )
-
-
-def eval_app_calls(result: EvalResult) -> tuple[int, int] | None:
-    """The model calls an app target made in `result`'s conversations (every sample's),
-    and the turns they were made in; None when it talked to no app."""
-    calls = turns = 0
-    conversations = [sample.turns for sample in result.samples] or [result.turns]
-    for turn in (turn for conversation in conversations for turn in conversation):
-        if turn.app_model_calls is not None:
-            calls += turn.app_model_calls
-            turns += 1
-    return (calls, turns) if turns else None
 
 
 def distribution_outcomes(turn_of_pass: Mapping[str, int]) -> list[int | None]:
@@ -379,22 +367,14 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
 def app_calls_of(base: SuiteResult | None, head: SuiteResult | None) -> AppCalls | None:
     """The model calls an app target made on each side and the turns they were made in;
     None when neither side's conversations were with an app."""
-    base_counted, head_counted = _app_calls(base), _app_calls(head)
+    base_counted = base.app_calls() if base is not None else None
+    head_counted = head.app_calls() if head is not None else None
     if base_counted is None and head_counted is None:
         return None
     base_calls, base_turns = base_counted or (None, None)
     head_calls, head_turns = head_counted or (None, None)
     return AppCalls(base_calls=base_calls, base_turns=base_turns, head_calls=head_calls,
                     head_turns=head_turns)
-
-
-def _app_calls(suite: SuiteResult | None) -> tuple[int, int] | None:
-    if suite is None:
-        return None
-    counted = [found for result in suite.evals if (found := eval_app_calls(result))]
-    if not counted:
-        return None
-    return sum(calls for calls, _ in counted), sum(turns for _, turns in counted)
 
 
 # --- cost alert -------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from turncheck.report.comparison import AppCalls, SuiteComparison
+from turncheck.report.run import SuiteResult
 
 APP_CALLS_NOTE = ("tokens and cost of app-target suites are the app's own model calls "
                   "(recorded through turncheck's proxy), plus the judge's")
@@ -22,6 +23,14 @@ def app_calls_change(calls: AppCalls) -> str:
     total = f"{_count(calls.base_calls)} → {_count(calls.head_calls)}"
     per_turn = f"{_per_turn(calls.base_per_turn)} → {_per_turn(calls.head_per_turn)}"
     return f"app model calls: {total} ({per_turn} per turn)"
+
+
+def run_app_calls_lines(suites: Sequence[SuiteResult]) -> list[str]:
+    """The run's console: each app-target suite's model calls, and what its spend is."""
+    counted = [(suite.name, found) for suite in suites if (found := suite.app_calls())]
+    lines = [f"App model calls: {name}: {calls:,} in {turns:,} turns "
+             f"({_per_turn(calls / turns)} per turn)" for name, (calls, turns) in counted]
+    return [*lines, f"Note: {APP_CALLS_NOTE}"] if lines else []
 
 
 def _count(calls: int | None) -> str:
