@@ -46,7 +46,7 @@ from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
-    import httpx
+    from turncheck.providers.aiohttp_transport import AiohttpSession
 
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -137,7 +137,7 @@ class RecordingProxy:
         self._cassette = cassette
         self._upstreams = upstreams
         self._runner: web.AppRunner | None = None
-        self._live: httpx.AsyncBaseTransport | None = None
+        self._live: AiohttpSession | None = None
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -252,30 +252,17 @@ class RecordingProxy:
         return await self._send(request.method, url, headers, body)
 
     async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes) -> Reply:
-        import httpx  # recording and live runs only: replay loads no httpx
-
-        transport = self._transport()
-        outgoing = httpx.Request(method, url, headers=headers, content=body,
-                                 extensions={"timeout": dict.fromkeys(
-                                     ("connect", "read", "write", "pool"),
-                                     UPSTREAM_TIMEOUT_S)})
-        response = await transport.handle_async_request(outgoing)
-        try:
-            await response.aread()
-        finally:
-            await response.aclose()
-        return Reply.of(response)
-
-    def _transport(self) -> httpx.AsyncBaseTransport:
+        # Recording and live runs only: replay loads none of this (nor httpx).
+        from turncheck.providers.aiohttp_transport import AiohttpSession, client_timeout
         from turncheck.providers.cassette_transport import CassetteTransport
 
         if isinstance(self._cassette, CassetteTransport):
-            return self._cassette
+            return await self._cassette.reply_to(method, url, headers, body,
+                                                 UPSTREAM_TIMEOUT_S)
         if self._live is None:
-            from turncheck.providers.aiohttp_transport import AiohttpTransport
-
-            self._live = AiohttpTransport(max_connections=64)
-        return self._live
+            self._live = AiohttpSession(max_connections=64)
+        return await self._live.request(method, url, headers, body,
+                                        client_timeout(UPSTREAM_TIMEOUT_S))
 
     def _count(self, scope: TurnScope | None, api: Api, rest: str, body: bytes,
                reply: Reply) -> None:
