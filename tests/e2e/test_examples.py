@@ -1,11 +1,14 @@
 """The committed examples, replayed from their cassettes, show what turncheck does.
 
 `turncheck run examples/` is the first thing a new user runs. Its recorded answers
-come from the shipped local model (tools/serve_local_model.py), and the examples are
-written so that the one run shows every kind of outcome: evals passing on turn 1,
-passing only after a follow-up, failing after every follow-up, an `or` group, a
-semantic check, judge verdicts, scored protocol cases and graders that agree with
-some of their labels. No recorded answer is an echo of its prompt.
+come from the shipped local model (tools/serve_local_model.py), or from a scripted
+server where that model cannot call tools (the weather assistant and the two app
+examples), and the examples are written so that the one run shows every kind of
+outcome: evals passing on turn 1, passing only after a follow-up, failing after every
+follow-up, an `or` group, a semantic check, judge verdicts, scored protocol cases,
+graders that agree with some of their labels, and apps as targets (an HTTP server and
+a Python function, each calling the model itself). No recorded answer is an echo of
+its prompt.
 """
 
 from __future__ import annotations
@@ -90,6 +93,32 @@ def test_or_semantic_and_judge_checks_give_verdicts(report: Json) -> None:
         assert all(c["error"] is None for c in by_type[kind]), by_type[kind]
     assert any("similarity" in c["detail"] for c in by_type["semantic"])
     assert any(c["depth"] > 0 for c in checks(report)), "no `or` group in the examples"
+
+
+def suite_named(report: Json, name: str) -> Json:
+    return next(s for s in report["suites"] if s["name"] == name)
+
+
+def test_the_support_bot_app_runs_its_tool_and_remembers_the_conversation(report: Json) -> None:
+    # examples/support-bot: started by turncheck, its own model calls replayed by the proxy.
+    bot = suite_named(report, "support-bot")
+    outcomes = {e["name"]: (e["status"], e["passed_on_turn"]) for e in bot["evals"]}
+    assert outcomes == {"order status": ("pass", 1), "unknown order": ("pass", 1),
+                        "remembers the customer": ("pass", 3)}
+    [order] = eval_named(report, "order status")["turns"]
+    assert order["tool_calls"][0]["name"] == "lookup_order"
+    assert order["app_model_calls"] == 2  # the tool call, then the answer from its result
+    # Only the newest message is sent (stateful): the last answer comes from the app's memory.
+    memory = eval_named(report, "remembers the customer")["turns"]
+    assert memory[2]["response"] == "You are Ada, and we talked about your order A1002."
+    assert bot["cost_usd"] > 0  # the app's own calls, priced as gpt-4o-mini
+
+
+def test_the_python_function_target_is_called_with_the_conversation(report: Json) -> None:
+    faq = suite_named(report, "faq-bot")
+    assert [(e["status"], e["passed_on_turn"]) for e in faq["evals"]] == [("pass", 1), ("pass", 2)]
+    assert all(t["app_model_calls"] == 1 and t["usage"]["input_tokens"] > 0
+               for e in faq["evals"] for t in e["turns"])
 
 
 def test_every_protocol_case_is_scored(report: Json) -> None:

@@ -388,7 +388,7 @@ def test_calibrate_command_prints_rows_writes_json_and_exits_by_min_agreement(
                  "--min-agreement", "80"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "Agreement 80% (4 of 5) · mean distance 0.40 · 0 error(s)" in out
+    assert "Agreement 80% (4 of 5) · mean distance 0.40 · 0 errors" in out
     assert "🟡 off" in out and "✅ agree" in out
     saved = json.loads(report_path.read_text(encoding="utf-8"))
     assert saved["calibrations"][0]["agreement_percent"] == 80.0
@@ -406,7 +406,7 @@ def test_calibrate_exits_1_on_error_rows_and_2_on_usage_errors(
 ) -> None:
     path = write(tmp_path, graded_text("http://127.0.0.1:9/v1"))
     assert main(["calibrate", str(path)]) == 1
-    assert "could not score 5 sample(s)" in capsys.readouterr().err
+    assert "could not score 5 samples" in capsys.readouterr().err
     assert main(["calibrate", str(path), "--min-agreement", "150"]) == 2
     assert main(["calibrate", str(tmp_path / "nothing-here")]) == 2
     # Nothing to grade is not a usage error: the same exit code as run and validate.
@@ -432,7 +432,7 @@ def test_run_grades_sample_files_into_the_same_report(
     code = main(["run", str(tmp_path), "--mode", "live", "--json", str(report_path)])
     out, err = capsys.readouterr()
     assert code == 1  # the error row
-    assert "could not score 1 sample(s)" in err
+    assert "could not score 1 sample" in err
     assert "60%" in out
     assert json.loads(report_path.read_text())["calibrations"][0]["agreed"] == 3
 
@@ -521,7 +521,7 @@ def test_renamed_and_new_sample_files_pair_by_path() -> None:
 @pytest.mark.parametrize(
     ("thresholds", "reasons"),
     [
-        (CalibrationThresholds(), ["the grader could not score 1 sample(s)"]),
+        (CalibrationThresholds(), ["the grader could not score 1 sample"]),
         (CalibrationThresholds(min_agreement=60), ["could not score"]),
         (CalibrationThresholds(min_agreement=61),
          ["could not score", "60% is below the minimum 61%"]),
@@ -621,7 +621,7 @@ def test_compare_command_fails_on_calibration(
     head.write_text(report_of(file_result("x.samples.toml", HEAD_ROWS)).model_dump_json())
     assert main(["compare", str(base), str(head)]) == 0
     out = capsys.readouterr().out
-    assert "calibration x.samples.toml: agreement 100% → 60%, 2 sample(s) flipped" in out
+    assert "calibration x.samples.toml: agreement 100% → 60%, 2 samples flipped" in out
     assert "  b: agree → disagree (label 1, score 1 → -1)" in out
     code = main(["compare", str(base), str(head), "--fail-on", "calibration",
                  "--max-agreement-drop", "10"])

@@ -96,7 +96,7 @@ def test_validate_examples_is_clean() -> None:
     done = turncheck("validate", "examples/")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == ""
-    assert re.search(r"\b0 error\(s\)", done.stderr), done.stderr
+    assert re.search(r"\b0 errors\b", done.stderr), done.stderr
 
     as_json = json.loads(turncheck("validate", "--format", "json", "examples/").stdout)
     assert as_json["errors"] == 0
@@ -131,7 +131,7 @@ def test_validate_invalid_fixtures_lists_every_problem_compiler_style() -> None:
     assert any(f.endswith(".samples.toml") for f in files_in_output)
     summary = done.stderr.strip().splitlines()[-1]
     errors = sum(1 for line in lines if ": error: " in line)
-    assert f"{len(fixture_files())} file(s) checked, {errors} error(s)" in summary
+    assert f"{len(fixture_files())} files checked, {errors} errors" in summary
 
 
 def test_validate_json_has_exactly_the_documented_shape() -> None:

@@ -104,11 +104,11 @@ def test_init_finds_vibecheck_style_suites_and_sets_the_globs(tmp_path: Path) ->
     (repo / "mixed" / "settings.yaml").write_text("retries: 3\n")  # not a suite
     before = turncheck(repo, "validate")
     assert "nothing to do" in before.stderr  # the default globs miss them all
-    assert "3 vibecheck-style suite(s) such as examples/geo.yaml are not matched: run " \
+    assert "3 vibecheck-style suites such as examples/geo.yaml are not matched: run " \
         "`turncheck init`" in before.stderr
 
     done = turncheck(repo, "init")
-    assert "Found 3 vibecheck-style suite(s)" in done.stdout
+    assert "Found 3 vibecheck-style suites" in done.stdout
     assert not (repo / "evals").exists()  # no starter suite beside real ones
     config = (repo / "turncheck.toml").read_text()
     assert '"examples/*.yaml"' in config and '"mixed/tone.yml"' in config

@@ -34,15 +34,15 @@ def test_validate_says_which_suites_the_globs_missed_when_one_file_matched(
     mixed_directory(tmp_path)
     done = turncheck(tmp_path, "validate", "suites")
     assert done.returncode == 0
-    assert "ok: 1 file(s) checked" in done.stderr
-    assert "turncheck: warning: 2 vibecheck-style suite(s) such as suites/geo.yaml are " \
+    assert "ok: 1 file checked" in done.stderr
+    assert "turncheck: warning: 2 vibecheck-style suites such as suites/geo.yaml are " \
         "not matched: run `turncheck init` or set suite-globs in turncheck.toml" in done.stderr
 
 
 def test_a_file_excluded_on_purpose_is_not_reported_as_missed(tmp_path: Path) -> None:
     mixed_directory(tmp_path)
     done = turncheck(tmp_path, "validate", "suites", "--exclude-glob", "geo.yaml")
-    assert "2 vibecheck-style" not in done.stderr and "1 vibecheck-style suite(s) such as " \
+    assert "2 vibecheck-style" not in done.stderr and "1 vibecheck-style suite such as " \
         "suites/math.yaml" in done.stderr, done.stderr
     quiet = turncheck(tmp_path, "validate", "suites", "--exclude-glob", "math.yaml",
                       "--exclude-glob", "geo.yaml")
@@ -53,5 +53,5 @@ def test_matched_vibecheck_suites_give_no_hint(tmp_path: Path) -> None:
     mixed_directory(tmp_path)
     done = turncheck(tmp_path, "validate", "suites", "--suite-glob", "*.eval.yaml",
                      "--suite-glob", "math.yaml", "--suite-glob", "geo.yaml")
-    assert "ok: 3 file(s) checked" in done.stderr
+    assert "ok: 3 files checked" in done.stderr
     assert "vibecheck-style" not in done.stderr

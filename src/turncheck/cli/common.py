@@ -26,6 +26,7 @@ from turncheck.formats.files import read_bytes_bounded, refusal_reason, write_te
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.vibecheck import missed_suites
 from turncheck.github.workflow import StopCommands
+from turncheck.text.counts import counted
 from turncheck.text.lines import one_line as one_line  # also for diff_cmd
 
 if TYPE_CHECKING:
@@ -273,7 +274,8 @@ def vibecheck_hint(paths: Iterable[str], globs: Globs) -> str:
               for found in missed_suites(Path(p), globs)]
     if not missed:
         return ""
-    return (f"; {len(missed)} vibecheck-style suite(s) such as {missed[0]} are not matched: "
+    return (f"; {counted(len(missed), 'vibecheck-style suite')} such as {missed[0]} "
+            f"{'is' if len(missed) == 1 else 'are'} not matched: "
             "run `turncheck init` or set suite-globs in turncheck.toml")
 
 

@@ -33,6 +33,7 @@ from turncheck.formats.discovery import (
 )
 from turncheck.formats.validation import validate_files
 from turncheck.formats.vibecheck import globs_for, missed_suites
+from turncheck.text.counts import counted
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -210,8 +211,9 @@ def print_left_out(left_out: list[LeftOut], config: str | None) -> None:
              "kept": f"add them to exclude-globs in {init_files.CONFIG_PATH} (kept as it was; "
                      "--force replaces it)"}.get(
         config, f"{init_files.CONFIG_PATH}'s exclude-globs leave them out")
-    print(f"\n{len(left_out)} file(s) do not validate (test fixtures?) and would fail the "
-          f"default-branch job on every push; {where}:")
+    verb = "does" if len(left_out) == 1 else "do"
+    print(f"\n{counted(len(left_out), 'file')} {verb} not validate (test fixtures?) and would "
+          f"fail the default-branch job on every push; {where}:")
     for item in left_out[:LEFT_OUT_LISTED]:
         print(f"  {one_line(item.path)}: {item.reason}")
     if len(left_out) > LEFT_OUT_LISTED:
@@ -286,9 +288,9 @@ def print_next_steps(root: Path, files: list[Planned], detected: list[str],
     kept = [f.path for f in files
             if (root / f.path).read_text(encoding="utf-8", errors="replace") != f.content]
     if kept:
-        print(f"\nKept {len(kept)} existing file(s) that differ; --force overwrites them.")
+        print(f"\nKept {counted(len(kept), 'existing file')} that differ; --force overwrites them.")
     if detected:
-        print(f"\nFound {len(detected)} vibecheck-style suite(s); turncheck.toml's "
+        print(f"\nFound {counted(len(detected), 'vibecheck-style suite')}; turncheck.toml's "
               "suite-globs find them.")
     starter = any(f.path == init_files.STARTER_PATH for f in files)
     suites, key = ("evals/", "OPENAI_API_KEY") if starter else (

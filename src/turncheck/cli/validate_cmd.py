@@ -17,6 +17,7 @@ from turncheck.cli.common import (
 from turncheck.diagnostics import Diagnostic, Severity
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.github.workflow import annotation_command
+from turncheck.text.counts import counted
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,6 +84,7 @@ def print_text(result: ValidationResult) -> None:
     errors, warnings = result.count(Severity.ERROR), result.count(Severity.WARNING)
     verdict = "ok" if not errors else "invalid"
     print(
-        f"{verdict}: {result.files} file(s) checked, {errors} error(s), {warnings} warning(s)",
+        f"{verdict}: {counted(result.files, 'file')} checked, {counted(errors, 'error')}, "
+        f"{counted(warnings, 'warning')}",
         file=sys.stderr,
     )

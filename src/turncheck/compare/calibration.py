@@ -33,6 +33,7 @@ from turncheck.report.calibration_comparison import (
     KappaComparison,
 )
 from turncheck.stats.agreement import LOWER_LEVEL, bootstrap_difference, swap_test_lower
+from turncheck.text.counts import counted
 
 _TOLERANCE = 1e-9
 
@@ -146,7 +147,8 @@ def calibration_reasons(
         if head is None:
             continue
         if head.errors:
-            reasons.append(f"{item.path}: the grader could not score {head.errors} sample(s)")
+            reasons.append(f"{item.path}: the grader could not score "
+                           f"{counted(head.errors, 'sample')}")
         minimum = thresholds.min_agreement
         minimum = head.min_agreement if minimum is None else minimum
         agreement = head.agreement_percent

@@ -47,6 +47,7 @@ from turncheck.report.calibration import (
 )
 from turncheck.report.run import Usage
 from turncheck.stats.agreement import bootstrap_interval, cohen_kappa, confusion, within_one
+from turncheck.text.counts import counted
 from turncheck.text.environment import sandboxed_environment
 
 if TYPE_CHECKING:
@@ -302,7 +303,8 @@ def calibration_problems(
     problems = []
     for result in results:
         if result.errors:
-            problems.append(f"{result.path}: the grader could not score {result.errors} sample(s)")
+            problems.append(f"{result.path}: the grader could not score "
+                            f"{counted(result.errors, 'sample')}")
         minimum = result.min_agreement if min_agreement is None else min_agreement
         agreement = result.agreement_percent
         if minimum is not None and agreement is not None and is_below(agreement, minimum):

@@ -27,6 +27,7 @@ from turncheck.report.calibration import (
 )
 from turncheck.report.results import add_costs
 from turncheck.report.spend import Spent, Usage
+from turncheck.text.counts import counted
 from turncheck.text.lines import one_line, terminal_safe
 from turncheck.text.money import score_text
 
@@ -71,12 +72,12 @@ def file_footer(result: CalibrationFileResult) -> str:
         f"Agreement {percent_text(result.agreement_percent)} "
         f"({result.agreed} of {len(result.samples)})",
         f"mean distance {distance(result.mean_distance)}",
-        f"{result.errors} error(s)",
+        counted(result.errors, "error"),
     ]
     if result.min_agreement is not None:
         parts.append(f"minimum {percent_text(result.min_agreement)}")
     if result.skipped_samples:
-        parts.append(f"{result.skipped_samples} invalid sample(s) skipped")
+        parts.append(f"{counted(result.skipped_samples, 'invalid sample')} skipped")
     return " · ".join(parts)
 
 
@@ -97,7 +98,7 @@ def error_lines(rows: Sequence[SampleGrade]) -> Iterable[str]:
     for row in errors[:MAX_ERRORS_SHOWN]:
         yield terminal_safe(f"  💥 {row.id}: {row.error}".replace("\n", " "))
     if len(errors) > MAX_ERRORS_SHOWN:
-        yield f"  … and {len(errors) - MAX_ERRORS_SHOWN} more error(s)"
+        yield f"  … and {counted(len(errors) - MAX_ERRORS_SHOWN, 'more error')}"
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ def calibration_comparison_lines(items: Sequence[CalibrationComparison]) -> list
         kappa = "" if item.kappa is None else (
             f", weighted κ {kappa_change(item.kappa)} ({kappa_verdict(item.kappa)})")
         lines.append(terminal_safe(f"calibration {item.path}: agreement {change}{kappa}, "
-                                   f"{len(item.flipped)} sample(s) flipped"))
+                                   f"{counted(len(item.flipped), 'sample')} flipped"))
         lines += [
             terminal_safe(f"  {row.id}: {row.base_verdict.value} → {row.head_verdict.value} "
                           f"(label {row.label}, score {row.base_score} → {row.head_score})")

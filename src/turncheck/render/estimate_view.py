@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from turncheck.render.table_model import Table
 from turncheck.report.estimate import Estimate, Figures, SuiteEstimate
+from turncheck.text.counts import counted
 from turncheck.text.lines import terminal_safe
 from turncheck.text.markdown import md_cell, md_text
 from turncheck.text.money import usd
@@ -21,7 +22,7 @@ def _notes(suite: SuiteEstimate) -> str:
     if suite.expected_source == "guess":
         notes.append("expected: guessed (no history)")
     elif suite.evals_from_history < suite.evals:
-        notes.append(f"expected: {suite.evals - suite.evals_from_history} eval(s) guessed")
+        notes.append(f"expected: {counted(suite.evals - suite.evals_from_history, 'eval')} guessed")
     if not suite.tokens_exact:
         notes.append("input tokens estimated (bound)")
     if suite.max_output_tokens_default:

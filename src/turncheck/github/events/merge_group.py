@@ -11,6 +11,7 @@ from turncheck.github.shards import merged_flow
 from turncheck.github.two_commits import compare_flow, refuse_base_checkout
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits
+from turncheck.text.counts import counted
 
 
 def merge_group_flow(job: Job) -> int:
@@ -23,8 +24,8 @@ def merge_group_flow(job: Job) -> int:
     refuse_base_checkout(job, base_sha, group.head_sha)
     changes = merge_group_changes(job, base_sha, group.head_sha)
     log(f"merge group {group.head_sha[:12]} onto {group.base_branch or base_sha[:12]}: "
-        f"{len(changes.head_suites)} changed suite(s) at head, {len(changes.base_suites)} at "
-        f"base, {len(changes.samples)} sample file(s)")
+        f"{counted(len(changes.head_suites), 'changed suite')} at head, "
+        f"{len(changes.base_suites)} at base, {counted(len(changes.samples), 'sample file')}")
     return compare_flow(job, Commits(base=base_sha, head=group.head_sha), changes, None)
 
 

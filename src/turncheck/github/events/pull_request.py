@@ -15,6 +15,7 @@ from turncheck.github.two_commits import compare_flow, refuse_base_checkout
 from turncheck.github.workflow import escape_data
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits
+from turncheck.text.counts import counted
 
 
 def pull_request_flow(job: Job) -> int:
@@ -39,8 +40,8 @@ def pull_request_flow(job: Job) -> int:
     if job.inputs.mode == "estimate":
         return estimate_flow(job, pr.number, changes.head_suites, pr.head_sha, base_sha,
                              changes.samples)
-    log(f"PR #{pr.number}: {len(changes.head_suites)} changed suite(s) at head, "
-        f"{len(changes.base_suites)} at base, {len(changes.samples)} sample file(s)")
+    log(f"PR #{pr.number}: {counted(len(changes.head_suites), 'changed suite')} at head, "
+        f"{len(changes.base_suites)} at base, {counted(len(changes.samples), 'sample file')}")
     return compare_flow(job, Commits(base=base_sha, head=pr.head_sha), changes, pr.number,
                         provenance)
 
