@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.scripted_server import Json, _content_text, conversation_of
+from turncheck.targets.process import group_member_runs
 
 APPS = Path(__file__).resolve().parent / "target_apps"
 SUPPORT_APP = APPS / "support_app.py"
@@ -70,13 +71,14 @@ def upstream_env(base_url: str) -> dict[str, str]:
 
 
 def group_alive(pid_file: Path) -> bool:
-    """Whether any process of the group the app recorded in `pid_file` still runs."""
+    """Whether any process of the group the app recorded in `pid_file` still runs (a
+    zombie waiting for init to reap it does not run)."""
     group = int(pid_file.read_text())
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
         return False
-    return True
+    return group_member_runs(group)
 
 
 def comparable(report: Any) -> list[tuple[Any, ...]]:

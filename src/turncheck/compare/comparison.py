@@ -38,6 +38,7 @@ from turncheck.compare.rows import (
     verdict_fields,
 )
 from turncheck.report.comparison import (
+    AppCalls,
     Comparison,
     CostAlert,
     CostThresholds,
@@ -99,6 +100,7 @@ def eval_side(result: EvalResult) -> EvalSide:
         paired=result.repeats.paired if result.repeats is not None else None,
         max_repeat=result.repeats.max_repeat
         if result.repeats is not None and result.repeats.adaptive else None,
+        app_model_calls=None if (counted := result.app_calls()) is None else counted[0],
     )
 
 
@@ -358,7 +360,21 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
         deleted_in_pr=deleted_in_pr and head is None, evals=evals,
         totals=Summary(base=base_spend, head=head_spend,
                        delta=spend_delta(base_spend, head_spend), counts=count(evals)),
+        app_calls=app_calls_of(base, head),
     )
+
+
+def app_calls_of(base: SuiteResult | None, head: SuiteResult | None) -> AppCalls | None:
+    """The model calls an app target made on each side and the turns they were made in;
+    None when neither side's conversations were with an app."""
+    base_counted = base.app_calls() if base is not None else None
+    head_counted = head.app_calls() if head is not None else None
+    if base_counted is None and head_counted is None:
+        return None
+    base_calls, base_turns = base_counted or (None, None)
+    head_calls, head_turns = head_counted or (None, None)
+    return AppCalls(base_calls=base_calls, base_turns=base_turns, head_calls=head_calls,
+                    head_turns=head_turns)
 
 
 # --- cost alert -------------------------------------------------------------------

@@ -162,6 +162,10 @@ class Target(_Strict):
         '{from: "header:NAME" | "json:PATH"} (the app\'s first reply holds it).')
     stateful: StrictBool = Field(
         default=False, description="Send only the newest user message (the app keeps history).")
+    forwards_header: StrictBool = Field(
+        default=False, description="The app copies the X-Turncheck-Turn header of each "
+        "turn's request onto the model calls it makes for that turn: turns then run "
+        "concurrently (http targets).")
 
     @field_validator("session", mode="wrap")
     @classmethod
@@ -191,6 +195,9 @@ class Target(_Strict):
             raise ValueError(f"a target needs exactly one of http, python or command ({found})")
         if self.ready is not None and self.start is None and not self.ready.startswith("http"):
             raise ValueError("ready as a path needs start (the app's port); give a full URL")
+        if self.forwards_header and self.http is None:
+            raise ValueError("forwards_header needs an http target (the header comes with "
+                             "each turn's request)")
         if self.http is not None and self.http.path is not None and self.start is None:
             raise ValueError("http.path needs start (turncheck starts the app on a port it "
                              "picks); give http.url for an app turncheck does not start")

@@ -167,6 +167,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def __init__(self, max_connections: int, ssl_context: ssl.SSLContext | None = None) -> None:
         self._session = AiohttpSession(max_connections, ssl_context)
 
+    @property
+    def session(self) -> AiohttpSession:
+        """The session itself, for callers that need no httpx objects."""
+        return self._session
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
             reply = await self._session.request(

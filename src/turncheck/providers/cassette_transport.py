@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import httpx
 
-from turncheck.providers.aiohttp_transport import AiohttpTransport
+from turncheck.providers.aiohttp_transport import AiohttpTransport, client_timeout
 from turncheck.providers.base import (
     MISSING_KEY_EXTENSION,
     NETWORK_GATE,
@@ -34,6 +34,7 @@ from turncheck.providers.cassettes import (
     problem_of,
 )
 from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.reply import Reply
 from turncheck.providers.secrets import SecretBinder
 
 # Not stored, to keep cassettes small and quick to load: request headers that
@@ -101,6 +102,70 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
                 gate()  # may refuse the request (a budget): raises before anything is sent
             return await self._record(request, key, stored_body)
 
+    async def reply_to(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
+                       timeout_s: float) -> Reply:
+        """`handle_async_request` without httpx's request and response objects (the
+        recording proxy's way): the same key, answer, recording and scrubbing."""
+        if self.load_error is not None:
+            raise CassetteFormatError(self.load_error)
+        if self.mode == "replay":
+            return self.replay_reply(method, url, body, None)
+        if self._inner is not None and not isinstance(self._inner, AiohttpTransport):
+            return await self._reply_through_httpx(method, url, headers, body, timeout_s)
+        key, stored_body, _ = self._key_of(method, url, body)
+        try:
+            async with self._locks.setdefault(key, asyncio.Lock()):
+                hit = self._usable_hit(key, None)
+                if hit is None:
+                    await self._claim()
+                    hit = self._usable_hit(key, None)
+                if hit is not None:
+                    self._unanswered.discard(key)
+                    return hit.to_reply()
+                gate = NETWORK_GATE.get()
+                if gate is not None:
+                    gate()
+                return await self._record_reply(key, url, headers, body, stored_body,
+                                                timeout_s)
+        except BaseException:
+            self._unanswered.add(key)
+            raise
+
+    async def _reply_through_httpx(self, method: str, url: str, headers: Mapping[str, str],
+                                   body: bytes, timeout_s: float) -> Reply:
+        outgoing = httpx.Request(method, url, headers=headers, content=body, extensions={
+            "timeout": dict.fromkeys(("connect", "read", "write", "pool"), timeout_s)})
+        response = await self.handle_async_request(outgoing)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return Reply.of(response)
+
+    async def _record_reply(self, key: Key, url: str, headers: Mapping[str, str],
+                            body: bytes, stored_body: bytes, timeout_s: float) -> Reply:
+        if self._inner is None:
+            self._inner = AiohttpTransport(max_connections=64)
+        assert isinstance(self._inner, AiohttpTransport)
+        sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
+            else (headers, body)
+        started = time.perf_counter()
+        reply = await self._inner.session.request(key[0], url, sent_headers, sent_body,
+                                                  client_timeout(timeout_s))
+        latency_ms = (time.perf_counter() - started) * 1000
+        response_headers = [(n.lower(), v) for n, v in reply.headers.items()]
+        request_headers = [(n.lower(), v) for n, v in headers.items()]
+        interaction = self._interaction(key, stored_body, request_headers, reply.status_code,
+                                        reply.reason_phrase, response_headers, reply.content,
+                                        latency_ms)
+        if _worth(reply.status_code, reply.headers.get("content-type", ""), reply.content):
+            self._keep(interaction)
+            self._unanswered.discard(key)
+        else:
+            self._unanswered.add(key)
+        fresh = interaction.to_reply()
+        return Reply(fresh.status_code, fresh.reason_phrase, fresh.headers, fresh.content)
+
     async def close(self) -> None:
         await super().close()
         if self._inner is not None:
@@ -135,19 +200,19 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         content: bytes,
         latency_ms: float,
     ) -> Interaction:
+        return self._interaction(key, stored_body, request.headers.multi_items(),
+                                 response.status_code, response.reason_phrase,
+                                 response.headers.multi_items(), content, latency_ms)
+
+    def _interaction(self, key: Key, stored_body: bytes, sent_headers: Iterable[tuple[str, str]],
+                     status: int, reason: str, answer_headers: Iterable[tuple[str, str]],
+                     content: bytes, latency_ms: float) -> Interaction:
         scrub = self._scrubber
         _, body = scrub.body(content)
-        kept = [
-            (n, v)
-            for n, v in response.headers.multi_items()
-            if n.lower() in _STORED_RESPONSE_HEADERS
-        ]
+        kept = [(n, v) for n, v in answer_headers if n.lower() in _STORED_RESPONSE_HEADERS]
         response_headers = [*scrub.headers(kept), (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}")]
-        request_headers = [
-            (n, v)
-            for n, v in request.headers.multi_items()
-            if n.lower() not in _UNSTORED_REQUEST_HEADERS
-        ]
+        request_headers = [(n, v) for n, v in sent_headers
+                           if n.lower() not in _UNSTORED_REQUEST_HEADERS]
         if key[3]:
             request_headers.append((SAMPLE_HEADER, str(key[3])))
         return Interaction(
@@ -156,8 +221,8 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
             uri=key[1],
             request_body=stored_body,
             request_headers=scrub.headers(request_headers),
-            status=response.status_code,
-            reason=response.reason_phrase,
+            status=status,
+            reason=reason,
             response_headers=response_headers,
             response_body=body,
         )
@@ -184,10 +249,14 @@ def _bound(binder: SecretBinder, request: httpx.Request) -> httpx.Request:
 
 
 def _worth_recording(response: httpx.Response, content: bytes) -> bool:
+    return _worth(response.status_code, response.headers.get("content-type", ""), content)
+
+
+def _worth(status: int, content_type: str, content: bytes) -> bool:
     """2xx with a usable body: not malformed JSON, and not an error object sent with 200."""
-    if not 200 <= response.status_code < 300:
+    if not 200 <= status < 300:
         return False
-    if "json" not in response.headers.get("content-type", ""):
+    if "json" not in content_type:
         return True
     try:
         payload = loads_bounded(content)

@@ -303,7 +303,13 @@ class Cassette:
         self._max_bytes = max_bytes
         self._stored_bytes = 0
         """The size the saved file will have, estimated: what was loaded plus the YAML
-        of each interaction recorded since (kept under `max_bytes`, what replay reads)."""
+        of each interaction recorded since whose YAML was measured (kept under
+        `max_bytes`, what replay reads)."""
+        self._unmeasured: list[Interaction] = []
+        """Interactions recorded since, counted by `_yaml_size_bound` only: serialising
+        each one to YAML to measure it cost more than the rest of a proxied call, so it is
+        done only when the bounds say the cap may be near."""
+        self._unmeasured_bound = 0
         self._recorder_lock = RecorderLock(self.path)
         self._claiming = asyncio.Lock()
         self._loaded_signature: tuple[int, int, int] | None = None
@@ -493,6 +499,13 @@ class Cassette:
                 f"not recorded: {self.path} already holds {MAX_INTERACTIONS:,} interactions, "
                 "the most a cassette may hold; split the suite"
             )
+        bound = _yaml_size_bound(interaction)
+        if self._stored_bytes + self._unmeasured_bound + bound <= self._max_bytes:
+            self._unmeasured.append(interaction)
+            self._unmeasured_bound += bound
+            self._remember_new(interaction)
+            return
+        self._measure_unmeasured()
         size = _yaml_size(interaction)
         if self._stored_bytes + size > self._max_bytes:
             raise ProviderError(
@@ -501,9 +514,18 @@ class Cassette:
                 f"{self._stored_bytes + size:,} bytes); split the suite or shorten the answers"
             )
         self._stored_bytes += size
+        self._remember_new(interaction)
+
+    def _remember_new(self, interaction: Interaction) -> None:
         self._add(interaction)
         self._used.add(id(interaction))
         self._new_count += 1
+
+    def _measure_unmeasured(self) -> None:
+        """Replace the bounds of the interactions recorded so far by their YAML sizes
+        (each one is measured once)."""
+        self._stored_bytes += sum(_yaml_size(i) for i in self._unmeasured)
+        self._unmeasured, self._unmeasured_bound = [], 0
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -535,6 +557,51 @@ _EMPTY_CASSETTE_BYTES = len(_serialized([]).encode("utf-8"))
 def _yaml_size(interaction: Interaction) -> int:
     """The bytes `interaction` adds to the saved cassette."""
     return len(_serialized([interaction]).encode("utf-8")) - _EMPTY_CASSETTE_BYTES + 16
+
+
+_CONTROL_BYTES = bytes([*range(0x20), 0x7F])
+_QUOTES = b"\"'\\"
+_ASCII = bytes(range(0x80))
+_INTERACTION_FRAME_BOUND = 512
+"""More than the YAML of an interaction around its strings (keys, indentation, status)."""
+
+
+def _yaml_size_bound(interaction: Interaction) -> int:
+    """A cheap upper bound of `_yaml_size(interaction)`, from byte counts alone.
+
+    The YAML writer (PyYAML, ASCII only) writes a string plain, single- or double-quoted:
+    a quote or backslash takes at most two characters, a control character at most
+    twelve (a line break in single quotes is two, then the indentation), a non-ASCII
+    character at most ten for its two to four UTF-8 bytes (`\\U0001F600`), bytes that are
+    not UTF-8 go as base64 (4/3, with line breaks); folding adds at most a line break,
+    an indentation (at most 10) and two backslashes per 35 characters written (two lines
+    together are at least 70 wide).
+    """
+    parts: list[str | bytes] = [interaction.method, interaction.uri, interaction.reason,
+                                interaction.request_body, interaction.response_body]
+    for name, value in (*interaction.request_headers, *interaction.response_headers):
+        parts += (name, value)
+    return _INTERACTION_FRAME_BOUND + sum(_string_bound(part) for part in parts)
+
+
+def _string_bound(text: str | bytes) -> int:
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    size = len(raw)
+    escaped = 11 * (size - len(raw.translate(None, _CONTROL_BYTES)))
+    quoted = size - len(raw.translate(None, _QUOTES))
+    non_ascii = size - len(raw.translate(None, _ASCII))
+    if non_ascii and isinstance(text, bytes) and not _is_utf8(text):
+        return 64 + 2 * size  # base64
+    written = size + escaped + quoted + 2 * non_ascii
+    return 16 + written + written * 2 // 5
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from turncheck.compare.policy import FailOn
 from turncheck.diagnostics import Diagnostic
+from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.comment_transcript import transcripts
@@ -237,6 +238,9 @@ def _cost_reason(item: EvalComparison) -> str:
         more = "more" if head.turns > base.turns else "fewer"
         turns = f"{head.turns} turn{'' if head.turns == 1 else 's'}"
         parts.append(f"{turns} instead of {base.turns} ({more} follow-ups fire)")
+    if head.app_model_calls != base.app_model_calls and head.app_model_calls is not None:
+        parts.append(f"the app made {head.app_model_calls} model calls instead of "
+                     f"{base.app_model_calls or 0}")
     if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
         parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
     return "; ".join(parts) or "longer or shorter answers"
@@ -368,6 +372,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         budget=budget_lines(context.head), budget_stopped=context.head.budget_stopped,
         cost=_cost_rows(comparison) if detail > FRAME else [],
         cost_sources=_cost_sources(comparison) if detail > BRIEF else [],
+        app_calls=app_call_suites(comparison.suites), app_calls_note=APP_CALLS_NOTE,
         reasons=[{"suite": s, "why": "; ".join(w)} for s, w in sorted(context.reasons.items())],
         transcripts=_transcripts(comparison, context, found, caps)
         if detail >= NO_TABLES else [],

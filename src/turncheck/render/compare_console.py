@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from turncheck.compare.policy import FailOn, fail_reasons
+from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
@@ -177,7 +178,16 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
     head_tokens = totals.head.tokens if totals.head is not None else 0
     yield f"tokens: {base_tokens} → {head_tokens} ({signed_int(totals.delta.tokens)})"
     yield cost_line(comparison)
+    yield from app_calls_lines(comparison)
     yield from notes_lines(comparison)
+
+
+def app_calls_lines(comparison: Comparison) -> Iterator[str]:
+    suites = app_call_suites(comparison.suites)
+    if suites:
+        yield f"note: {APP_CALLS_NOTE}"
+    for name, change in suites:
+        yield f"  {name}: {change}"
 
 
 def cost_line(comparison: Comparison) -> str:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
+from turncheck.render.app_calls import run_app_calls_lines
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.columns import (
     Column,
@@ -106,7 +107,7 @@ def summary(report: Report, out: TextIO) -> None:
     if report.totals.unpriced_models:
         unpriced = terminal_safe(", ".join(report.totals.unpriced_models))
         print(f"Unpriced (no known price): {unpriced}", file=out)
-    for line in error_lines(report):
+    for line in [*run_app_calls_lines(report.suites), *error_lines(report)]:
         print(line, file=out)
     for line in budget_lines(report):
         print(line, file=out)

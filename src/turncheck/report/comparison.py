@@ -50,6 +50,8 @@ class EvalSide(SampleSide):
     """The pairing token of a `repeat: auto` eval stopped together with the other side."""
     max_repeat: int | None = None
     """`repeat: auto`: the most samples the eval could have taken."""
+    app_model_calls: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """An app target's eval: the model calls the app made (every sample's turns)."""
 
 
 class EvalComparison(VerdictRow):
@@ -95,6 +97,28 @@ class Summary(ReportModel):
     counts: Counts
 
 
+class AppCalls(ReportModel):
+    """An app-target suite's own model calls (through the recording proxy), per side: how
+    many, over how many turns. Its tokens and cost are these calls' (and the judge's)."""
+
+    base_calls: int | None = None
+    base_turns: int | None = None
+    head_calls: int | None = None
+    head_turns: int | None = None
+
+    @property
+    def base_per_turn(self) -> float | None:
+        return _ratio(self.base_calls, self.base_turns)
+
+    @property
+    def head_per_turn(self) -> float | None:
+        return _ratio(self.head_calls, self.head_turns)
+
+
+def _ratio(calls: int | None, turns: int | None) -> float | None:
+    return None if calls is None or not turns else calls / turns
+
+
 class SuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
@@ -112,6 +136,8 @@ class SuiteComparison(ReportModel):
     verdict_reason: str = ""
     pass_rate_change: float | None = None
     """Mean over the evals judged on both sides of head − base pass rate."""
+    app_calls: AppCalls | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Set for a suite whose conversations are with an app (docs/targets.md)."""
 
 
 class CostAlert(ReportModel):

@@ -79,6 +79,17 @@ class EvalResult(SharedPrompt, Spent):
     """SHA-256 of the first prompt, when it is long: the report's `prompts` holds it."""
 
 
+    def app_calls(self) -> tuple[int, int] | None:
+        """The model calls an app target made in this eval's conversations (every
+        sample's) and the turns they were made in; None when it talked to no app."""
+        calls = turns = 0
+        conversations = [sample.turns for sample in self.samples] or [self.turns]
+        for turn in (turn for conversation in conversations for turn in conversation):
+            if turn.app_model_calls is not None:
+                calls += turn.app_model_calls
+                turns += 1
+        return (calls, turns) if turns else None
+
     def row(self, file: str) -> Row:
         passes, samples = samples_of(self.status, self.repeats)
         return Row(RowKind.EVAL, self.name, file, self.line, self.status, passes, samples,
@@ -97,6 +108,14 @@ class SuiteResult(SuiteHeader, Spent):
 
     def rows(self) -> list[Row]:
         return [result.row(self.path) for result in self.evals]
+
+    def app_calls(self) -> tuple[int, int] | None:
+        """The model calls an app target made in the suite and the turns they were made
+        in; None when no conversation was with an app."""
+        counted = [found for result in self.evals if (found := result.app_calls())]
+        if not counted:
+            return None
+        return sum(calls for calls, _ in counted), sum(turns for _, turns in counted)
 
     def tools_of(self, result: EvalResult) -> list[dict[str, Any]]:
         """The tools `result` offered: its own, else the suite's."""

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 from turncheck.providers.base import ChatResponse, ProviderError, ToolCall
 from turncheck.targets.usage import ModelCall
 
+TURN_HEADER = "X-Turncheck-Turn"
+"""The header an app with `forwards_header` copies onto the model calls of the turn."""
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 """The largest reply an app may give to one turn (what a provider's answer may be)."""
 
@@ -24,6 +26,8 @@ class Turn:
     last_message: str
     session_id: str | None
     vars: Mapping[str, str]
+    turn_id: str | None = None
+    """Sent as `X-Turncheck-Turn` when the app forwards it onto its model calls."""
 
     def context(self) -> dict[str, Any]:
         return {"messages": self.messages, "last_message": self.last_message,

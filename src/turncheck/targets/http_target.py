@@ -17,6 +17,7 @@ from turncheck.formats.target import HttpTarget, SessionFromReply
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.targets.base import (
     MAX_REPLY_BYTES,
+    TURN_HEADER,
     AppGone,
     AppReply,
     Runtime,
@@ -72,6 +73,8 @@ class HttpKind:
         url = self._render(self.url(), context)
         headers = {name: self._render(value, context)
                    for name, value in (self.spec.headers or {}).items()}
+        if turn.turn_id is not None:
+            headers[TURN_HEADER] = turn.turn_id
         body = None if self.spec.body is None else self._body(self.spec.body, context)
         data = body if isinstance(body, str) else None
         started = time.perf_counter()

@@ -223,13 +223,33 @@ async def _until_gone(group: int, timeout_s: float) -> None:
 
 
 def _group_exists(group: int) -> bool:
+    """Whether a process of `group` still runs. Zombies do not count: a killed
+    grandchild (the app under `sh -c`) waits for init to reap it, which in a container
+    without a reaping init takes seconds or never happens."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return group_member_runs(group) if _PROC.is_dir() else True
+
+
+_PROC = Path("/proc")
+
+
+def group_member_runs(group: int) -> bool:
+    """Linux: whether /proc lists a process of `group` that is not a zombie."""
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _signal_group(group: int, signum: int) -> None:

@@ -7,13 +7,16 @@ engine). The app is started on the first turn (setup, start, ready, proxy) and s
 with the session, however the run ends.
 
 Turns go to the app one at a time: the proxy attributes the app's model calls to the
-turn that is open, which is exact only when one is.
+turn that is open, which is exact only when one is. An app that forwards the turn's
+header onto its model calls (`forwards_header`) gets its turns concurrently: the
+proxy attributes each call by the header.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import sys
 import time
 from collections.abc import Mapping
@@ -91,17 +94,20 @@ class TargetProvider:
         self._started = False
         self._start_error: ProviderError | None = None
         self._starting = asyncio.Lock()
-        self._one_turn = asyncio.Lock()
+        self._one_turn: contextlib.AbstractAsyncContextManager[object] = \
+            contextlib.nullcontext() if target.forwards_header else asyncio.Lock()
+        self._turn_numbers = itertools.count(1)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         await self._ensure_started()
         conversation = current_conversation()
         session_id = conversation.client_id if self.target.session == "client" \
             else conversation.app_id
-        turn = self._turn(request.messages, session_id)
+        turn_id = f"turn-{next(self._turn_numbers)}" if self.target.forwards_header else None
+        turn = self._turn(request.messages, session_id, turn_id)
         async with self._one_turn:
             assert self.proxy is not None
-            scope = self.proxy.open_turn()
+            scope = self.proxy.open_turn(turn_id)
             started = time.perf_counter()
             try:
                 reply = await self._answer(turn)
@@ -109,7 +115,7 @@ class TargetProvider:
                 _raise_for(scope)  # a replay miss is why the app failed: name the request
                 raise
             finally:
-                self.proxy.close_turn()
+                self.proxy.close_turn(turn_id)
             latency_ms = (time.perf_counter() - started) * 1000
         _raise_for(scope)
         if reply.session_id and conversation.app_id is None and \
@@ -129,14 +135,15 @@ class TargetProvider:
         if self.proxy is not None:
             await self.proxy.stop()
 
-    def _turn(self, messages: list[ChatMessage], session_id: str | None) -> Turn:
+    def _turn(self, messages: list[ChatMessage], session_id: str | None,
+              turn_id: str | None) -> Turn:
         sent = [{"role": m.role, "content": m.content} for m in messages
                 if m.role in ("system", "user", "assistant")]
         users = [m for m in sent if m["role"] == "user"]
         last = users[-1]["content"] if users else ""
         if self.target.stateful:
             sent = users[-1:]
-        return Turn(sent, last, session_id, self.variables)
+        return Turn(sent, last, session_id, self.variables, turn_id)
 
     async def _answer(self, turn: Turn) -> AppReply:
         if self.app is not None and self.app.exited:

@@ -16,9 +16,11 @@ parses in replay what it parsed when recording. In replay mode nothing leaves th
 machine: a miss is answered with HTTP 400 (an SDK does not retry it) and noted in the
 turn, which then ends in an error naming the request and the command that records it.
 
-Attribution: the calls that arrive while a turn is open (`open_turn`) are that turn's:
-their usage is summed into it and they are keyed by its sample. The target opens one
-turn at a time, so attribution is exact.
+Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (an app
+whose target says `forwards_header` copies it from the turn's request; its turns run
+concurrently); without the header, it is the one open turn's (the target then opens one
+turn at a time). Either way attribution is exact: the turn's usage is the sum of its
+calls, and they are keyed by its sample.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ from turncheck.providers.cassettes import Cassette, current_sample, use_sample
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
+from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
-    import httpx
+    from turncheck.providers.aiohttp_transport import AiohttpSession
 
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -134,9 +137,12 @@ class RecordingProxy:
         self._cassette = cassette
         self._upstreams = upstreams
         self._runner: web.AppRunner | None = None
-        self._live: httpx.AsyncBaseTransport | None = None
+        self._live: AiohttpSession | None = None
         self.port = 0
         self.turn: TurnScope | None = None
+        """The open turn, when turns are sent one at a time."""
+        self.turns: dict[str, TurnScope] = {}
+        """The open turns by id, when the app forwards the turn header."""
         self.unattributed: list[ModelCall] = []
         """Calls made outside any turn (while the app starts, say)."""
 
@@ -172,14 +178,37 @@ class RecordingProxy:
             live, self._live = self._live, None
             await live.aclose()
 
-    def open_turn(self) -> TurnScope:
-        """Attribute the calls from now on to a new turn, keyed by the caller's sample and
-        gated by its budget gate (both context variables of the engine's task)."""
-        self.turn = TurnScope(current_sample(), NETWORK_GATE.get())
-        return self.turn
+    def open_turn(self, turn_id: str | None = None) -> TurnScope:
+        """Attribute calls to a new turn, keyed by the caller's sample and gated by its
+        budget gate (both context variables of the engine's task): the calls naming
+        `turn_id` in their header, or without one every call from now on."""
+        scope = TurnScope(current_sample(), NETWORK_GATE.get())
+        if turn_id is None:
+            self.turn = scope
+        else:
+            self.turns[turn_id] = scope
+        return scope
 
-    def close_turn(self) -> None:
-        self.turn = None
+    def close_turn(self, turn_id: str | None = None) -> None:
+        if turn_id is None:
+            self.turn = None
+        else:
+            self.turns.pop(turn_id, None)
+
+    def _scope_of(self, request: web.Request) -> tuple[TurnScope | None, str | None]:
+        """The turn a call is attributed to, or why it cannot be."""
+        turn_id = request.headers.get(TURN_HEADER)
+        if turn_id is not None:
+            scope = self.turns.get(turn_id)
+            if scope is None:
+                return None, (f"turncheck proxy: {TURN_HEADER} {turn_id[:40]!r} names no "
+                              "turn being answered now")
+            return scope, None
+        if self.turns:
+            return None, (f"turncheck proxy: this model call has no {TURN_HEADER} header: "
+                          "the target says forwards_header, so the app must copy the "
+                          "header of the turn's request onto the model calls it makes")
+        return self.turn, None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         api, rest = _route(request.path)
@@ -189,7 +218,9 @@ class RecordingProxy:
         body = await request.read()
         url = as_sent(self._upstreams.url(api, rest) + (
             "?" + request.query_string if request.query_string else ""))
-        scope = self.turn
+        scope, problem = self._scope_of(request)
+        if problem is not None:
+            return _error(400, problem)
         use_sample(scope.sample if scope is not None else 0)
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
         try:
@@ -221,30 +252,17 @@ class RecordingProxy:
         return await self._send(request.method, url, headers, body)
 
     async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes) -> Reply:
-        import httpx  # recording and live runs only: replay loads no httpx
-
-        transport = self._transport()
-        outgoing = httpx.Request(method, url, headers=headers, content=body,
-                                 extensions={"timeout": dict.fromkeys(
-                                     ("connect", "read", "write", "pool"),
-                                     UPSTREAM_TIMEOUT_S)})
-        response = await transport.handle_async_request(outgoing)
-        try:
-            await response.aread()
-        finally:
-            await response.aclose()
-        return Reply.of(response)
-
-    def _transport(self) -> httpx.AsyncBaseTransport:
+        # Recording and live runs only: replay loads none of this (nor httpx).
+        from turncheck.providers.aiohttp_transport import AiohttpSession, client_timeout
         from turncheck.providers.cassette_transport import CassetteTransport
 
         if isinstance(self._cassette, CassetteTransport):
-            return self._cassette
+            return await self._cassette.reply_to(method, url, headers, body,
+                                                 UPSTREAM_TIMEOUT_S)
         if self._live is None:
-            from turncheck.providers.aiohttp_transport import AiohttpTransport
-
-            self._live = AiohttpTransport(max_connections=64)
-        return self._live
+            self._live = AiohttpSession(max_connections=64)
+        return await self._live.request(method, url, headers, body,
+                                        client_timeout(UPSTREAM_TIMEOUT_S))
 
     def _count(self, scope: TurnScope | None, api: Api, rest: str, body: bytes,
                reply: Reply) -> None:

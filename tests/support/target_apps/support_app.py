@@ -5,7 +5,9 @@ come from a model it calls itself with the official `openai` or `anthropic` SDK.
 
 Environment: APP_API (chat | responses | anthropic), APP_STREAM ("1" streams), APP_CALLS
 (model calls per user turn, default 1), APP_CRASH_ON_TURN (exit at that request),
-APP_HUGE ("1": answer a gigabyte), APP_SYSTEM_PROMPT (the system prompt, in code by
+APP_HUGE ("1": answer a gigabyte), APP_FORWARD_HEADER ("1": copy the request's
+X-Turncheck-Turn header onto the model calls), APP_INFLIGHT_FILE (where the app writes the
+most /chat requests it answered at once), APP_SYSTEM_PROMPT (the system prompt, in code by
 default), APP_UNHEALTHY ("1": /health answers 503), APP_DELAY (seconds before each
 reply), APP_PID_FILE (where the app writes its process group id). History is kept
 server-side per `session_id` of the request body; a request without one starts a fresh
@@ -30,12 +32,18 @@ MODEL_ANTHROPIC = "claude-3-5-haiku-latest"
 HISTORY: dict[str, list[dict[str, str]]] = {}
 LOCK = threading.Lock()
 REQUESTS = [0]
+IN_FLIGHT = [0, 0]  # now, most
+FORWARDED = threading.local()
+
+
+def forwarded_headers() -> dict[str, str]:
+    return dict(getattr(FORWARDED, "headers", {}))
 
 
 def ask_openai_chat(messages: list[dict[str, str]], stream: bool) -> str:
     import openai
 
-    client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
+    client = openai.OpenAI(default_headers=forwarded_headers())  # base URL, key: environment
     full = [{"role": "system", "content": SYSTEM_PROMPT}, *messages]
     if not stream:
         answer = client.chat.completions.create(model=MODEL_OPENAI, messages=full)  # type: ignore[arg-type]
@@ -48,7 +56,7 @@ def ask_openai_chat(messages: list[dict[str, str]], stream: bool) -> str:
 def ask_openai_responses(messages: list[dict[str, str]], stream: bool) -> str:
     import openai
 
-    client = openai.OpenAI()
+    client = openai.OpenAI(default_headers=forwarded_headers())
     if not stream:
         answer = client.responses.create(model=MODEL_OPENAI, instructions=SYSTEM_PROMPT,
                                          input=messages)  # type: ignore[arg-type]
@@ -61,7 +69,7 @@ def ask_openai_responses(messages: list[dict[str, str]], stream: bool) -> str:
 def ask_anthropic(messages: list[dict[str, str]], stream: bool) -> str:
     import anthropic
 
-    client = anthropic.Anthropic()  # ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY
+    client = anthropic.Anthropic(default_headers=forwarded_headers())  # base URL, key: env
     if not stream:
         answer = client.messages.create(model=MODEL_ANTHROPIC, max_tokens=200,
                                         system=SYSTEM_PROMPT, messages=messages)  # type: ignore[arg-type]
@@ -90,6 +98,15 @@ def reply_to(message: str, session_id: str) -> str:
     return answer
 
 
+def _count_in_flight(change: int) -> None:
+    with LOCK:
+        IN_FLIGHT[0] += change
+        IN_FLIGHT[1] = max(IN_FLIGHT)
+        if os.environ.get("APP_INFLIGHT_FILE") and change > 0:
+            with open(os.environ["APP_INFLIGHT_FILE"], "w") as file:
+                file.write(str(IN_FLIGHT[1]))
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
@@ -109,11 +126,17 @@ class Handler(BaseHTTPRequestHandler):
             self._huge()
             return
         session_id = body.get("session_id") or uuid.uuid4().hex
+        turn = self.headers.get("X-Turncheck-Turn")
+        FORWARDED.headers = {"X-Turncheck-Turn": turn} \
+            if turn and os.environ.get("APP_FORWARD_HEADER") == "1" else {}
+        _count_in_flight(+1)
         try:
             text = reply_to(str(body.get("message", "")), session_id)
         except Exception as exc:
             self._send(500, json.dumps({"error": repr(exc)}).encode())
             return
+        finally:
+            _count_in_flight(-1)
         self._send(200, json.dumps({"reply": text, "session_id": session_id}).encode())
 
     def _huge(self) -> None:

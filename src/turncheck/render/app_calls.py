@@ -1,0 +1,41 @@
+"""What the comment and the console say about an app target's own model calls: the
+suite's tokens and cost are theirs, and how many there were per turn on each side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from turncheck.report.comparison import AppCalls, SuiteComparison
+from turncheck.report.run import SuiteResult
+
+APP_CALLS_NOTE = ("tokens and cost of app-target suites are the app's own model calls "
+                  "(recorded through turncheck's proxy), plus the judge's")
+
+
+def app_call_suites(suites: Sequence[SuiteComparison]) -> list[tuple[str, str]]:
+    """(suite name, change) of every suite whose conversations were with an app, e.g.
+    `app model calls: 3 → 6 (1 → 2 per turn)`."""
+    return [(suite.name, app_calls_change(suite.app_calls)) for suite in suites
+            if suite.app_calls is not None]
+
+
+def app_calls_change(calls: AppCalls) -> str:
+    total = f"{_count(calls.base_calls)} → {_count(calls.head_calls)}"
+    per_turn = f"{_per_turn(calls.base_per_turn)} → {_per_turn(calls.head_per_turn)}"
+    return f"app model calls: {total} ({per_turn} per turn)"
+
+
+def run_app_calls_lines(suites: Sequence[SuiteResult]) -> list[str]:
+    """The run's console: each app-target suite's model calls, and what its spend is."""
+    counted = [(suite.name, found) for suite in suites if (found := suite.app_calls())]
+    lines = [f"App model calls: {name}: {calls:,} in {turns:,} turns "
+             f"({_per_turn(calls / turns)} per turn)" for name, (calls, turns) in counted]
+    return [*lines, f"Note: {APP_CALLS_NOTE}"] if lines else []
+
+
+def _count(calls: int | None) -> str:
+    return "–" if calls is None else f"{calls:,}"
+
+
+def _per_turn(ratio: float | None) -> str:
+    return "–" if ratio is None else f"{ratio:.2f}".rstrip("0").rstrip(".")
