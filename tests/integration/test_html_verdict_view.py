@@ -135,3 +135,12 @@ def test_the_suite_name_is_shown_and_the_search_finds_it(
                                                              "#evals details.row"))
     shown = {r.find_element("css selector", ".name").text for r in rows if r.is_displayed()}
     assert shown == {"steady", "mended", "hello"}
+
+
+def test_a_run_alone_is_not_called_new_and_its_failures_head_it() -> None:
+    _, head = pair()
+    html = render_report(head=head)
+    banner = html[html.index("data-banner"):]
+    banner = banner[:banner.index("</div>")]
+    assert "❌" in banner and "1 failed eval" in banner and "2 of 3 evals pass" in banner
+    assert "new" not in banner and "no changes" not in banner

@@ -17,13 +17,13 @@ import base64
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 
 from markupsafe import Markup
 
 from turncheck.compare.comparison import compare_reports
-from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons
+from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.headline import Headline, headline
 from turncheck.render.prompt_changes import (
@@ -564,16 +564,25 @@ def banner(comparison: Comparison | None, head: Report | None,
     """The comment's heading and counts. `reasons`: why the check fails (None: under the
     default `fail-on`). A run alone is read as a comparison with no base, without calling
     every row new: what it has to say is what errored and how many pass."""
-    found = None
     if comparison is None:
-        if head is None:
-            return None
-        comparison = compare_reports(None, head)
-        found = [f for f in findings(comparison) if f.group is not Group.NEW]
+        return None if head is None else _run_banner(head, reasons)
     if reasons is None:
         reasons = fail_reasons(comparison, DEFAULT_FAIL_ON)
-    top: Headline = headline(comparison, findings(comparison) if found is None else found,
-                             reasons)
+    return _banner(headline(comparison, findings(comparison), reasons))
+
+
+def _run_banner(head: Report, reasons: Sequence[str] | None) -> BannerView:
+    # With nothing to compare with, a failing eval is the news (not "new"), so the
+    # default gate is read with `failure` added.
+    comparison = compare_reports(None, head)
+    found = [f for f in findings(comparison) if f.group is not Group.NEW]
+    if reasons is None:
+        reasons = fail_reasons(comparison, (*DEFAULT_FAIL_ON, FailOn.FAILURE))
+    top = headline(comparison, found, reasons)
+    return _banner(replace(top, counts=top.counts.replace("no changes · ", "")))
+
+
+def _banner(top: Headline) -> BannerView:
     # The counts' only markup is the comment's bold on the worst count.
     return BannerView(icon=top.icon, text=top.text, counts=top.counts.replace("**", ""),
                       tone=_TONE.get(top.icon, "ok"))
