@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -351,12 +351,13 @@ def write_output(path: Path, text: str) -> None:
 
 
 def write_html(path: Path, *, head: Report | None, base: Report | None = None,
-               comparison: Comparison | None = None) -> None:
+               comparison: Comparison | None = None,
+               reasons: Sequence[str] | None = None) -> None:
     """The browsable HTML report (docs/html-report.md) at `path`; UsageError when it
-    cannot be written."""
+    cannot be written. `reasons`: why the check fails (None: the default `fail-on`)."""
     from turncheck.render.html_report import render_report
 
-    html = render_report(head=head, base=base, comparison=comparison)
+    html = render_report(head=head, base=base, comparison=comparison, reasons=reasons)
     try:
         write_text_confined(path, html)
     except OSError as exc:

@@ -94,13 +94,14 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
         calibration = calibration_thresholds_from(args)
         comparison = compare_reports(base, head, renames=renames, removed=removed,
                                      thresholds=thresholds)
+        reasons = fail_reasons(comparison, conditions, calibration=calibration)
         if args.json is not None:
             write_json(args.json, comparison)
         if args.html is not None:
-            write_html(args.html, head=head, base=base, comparison=comparison)
+            write_html(args.html, head=head, base=base, comparison=comparison,
+                       reasons=reasons)
     except UsageError as exc:
         return usage_error(str(exc))
-    reasons = fail_reasons(comparison, conditions, calibration=calibration)
     with untrusted_output(sys.stdout):  # paths and names come from the PR
         sys.stdout.write(comparison_text(comparison, reasons))
     if args.markdown is not None:

@@ -263,7 +263,7 @@ async def _grade_file(
     try:
         session = open_grader_session(
             file.source, grader, settings.mode, settings.provider, settings.base_url,
-            settings.env, settings.session,
+            settings.env, settings.session, shown_as=file.path,
         )
     except ProviderError as exc:  # e.g. an unknown provider: every sample is an error row
         rows = [_error_row(sample, exc.message) for sample in file.samples]

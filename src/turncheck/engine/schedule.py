@@ -39,7 +39,8 @@ class CaseRunner(Protocol[Case, Outcome]):
 def open_suite_session(suite_file: SuiteFile, suite: Suite | ProtocolSuite,
                        settings: RunSettings) -> SuiteSession:
     return open_session(suite_file.source, suite, settings.mode, settings.provider,
-                        settings.base_url, settings.env, settings.session, settings.variables)
+                        settings.base_url, settings.env, settings.session, settings.variables,
+                        shown_as=suite_file.path)
 
 
 async def run_suite_cases(

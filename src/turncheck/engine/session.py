@@ -365,9 +365,12 @@ def open_session(
     env: Mapping[str, str],
     settings: SessionSettings,
     variables: Mapping[str, str] | None = None,
+    shown_as: str | None = None,
 ) -> SuiteSession:
-    """`variables` are the run's (`--var`); they override the suite's `vars`."""
-    hint = record_command(suite_path, provider, base_url, variables or {})
+    """`variables` are the run's (`--var`); they override the suite's `vars`. `shown_as`:
+    the suite's path relative to the run's root, which messages (a replay miss's record
+    command) name instead of `suite_path`, wherever the file was read from."""
+    hint = record_command(Path(shown_as or suite_path), provider, base_url, variables or {})
     declared = declared_secrets(suite)
     secrets = secret_values(suite, env, declared)
     merged = {**(suite.metadata.vars or {}), **(variables or {})}
@@ -379,7 +382,8 @@ def open_session(
     secrets = {**secrets, **{f"base_url credential {n}": value
                              for n, value in enumerate(url_credentials(base_url), 1)}}
     transport = open_cassette(suite_path, mode, env=env, secrets=secrets.values(),
-                              record_command=hint, binder=binder, prune=settings.prune)
+                              record_command=hint, binder=binder, prune=settings.prune,
+                              shown_as=shown_as)
     built: dict[str, Provider] = {}
 
     def provider_for(name: str) -> Provider:
@@ -487,15 +491,16 @@ def open_grader_session(
     base_url: str | None,
     env: Mapping[str, str],
     settings: SessionSettings,
+    shown_as: str | None = None,
 ) -> GraderSession:
     """Like `open_session`: `provider`/`base_url` (the command line's) override the grader's."""
-    hint = record_command(sample_path, provider, base_url, {})
+    hint = record_command(Path(shown_as or sample_path), provider, base_url, {})
     provider = provider or grader.provider
     base_url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider, base_url)
     credentials = url_credentials(base_url)
     transport = open_cassette(sample_path, mode, env=env, secrets=credentials,
-                              record_command=hint, prune=settings.prune)
+                              record_command=hint, prune=settings.prune, shown_as=shown_as)
     chat_provider = make_provider(
         name,
         env=env,

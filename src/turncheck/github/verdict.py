@@ -67,11 +67,14 @@ CHECK_SUMMARY_LIMIT = 16_000
 """The check run's summary is the brief form; its text carries the full detail."""
 
 
-def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison) -> str | None:
+def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison,
+                      reasons: list[str]) -> str | None:
     """The browsable report beside the JSON report (`report-path` with `.html`), for the
-    workflow to upload as the `HTML_ARTIFACT` artifact; the artifact's name, if written."""
+    workflow to upload as the `HTML_ARTIFACT` artifact; the artifact's name, if written.
+    `reasons` (why the check fails) make its banner the comment's heading."""
     path = job.report_path.with_suffix(".html")
-    html = render_report(head=bundle.head, base=bundle.base, comparison=comparison)
+    html = render_report(head=bundle.head, base=bundle.base, comparison=comparison,
+                         reasons=reasons)
     try:
         write_text_confined(path, html, root=job.context.workspace)
     except OSError as exc:
@@ -103,7 +106,7 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
     banner = None if provenance.verified else unverified_banner(provenance.source,
                                                                 job.inputs.trusted_label)
     # An unverified (fork) report is posted from its JSON only: no page of it is vouched for.
-    html = write_html_report(job, bundle, comparison) if provenance.verified else None
+    html = write_html_report(job, bundle, comparison, reasons) if provenance.verified else None
     context = comment_context(job, bundle, reasons, banner, provenance, html)
     items = only_linkable(collect_annotations(comparison, bundle.working_directory,
                                               bundle.head),

@@ -64,9 +64,11 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         record_command: str | None = None,
         binder: SecretBinder | None = None,
         prune: bool = False,
+        shown_as: Path | str | None = None,
     ) -> None:
         super().__init__(path, mode, secrets, suite_path, max_bytes=max_bytes,
-                         record_command=record_command, binder=binder, prune=prune)
+                         record_command=record_command, binder=binder, prune=prune,
+                         shown_as=shown_as)
         self._inner = inner_transport
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -277,10 +277,14 @@ class Cassette:
         record_command: str | None = None,
         binder: SecretBinder | None = None,
         prune: bool = False,
+        shown_as: Path | str | None = None,
     ) -> None:
         if mode not in ("replay", "record"):
             raise ValueError(f"cassette mode must be 'replay' or 'record', not {mode!r}")
         self.path = Path(path)
+        self.shown = str(shown_as) if shown_as is not None else str(self.path)
+        """The cassette's path as messages name it: relative to the run's root, since
+        they reach comments and reports read on another machine."""
         self.mode: CassetteMode = mode
         self.suite_path = str(suite_path) if suite_path is not None else "<suite path>"
         self.record_command = record_command or f"turncheck record {self.suite_path}"
@@ -353,14 +357,14 @@ class Cassette:
                          key=lambda i: (i.method, i.uri, i.request_body, i.key[3]))
         if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):
             raise ProviderError(
-                f"refusing to write {self.path}: a secret value survived scrubbing "
+                f"refusing to write {self.shown}: a secret value survived scrubbing "
                 "(it appears outside a JSON string, for example inside a number)"
             )
         text = _serialized(ordered)
         size = len(text.encode("utf-8"))
         if size > self._max_bytes:
             raise ProviderError(
-                f"refusing to write {self.path}: {size:,} bytes is over the "
+                f"refusing to write {self.shown}: {size:,} bytes is over the "
                 f"{self._max_bytes:,}-byte limit replay accepts"
             )
         write_text_confined(self.path, text)
@@ -392,7 +396,7 @@ class Cassette:
         problem = problem_of(hit.response_body, usable)
         if problem is not None:
             raise RecordingMissing(
-                f"the recorded answer in {self.path} is not usable ({problem}); re-record "
+                f"the recorded answer in {self.shown} is not usable ({problem}); re-record "
                 f"it with: {self.record_command}"
             )
         return hit
@@ -422,7 +426,8 @@ class Cassette:
         self._loaded_signature = signature
         try:
             with gc_paused():
-                for interaction in _read_cassette(self.path, self._max_bytes, self._scrubber):
+                for interaction in _read_cassette(self.path, self._max_bytes, self._scrubber,
+                                                  self.shown):
                     key = interaction.key
                     if key not in self._index and key not in self._forgotten:
                         self._add(interaction)
@@ -473,12 +478,12 @@ class Cassette:
         if elsewhere is not None:  # recorded with `record --base-url`, replayed without
             return (
                 f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
-                f"{self.path}, whose recordings were made against {elsewhere}: replay with "
+                f"{self.shown}, whose recordings were made against {elsewhere}: replay with "
                 f"--base-url {elsewhere} (or record it with: {self.record_command})"
             )
         return (
             f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
-            f"{self.path}; record it with: {self.record_command}"
+            f"{self.shown}; record it with: {self.record_command}"
         )
 
     def _recorded_base_url(self, key: Key) -> str | None:
@@ -496,7 +501,7 @@ class Cassette:
         """Record `interaction` unless the cassette would then be one replay refuses."""
         if len(self._interactions) >= MAX_INTERACTIONS:
             raise ProviderError(
-                f"not recorded: {self.path} already holds {MAX_INTERACTIONS:,} interactions, "
+                f"not recorded: {self.shown} already holds {MAX_INTERACTIONS:,} interactions, "
                 "the most a cassette may hold; split the suite"
             )
         bound = _yaml_size_bound(interaction)
@@ -509,7 +514,7 @@ class Cassette:
         size = _yaml_size(interaction)
         if self._stored_bytes + size > self._max_bytes:
             raise ProviderError(
-                f"not recorded: this answer would make {self.path} larger than the "
+                f"not recorded: this answer would make {self.shown} larger than the "
                 f"{self._max_bytes:,}-byte limit replay accepts (about "
                 f"{self._stored_bytes + size:,} bytes); split the suite or shorten the answers"
             )
@@ -536,7 +541,7 @@ class Cassette:
         self._stored_bytes = _file_size(self.path)
         try:
             with gc_paused():
-                for interaction in _read_cassette(self.path, max_bytes, self._scrubber):
+                for interaction in _read_cassette(self.path, max_bytes, self._scrubber, self.shown):
                     self._add(interaction)
         except CassetteFormatError as exc:
             self.load_error = (f"{exc.message}; delete it and re-record with: "
@@ -657,10 +662,11 @@ def problem_of(body: bytes, usable: object) -> str | None:
     return problem if isinstance(problem, str) else None
 
 
-def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> Iterator[Interaction]:
+def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber,
+                   shown: str) -> Iterator[Interaction]:
     """Parse a cassette safely, one interaction at a time; every problem becomes a
-    `CassetteFormatError`."""
-    data = _read_capped(path, max_bytes)
+    `CassetteFormatError` naming the cassette as `shown`."""
+    data = _read_capped(path, max_bytes, shown)
     if data is None:
         return
     limits = ReadLimits(MAX_YAML_DEPTH, MAX_YAML_ALIASES, MAX_INTERACTIONS)
@@ -670,9 +676,10 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber) -> Iterator[I
             number += 1
             yield _from_vcr(request, response, scrubber)
     except CassetteShapeError as exc:
-        raise CassetteFormatError(f"cassette {path} is not a valid vcrpy cassette: {exc}") from None
+        raise CassetteFormatError(
+            f"cassette {shown} is not a valid vcrpy cassette: {exc}") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        message = f"cassette {path}: interaction {number} is malformed ({exc})"
+        message = f"cassette {shown}: interaction {number} is malformed ({exc})"
         raise CassetteFormatError(message) from None
 
 
@@ -689,7 +696,7 @@ def _base_url(uri: str) -> str:
     return without_query
 
 
-def _read_capped(path: Path, max_bytes: int) -> bytes | None:
+def _read_capped(path: Path, max_bytes: int, shown: str) -> bytes | None:
     try:
         data = read_bytes_bounded(path, limit=max_bytes)
     except FileNotFoundError:
@@ -697,15 +704,15 @@ def _read_capped(path: Path, max_bytes: int) -> bytes | None:
     except FileRefused as exc:
         if exc.code == "file-too-large":
             raise CassetteFormatError(
-                f"cassette {path} is larger than the {max_bytes:,}-byte limit and was not loaded"
+                f"cassette {shown} is larger than the {max_bytes:,}-byte limit and was not loaded"
             ) from None
-        raise CassetteFormatError(f"cannot read cassette {path}: {exc.message}") from None
+        raise CassetteFormatError(f"cannot read cassette {shown}: {exc.message}") from None
     except OSError as exc:
-        raise CassetteFormatError(f"cannot read cassette {path}: {exc.strerror}") from None
+        raise CassetteFormatError(f"cannot read cassette {shown}: {exc.strerror}") from None
     try:
         data.decode("utf-8")  # libyaml would accept UTF-16 too; vcrpy writes UTF-8
     except UnicodeDecodeError:
-        raise CassetteFormatError(f"cassette {path} is not UTF-8 text") from None
+        raise CassetteFormatError(f"cassette {shown} is not UTF-8 text") from None
     return data
 
 

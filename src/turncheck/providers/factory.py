@@ -123,6 +123,7 @@ def open_cassette(
     record_command: str | None = None,
     binder: SecretBinder | None = None,
     prune: bool = False,
+    shown_as: Path | str | None = None,
 ) -> Cassette | None:
     """The suite's cassette, or None in live mode: in record mode its httpx transport
     (`CassetteTransport`, loaded with httpx only then), in replay mode the `Cassette`
@@ -132,6 +133,8 @@ def open_cassette(
     keys found in `env` are scrubbed as well. `record_command` is the command a
     replay miss suggests (default: `turncheck record <suite_path>`). `prune` (record
     mode): the save drops the interactions the run did not use (`Cassette.save`).
+    `shown_as`: the suite's path as users see it (relative to the run's root); its
+    cassette is named after it in every message.
     """
     if mode == "live":
         return None
@@ -146,4 +149,5 @@ def open_cassette(
         record_command=record_command,
         binder=binder,
         prune=prune and mode == "record",
+        shown_as=None if shown_as is None else cassette_path_for(Path(shown_as)).as_posix(),
     )

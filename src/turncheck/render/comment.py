@@ -161,7 +161,7 @@ def _cause_text(finding: Finding) -> str:
     return finding.change
 
 
-# -- files that could not run ----------------------------------------------------------
+# -- files that could not run, and warnings ---------------------------------------------
 
 
 def _diagnostic_rows(diagnostics: Sequence[Diagnostic], blob_url: str | None, cap: int,
@@ -352,8 +352,13 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
            exact_time: bool = False, caps: _Caps = _COMMENT_CAPS) -> str:
     found = findings(comparison)
     top = headline(comparison, found, context.fail_reasons)
-    diagnostics, hidden = _diagnostic_rows(comparison.diagnostics, context.blob_url,
-                                           caps.diagnostics, context.linkable)
+    errors = [d for d in comparison.diagnostics if d.is_error]
+    diagnostics, hidden = _diagnostic_rows(errors, context.blob_url, caps.diagnostics,
+                                           context.linkable)
+    # Warnings did not stop anything from running: a folded section of their own.
+    warned = [d for d in comparison.diagnostics if not d.is_error] if detail > FRAME else []
+    warnings, hidden_warnings = _diagnostic_rows(warned, context.blob_url, caps.diagnostics,
+                                                 context.linkable)
     groups = _groups(found, caps.rows, fired(context.fail_reasons))
     if detail <= FRAME:  # the frame: only what fails the check survives among the findings
         groups = [g for g in groups if g["title"] in (TITLE[Group.REGRESSION],
@@ -367,6 +372,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         marker=context.marker, banner=context.banner, headline=top,
         fail_reasons=context.fail_reasons,
         diagnostics=diagnostics, hidden_diagnostics=hidden, groups=groups,
+        warnings=warnings, hidden_warnings=hidden_warnings, warning_count=len(warned),
         still_failing=still[:caps.rows], hidden_still_failing=max(0, len(still) - caps.rows),
         alert=_alert(comparison), cost_note=comparison.cost_note,
         budget=budget_lines(context.head), budget_stopped=context.head.budget_stopped,

@@ -207,8 +207,11 @@ def notes_lines(comparison: Comparison) -> Iterator[str]:
         yield f"note: {comparison.price_note}"
     if comparison.cost_note:
         yield f"note: {comparison.cost_note}"
-    if comparison.diagnostics:
-        yield f"validation problems at head: {len(comparison.diagnostics)}"
+    errors = sum(d.is_error for d in comparison.diagnostics)
+    if errors:
+        yield f"validation problems at head: {errors}"
+    if len(comparison.diagnostics) > errors:
+        yield f"warnings at head: {len(comparison.diagnostics) - errors}"
     if comparison.base_commit or comparison.head_commit:  # local reports name none
         yield f"commits: {comparison.base_commit or '?'} → {comparison.head_commit or '?'}"
     if comparison.alert is not None:

@@ -17,12 +17,15 @@ import base64
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 
 from markupsafe import Markup
 
+from turncheck.compare.comparison import compare_reports
+from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
 from turncheck.render.comment_transcript import results_by_key
+from turncheck.render.headline import Headline, headline
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
@@ -33,6 +36,7 @@ from turncheck.render.prompt_changes import (
     setup_changes,
     text_change,
 )
+from turncheck.render.severity import ORDER, Group, eval_group, findings
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
@@ -113,6 +117,7 @@ class RowView:
 
     key: str
     suite: str
+    """The suite's file path."""
     name: str
     verdict: str
     status: str
@@ -130,6 +135,10 @@ class RowView:
     has_head: bool = False
     changes: list[ChangeView] = field(default_factory=list)
     """The system prompt and tools, where base and head differ."""
+    suite_name: str = ""
+    """The suite's declared name (`metadata.name`), shown and searched beside its path."""
+    rank: int = len(ORDER)
+    """Where the row's severity group stands in `severity.ORDER` (most severe first)."""
 
 
 @dataclass
@@ -145,14 +154,32 @@ class SectionView:
         return sorted(counts.items())
 
 
+@dataclass(frozen=True)
+class BannerView:
+    """The verdict the comment leads with (`render/headline.py`), atop the page."""
+
+    icon: str
+    text: str
+    counts: str
+    tone: str
+    """`fail`, `warn` or `ok`: a CSS class, never a value from the report."""
+
+
 @dataclass
 class ReportView:
     title: str
     facts: list[str]
     sections: list[SectionView]
     diagnostics: list[str]
+    """Validation errors: what could not run."""
     two_sided: bool
     """Base and head columns (else the one run's conversations alone)."""
+    warnings: list[str] = field(default_factory=list)
+    """Validation warnings: everything ran; shown apart, muted."""
+    banner: BannerView | None = None
+    replayed: frozenset[str] = frozenset()
+    """The sides (`base`, `head`, `run`) answered from cassettes: their latencies are the
+    recording's, not this run's, and are not shown."""
 
 
 # -- building ---------------------------------------------------------------------------
@@ -178,7 +205,10 @@ def _cost(cost: float | None, judge: float | None = None) -> str:
 
 
 def _check(check: CheckResult) -> CheckView:
-    text = f"{check.type}: {check.detail}" + (f" — {check.error}" if check.error else "")
+    # A detail that already names its type (`match "*x*"`, `min_tokens 5`) is not prefixed.
+    named = check.detail.startswith(check.type)
+    text = (check.detail if named else f"{check.type}: {check.detail}") \
+        + (f" — {check.error}" if check.error else "")
     return CheckView(passed=None if check.error else check.passed, text=text, depth=check.depth)
 
 
@@ -308,11 +338,10 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
     if comparison is None:
         side = head if head is not None else base
         suites: list[SuiteResult] = side.suites if side is not None else []
-        return [eval_row(s.path, e.name, base_evals.get((s.path, e.name)) if head else e,
-                         e if head else None,
-                         sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))),
-                         budget=budget)
-                for s in suites for e in s.evals]
+        return by_severity([named(eval_row(
+            s.path, e.name, base_evals.get((s.path, e.name)) if head else e, e if head else None,
+            sent=(base_sent.get((s.path, e.name)), head_sent.get((s.path, e.name))),
+            budget=budget), s.name) for s in suites for e in s.evals])
     rows = []
     for suite in comparison.suites:
         base_path = suite.previous_path or suite.path
@@ -321,14 +350,56 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
             head_key = (suite.path, item.name)
             row = eval_row(
                 suite.path, item.name, base_evals.get(base_key), head_evals.get(head_key),
-                verdict=item.verdict.value, transition=item.label,
+                verdict=item.verdict.value, transition=_unless_same(item.label, item.verdict),
                 sent=(base_sent.get(base_key), head_sent.get(head_key)), budget=budget)
             if item.p_value is not None:
                 row.facts.append(f"adjusted p = {item.p_value:.3g}")
-            row.why = item.verdict_reason
+            row.why = _reason(row.verdict, item.verdict_reason)
             row.has_base, row.has_head = item.base is not None, item.head is not None
-            rows.append(row)
-    return rows
+            row.rank = ORDER.index(eval_group(item))
+            rows.append(named(row, suite.name))
+    return by_severity(rows)
+
+
+def named(row: RowView, suite_name: str) -> RowView:
+    row.suite_name = suite_name
+    return row
+
+
+_GROUPS = {group.value: group for group in Group}
+_STATUS_GROUP = {"error": Group.ERROR, "fail": Group.STILL_FAILING, "skipped": Group.NOT_RUN,
+                 "disagree": Group.STILL_FAILING}
+"""A row without a comparison: the severity of its head status (or calibration verdict)."""
+
+
+def _status_rank(verdict: str, status: str) -> int:
+    if status == "error":
+        return ORDER.index(Group.ERROR)
+    if verdict in _GROUPS:
+        return ORDER.index(_GROUPS[verdict])
+    return ORDER.index(_STATUS_GROUP.get(status, Group.UNCHANGED))
+
+
+def by_severity(rows: list[RowView]) -> list[RowView]:
+    """Most severe first, in `severity.ORDER` as the comment's groups; document order within."""
+    for row in rows:
+        if row.rank == len(ORDER):
+            row.rank = _status_rank(row.verdict, row.status)
+    return sorted(rows, key=lambda row: row.rank)
+
+
+def _unless_same(label: str, verdict: str) -> str:
+    """The row's transition beside its verdict badge, unless it says the same word."""
+    return "" if label.strip().lower() == verdict.lower() else label
+
+
+def _reason(verdict: str, reason: str) -> str:
+    """The comparison's reason for `verdict`, unless it only repeats the verdict."""
+    said = reason.strip()
+    if said.lower().removeprefix(verdict.lower()).strip(" :·-") == "":
+        return ""
+    # `one sample per side: broken` beside the `broken` badge says it once.
+    return said.removesuffix(f": {verdict}")
 
 
 # -- protocol cases ---------------------------------------------------------------------
@@ -380,16 +451,20 @@ def case_rows(comparison: Comparison | None, base: Report | None,
     if comparison is None or comparison.protocols is None:
         side = head if head is not None else base
         suites: list[ProtocolSuiteResult] = side.protocols if side is not None else []
-        return [case_row(s.path, c.id, None if head else c, c if head else None)
-                for s in suites for c in s.cases]
+        return by_severity([named(case_row(s.path, c.id, None if head else c,
+                                           c if head else None), s.name)
+                            for s in suites for c in s.cases])
     rows = []
     for suite in comparison.protocols.suites:
         base_path = suite.previous_path or suite.path
         for item in suite.cases:
-            rows.append(case_row(suite.path, item.id, base_cases.get((base_path, item.id)),
-                                 head_cases.get((suite.path, item.id)),
-                                 verdict=item.verdict.value, transition=item.transition.value))
-    return rows
+            row = case_row(suite.path, item.id, base_cases.get((base_path, item.id)),
+                           head_cases.get((suite.path, item.id)),
+                           verdict=item.verdict.value,
+                           transition=_unless_same(item.transition.value, item.verdict))
+            row.rank = ORDER.index(eval_group(item))
+            rows.append(named(row, suite.name))
+    return by_severity(rows)
 
 
 # -- calibration samples ----------------------------------------------------------------
@@ -448,7 +523,7 @@ def calibration_rows(comparison: Comparison | None, base: Report | None,
                 + [f"label {main.label}"],
                 pairs=[TurnPair(1, _grade_turn(b) if b else None, _grade_turn(h) if h else None)],
                 error=h.error if h else None, has_base=b is not None, has_head=h is not None))
-    return rows
+    return by_severity(rows)
 
 
 # -- the page ---------------------------------------------------------------------------
@@ -473,14 +548,59 @@ def _facts(comparison: Comparison | None, base: Report | None, head: Report | No
     return facts
 
 
-def _diagnostics(comparison: Comparison | None, head: Report | None) -> list[str]:
+def _diagnostics(comparison: Comparison | None, head: Report | None,
+                 errors: bool) -> list[str]:
+    """The validation errors (`errors`), else the warnings, one line each."""
     found = comparison.diagnostics if comparison is not None else \
         head.diagnostics if head is not None else []
-    return [d.compiler_style() for d in found]
+    return [d.compiler_style() for d in found if d.is_error == errors]
+
+
+_TONE = {"❌": "fail", "⚠️": "warn"}
+
+
+def banner(comparison: Comparison | None, head: Report | None,
+           reasons: Sequence[str] | None) -> BannerView | None:
+    """The comment's heading and counts. `reasons`: why the check fails (None: under the
+    default `fail-on`). A run alone is read as a comparison with no base, without calling
+    every row new: what it has to say is what errored and how many pass."""
+    if comparison is None:
+        return None if head is None else _run_banner(head, reasons)
+    if reasons is None:
+        reasons = fail_reasons(comparison, DEFAULT_FAIL_ON)
+    return _banner(headline(comparison, findings(comparison), reasons))
+
+
+def _run_banner(head: Report, reasons: Sequence[str] | None) -> BannerView:
+    # With nothing to compare with, a failing eval is the news (not "new"), so the
+    # default gate is read with `failure` added.
+    comparison = compare_reports(None, head)
+    found = [f for f in findings(comparison) if f.group is not Group.NEW]
+    if reasons is None:
+        reasons = fail_reasons(comparison, (*DEFAULT_FAIL_ON, FailOn.FAILURE))
+    top = headline(comparison, found, reasons)
+    return _banner(replace(top, counts=top.counts.replace("no changes · ", "")))
+
+
+def _banner(top: Headline) -> BannerView:
+    # The counts' only markup is the comment's bold on the worst count.
+    return BannerView(icon=top.icon, text=top.text, counts=top.counts.replace("**", ""),
+                      tone=_TONE.get(top.icon, "ok"))
+
+
+def _replayed(base: Report | None, head: Report | None) -> frozenset[str]:
+    sides = {name for name, report in (("base", base), ("head", head))
+             if report is not None and report.mode == "replay"}
+    one = head if head is not None else base
+    if one is not None and one.mode == "replay":
+        sides.add("run")
+    return frozenset(sides)
 
 
 def build_view(*, head: Report | None, base: Report | None = None,
-               comparison: Comparison | None = None) -> ReportView:
+               comparison: Comparison | None = None,
+               reasons: Sequence[str] | None = None) -> ReportView:
+    """`reasons`: why the check fails, for the verdict banner (None: the default gate)."""
     no_runs = head is None and base is None
     note = ("This comparison file has no conversations: pass the run reports "
             "(`turncheck report HEAD.json --base BASE.json`) to see them.") if no_runs else None
@@ -492,8 +612,10 @@ def build_view(*, head: Report | None, base: Report | None = None,
     title = "turncheck report" + (": base → head" if (base and head) or comparison else "")
     return ReportView(title=title, facts=_facts(comparison, base, head),
                       sections=[s for s in sections if s.rows or s.note],
-                      diagnostics=_diagnostics(comparison, head),
-                      two_sided=base is not None or bool(comparison and comparison.has_base))
+                      diagnostics=_diagnostics(comparison, head, errors=True),
+                      warnings=_diagnostics(comparison, head, errors=False),
+                      two_sided=base is not None or bool(comparison and comparison.has_base),
+                      banner=banner(comparison, head, reasons), replayed=_replayed(base, head))
 
 
 def _asset(name: str) -> str:
@@ -516,8 +638,12 @@ def render_html(view: ReportView) -> str:
 
 
 def render_report(*, head: Report | None, base: Report | None = None,
-                  comparison: Comparison | None = None) -> str:
-    return render_html(build_view(head=head, base=base, comparison=comparison))
+                  comparison: Comparison | None = None,
+                  reasons: Sequence[str] | None = None) -> str:
+    """`reasons`: why the check fails (`compare.policy.fail_reasons`), for the verdict
+    banner; None reads the comparison under the default `fail-on`."""
+    return render_html(build_view(head=head, base=base, comparison=comparison,
+                                  reasons=reasons))
 
 
 _ENVIRONMENT = html_environment()
