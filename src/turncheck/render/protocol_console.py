@@ -29,6 +29,7 @@ from turncheck.report.protocol import (
 )
 from turncheck.report.run import Report, Status
 from turncheck.report.spend import Spent
+from turncheck.text.counts import counted
 from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -116,7 +117,7 @@ def samples_note(case: CaseResult) -> str:
 
 def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
     a = aggregates
-    yield (f"Aggregates over {a.cases} case(s): interactive reasoning "
+    yield (f"Aggregates over {counted(a.cases, 'case')}: interactive reasoning "
            f"{score(a.interactive_reasoning)} · final F1 {score(a.final_f1)} · "
            f"self-correction {signed(a.self_correction)}")
     if a.meta_cognition is not None:
