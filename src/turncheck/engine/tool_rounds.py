@@ -89,7 +89,7 @@ class TurnAnswer:
         self.app_model_calls = len(response.calls)
         self.first_token_ms = response.first_token_ms
         self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
-            call.arguments)) for call in response.tool_calls]
+            call.arguments), by_app=True) for call in response.tool_calls]
         self.messages.append(ChatMessage("assistant", response.text))
 
     def answer_call(self, call: ToolCall, round_number: int, tools: ToolSetup) -> ChatMessage:

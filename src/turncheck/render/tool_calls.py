@@ -11,7 +11,8 @@ MAX_RESULT_CHARS = 300
 
 def call_text(call: ToolCallResult) -> str:
     """One call: `round 1: get_weather(city="Paris") → {"forecast": "sunny"}`."""
-    result = "(no result)" if call.result is None else call.result
+    result = call.result if call.result is not None else (
+        "(run by the app)" if call.by_app else "(no result)")
     if len(result) > MAX_RESULT_CHARS:
         result = result[:MAX_RESULT_CHARS] + "…"
     return f"round {call.round}: {call.name}({arguments_text(call.arguments)}) → {result}"

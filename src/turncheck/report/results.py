@@ -86,6 +86,8 @@ class ToolCallResult(ReportModel):
     """The call's arguments: a JSON object, or the raw text when it was not valid JSON."""
     result: str | None = None
     """The tool message sent back; None when the call could not be answered."""
+    by_app: bool = Field(default=False, exclude_if=lambda ran: not ran)
+    """A call an app target reports it ran itself (its result is the app's own)."""
     arguments_chars: int | None = Field(default=None, exclude_if=_none)
     """Set only when `arguments` is an excerpt (`excerpt_answers`): the length of the
     arguments' JSON text."""
