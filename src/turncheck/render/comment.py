@@ -44,6 +44,7 @@ from turncheck.render.severity import (
 from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.report.comparison import Comparison, EvalComparison
 from turncheck.report.run import Report, Status
+from turncheck.text.counts import counted
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow
 
@@ -239,7 +240,7 @@ def _cost_reason(item: EvalComparison) -> str:
         turns = f"{head.turns} turn{'' if head.turns == 1 else 's'}"
         parts.append(f"{turns} instead of {base.turns} ({more} follow-ups fire)")
     if head.app_model_calls != base.app_model_calls and head.app_model_calls is not None:
-        parts.append(f"the app made {head.app_model_calls} model calls instead of "
+        parts.append(f"the app made {counted(head.app_model_calls, 'model call')} instead of "
                      f"{base.app_model_calls or 0}")
     if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
         parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
