@@ -7,6 +7,7 @@ trusted run never starts a fork's app (docs/trust-model.md, "App targets")."""
 from __future__ import annotations
 
 from turncheck import __version__
+from turncheck.cli.init_files import WORKFLOW
 
 TARGET_KINDS = ("http", "python", "command")
 TARGET_NOTES = {
@@ -17,7 +18,7 @@ TARGET_NOTES = {
                "# install its toolchain (actions/setup-node, ...) before it runs.",
 }
 
-APP_WORKFLOW = """\
+HEADER = """\
 # turncheck: multi-turn LLM evals of your app on every pull request (written by
 # `turncheck init --target @TARGET@`). Settings come from turncheck.toml.
 @REQUIRED@
@@ -28,94 +29,36 @@ APP_WORKFLOW = """\
 # is left where it could read them: the checkout keeps no token (persist-credentials),
 # and `exec` replaces the step's shell, which would otherwise hold the token in its
 # environment (turncheck refuses to start the app then).
-name: turncheck
-
-on:
-  pull_request:
-  merge_group:       # a merge queue needs the `turncheck` check on its groups too
-  push:
-    branches: [@BRANCH@]
-
-permissions:
-  contents: read
-
-jobs:
-  # Pull requests and merge groups: the changed suites at head and at base, each side
-  # starting its own commit's app; one PR comment and the check run `turncheck`.
-  evals:
-    if: github.event_name != 'push'
-    runs-on: ubuntu-latest
-    timeout-minutes: 60    # GitHub's default is 6 hours; raise it for a very long suite
-    permissions:
-      contents: read
-      pull-requests: write   # the PR comment
-      checks: write          # the check run with annotations
-      statuses: write        # fallback when checks: write is not granted
-    steps:
-      - uses: actions/checkout@v5
-        with:
-          fetch-depth: 0     # so turncheck can read the base versions of your suites
-          persist-credentials: false   # no token on disk where the app could read it
-      - uses: actions/setup-python@v6
-        with:
-          python-version: "3.12"
-      - name: Install the app's dependencies (replace with your app's own setup)
-        run: if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
-      - name: Install turncheck
-        run: pip install "turncheck==@VERSION@"
-      - name: turncheck
-        run: exec turncheck action
-        env:
-          GITHUB_TOKEN: ${{ github.token }}
-      # The browsable HTML report (turncheck report), linked from the comment.
-      - uses: actions/upload-artifact@v6
-        if: always()
-        with:
-          name: turncheck-html-report
-          path: turncheck-report.html
-          if-no-files-found: ignore
-          retention-days: 14
-      # A fork's token is read-only: keep the report; turncheck-fork-comment.yml posts it.
-      - uses: actions/upload-artifact@v6
-        if: >-
-          always() && github.event_name == 'pull_request' &&
-          github.event.pull_request.head.repo.full_name != github.repository
-        with:
-          name: turncheck-report
-          path: turncheck-report.json
-          retention-days: 5
-
-  # The default branch: every suite, kept as the baseline artifact pull requests reuse.
-  baseline:
-    if: github.event_name == 'push'
-    runs-on: ubuntu-latest
-    timeout-minutes: 60
-    steps:
-      - uses: actions/checkout@v5
-        with:
-          persist-credentials: false
-      - uses: actions/setup-python@v6
-        with:
-          python-version: "3.12"
-      - name: Install the app's dependencies (replace with your app's own setup)
-        run: if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
-      - name: Install turncheck
-        run: pip install "turncheck==@VERSION@"
-      - name: turncheck
-        run: exec turncheck action
-        env:
-          GITHUB_TOKEN: ${{ github.token }}
-          INPUT_FAIL-ON: invalid
-      - uses: actions/upload-artifact@v6
-        if: always()
-        with:
-          name: turncheck-report-${{ github.sha }}
-          path: turncheck-report.json
 """
+
+RUNNER_STEPS = """\
+      - uses: actions/setup-python@v6
+        with:
+          python-version: "3.12"
+      - name: Install the app's dependencies (replace with your app's own setup)
+        run: if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
+      - name: Install turncheck
+        run: pip install "turncheck==@VERSION@"
+      - name: turncheck
+        run: exec turncheck action
+        env:
+          GITHUB_TOKEN: ${{ github.token }}
+"""
+"""turncheck as a step next to the app, in place of the action's container."""
+
+
+def _app_template() -> str:
+    """The action's workflow (`init_files.WORKFLOW`) under this header, with turncheck run
+    on the runner instead of in the action's container."""
+    body = WORKFLOW[WORKFLOW.index("name: turncheck\n"):]
+    return HEADER + (body
+                     .replace("      - uses: @ACTION@\n        with:\n          fail-on: invalid\n",
+                              RUNNER_STEPS + "          INPUT_FAIL-ON: invalid\n")
+                     .replace("      - uses: @ACTION@\n", RUNNER_STEPS))
 
 
 def app_workflow(target: str) -> str:
     """The workflow's template for an app `target` (the placeholders of `init_files.fill`
     left in, `@TARGET@`, `@TARGET_NOTE@` and `@VERSION@` filled)."""
-    return (APP_WORKFLOW.replace("@TARGET_NOTE@", TARGET_NOTES[target])
+    return (_app_template().replace("@TARGET_NOTE@", TARGET_NOTES[target])
             .replace("@TARGET@", target).replace("@VERSION@", __version__))
