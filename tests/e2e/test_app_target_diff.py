@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.action_harness import TURNCHECK
+from tests.support.action_harness import TURNCHECK, run_pull_request
 from tests.support.git_repo import GitRepo
+from tests.support.github_fake import FakeGitHub
 from tests.support.scripted_server import Json, ScriptedServer, conversation_of
 from tests.support.target_helpers import SUPPORT_APP, THREE_TURNS, memory_reply
 
@@ -48,8 +49,9 @@ def _turncheck(repo: GitRepo, env: dict[str, str], *args: str) -> subprocess.Com
                           text=True, timeout=300, check=False)
 
 
-def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
-        tmp_path: Path) -> None:
+def prompt_change_repo(tmp_path: Path) -> tuple[GitRepo, dict[str, str], str, str]:
+    """A repository whose head commit changes the app's system prompt in its code, both
+    sides recorded: the repository, the environment, the base and the head commit."""
     app_code = SUPPORT_APP.read_text()
     assert BASE_PROMPT in app_code
     repo = GitRepo(tmp_path / "repo")
@@ -65,7 +67,13 @@ def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
         repo.write("bot/app.py", app_code.replace(BASE_PROMPT, HEAD_PROMPT))
         recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
         assert recorded.returncode == 1, recorded.stdout + recorded.stderr  # it fails now
-        repo.commit("head: the bot answers in French")
+        head = repo.commit("head: the bot answers in French")
+    return repo, env, base, head
+
+
+def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
+        tmp_path: Path) -> None:
+    repo, env, base, _ = prompt_change_repo(tmp_path)
     # Replay: the server is gone, every answer comes from the committed cassettes.
     diffed = _turncheck(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
                         "--markdown", str(tmp_path / "comment.md"))
@@ -83,3 +91,20 @@ def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
     assert "1 broke · remembers now fails after 3 turns" in comment
     assert "❌ Bonjour" in comment and "✅ You are Ada from Paris." in comment
     assert re.search(r"\| Model \| \$[\d.]+ \| \$[\d.]+ \| \+\$[\d.]+ \| \+[\d.]+% \|", comment)
+
+
+def test_the_action_runs_each_side_s_own_app_code_and_comments_the_change(
+        tmp_path: Path, github_fake: FakeGitHub) -> None:
+    repo, env, base, head = prompt_change_repo(tmp_path)
+    # The upstream the app's calls were recorded against is part of their key, as a
+    # suite's base_url is: the job names the same one (the server itself is gone).
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           extra_env={"OPENAI_BASE_URL": env["OPENAI_BASE_URL"]})
+    assert "Traceback" not in run.stdout + run.stderr, run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr  # the memory eval broke
+    [comment] = github_fake.comments_on(7)
+    assert "1 broke · remembers now fails after 3 turns" in comment.body
+    assert "❌ Bonjour" in comment.body and "✅ You are Ada from Paris." in comment.body
+    assert "app model calls: 3 → 3" in comment.body
+    assert re.search(r"\| Model \| \$[\d.]+ \| \$[\d.]+ \| \+\$[\d.]+ \| \+[\d.]+% \|",
+                     comment.body)
