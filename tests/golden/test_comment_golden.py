@@ -590,3 +590,17 @@ def test_a_slowdown_does_not_head_broken_evals() -> None:
     assert title.startswith("❌ 20 broke, 1 later turn · eval 0.0, eval 1.0 and 19 more · ")
     _, default = rendered((base, slow))
     assert default.startswith("❌ 20 broke · eval 0.0, eval 1.0 and 18 more · ")
+
+
+def test_counts_of_noun_changes_are_plural_in_the_heading_and_the_counts_line() -> None:
+    wrong, right = ("Refunds are possible within 14 days.", False), ("Within 30 days.", True)
+    base = [support_eval(f"refund {i}", [right], 0.0041, 7 + i) for i in range(2)]
+    head = [support_eval(f"refund {i}", [wrong, wrong, right], 0.00382, 7 + i)
+            for i in range(2)]
+    head_report = report([suite(SUPPORT, "support", head)], "c" * 40)
+    comparison = compare_reports(report([suite(SUPPORT, "support", base)], "b" * 40),
+                                 head_report)
+    body = render_comment(comparison, CommentContext(fail_reasons=[], head=head_report))
+    heading, _, counts = body.split("\n")[1:4]
+    assert heading.startswith("## ⚠️ 2 later turns"), heading
+    assert "🔴 2 later turns" in counts and "later turn " not in counts, counts

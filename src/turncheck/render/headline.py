@@ -179,12 +179,18 @@ def _worse(worse: Sequence[Finding], flaky_fails: bool = False) -> _Cause:
     if flaky_fails and flaky:
         labels["flaky"] = flaky
     ordered = sorted(worse, key=_severity)
-    summary = ", ".join(f"{n} {label}" for label, n in
+    summary = ", ".join(f"{n} {_PLURALS.get(label, label) if n != 1 else label}"
+                        for label, n in
                         sorted(labels.items(), key=lambda kv: _LABEL_ORDER.index(kv[0])))
     if len(worse) == 1:
         return _Cause(summary, _described(worse[0]))
     return _Cause(summary, names=[f.name for f in ordered])
 
+
+_PLURALS = {"suite regression": "suite regressions", "regression": "regressions",
+            "likely regression": "likely regressions", "later turn": "later turns",
+            "earlier turn": "earlier turns"}
+"""The labels that are nouns ("broke", "flaky", "failing" read the same for any count)."""
 
 _LABEL_ORDER = ["suite regression", "regression", "regressions", "broke", "likely regression",
                 "likely regressions", "later turn", "later turns", "flaky", "failing"]
@@ -343,8 +349,10 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
     groups = Counter(f.group for f in found)
     new_failing = sum(1 for f in found if f.group is Group.NEW and "passes" not in f.change)
     flaky = sum(1 for f in found if f.flaky)
-    worse = [f"🔴 {groups[g]} {label}" for g, label in WORSE_COUNTS if groups[g]]
-    better = [f"🟢 {groups[g]} {label}" for g, label in BETTER_COUNTS if groups[g]]
+    worse = [f"🔴 {groups[g]} {_PLURALS.get(label, label) if groups[g] != 1 else label}"
+             for g, label in WORSE_COUNTS if groups[g]]
+    better = [f"🟢 {groups[g]} {_PLURALS.get(label, label) if groups[g] != 1 else label}"
+              for g, label in BETTER_COUNTS if groups[g]]
     if worse:
         worse[0] = f"**{worse[0]}**"
     plain = [
