@@ -12,15 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.action_harness import TURNCHECK
 from tests.support.engine_helpers import FAKE_KEY, write_suite
-from tests.support.git_repo import GitRepo
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import (
-    SUPPORT_APP,
     THREE_TURNS,
+    app_change_repo,
     http_target,
     memory_reply,
+    turncheck_in,
     upstream_env,
 )
 
@@ -41,30 +40,12 @@ metadata:
 """ + THREE_TURNS
 
 
-def _turncheck(repo: GitRepo, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TURNCHECK), *args], cwd=repo.path, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 def test_an_app_calling_the_model_twice_per_turn_shows_doubled_calls_and_their_cost(
         tmp_path: Path) -> None:
-    app_code = SUPPORT_APP.read_text()
-    assert ONE_CALL in app_code
-    repo = GitRepo(tmp_path / "repo")
-    with ScriptedServer(default_reply=memory_reply) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-1",
-               "TMPDIR": str(tmp_path)}
-        repo.write("bot/app.py", app_code)
-        repo.write("bot/bot.eval.yaml", SUITE)
-        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
-        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        base = repo.commit("base")
-        repo.branch("feature", checkout=True)
-        repo.write("bot/app.py", app_code.replace(ONE_CALL, ONE_CALL.replace('"1"', '"2"')))
-        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
-        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        repo.commit("head: the bot reviews each answer with a second call")
-    diffed = _turncheck(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
+    repo, env, base, _ = app_change_repo(
+        tmp_path, SUITE, lambda code: code.replace(ONE_CALL, ONE_CALL.replace('"1"', '"2"')),
+        memory_reply, head_passes=True)
+    diffed = turncheck_in(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
                         "--markdown", str(tmp_path / "comment.md"))
     assert "Traceback" not in diffed.stderr, diffed.stderr
     comparison = json.loads((tmp_path / "diff.json").read_text())

@@ -5,17 +5,20 @@ tree, so the comparison shows the eval's change and the cost of the app's own ca
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.action_harness import TURNCHECK, run_pull_request
+from tests.support.action_harness import run_pull_request
 from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
-from tests.support.scripted_server import Json, ScriptedServer, conversation_of
-from tests.support.target_helpers import SUPPORT_APP, THREE_TURNS, memory_reply
+from tests.support.scripted_server import Json, conversation_of
+from tests.support.target_helpers import (
+    THREE_TURNS,
+    app_change_repo,
+    memory_reply,
+    turncheck_in,
+)
 
 BASE_PROMPT = 'SYSTEM_PROMPT = os.environ.get("APP_SYSTEM_PROMPT", ' \
     '"You are the support bot of Example Co.")'
@@ -44,38 +47,18 @@ def french_or_memory(body: Json) -> str:
     return "Bonjour !" if "French" in system else memory_reply(body)
 
 
-def _turncheck(repo: GitRepo, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TURNCHECK), *args], cwd=repo.path, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 def prompt_change_repo(tmp_path: Path) -> tuple[GitRepo, dict[str, str], str, str]:
     """A repository whose head commit changes the app's system prompt in its code, both
     sides recorded: the repository, the environment, the base and the head commit."""
-    app_code = SUPPORT_APP.read_text()
-    assert BASE_PROMPT in app_code
-    repo = GitRepo(tmp_path / "repo")
-    with ScriptedServer(default_reply=french_or_memory) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-1",
-               "TMPDIR": str(tmp_path)}
-        repo.write("bot/app.py", app_code)
-        repo.write("bot/bot.eval.yaml", SUITE)
-        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
-        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        base = repo.commit("base")
-        repo.branch("feature", checkout=True)
-        repo.write("bot/app.py", app_code.replace(BASE_PROMPT, HEAD_PROMPT))
-        recorded = _turncheck(repo, env, "record", "bot/bot.eval.yaml")
-        assert recorded.returncode == 1, recorded.stdout + recorded.stderr  # it fails now
-        head = repo.commit("head: the bot answers in French")
-    return repo, env, base, head
+    return app_change_repo(tmp_path, SUITE, lambda code: code.replace(BASE_PROMPT, HEAD_PROMPT),
+                           french_or_memory, head_passes=False)  # the head fails now
 
 
 def test_diff_runs_each_side_s_own_app_code_and_shows_the_change_and_its_cost(
         tmp_path: Path) -> None:
     repo, env, base, _ = prompt_change_repo(tmp_path)
     # Replay: the server is gone, every answer comes from the committed cassettes.
-    diffed = _turncheck(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
+    diffed = turncheck_in(repo, env, "diff", base, "--json", str(tmp_path / "diff.json"),
                         "--markdown", str(tmp_path / "comment.md"))
     assert "Traceback" not in diffed.stderr, diffed.stderr
     comparison = json.loads((tmp_path / "diff.json").read_text())

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.scripted_server import Json, _content_text, conversation_of
+from tests.support.action_harness import TURNCHECK
+from tests.support.git_repo import GitRepo
+from tests.support.scripted_server import Json, ScriptedServer, _content_text, conversation_of
 from turncheck.targets.process import group_member_runs
 
 APPS = Path(__file__).resolve().parent / "target_apps"
@@ -86,3 +90,35 @@ def comparable(report: Any) -> list[tuple[Any, ...]]:
     return [(e.name, e.status, e.passed_on_turn, e.error, e.usage, e.cost_usd,
              [(t.prompt, t.response, t.usage, t.cost_usd) for t in e.turns])
             for suite in report.suites for e in suite.evals]
+
+
+def turncheck_in(repo: GitRepo, env: dict[str, str], *args: str
+                 ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TURNCHECK), *args], cwd=repo.path, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def app_change_repo(tmp_path: Path, suite: str, change: Callable[[str], str],
+                    reply: Callable[[Json], str], *, head_passes: bool
+                    ) -> tuple[GitRepo, dict[str, str], str, str]:
+    """A repository with the support app under bot/ and `suite`, recorded at base, then a
+    head commit whose app code is `change(code)`, recorded again (its run exit code 0 if
+    `head_passes`, else 1): the repository, the environment, the base and the head."""
+    app_code = SUPPORT_APP.read_text()
+    repo = GitRepo(tmp_path / "repo")
+    with ScriptedServer(default_reply=reply) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-1",
+               "TMPDIR": str(tmp_path)}
+        repo.write("bot/app.py", app_code)
+        repo.write("bot/bot.eval.yaml", suite)
+        recorded = turncheck_in(repo, env, "record", "bot/bot.eval.yaml")
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        base = repo.commit("base")
+        repo.branch("feature", checkout=True)
+        changed = change(app_code)
+        assert changed != app_code, "the change does not apply to the support app"
+        repo.write("bot/app.py", changed)
+        recorded = turncheck_in(repo, env, "record", "bot/bot.eval.yaml")
+        assert recorded.returncode == (0 if head_passes else 1), recorded.stdout + recorded.stderr
+        head = repo.commit("head: the app's code changed")
+    return repo, env, base, head
