@@ -440,7 +440,7 @@ def open_session(
 
 def _has_targets(suite: Suite | ProtocolSuite) -> bool:
     """Whether some conversation of the suite is with an app (its own or an eval's target)."""
-    if getattr(suite.metadata, "target", None) is not None:
+    if suite.metadata.target is not None:
         return True
     return isinstance(suite, Suite) and any(e.target is not None for e in suite.evals)
 
