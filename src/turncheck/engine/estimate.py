@@ -113,6 +113,13 @@ class _Path:
 
     model: Usage = field(default_factory=Usage)
     judge: list[tuple[str, str | None, Usage]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """The conversation where the path ends (its answers counted in `replies`), which
+    the next scripted turn is sent after."""
+    replies: int = 0
+
+    def then(self, rest: _Path) -> _Path:
+        return _Path(self.model + rest.model, self.judge + rest.judge, rest.texts, rest.replies)
 
 
 class _SuiteWalk:
@@ -135,8 +142,12 @@ class _SuiteWalk:
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
         self.tools = _ToolRounds.of(ToolSetup.of(self.suite.metadata, evaluation))
-        paths = self._paths(evaluation.checks, [*texts, self.render(evaluation.prompt)], 0)
-        return max((self._figures(p) for p in paths), key=_weight)
+        so_far = _Path(texts=texts)
+        for step in evaluation.steps:  # scripted turns: each after the worst of the last
+            paths = self._paths(step.checks, [*so_far.texts, self.render(step.prompt)],
+                                so_far.replies)
+            so_far = so_far.then(max(paths, key=lambda p: _weight(self._figures(p))))
+        return self._figures(so_far)
 
     def _turn_usage(self, texts: list[str], replies: int) -> Usage:
         """One turn: each of its rounds resends the conversation, the tools, and every
@@ -169,6 +180,8 @@ class _SuiteWalk:
                 tokens = input_token_bound(m.embedding, [expected], chat=False) + self.max_out
                 here.judge.append((m.embedding, m.embedding_price, Usage(input_tokens=tokens)))
         if not follow_ups:
+            here.texts = [*texts, *self.tools.results(rounds - 1), ""]
+            here.replies = replies + rounds
             return [here]
         paths = []
         for follow_up in follow_ups:
@@ -176,7 +189,7 @@ class _SuiteWalk:
             history = [*texts, *self.tools.results(rounds - 1), reply,
                        self.render(follow_up.prompt)]
             for rest in self._paths(follow_up.checks, history, replies + rounds):
-                paths.append(_Path(here.model + rest.model, here.judge + rest.judge))
+                paths.append(here.then(rest))
         return paths
 
     def _figures(self, path: _Path) -> Figures:
@@ -190,14 +203,18 @@ class _SuiteWalk:
         )
 
     def guessed_eval(self, evaluation: Eval, typical_output: int) -> Figures:
-        """Passes on its first turn, answering `typical_output` tokens; no judge calls."""
+        """Passes on its first turn (scripted: on each turn), answering `typical_output`
+        tokens; no judge calls."""
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
-        usage = Usage(
-            input_tokens=input_token_guess(self.models.model,
-                                           [*texts, self.render(evaluation.prompt)]),
-            output_tokens=typical_output,
-        )
+        usage = Usage()
+        for answered, step in enumerate(evaluation.steps):
+            texts.append(self.render(step.prompt))
+            usage += Usage(
+                input_tokens=input_token_guess(self.models.model, texts)
+                + answered * typical_output,
+                output_tokens=typical_output,
+            )
         return Figures(usage=usage,
                        cost_usd=self.pricer.cost(usage, self.models.model, self.models.model_price))
 

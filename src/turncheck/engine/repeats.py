@@ -187,7 +187,8 @@ def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
 def _sample(index: int, result: EvalResult, seed: int | None, look: int = 0) -> SampleResult:
     return SampleResult(
         index=index, seed=sample_seed(seed, index), look=look, status=result.status,
-        passed_on_turn=result.passed_on_turn, error=result.error, usage=result.usage,
+        passed_on_turn=result.passed_on_turn, failed_on_turn=result.failed_on_turn,
+        error=result.error, usage=result.usage,
         cost_usd=result.cost_usd, judge_usage=result.judge_usage,
         judge_cost_usd=result.judge_cost_usd, turns=result.turns,
     )
@@ -209,6 +210,7 @@ def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None,
         "status": status,
         "passed_on_turn": statistics.median_low(passing)
         if passing and status is Status.PASS else None,
+        "failed_on_turn": _failed_on(samples) if status is Status.FAIL else None,
         "error": next((s.error for s in samples if s.error), None),
         "reason": _reason(results, status),
         **spend_totals(samples),
@@ -216,6 +218,13 @@ def combine(results: Sequence[EvalResult], plan: RepeatPlan, seed: int | None,
             update={"paired": paired if plan.fixed is None else None}),
         "samples": samples,
     })
+
+
+def _failed_on(samples: Sequence[SampleResult]) -> int | None:
+    """Scripted turns: the median turn the failed samples failed on."""
+    failed = sorted(s.failed_on_turn for s in samples
+                    if s.status is Status.FAIL and s.failed_on_turn is not None)
+    return statistics.median_low(failed) if failed else None
 
 
 def _reason(results: Sequence[EvalResult], status: Status) -> str | None:

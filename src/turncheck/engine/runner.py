@@ -26,6 +26,7 @@ from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
 from turncheck.engine.schedule import open_suite_session, run_suite_cases
+from turncheck.engine.scripted_turns import play_scripted_turns
 from turncheck.engine.session import (
     SuiteSession,
 )
@@ -35,7 +36,7 @@ from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
-from turncheck.formats.suite import CheckList, Eval, Suite
+from turncheck.formats.suite import MAX_DEPTH, CheckList, Eval, Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import (
     AnswerSchema,
@@ -79,6 +80,10 @@ class _EvalState:
     turns: list[TurnResult] = field(default_factory=list)
     judge_usage: Usage = field(default_factory=Usage)
     judge_costs: list[float | None] = field(default_factory=list)
+    failed_on_turn: int | None = None
+    """Scripted turns: the turn whose checks failed first."""
+    answered: list[ChatMessage] = field(default_factory=list)
+    """The last turn's answer (with its tool rounds), not yet in `messages`."""
 
 
 def _variables(suite: Suite, settings: RunSettings) -> dict[str, str]:
@@ -148,7 +153,7 @@ class _SuiteRun:
         begin_conversation(f"{self.file.path}\0{evaluation.display_name}\0{current_sample()}",
                            evaluation.target)
         try:
-            state.messages = self.first_messages(evaluation.prompt)
+            state.messages = self.first_messages(evaluation.first_prompt)
             status, passed_on = await self._conversation(evaluation, state)
             error = None
         except BudgetExceeded:
@@ -176,20 +181,38 @@ class _SuiteRun:
         return exc.message if hint is None else f"{exc.message} ({hint})"
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
-        level, line = evaluation.checks, evaluation.line
         tools = ToolSetup.of(self.suite.metadata, evaluation)
-        for turn_number in range(1, 100):
+        play = partial(self._until_passed, state=state, tools=tools)
+        if evaluation.turns is not None:
+            scripted = await play_scripted_turns(evaluation.turns, play,
+                                                 partial(self._send_next, state))
+            state.failed_on_turn = scripted.failed_on_turn
+            return (Status.PASS, scripted.last_turn) if scripted.passed else (Status.FAIL, None)
+        first = evaluation.steps[0]
+        passed, turn_number = await play(first.checks, first.line)
+        return (Status.PASS, turn_number) if passed else (Status.FAIL, None)
+
+    def _send_next(self, state: _EvalState, prompt: str) -> None:
+        state.messages += [*state.answered, ChatMessage("user", self.render(prompt))]
+
+    async def _until_passed(self, level: CheckList, line: int, *, state: _EvalState,
+                            tools: ToolSetup) -> tuple[bool, int]:
+        """One user turn's checks, then the follow-ups they carry until a level passes or
+        none is left: whether it passed, and the number of the last turn it took."""
+        first = len(state.turns) + 1
+        for turn_number in range(first, first + MAX_DEPTH + 1):
             answer = TurnAnswer()
             turn, outcome = await self._turn(turn_number, line, level, state, tools, answer)
             state.turns.append(turn)
+            state.answered = answer.messages
             if outcome.errors:
                 raise EvalError(f"turn {turn_number}: {outcome.errors[0]}")
             if outcome.passed:
-                return Status.PASS, turn_number
+                return True, turn_number
             if outcome.follow_up is None:
-                return Status.FAIL, None
+                return False, turn_number
             follow_up = outcome.follow_up
-            state.messages += [*answer.messages, ChatMessage("user", self.render(follow_up.prompt))]
+            self._send_next(state, follow_up.prompt)
             level, line = follow_up.checks, follow_up.line
         raise EvalError("conversation did not end")  # unreachable: depth is validated
 
@@ -273,9 +296,10 @@ class _SuiteRun:
         usage = sum((t.usage for t in state.turns), Usage())
         return EvalResult(
             name=evaluation.display_name,
-            prompt=evaluation.prompt,
+            prompt=evaluation.first_prompt,
             status=status,
             passed_on_turn=passed_on,
+            failed_on_turn=state.failed_on_turn,
             error=error,
             usage=usage,
             cost_usd=add_costs([t.cost_usd for t in state.turns]),

@@ -62,7 +62,7 @@ def longest_path(checks: CheckList) -> int:
 
 def expected_turns(evaluation: Eval) -> int:
     """The eval's weight: the turns of its longest path, an upper bound on its cost."""
-    return longest_path(evaluation.checks)
+    return sum(longest_path(step.checks) for step in evaluation.steps)
 
 
 def eval_key(suite_path: str, eval_name: str) -> str:

@@ -35,6 +35,8 @@ from turncheck.formats.tools import (
 
 MAX_DEPTH = 5
 """Most nested follow-up levels a path may have (so at most 6 turns)."""
+MAX_TURNS = 50
+"""Most scripted `turns` one eval may list."""
 MAX_REPEAT = 100
 """Most samples (independent conversations) one eval may take."""
 DEFAULT_MAX_REPEAT = 20
@@ -318,10 +320,31 @@ Item: TypeAlias = Check | OrGroup | FollowUp
 CheckList: TypeAlias = Annotated[list[Item], Field(min_length=1)] | OrGroup
 
 
+class Turn(_Node):
+    """One scripted user turn: always sent, in order, with its own checks."""
+
+    prompt: NonEmptyStr = Field(description="The user message of this turn.")
+    checks: CheckList = Field(description="Checks of the answer (they may carry follow-ups).")
+
+
+def _one_form(schema: dict[str, Any]) -> None:
+    """An eval is either `prompt` + `checks` or `turns`."""
+    schema["required"] = [key for key in schema.get("required", [])
+                          if key not in ("prompt", "checks")]
+    schema["oneOf"] = [{"required": ["prompt", "checks"], "not": {"required": ["turns"]}},
+                       {"required": ["turns"], "not": {"anyOf": [{"required": ["prompt"]},
+                                                                 {"required": ["checks"]}]}}]
+
+
 class Eval(_Node):
+    model_config = ConfigDict(json_schema_extra=_one_form)
+
     name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
-    prompt: NonEmptyStr
-    checks: CheckList
+    prompt: NonEmptyStr | None = Field(default=None, description="The first user message.")
+    checks: CheckList | None = Field(default=None, description="Checks of the first answer.")
+    turns: Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)] | None = Field(
+        default=None, description="Scripted user turns, always sent in order, each with its "
+        "own checks (instead of prompt and checks); the eval passes when every turn passes.")
     tools: ToolList | None = Field(default=None, description="Overrides metadata.tools.")
     tool_choice: ToolChoice | None = Field(
         default=None, description="Overrides metadata.tool_choice."
@@ -333,10 +356,37 @@ class Eval(_Node):
 
     __slots__ = ("unique_name",)
 
+    @model_validator(mode="after")
+    def _prompt_or_turns(self) -> Eval:
+        if self.turns is not None and (self.prompt is not None or self.checks is not None):
+            raise ValueError('an eval has either "prompt" and "checks" or "turns", not both')
+        if self.turns is None and (self.prompt is None or self.checks is None):
+            raise ValueError('an eval needs "prompt" and "checks" (or "turns")')
+        return self
+
+    @property
+    def scripted(self) -> bool:
+        """The eval lists `turns` (each always sent) rather than one prompt."""
+        return self.turns is not None
+
+    @property
+    def steps(self) -> list[Turn]:
+        """The eval's user turns: its `turns`, or its prompt and checks as the only one."""
+        if self.turns is not None:
+            return self.turns
+        assert self.prompt is not None and self.checks is not None  # `_one_form`
+        first = Turn.model_construct(prompt=self.prompt, checks=self.checks)
+        first.at(self.line, self.column)
+        return [first]
+
+    @property
+    def first_prompt(self) -> str:
+        return self.steps[0].prompt
+
     @property
     def display_name(self) -> str:
         """The eval's id in reports: its name, or its prompt made unique in the suite."""
-        return getattr(self, "unique_name", None) or self.name or self.prompt
+        return getattr(self, "unique_name", None) or self.name or self.first_prompt
 
     def named(self, unique_name: str) -> None:
         object.__setattr__(self, "unique_name", unique_name)
@@ -361,6 +411,7 @@ _RECURSIVE_MODELS: tuple[type[BaseModel], ...] = (
     *CHECK_TYPES.values(),
     FollowUp,
     OrGroup,
+    Turn,
     Eval,
     Suite,
 )

@@ -21,6 +21,7 @@ from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
     MAX_DEPTH,
+    MAX_TURNS,
     Check,
     CheckList,
     Eval,
@@ -31,6 +32,7 @@ from turncheck.formats.suite import (
     Suite,
     ToolCallCheck,
     ToolOrderCheck,
+    Turn,
     check_type,
     level_items,
 )
@@ -43,7 +45,9 @@ if TYPE_CHECKING:
     from turncheck.formats.protocol import ProtocolSuite
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
-EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results", "target")
+EVAL_KEYS = ("name", "prompt", "checks", "turns", "tools", "tool_choice", "tool_results",
+             "target")
+TURN_KEYS = ("prompt", "checks")
 TOOL_KEYS = ("tools", "tool_choice", "tool_results")
 
 
@@ -123,7 +127,7 @@ class _SuiteValidator(SuiteReporter):
         return evals
 
     def _unique_name(self, built: Eval, seen: dict[str, int], path: Path) -> bool:
-        base = built.name or " ".join(built.prompt.split())
+        base = built.name or " ".join(built.first_prompt.split())
         if built.name is not None and base in seen:
             self.error_at_value(
                 (*path, "name"),
@@ -149,8 +153,12 @@ class _SuiteValidator(SuiteReporter):
             if key not in EVAL_KEYS:
                 self.unknown_key(path, key, EVAL_KEYS)
         self.templated_fields(path, raw, templates.EVAL_FIELDS)
-        if "checks" not in raw:
-            self.error_at_value(path, "missing-key", 'missing required key "checks"')
+        if "turns" in raw:
+            return self.scripted_eval(path, raw)
+        missing = next((key for key in ("prompt", "checks") if key not in raw), None)
+        if missing is not None:
+            self.error_at_value(path, "missing-key", f'missing required key "{missing}"'
+                                ' (or list the eval\'s "turns")')
             return None
         checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
         if checks is None:
@@ -161,6 +169,55 @@ class _SuiteValidator(SuiteReporter):
                                         at=self.positions.value((*path, "prompt")))
         if built is not None:
             self.eval_tools(path, built)
+        return built
+
+    def scripted_eval(self, path: Path, raw: dict[str, Any]) -> Eval | None:
+        """An eval of scripted `turns`: one form only, each turn a prompt and its checks."""
+        mixed = [key for key in ("prompt", "checks") if key in raw]
+        if mixed:
+            self.error_at_key((*path, mixed[0]), "prompt-and-turns",
+                              f'an eval has either "prompt" and "checks" or "turns", not both; '
+                              f'move "{mixed[0]}" into a turn')
+            return None
+        turns_path = (*path, "turns")
+        listed = raw["turns"]
+        if not isinstance(listed, list) or not listed:
+            self.error_at_value(turns_path, "invalid-turns",
+                                "turns must be a non-empty list of {prompt, checks}")
+            return None
+        if len(listed) > MAX_TURNS:
+            self.error_at_value((*turns_path, MAX_TURNS), "too-many-turns",
+                                f"an eval has at most {MAX_TURNS} turns, got {len(listed)}")
+            return None
+        turns = [self.turn((*turns_path, index), item) for index, item in enumerate(listed)]
+        if any(turn is None for turn in turns):
+            return None
+        fields = {k: v for k, v in raw.items() if k in ("name", "target", *TOOL_KEYS)}
+        # Placed at its first turn's prompt, as a one-prompt eval is at its prompt.
+        built: Eval | None = self.build(Eval, {**fields, "turns": turns}, path,
+                                        at=self.positions.value((*turns_path, 0, "prompt")))
+        if built is not None:
+            self.eval_tools(path, built)
+        return built
+
+    def turn(self, path: Path, raw: Any) -> Turn | None:
+        if not isinstance(raw, dict):
+            self.error_at_value(path, "invalid-turn",
+                                "a turn must be a mapping with prompt and checks")
+            return None
+        for key in raw:
+            if key not in TURN_KEYS:
+                self.unknown_key(path, key, TURN_KEYS)
+                return None
+        missing = next((key for key in TURN_KEYS if key not in raw), None)
+        if missing is not None:
+            self.error_at_value(path, "missing-key", f'a turn needs "{missing}"')
+            return None
+        checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
+        if checks is None:
+            return None
+        built: Turn | None = self.build(Turn, {**raw, "checks": checks}, path,
+                                        at=self.positions.value((*path, "prompt")))
         return built
 
     # -- tools ---------------------------------------------------------------
@@ -174,7 +231,7 @@ class _SuiteValidator(SuiteReporter):
         else:
             declared = self.declared_tools
             self.scripted(path, built.tool_results, built.tool_choice, declared)
-        for check_path, check in _tool_checks((*path, "checks"), built.checks):
+        for check_path, check in _eval_tool_checks(path, built):
             for name, where in _named_tools(check_path, check):
                 if name == "*" and isinstance(check, NoToolCallCheck):
                     continue
@@ -353,6 +410,14 @@ def _tool_checks(path: Path, checks: CheckList) -> Iterator[tuple[Path, Check]]:
             yield where, item
         if nested is not None:
             yield from _tool_checks((*where, "checks"), nested)
+
+
+def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
+    if built.turns is None:
+        yield from _tool_checks((*path, "checks"), built.steps[0].checks)
+        return
+    for index, turn in enumerate(built.turns):
+        yield from _tool_checks((*path, "turns", index, "checks"), turn.checks)
 
 
 def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:

@@ -363,6 +363,8 @@ class SampleResult(Sample):
     """One sample of a repeated eval."""
 
     passed_on_turn: int | None
+    failed_on_turn: int | None = Field(default=None, exclude_if=_none)
+    """Scripted turns: the turn whose checks failed first."""
     look: int = 0
     """The look of `repeat: auto` that took this sample (0: the first)."""
     turns: list[TurnResult] = Field(default_factory=list)

@@ -59,6 +59,9 @@ class EvalResult(SharedPrompt, Spent):
     passed_on_turn: int | None
     error: str | None
     turns: list[TurnResult] = Field(default_factory=list)
+    failed_on_turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """An eval of scripted `turns` that failed: the turn whose checks failed first (the
+    later scripted turns were still sent)."""
     line: int = 1
     """Line of the eval's first `prompt` in the suite file, for annotations."""
     reason: str | None = None
