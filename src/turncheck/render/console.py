@@ -50,12 +50,20 @@ def _single(result: EvalResult) -> str:
     if result.status is Status.PASS:
         return f"{STATUS_LABEL[result.status]} (succeeded on turn {result.passed_on_turn})"
     if result.status is Status.FAIL:
-        turns = len(result.turns)
-        return f"{STATUS_LABEL[result.status]} (after {turns} turn{'s' if turns != 1 else ''})"
+        return f"{STATUS_LABEL[result.status]} ({failed_text(result)})"
     if result.status is Status.SKIPPED:
         return (f"{STATUS_LABEL[result.status]} ({result.reason}: a live call could have "
                 "crossed the budget)")
     return f"{STATUS_LABEL[Status.ERROR]}: {result.error}"
+
+
+def failed_text(result: EvalResult) -> str:
+    """How a failed eval failed: `failed on turn 2 of 3` (scripted turns), else
+    `after 2 turns`."""
+    turns = len(result.turns)
+    if result.failed_on_turn is not None:
+        return f"failed on turn {result.failed_on_turn} of {turns}"
+    return f"after {turns} turn{'s' if turns != 1 else ''}"
 
 
 def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
@@ -198,7 +206,8 @@ def failing_lines(report: Report) -> list[str]:
     list in the summary), at most `MAX_FAILING_LISTED`."""
     fail_label = STATUS_LABEL[Status.FAIL]
     failed = [f"{suite.name} › {result.name} ({suite.path}:{result.line}): failed "
-              + overall(result).removeprefix(f"{fail_label} (").replace(")", "", 1)
+              + overall(result).removeprefix(f"{fail_label} (").removeprefix("failed ")
+              .replace(")", "", 1)
               for suite in report.suites for result in suite.evals
               if result.status is Status.FAIL]
     failed += [f"{suite.name} › {case.id} ({suite.path}): failed"
