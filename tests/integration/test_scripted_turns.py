@@ -183,4 +183,5 @@ def test_junit_and_the_failed_list_name_the_failed_turn(tmp_path: Path) -> None:
         server.stop()
     assert 'message="❌ FAIL (failed on turn 2 of 2)"' in junit_xml(report)
     [failed] = failing_lines(report)[1:]
-    assert failed.endswith("travel post (scripted.eval.yaml:7): failed on turn 2 of 2")
+    assert failed.endswith("scripted.eval.yaml:7): failed on turn 2 of 2")
+    assert "travel post" in failed
