@@ -274,6 +274,25 @@ def tool_calls() -> Scenario:
             report([suite(path, "weather-assistant", [now, head])], "c" * 40))
 
 
+def scripted_turns() -> Scenario:
+    """An eval of two scripted turns (`turns:`): at head the rewrite of turn 2 breaks."""
+    post = "Compose a short travel post about Hawaii."
+    rewrite = "Rewrite it starting every sentence with the letter A."
+    first = turn(1, post, "Hawaii: surf at dawn, poke for lunch.", True, 'match "*Hawaii*"')
+
+    def rewritten(answer: str, passed: bool) -> EvalResult:
+        built = eval_result("travel post", [first, turn(2, rewrite, answer, passed,
+                                                        'match "A*"')], line=9)
+        if passed:
+            return built.model_copy(update={"passed_on_turn": 2})
+        return built.model_copy(update={"status": Status.FAIL, "passed_on_turn": None,
+                                        "failed_on_turn": 2})
+
+    path = "evals/writing.eval.yaml"
+    return (report([suite(path, "writing", [rewritten("At dawn we surf.", True)])], "b" * 40),
+            report([suite(path, "writing", [rewritten("We surf at dawn.", False)])], "c" * 40))
+
+
 def suite_level() -> Scenario:
     """Twenty evals each drop a little (19/20 → 16/20): no eval alone is a regression,
     the suite's stratified test is."""
@@ -297,6 +316,7 @@ PLAIN: dict[str, Callable[[], Scenario]] = {
     "outage-head-provider-down": outage,
     "tool-calls": tool_calls,
     "suite-level-regression": suite_level,
+    "scripted-turns": scripted_turns,
 }
 SERVED: dict[str, Callable[[Path, ScriptedServer], Scenario]] = {
     "calibration-drop": calibration_drop,
@@ -335,6 +355,7 @@ EXPECTED_CAUSE = {
     "outage-head-provider-down": ("❌ 4 evals errored (not judged)", "provider unreachable"),
     "tool-calls": ("❌ 1 broke", "umbrella tomorrow"),
     "suite-level-regression": ("❌ 1 suite regression", "suite faq"),
+    "scripted-turns": ("❌ 1 broke", "travel post now fails on turn 2 of 2"),
 }
 """Per scenario, what its heading must say: the cause that fails the check (or, when
 nothing does, the most important change), most severe first."""

@@ -93,7 +93,8 @@ def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
     return EvalSide(
         **result.spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
-        turns=len(result.turns), error=result.error, line=result.line,
+        turns=len(result.turns), failed_on_turn=result.failed_on_turn, error=result.error,
+        line=result.line,
         **sample_stats(sample_statuses(result), result.reason),
         turn_of_pass=turn_distribution(outcomes),
         looks=[turn_distribution(look) for look in look_outcomes(result)],

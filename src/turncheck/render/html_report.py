@@ -273,11 +273,13 @@ def _eval_samples(result: EvalResult | None) -> list[SampleView]:
         return []
     return [SampleView(label=f"sample {s.index}" + (f" (seed {s.seed})" if s.seed is not None
                                                      else ""),
-                       status=_outcome(s.status.value, s.passed_on_turn),
+                       status=_outcome(s.status.value, s.passed_on_turn, s.failed_on_turn),
                        turns=[turn_view(t) for t in s.turns]) for s in result.samples]
 
 
-def _outcome(status: str, passed_on_turn: int | None) -> str:
+def _outcome(status: str, passed_on_turn: int | None, failed_on_turn: int | None = None) -> str:
+    if status == "fail" and failed_on_turn:  # scripted turns
+        return f"failed on turn {failed_on_turn}"
     return f"passed on turn {passed_on_turn}" if status == "pass" and passed_on_turn else status
 
 
@@ -302,7 +304,8 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
             facts.append(f"{side} {r.passes}/{r.samples} samples pass "
                          f"({r.pass_rate_low:.0%}–{r.pass_rate_high:.0%})")
         else:
-            facts.append(f"{side} {_outcome(result.status.value, result.passed_on_turn)}")
+            facts.append(f"{side} {_outcome(result.status.value, result.passed_on_turn,
+                                             result.failed_on_turn)}")
     if head is not None:
         facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
         facts.append(_cost(head.cost_usd, head.judge_cost_usd))

@@ -156,14 +156,14 @@ def eval_change(item: EvalComparison) -> str:
         return _not_run(head.turns)
     if _taken(head) > 1 or (base is not None and _taken(base) > 1):
         return _repeated_change(base, head)
-    now = _outcome(head.status, head.passed_on_turn, head.turns)
+    now = _outcome(head.status, head.passed_on_turn, head.turns, head.failed_on_turn)
     if base is None:
         return f"new: {now}"
     if base.status is head.status and base.passed_on_turn == head.passed_on_turn:
         return now
     if base.status is Status.PASS and head.status is Status.PASS:
         return f"now passes on turn {head.passed_on_turn} (was {base.passed_on_turn})"
-    was = _outcome(base.status, base.passed_on_turn, base.turns)
+    was = _outcome(base.status, base.passed_on_turn, base.turns, base.failed_on_turn)
     return f"now {now} (was: {was})"
 
 
@@ -189,9 +189,12 @@ def _status_word(status: Status) -> str:
             Status.SKIPPED: "skipped (budget)"}[status]
 
 
-def _outcome(status: Status, passed_on: int | None, turns: int) -> str:
+def _outcome(status: Status, passed_on: int | None, turns: int,
+             failed_on: int | None = None) -> str:
     if status is Status.PASS:
         return f"passes on turn {passed_on}"
+    if status is Status.FAIL and failed_on is not None:  # scripted turns
+        return f"fails on turn {failed_on} of {turns}"
     if status is Status.FAIL:
         return f"fails after {turns} turn{'' if turns == 1 else 's'}"
     if status is Status.SKIPPED:

@@ -40,6 +40,8 @@ class EvalSide(SampleSide):
     status: Status
     passed_on_turn: int | None
     turns: int
+    failed_on_turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Scripted turns: the turn whose checks failed first (a failed eval)."""
     error: str | None
     line: int
     turn_of_pass: dict[str, int] = Field(default_factory=dict)
