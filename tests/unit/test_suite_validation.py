@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,54 @@ def test_derived_names_are_unique() -> None:
     )
     assert loaded.suite is not None
     assert [e.display_name for e in loaded.suite.evals] == ["p", "p #2"]
+
+
+SCRIPTED = """\
+metadata:
+  name: scripted turns
+  model: openai/gpt-4o-mini
+evals:
+  - name: travel post
+    turns:
+      - prompt: Compose a short travel post about Hawaii.
+        checks: [{match: "*Hawaii*"}]
+      - prompt: Rewrite it starting every sentence with the letter A.
+        checks:
+          - match: "A*"
+            prompt: Every sentence, please.
+            checks: [{match: "A*"}]
+"""
+
+
+def test_scripted_turns_load_in_order_with_their_lines_and_follow_ups() -> None:
+    loaded = parse_suite(SCRIPTED, "turns.eval.yaml")
+    assert loaded.diagnostics == []
+    assert loaded.suite is not None
+    [evaluation] = loaded.suite.evals
+    assert evaluation.turns is not None and evaluation.prompt is None
+    assert [(t.prompt[:7], t.line) for t in evaluation.turns] == [("Compose", 7), ("Rewrite", 9)]
+    assert (evaluation.display_name, evaluation.line) == ("travel post", 7)
+    [check] = evaluation.turns[1].checks
+    assert isinstance(check, MatchCheck) and check.follow_up is not None
+
+
+def test_an_unnamed_scripted_eval_is_named_by_its_first_prompt() -> None:
+    loaded = parse_suite(SCRIPTED.replace("  - name: travel post\n    turns:", "  - turns:"),
+                         "turns.eval.yaml")
+    assert loaded.suite is not None
+    assert loaded.suite.evals[0].display_name == "Compose a short travel post about Hawaii."
+
+
+def test_the_published_schema_takes_one_form_of_eval() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    yaml = pytest.importorskip("yaml")
+    schema_path = Path(__file__).parents[2] / "schema" / "suite.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    suite = yaml.safe_load(SCRIPTED)
+    jsonschema.validate(suite, schema)
+    suite["evals"][0]["prompt"] = "Hello"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(suite, schema)
+    del suite["evals"][0]["turns"]
+    with pytest.raises(jsonschema.ValidationError):  # a prompt needs its checks
+        jsonschema.validate(suite, schema)
