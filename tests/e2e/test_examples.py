@@ -114,6 +114,25 @@ def test_the_support_bot_app_runs_its_tool_and_remembers_the_conversation(report
     assert bot["cost_usd"] > 0  # the app's own calls, priced as gpt-4o-mini
 
 
+def test_the_mt_bench_style_evals_send_both_turns_and_name_the_turn_that_failed(
+        report: Json, run: tuple[Json, str]) -> None:
+    # examples/mt-bench: scripted turns; the second question is asked after a passing first.
+    bench = suite_named(report, "mt-bench-style")
+    outcomes = {e["name"]: (e["status"], e.get("failed_on_turn")) for e in bench["evals"]}
+    assert outcomes == {"extraction": ("pass", None), "geography": ("pass", None),
+                        "reasoning": ("pass", None), "math": ("fail", 2),
+                        "humanities": ("fail", 2)}
+    assert all(len(e["turns"]) == 2 and e["turns"][0]["passed"] for e in bench["evals"])
+    assert "  Overall: ❌ FAIL (failed on turn 2 of 2)" in run[1].splitlines()
+
+
+def test_the_support_bots_memory_eval_is_three_scripted_turns_that_all_pass(report: Json) -> None:
+    memory = eval_named(report, "remembers the customer")["turns"]
+    assert [t["passed"] for t in memory] == [True, True, True]
+    assert [t["tool_calls"][0]["name"] if t.get("tool_calls") else None for t in memory] == [
+        None, "lookup_order", None]
+
+
 def test_the_python_function_target_is_called_with_the_conversation(report: Json) -> None:
     faq = suite_named(report, "faq-bot")
     assert [(e["status"], e["passed_on_turn"]) for e in faq["evals"]] == [("pass", 1), ("pass", 2)]
