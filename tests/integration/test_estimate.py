@@ -151,6 +151,25 @@ def test_worst_case_takes_the_costliest_follow_up_path(tmp_path: Path) -> None:
     assert three.worst.usage.input_tokens >= 3 * one.worst.usage.input_tokens + 300
 
 
+def test_worst_case_of_scripted_turns_sends_every_turn_after_the_worst_path(
+        tmp_path: Path) -> None:
+    # Turn 1 may take a follow-up (two answers); turn 2 is sent after both.
+    scripted = suite_yaml(
+        "  - turns:\n"
+        "      - prompt: q\n"
+        "        checks:\n          - match: x\n            prompt: f1\n"
+        "            checks: [{match: x}]\n"
+        "      - prompt: next\n        checks: [{match: x}]\n",
+        metadata="  max_output_tokens: 100\n")
+    short = suite_yaml("  - prompt: q\n    checks: [{match: x}]\n",
+                       metadata="  max_output_tokens: 100\n")
+    pricer = Pricer.at("2025-06-01T00:00:00Z")
+    one = estimate([load_suite(write_suite(tmp_path, short, "a.eval.yaml"))], pricer)
+    three = estimate([load_suite(write_suite(tmp_path, scripted, "b.eval.yaml"))], pricer)
+    assert three.worst.usage.output_tokens == 300
+    assert three.worst.usage.input_tokens >= 3 * one.worst.usage.input_tokens + 300
+
+
 def test_judge_and_embedding_calls_are_in_the_worst_case(tmp_path: Path) -> None:
     text = suite_yaml(
         "  - prompt: q\n    checks:\n      - llm_judge: {criteria: polite}\n"

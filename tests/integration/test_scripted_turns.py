@@ -10,6 +10,7 @@ from typing import Any
 from tests.support.engine_helpers import only_eval, run_paths, run_text, sent_messages, \
     suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer, ToolCalls
+from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
 from turncheck.render.console import eval_lines, failing_lines
 from turncheck.render.junit import junit_xml
 from turncheck.report.run import Report, Status
@@ -185,3 +186,31 @@ def test_junit_and_the_failed_list_name_the_failed_turn(tmp_path: Path) -> None:
     [failed] = failing_lines(report)[1:]
     assert failed.endswith("scripted.eval.yaml:7): failed on turn 2 of 2")
     assert "travel post" in failed
+
+
+SCRIPTED_MEMORY = """\
+evals:
+  - name: remembers
+    turns:
+      - prompt: My name is Ada.
+        checks: [{match: "Noted."}]
+      - prompt: I live in Paris.
+        checks: [{match: "Noted."}]
+      - prompt: What do you know about me?
+        checks: [{match: "*You are Ada from Paris*"}]
+"""
+
+
+def test_each_scripted_turn_is_one_request_to_a_stateful_app_and_replays(
+        tmp_path: Path) -> None:
+    # The app gets only the newest message (stateful) and answers from its session.
+    suite = write_suite(tmp_path, http_target({"APP_API": "chat"}) + SCRIPTED_MEMORY)
+    with ScriptedServer(default_reply=memory_reply) as server:
+        recorded = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+        calls = len(server.requests)
+    replayed = run_paths([suite], None, "replay", env=upstream_env(server.base_url))
+    result = only_eval(recorded)
+    assert (result.status, result.passed_on_turn) == (Status.PASS, 3), result.error
+    assert [t.response for t in result.turns] == ["Noted.", "Noted.", "You are Ada from Paris."]
+    assert [t.app_model_calls for t in result.turns] == [1, 1, 1] and calls == 3
+    assert comparable(replayed) == comparable(recorded)
