@@ -7,8 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.support.engine_helpers import only_eval, run_paths, run_text, sent_messages, \
-    suite_yaml, write_suite
+from tests.support.engine_helpers import (
+    only_eval,
+    run_paths,
+    run_text,
+    sent_messages,
+    suite_yaml,
+    write_suite,
+)
 from tests.support.scripted_server import ScriptedServer, ToolCalls
 from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
 from turncheck.render.console import eval_lines, failing_lines

@@ -304,8 +304,9 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
             facts.append(f"{side} {r.passes}/{r.samples} samples pass "
                          f"({r.pass_rate_low:.0%}–{r.pass_rate_high:.0%})")
         else:
-            facts.append(f"{side} {_outcome(result.status.value, result.passed_on_turn,
-                                             result.failed_on_turn)}")
+            outcome = _outcome(result.status.value, result.passed_on_turn,
+                               result.failed_on_turn)
+            facts.append(f"{side} {outcome}")
     if head is not None:
         facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
         facts.append(_cost(head.cost_usd, head.judge_cost_usd))
