@@ -517,7 +517,8 @@ def test_examples_replay_offline_with_a_consistent_transcript(tmp_path: Path) ->
                 assert f"  Turn {turn['turn']}:\n    Prompt: " in block
             overall = {
                 "pass": f"  Overall: ✅ PASS (succeeded on turn {result['passed_on_turn']})",
-                "fail": "  Overall: ❌ FAIL (after ",
+                "fail": f"  Overall: ❌ FAIL (failed on turn {result['failed_on_turn']} of "
+                if "failed_on_turn" in result else "  Overall: ❌ FAIL (after ",
                 "error": "  Overall: 💥 ERROR: ",
             }[result["status"]]
             assert overall in block
