@@ -18,6 +18,7 @@ from tests.support.engine_helpers import (
 from tests.support.scripted_server import ScriptedServer, ToolCalls
 from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
 from turncheck.render.console import eval_lines, failing_lines
+from turncheck.render.html_report import render_report
 from turncheck.render.junit import junit_xml
 from turncheck.report.run import Report, Status
 
@@ -220,3 +221,14 @@ def test_each_scripted_turn_is_one_request_to_a_stateful_app_and_replays(
     assert [t.response for t in result.turns] == ["Noted.", "Noted.", "You are Ada from Paris."]
     assert [t.app_model_calls for t in result.turns] == [1, 1, 1] and calls == 3
     assert comparable(replayed) == comparable(recorded)
+
+
+def test_the_html_report_names_the_failed_turn(tmp_path: Path) -> None:
+    server = travel_server()
+    try:
+        report = run_text(tmp_path, suite_yaml(TRAVEL), server)
+    finally:
+        server.stop()
+    html = render_report(head=report)
+    assert "failed on turn 2" in html
+    assert "Rewrite it starting every sentence with the letter A." in html

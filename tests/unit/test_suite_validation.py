@@ -213,3 +213,12 @@ def test_the_published_schema_takes_one_form_of_eval() -> None:
     del suite["evals"][0]["turns"]
     with pytest.raises(jsonschema.ValidationError):  # a prompt needs its checks
         jsonschema.validate(suite, schema)
+
+
+def test_a_scripted_eval_weighs_every_turn_when_shards_are_balanced() -> None:
+    from turncheck.engine.sharding import expected_turns
+
+    loaded = parse_suite(SCRIPTED, "turns.eval.yaml")
+    assert loaded.suite is not None
+    # Turn 1, then turn 2 and its follow-up: three answers at most.
+    assert expected_turns(loaded.suite.evals[0]) == 3
