@@ -17,6 +17,8 @@ from tests.support.engine_helpers import (
 )
 from tests.support.scripted_server import ScriptedServer, ToolCalls
 from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
+from turncheck.compare.comparison import compare_reports
+from turncheck.render.compare_console import comparison_text
 from turncheck.render.console import eval_lines, failing_lines
 from turncheck.render.html_report import render_report
 from turncheck.render.junit import junit_xml
@@ -232,3 +234,15 @@ def test_the_html_report_names_the_failed_turn(tmp_path: Path) -> None:
     html = render_report(head=report)
     assert "failed on turn 2" in html
     assert "Rewrite it starting every sentence with the letter A." in html
+
+
+def test_a_comparison_says_which_scripted_turn_broke(tmp_path: Path) -> None:
+    server = travel_server()
+    try:
+        base = run_text(tmp_path, suite_yaml(TRAVEL.replace('"A*"', '"*"')), server)
+        head = run_text(tmp_path, suite_yaml(TRAVEL), server)
+    finally:
+        server.stop()
+    text = comparison_text(compare_reports(base, head))
+    [row] = [line for line in text.splitlines() if "travel post" in line]
+    assert "2→fail@2" in row and "broken" in row

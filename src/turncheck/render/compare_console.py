@@ -160,6 +160,8 @@ def turn_cell(side: EvalSide | None) -> str:
         return "–"
     if side.status is Status.PASS:
         return str(side.passed_on_turn)
+    if side.status is Status.FAIL and side.failed_on_turn is not None:  # scripted turns
+        return f"fail@{side.failed_on_turn}"
     return side.status.value
 
 
