@@ -381,7 +381,10 @@ class Eval(_Node):
 
     @property
     def first_prompt(self) -> str:
-        return self.steps[0].prompt
+        if self.prompt is not None:
+            return self.prompt
+        assert self.turns is not None  # `_prompt_or_turns`
+        return self.turns[0].prompt
 
     @property
     def display_name(self) -> str:

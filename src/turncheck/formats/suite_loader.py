@@ -413,10 +413,9 @@ def _tool_checks(path: Path, checks: CheckList) -> Iterator[tuple[Path, Check]]:
 
 
 def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
-    if built.turns is None:
-        yield from _tool_checks((*path, "checks"), built.steps[0].checks)
-        return
-    for index, turn in enumerate(built.turns):
+    if built.checks is not None:
+        yield from _tool_checks((*path, "checks"), built.checks)
+    for index, turn in enumerate(built.turns or ()):
         yield from _tool_checks((*path, "turns", index, "checks"), turn.checks)
 
 
