@@ -18,6 +18,7 @@ from tests.support.engine_helpers import (
 from tests.support.scripted_server import ScriptedServer, ToolCalls
 from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
 from turncheck.compare.comparison import compare_reports
+from turncheck.github.publish import collect_annotations
 from turncheck.render.compare_console import comparison_text
 from turncheck.render.console import eval_lines, failing_lines
 from turncheck.render.html_report import render_report
@@ -246,3 +247,18 @@ def test_a_comparison_says_which_scripted_turn_broke(tmp_path: Path) -> None:
     text = comparison_text(compare_reports(base, head))
     [row] = [line for line in text.splitlines() if "travel post" in line]
     assert "2→fail@2" in row and "broken" in row
+
+
+def test_the_check_run_annotates_the_prompt_of_the_turn_that_failed(tmp_path: Path) -> None:
+    server = travel_server()
+    try:
+        base = run_text(tmp_path, suite_yaml(TRAVEL.replace('"A*"', '"*"')), server)
+        head = run_text(tmp_path, suite_yaml(TRAVEL), server)
+    finally:
+        server.stop()
+    [annotation] = collect_annotations(compare_reports(base, head), "", head)
+    turn_two = suite_yaml(TRAVEL).splitlines().index(
+        "      - prompt: Rewrite it starting every sentence with the letter A.") + 1
+    assert (annotation.start_line, annotation.end_line) == (turn_two, turn_two)
+    assert "now fails on turn 2 of 2" in annotation.message
+    assert 'turn 2: check match "A*" failed' in annotation.message

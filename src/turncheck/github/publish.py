@@ -25,7 +25,7 @@ from turncheck.github.workflow import annotation_command, append_step_summary, w
 from turncheck.render.comment import comment_headline
 from turncheck.render.severity import TITLE, Group, case_change, eval_change, eval_group
 from turncheck.report.comparison import Comparison, EvalComparison
-from turncheck.report.run import EvalResult, Report, Status
+from turncheck.report.run import EvalResult, Report, Status, TurnResult
 
 CHECK_NAME = "turncheck"
 AnnotationLevel = Literal["notice", "warning", "failure"]
@@ -121,14 +121,28 @@ def _eval_annotation(item: EvalComparison, path: str,
     if first_failure:
         message += f"; {first_failure}"
     level: AnnotationLevel = "failure" if group in ANNOTATED_GROUPS or failing else "warning"
-    return Annotation(path, item.line, item.line, level, message,
+    line = _failed_turn_line(result) or item.line
+    return Annotation(path, line, line, level, message,
                       f"turncheck: {_annotation_title(group)}: {item.name}")
 
 
-def _first_failed_check(result: EvalResult | None) -> str | None:
+def _failed_turn(result: EvalResult | None) -> list[TurnResult]:
+    """Scripted turns: the turn that failed first; otherwise every turn."""
     if result is None:
+        return []
+    failed = [t for t in result.turns if t.turn == result.failed_on_turn]
+    return failed or list(result.turns)
+
+
+def _failed_turn_line(result: EvalResult | None) -> int | None:
+    """Scripted turns: the line of the prompt of the turn that failed first."""
+    if result is None or result.failed_on_turn is None:
         return None
-    for turn in result.turns:
+    return next((t.line for t in _failed_turn(result) if t.line is not None), None)
+
+
+def _first_failed_check(result: EvalResult | None) -> str | None:
+    for turn in _failed_turn(result):
         for check in turn.checks:
             if not check.passed:
                 why = f" ({check.error})" if check.error else ""
