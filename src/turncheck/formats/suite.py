@@ -365,11 +365,6 @@ class Eval(_Node):
         return self
 
     @property
-    def scripted(self) -> bool:
-        """The eval lists `turns` (each always sent) rather than one prompt."""
-        return self.turns is not None
-
-    @property
     def steps(self) -> list[Turn]:
         """The eval's user turns: its `turns`, or its prompt and checks as the only one."""
         if self.turns is not None:
