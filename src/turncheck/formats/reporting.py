@@ -50,6 +50,8 @@ class Reporter:
                 self.error_at_key(loc, "unknown-key", f'unknown key "{problem["loc"][-1]}"')
             elif problem["type"] == "missing":
                 self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
+            elif problem["type"] == "value_error" and not problem["loc"]:  # a model's own rule
+                self.error_at_value(loc, "invalid-value", str(problem["ctx"]["error"]))
             else:
                 self.error_at_value(loc, "invalid-value", f"{dotted}: {explain(problem)}")
 

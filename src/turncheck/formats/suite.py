@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -91,6 +92,24 @@ def _model_or_target(schema: dict[str, Any]) -> None:
     """`model` is required unless the suite has a `target` (the app is the other side)."""
     schema["required"] = [key for key in schema.get("required", []) if key != "model"]
     schema["anyOf"] = [{"required": ["model"]}, {"required": ["target"]}]
+
+
+DEFAULT_MAX_TURNS = 6
+"""Turns (user messages sent, opening ones included) a simulated user takes at most."""
+MAX_SIMULATED_TURNS = 20
+"""The hard cap on a simulated user's `max_turns`."""
+
+
+class Simulator(BaseModel):
+    """The model that plays a simulated user (docs/suites.md, "Simulated users"); provider,
+    base URL and keys are resolved as for the suite's `model`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+    model: NonEmptyStr | None = Field(default=None, description="The simulator's model id.")
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = Field(
+        default=None, description="The simulator's temperature (default 0).")
+    seed: StrictInt | None = Field(default=None, description="The simulator's seed.")
 
 
 class Metadata(BaseModel):
@@ -176,6 +195,9 @@ class Metadata(BaseModel):
         default=None, description="Answers with tool calls one turn may take before its "
         f"final answer (default {DEFAULT_MAX_TOOL_ROUNDS})."
     )
+    simulator: Simulator | None = Field(
+        default=None, description="The simulated users' model, pinned for the suite "
+        "(an eval's `user` may override it): model, temperature, seed.")
 
     __slots__ = ("field_lines",)
 
@@ -318,10 +340,58 @@ Item: TypeAlias = Check | OrGroup | FollowUp
 CheckList: TypeAlias = Annotated[list[Item], Field(min_length=1)] | OrGroup
 
 
+class SimulatedUser(_Node):
+    """A simulated user: a model playing `persona` towards `goal` (or free `instructions`),
+    after the scripted `opening` messages."""
+
+    persona: NonEmptyStr | None = Field(default=None, description="Who the user is.")
+    goal: NonEmptyStr | None = Field(default=None, description="What the user wants done.")
+    instructions: NonEmptyStr | None = Field(
+        default=None, description="Free instructions for the simulator (instead of a goal).")
+    opening: Annotated[list[NonEmptyStr], Field(min_length=1)] | None = Field(
+        default=None, description="User messages sent first, before the simulator takes over.")
+    max_turns: Annotated[StrictInt, Field(ge=1, le=MAX_SIMULATED_TURNS)] = Field(
+        default=DEFAULT_MAX_TURNS, description="Most user messages sent, opening ones "
+        f"included (default {DEFAULT_MAX_TURNS}, at most {MAX_SIMULATED_TURNS}).")
+    min_turns: Annotated[StrictInt, Field(ge=1, le=MAX_SIMULATED_TURNS)] | None = Field(
+        default=None, description="A stop before this many turns is a simulator error.")
+    model: NonEmptyStr | None = Field(
+        default=None, description="Overrides metadata.simulator.model.")
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = Field(
+        default=None, description="Overrides metadata.simulator.temperature.")
+    seed: StrictInt | None = Field(default=None, description="Overrides metadata.simulator.seed.")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> SimulatedUser:
+        if self.goal is None and self.instructions is None:
+            raise ValueError("a simulated user needs a `goal` or `instructions`")
+        if self.min_turns is not None and self.min_turns > self.max_turns:
+            raise ValueError(f"min_turns ({self.min_turns}) is above max_turns "
+                             f"({self.max_turns})")
+        if self.opening is not None and len(self.opening) > self.max_turns:
+            raise ValueError(f"{len(self.opening)} opening messages do not fit in "
+                             f"max_turns ({self.max_turns})")
+        return self
+
+
+EVAL_FORMS = "an eval has either `prompt` and `checks`, or `user` (with `success`)"
+
+
 class Eval(_Node):
     name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
-    prompt: NonEmptyStr
-    checks: CheckList
+    prompt: NonEmptyStr | None = Field(default=None, description="The first user message.")
+    checks: CheckList | None = Field(default=None, description="Checks of the first answer.")
+    user: SimulatedUser | None = Field(
+        default=None, description="A simulated user talks to the model or app instead of "
+        "`prompt` (docs/suites.md, \"Simulated users\").")
+    success: CheckList | None = Field(
+        default=None, description="With `user`: checks judged on the whole conversation when "
+        "it ends (text checks: the last answer; tool checks: every call).")
+    each_turn: CheckList | None = Field(
+        default=None, description="With `user`: checks every assistant answer must pass.")
+    review: StrictBool | None = Field(
+        default=None, description="With `user`: a judge flags a conversation where the "
+        "simulator broke its persona or goal (an unusable sample).")
     tools: ToolList | None = Field(default=None, description="Overrides metadata.tools.")
     tool_choice: ToolChoice | None = Field(
         default=None, description="Overrides metadata.tool_choice."
@@ -333,10 +403,37 @@ class Eval(_Node):
 
     __slots__ = ("unique_name",)
 
+    @model_validator(mode="after")
+    def _one_form(self) -> Eval:
+        if self.user is None:
+            if self.prompt is None or self.checks is None:
+                raise ValueError(EVAL_FORMS + ": `prompt` and `checks` are required")
+            extra = [k for k in ("success", "each_turn", "review") if getattr(self, k) is not None]
+            if extra:
+                raise ValueError(f"`{extra[0]}` needs `user` ({EVAL_FORMS})")
+            return self
+        if self.prompt is not None or self.checks is not None:
+            raise ValueError(EVAL_FORMS + ", not both")
+        if self.name is None:
+            raise ValueError("an eval with `user` needs a `name`")
+        if self.success is None:
+            raise ValueError("an eval with `user` needs `success` checks")
+        return self
+
     @property
     def display_name(self) -> str:
         """The eval's id in reports: its name, or its prompt made unique in the suite."""
-        return getattr(self, "unique_name", None) or self.name or self.prompt
+        return getattr(self, "unique_name", None) or self.name or self.prompt or ""
+
+    @property
+    def first_prompt(self) -> str:
+        """What reports show as the eval's prompt: its prompt, or its simulated user's
+        goal (or instructions)."""
+        if self.prompt is not None:
+            return self.prompt
+        user = self.user
+        assert user is not None, "an eval has a prompt or a user"
+        return user.goal or user.instructions or ""
 
     def named(self, unique_name: str) -> None:
         object.__setattr__(self, "unique_name", unique_name)

@@ -21,6 +21,7 @@ from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
     MAX_DEPTH,
+    EVAL_FORMS,
     Check,
     CheckList,
     Eval,
@@ -28,6 +29,7 @@ from turncheck.formats.suite import (
     Item,
     NoToolCallCheck,
     OrGroup,
+    SimulatedUser,
     Suite,
     ToolCallCheck,
     ToolOrderCheck,
@@ -43,7 +45,10 @@ if TYPE_CHECKING:
     from turncheck.formats.protocol import ProtocolSuite
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
-EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results", "target")
+EVAL_KEYS = ("name", "prompt", "checks", "tools", "tool_choice", "tool_results", "target",
+             "user", "success", "each_turn", "review")
+SIMULATED_KEYS = ("success", "each_turn")
+"""Check lists of an eval with a simulated user (no follow-ups: nothing is sent on failure)."""
 TOOL_KEYS = ("tools", "tool_choice", "tool_results")
 
 
@@ -82,6 +87,8 @@ class _SuiteValidator(SuiteReporter):
         self.max_depth = max_depth
         self.metadata_valid = False
         self.has_target = False
+        self.simulator_model = False
+        """The metadata pins a simulator model (`metadata.simulator.model`)."""
         """An app target reports the tool calls it ran: its tool checks need no declaration."""
 
     # -- suite ---------------------------------------------------------------
@@ -99,6 +106,8 @@ class _SuiteValidator(SuiteReporter):
         metadata = self.metadata(data.get("metadata"))
         self.metadata_valid = metadata is not None
         self.has_target = metadata is not None and metadata.target is not None
+        self.simulator_model = metadata is not None and metadata.simulator is not None \
+            and metadata.simulator.model is not None
         tools_ok = metadata is not None and self.metadata_tools(metadata)
         evals = self.evals(data.get("evals"))
         if metadata is None or not evals or not tools_ok:
@@ -123,7 +132,7 @@ class _SuiteValidator(SuiteReporter):
         return evals
 
     def _unique_name(self, built: Eval, seen: dict[str, int], path: Path) -> bool:
-        base = built.name or " ".join(built.prompt.split())
+        base = built.name or " ".join((built.prompt or "").split())
         if built.name is not None and base in seen:
             self.error_at_value(
                 (*path, "name"),
@@ -149,6 +158,12 @@ class _SuiteValidator(SuiteReporter):
             if key not in EVAL_KEYS:
                 self.unknown_key(path, key, EVAL_KEYS)
         self.templated_fields(path, raw, templates.EVAL_FIELDS)
+        if "user" in raw:
+            return self.simulated_eval(path, raw)
+        for key in ("success", "each_turn", "review"):
+            if key in raw:
+                self.error_at_value((*path, key), "eval-form",
+                                    f'"{key}" needs "user" (a simulated user): {EVAL_FORMS}')
         if "checks" not in raw:
             self.error_at_value(path, "missing-key", 'missing required key "checks"')
             return None
@@ -163,6 +178,54 @@ class _SuiteValidator(SuiteReporter):
             self.eval_tools(path, built)
         return built
 
+    def simulated_eval(self, path: Path, raw: dict[str, Any]) -> Eval | None:
+        """An eval whose user is simulated: `user`, `success`, optional `each_turn`."""
+        for key in ("prompt", "checks"):
+            if key in raw:
+                self.error_at_value((*path, key), "eval-form",
+                                    f'"{key}" cannot be used with "user": {EVAL_FORMS}')
+        if "success" not in raw:
+            self.error_at_value(path, "missing-key",
+                                'missing required key "success" (an eval with "user" is '
+                                "judged by its success checks when the conversation ends)")
+        lists: dict[str, CheckList] = {}
+        for key in SIMULATED_KEYS:
+            if key in raw:
+                built_list = self.check_list((*path, key), raw[key], depth=0)
+                if built_list is None:
+                    return None
+                lists[key] = built_list
+                self._no_follow_ups((*path, key), built_list)
+        user = raw["user"]
+        if not isinstance(user, dict):
+            self.error_at_value((*path, "user"), "invalid-user",
+                                "user must be a mapping (persona, goal, max_turns, model …)")
+            return None
+        simulated = self.build(SimulatedUser, user, (*path, "user"))
+        if simulated is None or "success" not in lists:
+            return None
+        if simulated.model is None and not self.simulator_model and self.metadata_valid:
+            self.error_at_value((*path, "user"), "no-simulator-model",
+                                "a simulated user needs its model: set metadata.simulator.model "
+                                "(pinned for the suite) or this user's `model`")
+            return None
+        fields = {k: v for k, v in raw.items()
+                  if k in ("name", "target", "review", *TOOL_KEYS)}
+        built: Eval | None = self.build(Eval, {**fields, **lists, "user": simulated}, path,
+                                        at=self.positions.value((*path, "user")))
+        if built is not None:
+            self.eval_tools(path, built)
+        return built
+
+    def _no_follow_ups(self, path: Path, checks: CheckList) -> None:
+        items, _ = level_items(checks)
+        for index, item in enumerate(items):
+            if isinstance(item, FollowUp) or (
+                    not isinstance(item, OrGroup) and item.follow_up is not None):
+                self.error_at_value((*path, index), "no-follow-up",
+                                    "a simulated user's checks take no follow-up: the "
+                                    "simulator writes the next message")
+
     # -- tools ---------------------------------------------------------------
 
     def eval_tools(self, path: Path, built: Eval) -> None:
@@ -174,7 +237,10 @@ class _SuiteValidator(SuiteReporter):
         else:
             declared = self.declared_tools
             self.scripted(path, built.tool_results, built.tool_choice, declared)
-        for check_path, check in _tool_checks((*path, "checks"), built.checks):
+        lists = [(key, getattr(built, key)) for key in ("checks", *SIMULATED_KEYS)]
+        found = [found for key, checks in lists if checks is not None
+                 for found in _tool_checks((*path, key), checks)]
+        for check_path, check in found:
             for name, where in _named_tools(check_path, check):
                 if name == "*" and isinstance(check, NoToolCallCheck):
                     continue
