@@ -190,6 +190,8 @@ def _sample(index: int, result: EvalResult, seed: int | None, look: int = 0) -> 
         passed_on_turn=result.passed_on_turn, error=result.error, usage=result.usage,
         cost_usd=result.cost_usd, judge_usage=result.judge_usage,
         judge_cost_usd=result.judge_cost_usd, turns=result.turns,
+        simulator_usage=result.simulator_usage, simulator_cost_usd=result.simulator_cost_usd,
+        conversation=result.conversation,
     )
 
 
