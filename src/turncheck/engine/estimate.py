@@ -135,7 +135,15 @@ class _SuiteWalk:
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
         self.tools = _ToolRounds.of(ToolSetup.of(self.suite.metadata, evaluation))
-        paths = self._paths(evaluation.checks, [*texts, self.render(evaluation.prompt)], 0)
+        first = [*texts, self.render(evaluation.first_prompt)]
+        if evaluation.user is None or evaluation.success is None:
+            assert evaluation.checks is not None, "an eval has checks or a user"
+            paths = self._paths(evaluation.checks, first, 0)
+        else:  # a simulated user: every turn up to max_turns (the simulator is not counted)
+            later = sum((self._turn_usage(first, k * self.tools.rounds)
+                         for k in range(1, evaluation.user.max_turns)), Usage())
+            paths = [_Path(path.model + later, path.judge)
+                     for path in self._paths(evaluation.success, first, 0)]
         return max((self._figures(p) for p in paths), key=_weight)
 
     def _turn_usage(self, texts: list[str], replies: int) -> Usage:
@@ -195,7 +203,7 @@ class _SuiteWalk:
         texts = [self.render(system)] if system else []
         usage = Usage(
             input_tokens=input_token_guess(self.models.model,
-                                           [*texts, self.render(evaluation.prompt)]),
+                                           [*texts, self.render(evaluation.first_prompt)]),
             output_tokens=typical_output,
         )
         return Figures(usage=usage,

@@ -30,6 +30,12 @@ from turncheck.engine.session import (
     SuiteSession,
 )
 from turncheck.engine.settings import RunSettings
+from turncheck.engine.simulated_user import (
+    CheckError,
+    SimulatedConversation,
+    SimulatorUnusable,
+    setup_of,
+)
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
@@ -46,11 +52,13 @@ from turncheck.providers.base import (
 from turncheck.providers.cassettes import cassette_path_for, current_sample
 from turncheck.report.results import excerpt_answers
 from turncheck.report.run import (
+    ConversationEnd,
     EvalResult,
     Report,
     Status,
     StatusReason,
     SuiteResult,
+    ToolCallResult,
     TurnResult,
     Usage,
 )
@@ -79,6 +87,10 @@ class _EvalState:
     turns: list[TurnResult] = field(default_factory=list)
     judge_usage: Usage = field(default_factory=Usage)
     judge_costs: list[float | None] = field(default_factory=list)
+    simulator_usage: Usage = field(default_factory=Usage)
+    simulator_costs: list[float | None] = field(default_factory=list)
+    conversation: ConversationEnd | None = None
+    """A simulated user's conversation: how it ended (`engine/simulated_user.py`)."""
 
 
 def _variables(suite: Suite, settings: RunSettings) -> dict[str, str]:
@@ -113,13 +125,17 @@ class _SuiteRun:
         except KeyError as exc:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
-    def first_messages(self, prompt: str) -> list[ChatMessage]:
+    def first_messages(self, prompt: str | None) -> list[ChatMessage]:
+        """The system prompt and opening messages, then `prompt` (None: a simulated user
+        writes the first message)."""
         if self.session.template_error is not None:
             raise EvalError(self.session.template_error)
         metadata = self.suite.metadata
         system = metadata.system_prompt
         messages = [ChatMessage("system", self.render(system))] if system else []
         messages += [ChatMessage(m.role, self.render(m.content)) for m in metadata.messages or ()]
+        if prompt is None:
+            return messages
         return [*messages, ChatMessage("user", self.render(prompt))]
 
     async def run_case(self, evaluation: Eval) -> EvalResult:
@@ -149,11 +165,17 @@ class _SuiteRun:
                            evaluation.target)
         try:
             state.messages = self.first_messages(evaluation.prompt)
-            status, passed_on = await self._conversation(evaluation, state)
+            if evaluation.user is not None:
+                status, passed_on = await SimulatedConversation(self, evaluation, state).run()
+            else:
+                status, passed_on = await self._conversation(evaluation, state)
             error = None
         except BudgetExceeded:
             status, passed_on, error, reason = Status.SKIPPED, None, None, SKIP_REASON
-        except EvalError as exc:
+        except SimulatorUnusable as exc:
+            status, passed_on, error, reason = Status.ERROR, None, str(exc), \
+                StatusReason.SIMULATOR
+        except (EvalError, CheckError) as exc:
             status, passed_on, error = Status.ERROR, None, str(exc)
         except ProviderError as exc:
             status, passed_on, error = Status.ERROR, None, self._provider_error(exc, state)
@@ -175,7 +197,27 @@ class _SuiteRun:
         hint = stale_reference_hint(self.file.references, state.messages, self.recorded_texts)
         return exc.message if hint is None else f"{exc.message} ({hint})"
 
+    async def take_turn(self, number: int, line: int, level: CheckList, state: _EvalState,
+                        tools: ToolSetup, answer: TurnAnswer) -> tuple[TurnResult, LevelOutcome]:
+        """One turn of another kind of conversation (a simulated user's): the model's or
+        app's answer to the last message, checked by `level`."""
+        return await self._turn(number, line, level, state, tools, answer)
+
+    def check_context(self, state: _EvalState, answer: TurnAnswer | None,
+                      tool_calls: Sequence[object]) -> TurnContext:
+        """What checks of a whole conversation see: its last answer, every call."""
+        final = None if answer is None else answer.final
+        return TurnContext(
+            response=final.text if final else "",
+            reported_output_tokens=final.output_tokens if final else None,
+            conversation=state.messages, render=self.render,
+            judge=lambda messages, schema: self._judge(messages, schema, state),
+            embed=lambda inputs: self._embed(inputs, state),
+            tool_calls=[call for call in tool_calls if isinstance(call, ToolCallResult)],
+        )
+
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
+        assert evaluation.checks is not None, "an eval without a user has checks"
         level, line = evaluation.checks, evaluation.line
         tools = ToolSetup.of(self.suite.metadata, evaluation)
         for turn_number in range(1, 100):
@@ -271,9 +313,10 @@ class _SuiteRun:
         error: str | None,
     ) -> EvalResult:
         usage = sum((t.usage for t in state.turns), Usage())
+        user = evaluation.user
         return EvalResult(
             name=evaluation.display_name,
-            prompt=evaluation.prompt,
+            prompt=evaluation.first_prompt,
             status=status,
             passed_on_turn=passed_on,
             error=error,
@@ -284,6 +327,10 @@ class _SuiteRun:
             turns=state.turns,
             line=evaluation.line,
             tools=self._own_tools(evaluation),
+            simulator_usage=state.simulator_usage,
+            simulator_cost_usd=add_costs(state.simulator_costs),
+            simulator=None if user is None else setup_of(self.suite.metadata, user),
+            conversation=state.conversation,
         )
 
     def _own_tools(self, evaluation: Eval) -> list[dict[str, Any]] | None:

@@ -20,8 +20,8 @@ from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
-    MAX_DEPTH,
     EVAL_FORMS,
+    MAX_DEPTH,
     Check,
     CheckList,
     Eval,
