@@ -41,13 +41,14 @@ def test_a_changed_persona_is_not_like_for_like_and_no_regression_of_the_app(
     with ScriptedServer() as server:
         server.add_rule(simulator, when=is_simulator)
         server.add_rule(target_reply)
+        shas = []
         for text, message in ((base_suite, "base: a polite customer"),
                               (head_suite, "head: an angry customer")):
             path = repo.write("evals/refund.eval.yaml", text)
             run_paths([path], server, mode="record")
-            sha = repo.commit(message)
-            base_sha = sha if "base" in message else base_sha
+            shas.append(repo.commit(message))
         url = server.base_url
+    base_sha = shas[0]
 
     diffed = _turncheck(repo.path, "diff", base_sha, "--base-url", url,
                         "--json", str(tmp_path / "diff.json"),

@@ -72,7 +72,7 @@ def test_goal_met_on_turn_3_passes_on_turn_3(tmp_path: Path,
     assert result.conversation is not None
     assert (result.conversation.ending, result.conversation.turns) == (Ending.GOAL_MET, 3)
     assert [check.passed for check in result.conversation.success] == [True]
-    assert [turn.prompt for turn in result.turns][0] == "Message 1: refund order 42 please"
+    assert result.turns[0].prompt == "Message 1: refund order 42 please"
     simulator_calls = [r for r in scripted_server.requests if is_simulator(r.json)]
     assert {r.json["model"] for r in simulator_calls} == {"sim-model"}
     assert {r.json.get("seed") for r in simulator_calls} == {7}

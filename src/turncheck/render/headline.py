@@ -34,8 +34,8 @@ _LABELS = {
     Group.UNRELIABLE_BASELINE: ("unreliable baseline", "unreliable baselines"),
     Group.NOT_LIKE_FOR_LIKE: ("not like-for-like", "not like-for-like"),
 }
-CHANGES = (Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN, Group.NEW, Group.REMOVED,
-           Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE)
+CHANGES = (Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
+           Group.NEW, Group.REMOVED, Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE)
 """What heads a comment when nothing fails the check or warns, most important first."""
 WARNING_GROUPS = (Group.ERROR, *WORSE, Group.NOT_RUN)
 

@@ -63,8 +63,8 @@ TITLE = {
     Group.UNCHANGED: "Unchanged",
 }
 NEWS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
-        Group.LATER_TURN, Group.NOT_RUN, Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
-        Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
+        Group.LATER_TURN, Group.NOT_RUN, Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED,
+        Group.EARLIER_TURN, Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
 """Groups that are news; still-failing and unchanged evals are not."""
 
 _BY_VERDICT = {
