@@ -43,6 +43,8 @@ from turncheck.report.run import (
 SIMULATOR_PROMPT_VERSION = "turncheck-simulated-user/1"
 REVIEW_PROMPT_VERSION = "turncheck-simulator-review/1"
 STOP_TOKEN = "###STOP###"
+STOP_REASONS = ("goal_met", "gave_up")
+"""Reasons that only name the ending (not shown again as its detail)."""
 DEFAULT_SIMULATOR_TEMPERATURE = 0.0
 MAX_SIMULATED_MESSAGE_CHARS = 4_000
 NO_CHECKS: CheckList = []
@@ -269,7 +271,8 @@ class SimulatedConversation(Generic[State]):
                       + (f" ({decision.reason})" if decision.reason else ""))
             self._end(Ending.MIN_TURNS_NOT_REACHED, detail)
             raise SimulatorUnusable(detail)
-        return await self._judged(decision.ending, decision.reason or None)
+        said = decision.reason if decision.reason.lower() not in STOP_REASONS else None
+        return await self._judged(decision.ending, said or None)
 
     async def _judged(self, ending: Ending, detail: str | None) -> tuple[Status, int | None]:
         """The success checks on the whole conversation, then the review; the status."""
