@@ -63,6 +63,7 @@ def test_a_changed_persona_is_not_like_for_like_and_no_regression_of_the_app(
     comment = (tmp_path / "diff.md").read_text(encoding="utf-8")
     assert "not like-for-like" in comment.lower()
     assert "persona changed" in comment
+    assert f"+persona: {ANGRY}" in comment  # the change itself, as a diff
     assert "Tokens (simulated user)" in comment  # the simulator's spend, apart
     assert "Broke" not in comment and "Regressions" not in comment
     assert diffed.returncode == 0, diffed.stdout + diffed.stderr  # nothing blamed on the app
