@@ -377,7 +377,14 @@ class SimulatedUser(_Node):
 EVAL_FORMS = "an eval has either `prompt` and `checks`, or `user` (with `success`)"
 
 
+def _one_form_schema(schema: dict[str, Any]) -> None:
+    """In the JSON Schema too: `prompt` and `checks`, or `user` and `success`."""
+    schema["anyOf"] = [{"required": ["prompt", "checks"]}, {"required": ["user", "success"]}]
+
+
 class Eval(_Node):
+    model_config = ConfigDict(json_schema_extra=_one_form_schema)
+
     name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
     prompt: NonEmptyStr | None = Field(default=None, description="The first user message.")
     checks: CheckList | None = Field(default=None, description="Checks of the first answer.")
