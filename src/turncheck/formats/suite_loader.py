@@ -170,6 +170,9 @@ class _SuiteValidator(SuiteReporter):
         checks = self.check_list((*path, "checks"), raw["checks"], depth=0)
         if checks is None:
             return None
+        if "prompt" not in raw:
+            self.error_at_value(path, "missing-key", 'missing required key "prompt"')
+            return None
         fields = {k: v for k, v in raw.items() if k in ("name", "prompt", "target", *TOOL_KEYS)}
         # An eval is placed at its prompt.
         built: Eval | None = self.build(Eval, {**fields, "checks": checks}, path,
