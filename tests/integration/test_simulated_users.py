@@ -147,3 +147,39 @@ def test_record_then_replay_with_the_server_stopped_gives_an_identical_report(
     callers = [i["request"]["headers"].get(CALLER_HEADER) for i in cassette["interactions"]]
     assert callers.count(["simulator"]) == 4  # labelled as the simulator's
     assert callers.count(None) == 3  # the model under test's answers
+
+
+def test_a_failing_each_turn_check_fails_the_eval_though_the_goal_was_met(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    serve(scripted_server, stop_after=3)
+    result = only_eval(run_text(tmp_path, refund_suite(extra="    each_turn: [{not_match: "
+                                                       "'*check*'}]\n"), scripted_server))
+    assert (result.status, result.passed_on_turn) == (Status.FAIL, None)
+    assert result.conversation is not None
+    assert result.conversation.ending is Ending.GOAL_MET
+    assert "turn 1 failed its each_turn checks" in (result.conversation.detail or "")
+
+
+def test_a_target_error_ends_the_conversation_as_an_error(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    scripted_server.add_rule(simulator_reply(None), when=is_simulator)
+    scripted_server.add_rule(fault="bad_request")
+    result = only_eval(run_text(tmp_path, refund_suite(), scripted_server))
+    assert result.status is Status.ERROR and result.reason is None
+    assert result.conversation is not None
+    assert result.conversation.ending is Ending.TARGET_ERROR
+
+
+def test_an_unusable_sample_is_left_out_of_the_pass_rate_never_a_failure(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    # The first simulator call of the run answers an empty message: one of three samples.
+    scripted_server.add_rule(json.dumps({"message": "", "stop": False, "reason": ""}),
+                             when=is_simulator, times=1)
+    serve(scripted_server, stop_after=3)
+    suite = refund_suite().replace("  simulator:", "  repeat: 3\n  simulator:")
+    result = only_eval(run_text(tmp_path, suite, scripted_server))
+    assert result.repeats is not None
+    assert (result.repeats.passes, result.repeats.samples, result.repeats.unusable) == (2, 2, 1)
+    assert result.status is not Status.FAIL
+    endings = [s.conversation.ending for s in result.samples if s.conversation is not None]
+    assert sorted(endings) == [Ending.GOAL_MET, Ending.GOAL_MET, Ending.SIMULATOR_ERROR]
