@@ -183,3 +183,19 @@ def test_an_unusable_sample_is_left_out_of_the_pass_rate_never_a_failure(
     assert result.status is not Status.FAIL
     endings = [s.conversation.ending for s in result.samples if s.conversation is not None]
     assert sorted(endings) == [Ending.GOAL_MET, Ending.GOAL_MET, Ending.SIMULATOR_ERROR]
+
+
+def test_the_users_texts_are_rendered_with_the_suites_vars(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    serve(scripted_server, stop_after=1)
+    suite = refund_suite().replace(
+        "persona: A customer, polite but in a hurry.",
+        "persona: \"{{var('who')}}, polite but in a hurry.\"\n"
+        "      opening: ['Hi, I am {{var(\"who\")}}']",
+    ).replace("  simulator:", "  vars: {who: Ada}\n  simulator:")
+    result = only_eval(run_text(tmp_path, suite, scripted_server))
+    assert result.turns[0].prompt == "Hi, I am Ada"
+    assert result.simulator is not None
+    assert result.simulator.persona == "Ada, polite but in a hurry."
+    [first] = [r for r in scripted_server.requests if is_simulator(r.json)][:1]
+    assert "Persona: Ada, polite" in first.json["messages"][0]["content"]

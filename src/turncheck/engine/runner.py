@@ -125,6 +125,13 @@ class _SuiteRun:
         except KeyError as exc:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
+    def _render_or_keep(self, text: str) -> str:
+        """`text` rendered, or as written when it cannot be (the eval's error says why)."""
+        try:
+            return self.render(text)
+        except EvalError:
+            return text
+
     def first_messages(self, prompt: str | None) -> list[ChatMessage]:
         """The system prompt and opening messages, then `prompt` (None: a simulated user
         writes the first message)."""
@@ -204,7 +211,7 @@ class _SuiteRun:
         return await self._turn(number, line, level, state, tools, answer)
 
     def check_context(self, state: _EvalState, answer: TurnAnswer | None,
-                      tool_calls: Sequence[object]) -> TurnContext:
+                      tool_calls: Sequence[ToolCallResult]) -> TurnContext:
         """What checks of a whole conversation see: its last answer, every call."""
         final = None if answer is None else answer.final
         return TurnContext(
@@ -213,7 +220,7 @@ class _SuiteRun:
             conversation=state.messages, render=self.render,
             judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
-            tool_calls=[call for call in tool_calls if isinstance(call, ToolCallResult)],
+            tool_calls=tool_calls,
         )
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
@@ -329,7 +336,8 @@ class _SuiteRun:
             tools=self._own_tools(evaluation),
             simulator_usage=state.simulator_usage,
             simulator_cost_usd=add_costs(state.simulator_costs),
-            simulator=None if user is None else setup_of(self.suite.metadata, user),
+            simulator=None if user is None else setup_of(self.suite.metadata, user,
+                                                         self._render_or_keep),
             conversation=state.conversation,
         )
 

@@ -11,7 +11,7 @@ ended (`Ending`); an ending the simulator caused is an unusable sample, never a 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -36,6 +36,7 @@ from turncheck.report.run import (
     Ending,
     SimulatorSetup,
     Status,
+    ToolCallResult,
     TurnResult,
     Usage,
 )
@@ -81,6 +82,11 @@ class SimulatorUnusable(Exception):
     status, never a fail of the app."""
 
 
+class CheckError(Exception):
+    """A check could not be evaluated (a judge's answer unreadable): the eval errors."""
+
+
+
 class ConversationState(Protocol):
     """What the eval runner keeps of one conversation."""
 
@@ -111,7 +117,7 @@ class Host(Protocol[HostState]):
                         ) -> tuple[TurnResult, LevelOutcome]: ...
 
     def check_context(self, state: HostState, answer: TurnAnswer | None,
-                      tool_calls: Sequence[object]) -> TurnContext: ...
+                      tool_calls: Sequence[ToolCallResult]) -> TurnContext: ...
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,14 @@ class Decision:
         return Ending.GAVE_UP if "gave_up" in words or "give_up" in words else Ending.GOAL_MET
 
 
-def setup_of(metadata: Metadata, user: SimulatedUser) -> SimulatorSetup:
-    """The simulator as this eval pins it: the eval's own settings over the suite's."""
+def _as_is(text: str) -> str:
+    return text
+
+
+def setup_of(metadata: Metadata, user: SimulatedUser,
+             render: Callable[[str], str] = _as_is) -> SimulatorSetup:
+    """The simulator as this eval pins it: the eval's own settings over the suite's, its
+    texts rendered (`{{var()}}`, `{{secret()}}`) by `render`."""
     pinned = metadata.simulator or Simulator()
     model = user.model or pinned.model
     assert model is not None, "validation requires a simulator model"
@@ -138,9 +150,14 @@ def setup_of(metadata: Metadata, user: SimulatedUser) -> SimulatorSetup:
     return SimulatorSetup(
         model=model, temperature=float(temperature),
         seed=user.seed if user.seed is not None else pinned.seed,
-        prompt_version=SIMULATOR_PROMPT_VERSION, persona=user.persona, goal=user.goal,
-        instructions=user.instructions, opening=list(user.opening or ()),
+        prompt_version=SIMULATOR_PROMPT_VERSION, persona=_rendered(user.persona, render),
+        goal=_rendered(user.goal, render), instructions=_rendered(user.instructions, render),
+        opening=[render(text) for text in user.opening or ()],
     )
+
+
+def _rendered(text: str | None, render: Callable[[str], str]) -> str | None:
+    return None if text is None else render(text)
 
 
 def simulator_system_prompt(setup: SimulatorSetup) -> str:
@@ -202,7 +219,7 @@ class SimulatedConversation(Generic[State]):
         self.user = evaluation.user
         self.success = evaluation.success
         self.state = state
-        self.setup = setup_of(host.session.metadata, evaluation.user)
+        self.setup = setup_of(host.session.metadata, evaluation.user, host.render)
         self.tools = ToolSetup.of(host.session.metadata, evaluation)
         self.each_turn_failed: int | None = None
         self.last_answer: TurnAnswer | None = None
@@ -213,10 +230,10 @@ class SimulatedConversation(Generic[State]):
 
     async def run(self) -> tuple[Status, int | None]:
         """The eval's status and the turn it passed on; raises SimulatorUnusable."""
-        opening = list(self.user.opening or ())
+        opening = list(self.setup.opening)
         while True:
             if opening:
-                decision = Decision(self.host.render(opening.pop(0)), False, "")
+                decision = Decision(opening.pop(0), False, "")
             else:
                 decision = await self._next_decision()
             if decision.stop:
@@ -258,8 +275,7 @@ class SimulatedConversation(Generic[State]):
         self.state.turns.append(turn)
         self.state.messages.extend(answer.messages)
         self.last_answer = answer
-        if outcome.errors:
-            self._end(Ending.TARGET_ERROR, outcome.errors[0])
+        if outcome.errors:  # a check that cannot be evaluated: the eval errors, as anywhere
             raise CheckError(f"turn {number}: {outcome.errors[0]}")
         if not outcome.passed and self.each_turn_failed is None:
             self.each_turn_failed = number
@@ -319,7 +335,3 @@ class SimulatedConversation(Generic[State]):
         self.state.conversation = ConversationEnd(
             ending=ending, turns=self.sent if turns is None else turns, detail=detail,
             success=success or [], review=review)
-
-
-class CheckError(Exception):
-    """A check could not be evaluated (a judge's answer unreadable): the eval errors."""

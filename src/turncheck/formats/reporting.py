@@ -124,6 +124,10 @@ class SuiteReporter(Reporter):
                     self.templates_in((*path, part), item)
                 else:
                     self.no_templates_in((*path, part), item)
+            elif isinstance(item, list) and part in rendered:  # a list of rendered texts
+                for index, text in enumerate(item):
+                    if isinstance(text, str) and "{{" in text:
+                        self.templates_in((*path, part, index), text)
             elif isinstance(item, dict | list):
                 self.templated_fields((*path, part), item, rendered)
 
