@@ -268,6 +268,8 @@ def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
     scores) when repeated."""
     if item.verdict.value in ("unchanged", "new", "removed"):
         return ""
+    if isinstance(item, EvalComparison) and item.not_like_for_like is not None:
+        return ""  # not tested: its label says why
     label = f" · {item.verdict.value}"
     base, head = item.base, item.head
     if item.p_value is None or base is None or head is None \
