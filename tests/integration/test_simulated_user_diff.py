@@ -66,4 +66,6 @@ def test_a_changed_persona_is_not_like_for_like_and_no_regression_of_the_app(
     assert f"+persona: {ANGRY}" in comment  # the change itself, as a diff
     assert "Tokens (simulated user)" in comment  # the simulator's spend, apart
     assert "Broke" not in comment and "Regressions" not in comment
+    assert "not like-for-like: the simulator's persona changed" in diffed.stdout
+    assert "0 regressions, 0 broken" in diffed.stdout
     assert diffed.returncode == 0, diffed.stdout + diffed.stderr  # nothing blamed on the app
