@@ -13,8 +13,23 @@ from turncheck.engine.simulated_user import (
     simulator_messages,
 )
 from turncheck.formats.suite_loader import parse_suite
+from turncheck.render.html_report import eval_row
+from turncheck.render.table_model import (
+    SIMULATOR_LABEL,
+    SIMULATOR_TOKENS_LABEL,
+    TOKENS_LABEL,
+    Money,
+)
 from turncheck.report.rows import Transition
-from turncheck.report.run import Ending, EvalResult, SimulatorSetup, Status
+from turncheck.report.run import (
+    ConversationEnd,
+    Ending,
+    EvalResult,
+    SimulatorSetup,
+    Status,
+    Usage,
+)
+from turncheck.report.spend import Spend
 
 HEADER = "metadata:\n  name: s\n  model: m\n  simulator: {model: sim, temperature: 0.2}\n"
 USER = ("  - name: refund\n    user:\n      persona: A customer.\n      goal: A refund.\n"
@@ -108,3 +123,23 @@ def test_a_changed_persona_is_not_like_for_like_and_never_a_regression() -> None
     assert row.regression is False
     same = compare_evals("s.eval.yaml", base, _result("polite", Status.FAIL, None))
     assert same.transition is Transition.BROKEN and same.regression
+
+
+def test_the_html_report_says_how_it_ended_and_what_the_simulator_spent() -> None:
+    head = _result("polite", Status.PASS, 3).model_copy(update={
+        "conversation": ConversationEnd(ending=Ending.GOAL_MET, turns=3),
+        "simulator_usage": Usage(input_tokens=400, output_tokens=20),
+        "simulator_cost_usd": None})
+    facts = eval_row("s", "refund", None, head).facts
+    assert "ended: goal_met after 3 turns" in facts
+    assert "simulated user (sim): 420 tokens, unpriced" in facts
+
+
+def test_the_comment_cost_table_shows_the_simulator_apart() -> None:
+    side = Spend(tokens=45, simulator_tokens=4_400, simulator_cost_usd=0.002,
+                 total_cost_usd=0.003, cost_usd=0.001)
+    labels = [line.label for line in Money(side, side, True).lines()]
+    assert labels == ["Model", SIMULATOR_LABEL, "**Total**", TOKENS_LABEL,
+                      SIMULATOR_TOKENS_LABEL]
+    plain = Spend(tokens=45, cost_usd=0.001, total_cost_usd=0.001)
+    assert SIMULATOR_TOKENS_LABEL not in [line.label for line in Money(plain, plain, True).lines()]
