@@ -11,6 +11,7 @@ import yaml
 
 from tests.support.engine_helpers import only_eval, run_paths, run_text, suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer, user_turns
+from turncheck.formats.budget import BudgetLimits
 from turncheck.providers.cassettes import CALLER_HEADER, cassette_path_for
 from turncheck.report.run import Ending, EvalResult, Report, Status, StatusReason, Usage
 
@@ -199,3 +200,12 @@ def test_the_users_texts_are_rendered_with_the_suites_vars(
     assert result.simulator.persona == "Ada, polite but in a hurry."
     [first] = [r for r in scripted_server.requests if is_simulator(r.json)][:1]
     assert "Persona: Ada, polite" in first.json["messages"][0]["content"]
+
+
+def test_a_budget_stop_of_the_simulators_call_skips_the_eval(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    serve(scripted_server, stop_after=3)
+    result = only_eval(run_text(tmp_path, refund_suite(), scripted_server,
+                                budget=BudgetLimits(max_live_tokens=0)))
+    assert (result.status, result.reason) == (Status.SKIPPED, "budget")
+    assert scripted_server.requests == []  # nothing was sent

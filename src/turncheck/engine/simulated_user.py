@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from turncheck.engine.budget import BudgetExceeded
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.judge import (
     VERDICT_ANSWER,
@@ -249,6 +250,8 @@ class SimulatedConversation(Generic[State]):
             response, model_id, price_id = await self.host.session.simulate(
                 self.setup.model, simulator_messages(self.setup, self.state.messages),
                 self.setup.temperature, self.setup.seed, SIMULATOR_ANSWER)
+        except BudgetExceeded:
+            raise  # not sent: the eval ends skipped, as any budget stop
         except ProviderError as exc:
             self._end(Ending.SIMULATOR_ERROR, f"simulator call failed: {exc.message}")
             raise SimulatorUnusable(f"simulator call failed: {exc.message}") from exc
@@ -269,6 +272,8 @@ class SimulatedConversation(Generic[State]):
         try:
             turn, outcome = await self.host.take_turn(number, self.evaluation.line, level,
                                                       self.state, self.tools, answer)
+        except BudgetExceeded:
+            raise
         except ProviderError as exc:
             self._end(Ending.TARGET_ERROR, exc.message, turns=number)
             raise
@@ -318,6 +323,8 @@ class SimulatedConversation(Generic[State]):
         context = self.host.check_context(self.state, self.last_answer, ())
         try:
             verdict = parse_verdict(await context.judge(messages, VERDICT_ANSWER))
+        except BudgetExceeded:
+            raise
         except ProviderError as exc:
             return CheckResult(type="review", passed=False, detail="review",
                                error=f"review call failed: {exc.message}")
@@ -329,7 +336,7 @@ class SimulatedConversation(Generic[State]):
     def _end(self, ending: Ending, detail: str | None, *, turns: int | None = None,
              success: list[CheckResult] | None = None, review: CheckResult | None = None
              ) -> None:
-        if self.each_turn_failed is not None and ending not in (Ending.TARGET_ERROR,):
+        if self.each_turn_failed is not None and ending is not Ending.TARGET_ERROR:
             note = f"turn {self.each_turn_failed} failed its each_turn checks"
             detail = f"{detail}; {note}" if detail else note
         self.state.conversation = ConversationEnd(
