@@ -209,3 +209,17 @@ def test_a_budget_stop_of_the_simulators_call_skips_the_eval(
                                 budget=BudgetLimits(max_live_tokens=0)))
     assert (result.status, result.reason) == (Status.SKIPPED, "budget")
     assert scripted_server.requests == []  # nothing was sent
+
+
+def test_a_review_that_finds_the_simulator_out_of_its_role_makes_the_sample_unusable(
+        tmp_path: Path, scripted_server: ScriptedServer) -> None:
+    scripted_server.add_rule(json.dumps({"pass": False, "reason": "it answered as the bot"}),
+                             when=lambda body: "turncheck-simulator-review" in str(body))
+    serve(scripted_server, stop_after=3)
+    result = only_eval(run_text(tmp_path, refund_suite().replace(
+        "    success:", "    review: true\n    success:"), scripted_server))
+    assert (result.status, result.reason) == (Status.ERROR, StatusReason.SIMULATOR)
+    assert result.conversation is not None and result.conversation.review is not None
+    assert result.conversation.review.passed is False
+    assert result.conversation.ending is Ending.GOAL_MET  # how it ended; unusable all the same
+    assert result.judge_usage.total > 0  # the review is the judge's call
