@@ -54,8 +54,11 @@ def missing_from(quoted: list[str], output: list[str]) -> list[str]:
 
 
 def copy_example(repo: GitRepo, upstream: str) -> None:
-    """The example in `repo`/support-bot, its model calls pointed at `upstream`."""
-    shutil.copytree(EXAMPLE, repo.path / "support-bot")
+    """The example's support-bot suite and app in `repo`/support-bot, its model calls
+    pointed at `upstream` (the simulated customer's suite beside it is left out: the
+    quoted diff is the support-bot suite's)."""
+    shutil.copytree(EXAMPLE, repo.path / "support-bot",
+                    ignore=shutil.ignore_patterns("simulated-customer.*"))
     for name in ("support-bot.eval.yaml", "support-bot.eval.cassette.yaml"):
         path = repo.path / "support-bot" / name
         path.write_text(path.read_text().replace(RECORDED_AT, upstream))

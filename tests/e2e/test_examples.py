@@ -133,6 +133,20 @@ def test_the_support_bots_memory_eval_is_three_scripted_turns_that_all_pass(repo
         None, "lookup_order", None]
 
 
+def test_the_simulated_customer_reaches_its_goal_and_its_tokens_are_apart(report: Json
+                                                                          ) -> None:
+    # examples/support-bot/simulated-customer.eval.yaml: a simulated user against the app.
+    customer = eval_named(report, "delayed order")
+    assert (customer["status"], customer["passed_on_turn"]) == ("pass", 2)
+    assert customer["conversation"]["ending"] == "goal_met"
+    assert [c["passed"] for c in customer["conversation"]["success"]] == [True, True, True]
+    assert customer["turns"][1]["prompt"] == "It is order A1002. When will it arrive?"
+    assert customer["simulator"]["model"] == "gpt-4o-mini"
+    assert customer["simulator_usage"]["input_tokens"] > 0
+    assert customer["usage"] == {"input_tokens": 142, "output_tokens": 22}  # the app's own
+    assert report["totals"]["simulator_cost_usd"] > 0
+
+
 def test_the_python_function_target_is_called_with_the_conversation(report: Json) -> None:
     faq = suite_named(report, "faq-bot")
     assert [(e["status"], e["passed_on_turn"]) for e in faq["evals"]] == [("pass", 1), ("pass", 2)]

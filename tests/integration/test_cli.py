@@ -256,7 +256,7 @@ def test_text_output_keeps_each_problem_on_one_line(tmp_path: Path) -> None:
     assert COMPILER_LINE.match(line), line
     assert "\r" not in done.stdout
     assert line.endswith("; allowed: name, prompt, checks, turns, tools, tool_choice, "
-                         "tool_results, target")
+                         "tool_results, target, user, success, each_turn, review")
 
 
 def test_text_output_under_github_actions_cannot_run_workflow_commands(tmp_path: Path) -> None:

@@ -100,6 +100,8 @@ def test_every_templated_field_is_used_in_the_corpus() -> None:
 def test_a_templated_model_is_rendered_sent_and_named_in_the_report(
     tmp_path: Path, scripted_server: ScriptedServer
 ) -> None:
+    scripted_server.add_rule('{"message": "", "stop": true, "reason": "goal_met"}',
+                             when=lambda body: "turncheck-simulated-user" in str(body))
     scripted_server.add_rule('{"pass": true, "reason": "names Acme"}', contains="Names Acme")
     scripted_server.add_rule("Welcome to Acme Bikes!")
     suite = copied(tmp_path, VIBECHECK / "templated.yaml")

@@ -1,7 +1,8 @@
 """The scripted models the app examples are recorded against (tools/record_app_example.py):
-examples/support-bot/ (a support bot that looks orders up with a tool) and
-examples/python-target/ (an FAQ bot). They answer from the request like small models
-following their system prompt would; the requests and answers are real HTTP."""
+examples/support-bot/ (a support bot that looks orders up with a tool; a simulated
+customer talking to it, and the judge of that conversation) and examples/python-target/
+(an FAQ bot). They answer from the request like small models following their system
+prompt would; the requests and answers are real HTTP."""
 
 from __future__ import annotations
 
@@ -15,10 +16,41 @@ NAME = re.compile(r"my name is (\w+)", re.IGNORECASE)
 
 
 def app_example_model(body: Json) -> str | ToolCalls:
-    """One answer, by the example app that sent `body`."""
-    if "support bot" in _system(body):
+    """One answer, by the example app (or the simulated customer, or the judge) that sent
+    `body`."""
+    system = _system(body)
+    if "turncheck-simulated-user" in system:
+        return customer_model(body)
+    if "turncheck-judge" in system or "turncheck-simulator-review" in system:
+        return judge_model(body)
+    if "support bot" in system:
         return support_model(body)
     return faq_model(body)
+
+
+ARRIVAL = re.compile(r"arrive (?:on )?(\d+ \w+)")
+
+
+def customer_model(body: Json) -> str:
+    """The simulated customer: asks about the order it is told to until it hears when the
+    order arrives, then stops with its goal met."""
+    told = _user_texts(body)[-1] if _user_texts(body) else ""
+    if ARRIVAL.search(told):
+        return json.dumps({"message": "", "stop": True, "reason": "goal_met"})
+    order = ORDER_ID.search(_system(body))
+    return json.dumps({"message": f"It is order {order.group() if order else 'A1002'}. "
+                                  "When will it arrive?", "stop": False, "reason": ""})
+
+
+def judge_model(body: Json) -> str:
+    """The judge (and the simulator's reviewer): passes a conversation in which the bot
+    said when the order arrives."""
+    said = " ".join(_user_texts(body))
+    passed = ARRIVAL.search(said) is not None or "turncheck-simulator-review" in _system(body)
+    reason = "The bot said when the order arrives." if passed else "No arrival date given."
+    if "turncheck-simulator-review" in _system(body):
+        reason = "The customer kept to the persona and the goal."
+    return json.dumps({"pass": passed, "reason": reason})
 
 
 def support_model(body: Json) -> str | ToolCalls:

@@ -108,3 +108,9 @@ def test_the_redos_pattern_against_a_long_answer_returns() -> None:
     assert glob_match("*a*a*a*a*a*a*a*a*b", answer) is False
     assert glob_match("*a?a*a?a*[ab][ab]?a*b", answer) is False
     assert glob_match("*a*a*a*a*a*a*a*a*b", answer + "b") is True
+
+
+def test_a_middle_part_needs_room_before_the_last_part() -> None:
+    # "*b?*??" needs four characters; "BA" once matched, its "b?" found past the end.
+    assert not glob_match("*b?*??", "BA")
+    assert glob_match("*b?*??", "xbAAA")

@@ -187,6 +187,9 @@ def suites_evidence(suites: Sequence[SuiteComparison],
     found = []
     for suite in suites:
         for item in suite.evals:
+            if item.not_like_for_like is not None:  # nothing to test: the user changed
+                found.append(Evidence(empty=True, cause=NOT_LIKE_FOR_LIKE))
+                continue
             runs = None if base_pool is None or item.base is None or item.head is None \
                 else base_pool.runs_of(suite.previous_path or suite.path,
                                        item.previous_name or item.name)
@@ -258,7 +261,27 @@ def with_suite_decisions(suites: list[SuiteComparison], evidence: Sequence[Evide
     return updated
 
 
+NOT_LIKE_FOR_LIKE = "not like-for-like"
+"""The verdict cause of an eval whose simulated user changed: it is not tested."""
+
+
+def simulator_change(base: EvalResult | None, head: EvalResult | None) -> str | None:
+    """Why a simulated user's eval is not like-for-like at base and head (its simulator's
+    model, prompt, temperature, seed or brief changed); None when it is."""
+    if base is None or head is None or (base.simulator is None and head.simulator is None):
+        return None
+    if base.simulator is None or head.simulator is None:
+        return "one side has a simulated user, the other not"
+    changed = [name.replace("prompt_version", "prompt")
+               for name in head.simulator.differences(base.simulator)]
+    if not changed:
+        return None
+    return f"the simulator's {', '.join(changed)} changed"
+
+
 def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
+    if simulator_change(base, head) is not None:
+        return Transition.NOT_LIKE_FOR_LIKE
     if base is None:
         return Transition.NEW
     if head is None:
@@ -277,6 +300,8 @@ def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transitio
 
 
 def _label(transition: Transition, base: EvalResult | None, head: EvalResult | None) -> str:
+    if transition is Transition.NOT_LIKE_FOR_LIKE:
+        return f"{transition.value}: {simulator_change(base, head)}"
     if transition is Transition.TURN_CHANGED and base is not None and head is not None:
         return f"turn changed {base.passed_on_turn}→{head.passed_on_turn}"
     return transition.value
@@ -308,6 +333,7 @@ def compare_evals(suite_path: str, base: EvalResult | None, head: EvalResult | N
         base=base_side, head=head_side, delta=spend_delta(base_side, head_side),
         turns_delta=head_side.turns - base_side.turns if head_side and base_side else None,
         error=head.error if head is not None else None,
+        not_like_for_like=simulator_change(base, head),
     )
 
 

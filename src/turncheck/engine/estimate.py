@@ -142,12 +142,23 @@ class _SuiteWalk:
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
         self.tools = _ToolRounds.of(ToolSetup.of(self.suite.metadata, evaluation))
+        if evaluation.user is not None and evaluation.success is not None:
+            return self._simulated(evaluation.user.max_turns, evaluation.success,
+                                   [*texts, self.render(evaluation.first_prompt)])
         so_far = _Path(texts=texts)
         for step in evaluation.steps:  # scripted turns: each after the worst of the last
             paths = self._paths(step.checks, [*so_far.texts, self.render(step.prompt)],
                                 so_far.replies)
             so_far = so_far.then(max(paths, key=lambda p: _weight(self._figures(p))))
         return self._figures(so_far)
+
+    def _simulated(self, max_turns: int, success: CheckList, first: list[str]) -> Figures:
+        """A simulated user: every turn up to max_turns (the simulator is not counted)."""
+        later = sum((self._turn_usage(first, k * self.tools.rounds)
+                     for k in range(1, max_turns)), Usage())
+        paths = [_Path(path.model + later, path.judge)
+                 for path in self._paths(success, first, 0)]
+        return max((self._figures(p) for p in paths), key=_weight)
 
     def _turn_usage(self, texts: list[str], replies: int) -> Usage:
         """One turn: each of its rounds resends the conversation, the tools, and every
@@ -208,8 +219,9 @@ class _SuiteWalk:
         system = self.suite.metadata.system_prompt
         texts = [self.render(system)] if system else []
         usage = Usage()
-        for answered, step in enumerate(evaluation.steps):
-            texts.append(self.render(step.prompt))
+        prompts = [step.prompt for step in evaluation.steps] or [evaluation.first_prompt]
+        for answered, prompt in enumerate(prompts):
+            texts.append(self.render(prompt))
             usage += Usage(
                 input_tokens=input_token_guess(self.models.model, texts)
                 + answered * typical_output,

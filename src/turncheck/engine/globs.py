@@ -197,10 +197,12 @@ def _any_ends(segment: Segment) -> tuple[int, int]:
 
 def _find(segment: Segment, text: str, start: int, end: int) -> int:
     """Left-most index in [start, end - len(segment)] where `segment` matches, or -1."""
+    if start + len(segment) > end:  # also keeps `end - trail` from going negative
+        return -1
     lead, trail = _any_ends(segment)
     core = segment[lead:len(segment) - trail]
     if not core:
-        return start if start + len(segment) <= end else -1
+        return start
     literal = _literal(core)
     if literal is not None:
         found = text.find(literal, start + lead, end - trail)

@@ -191,6 +191,8 @@ def _sample(index: int, result: EvalResult, seed: int | None, look: int = 0) -> 
         error=result.error, usage=result.usage,
         cost_usd=result.cost_usd, judge_usage=result.judge_usage,
         judge_cost_usd=result.judge_cost_usd, turns=result.turns,
+        simulator_usage=result.simulator_usage, simulator_cost_usd=result.simulator_cost_usd,
+        conversation=result.conversation,
     )
 
 

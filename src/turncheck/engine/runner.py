@@ -31,6 +31,12 @@ from turncheck.engine.session import (
     SuiteSession,
 )
 from turncheck.engine.settings import RunSettings
+from turncheck.engine.simulated_user import (
+    CheckError,
+    SimulatedConversation,
+    SimulatorUnusable,
+    setup_of,
+)
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
 from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
@@ -47,11 +53,13 @@ from turncheck.providers.base import (
 from turncheck.providers.cassettes import cassette_path_for, current_sample
 from turncheck.report.results import excerpt_answers
 from turncheck.report.run import (
+    ConversationEnd,
     EvalResult,
     Report,
     Status,
     StatusReason,
     SuiteResult,
+    ToolCallResult,
     TurnResult,
     Usage,
 )
@@ -84,6 +92,10 @@ class _EvalState:
     """Scripted turns: the turn whose checks failed first."""
     answered: list[ChatMessage] = field(default_factory=list)
     """The last turn's answer (with its tool rounds), not yet in `messages`."""
+    simulator_usage: Usage = field(default_factory=Usage)
+    simulator_costs: list[float | None] = field(default_factory=list)
+    conversation: ConversationEnd | None = None
+    """A simulated user's conversation: how it ended (`engine/simulated_user.py`)."""
 
 
 def _variables(suite: Suite, settings: RunSettings) -> dict[str, str]:
@@ -118,13 +130,24 @@ class _SuiteRun:
         except KeyError as exc:
             raise EvalError(f"template: {exc.args[0]}") from exc
 
-    def first_messages(self, prompt: str) -> list[ChatMessage]:
+    def _render_or_keep(self, text: str) -> str:
+        """`text` rendered, or as written when it cannot be (the eval's error says why)."""
+        try:
+            return self.render(text)
+        except EvalError:
+            return text
+
+    def first_messages(self, prompt: str | None) -> list[ChatMessage]:
+        """The system prompt and opening messages, then `prompt` (None: a simulated user
+        writes the first message)."""
         if self.session.template_error is not None:
             raise EvalError(self.session.template_error)
         metadata = self.suite.metadata
         system = metadata.system_prompt
         messages = [ChatMessage("system", self.render(system))] if system else []
         messages += [ChatMessage(m.role, self.render(m.content)) for m in metadata.messages or ()]
+        if prompt is None:
+            return messages
         return [*messages, ChatMessage("user", self.render(prompt))]
 
     async def run_case(self, evaluation: Eval) -> EvalResult:
@@ -153,12 +176,19 @@ class _SuiteRun:
         begin_conversation(f"{self.file.path}\0{evaluation.display_name}\0{current_sample()}",
                            evaluation.target)
         try:
-            state.messages = self.first_messages(evaluation.first_prompt)
-            status, passed_on = await self._conversation(evaluation, state)
+            if evaluation.user is not None:
+                state.messages = self.first_messages(None)
+                status, passed_on = await SimulatedConversation(self, evaluation, state).run()
+            else:
+                state.messages = self.first_messages(evaluation.first_prompt)
+                status, passed_on = await self._conversation(evaluation, state)
             error = None
         except BudgetExceeded:
             status, passed_on, error, reason = Status.SKIPPED, None, None, SKIP_REASON
-        except EvalError as exc:
+        except SimulatorUnusable as exc:
+            status, passed_on, error, reason = Status.ERROR, None, str(exc), \
+                StatusReason.SIMULATOR
+        except (EvalError, CheckError) as exc:
             status, passed_on, error = Status.ERROR, None, str(exc)
         except ProviderError as exc:
             status, passed_on, error = Status.ERROR, None, self._provider_error(exc, state)
@@ -179,6 +209,25 @@ class _SuiteRun:
             self.recorded_texts = RecordedTexts(transport.request_bodies())
         hint = stale_reference_hint(self.file.references, state.messages, self.recorded_texts)
         return exc.message if hint is None else f"{exc.message} ({hint})"
+
+    async def take_turn(self, number: int, line: int, level: CheckList, state: _EvalState,
+                        tools: ToolSetup, answer: TurnAnswer) -> tuple[TurnResult, LevelOutcome]:
+        """One turn of another kind of conversation (a simulated user's): the model's or
+        app's answer to the last message, checked by `level`."""
+        return await self._turn(number, line, level, state, tools, answer)
+
+    def check_context(self, state: _EvalState, answer: TurnAnswer | None,
+                      tool_calls: Sequence[ToolCallResult]) -> TurnContext:
+        """What checks of a whole conversation see: its last answer, every call."""
+        final = None if answer is None else answer.final
+        return TurnContext(
+            response=final.text if final else "",
+            reported_output_tokens=final.output_tokens if final else None,
+            conversation=state.messages, render=self.render,
+            judge=lambda messages, schema: self._judge(messages, schema, state),
+            embed=lambda inputs: self._embed(inputs, state),
+            tool_calls=tool_calls,
+        )
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
         tools = ToolSetup.of(self.suite.metadata, evaluation)
@@ -294,6 +343,7 @@ class _SuiteRun:
         error: str | None,
     ) -> EvalResult:
         usage = sum((t.usage for t in state.turns), Usage())
+        user = evaluation.user
         return EvalResult(
             name=evaluation.display_name,
             prompt=evaluation.first_prompt,
@@ -308,6 +358,11 @@ class _SuiteRun:
             turns=state.turns,
             line=evaluation.line,
             tools=self._own_tools(evaluation),
+            simulator_usage=state.simulator_usage,
+            simulator_cost_usd=add_costs(state.simulator_costs),
+            simulator=None if user is None else setup_of(self.suite.metadata, user,
+                                                         self._render_or_keep),
+            conversation=state.conversation,
         )
 
     def _own_tools(self, evaluation: Eval) -> list[dict[str, Any]] | None:

@@ -33,7 +33,7 @@ from turncheck.providers.base import (
     EmbeddingResponse,
     Provider,
 )
-from turncheck.providers.cassettes import Cassette
+from turncheck.providers.cassettes import Cassette, calling_as
 from turncheck.providers.factory import (
     base_url_for,
     make_provider,
@@ -54,6 +54,9 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 JUDGE_MAX_OUTPUT_TOKENS = 256
+SIMULATOR_MAX_OUTPUT_TOKENS = 512
+SIMULATOR_CALLER = "simulator"
+"""The label of a simulated user's calls in the cassette (`CALLER_HEADER`)."""
 
 
 @dataclass
@@ -244,6 +247,12 @@ class SuiteSession:
     """The suite's `vars` overridden by the run's (`--var`)."""
     template_error: str | None = None
     """Why the metadata's templates could not be rendered: every eval ends in this error."""
+    provider_for: Callable[[str], Provider] | None = None
+    """Builds (once) the provider of a name, through the suite's cassette: a simulated
+    user's model is reached as the suite's `model` is (`simulate`)."""
+    routing: tuple[str | None, str | None] = (None, None)
+    """The run's or suite's provider and base URL, which choose the simulator's provider."""
+    built: dict[str, Provider] = field(default_factory=dict)
 
     @property
     def price_provider_id(self) -> str | None:
@@ -297,6 +306,25 @@ class SuiteSession:
         self._count(response)
         return response
 
+    async def simulate(self, model: str, messages: list[ChatMessage], temperature: float | None,
+                       seed: int | None, schema: AnswerSchema) -> tuple[ChatResponse, str,
+                                                                         str | None]:
+        """A simulated user's next message from its `model` (id as in a suite), labelled as
+        the simulator's in the cassette; with the model id sent and its price id."""
+        assert self.provider_for is not None, "open_session sets provider_for"
+        name, model_id = select_provider(model, *self.routing)
+        provider = self.provider_for(name)
+        request = ChatRequest(
+            model=model_id, messages=messages, temperature=temperature,
+            max_output_tokens=SIMULATOR_MAX_OUTPUT_TOKENS, seed=sample_seed(seed),
+            json_object=True, answer_schema=schema,
+        )
+        with calling_as(SIMULATOR_CALLER):
+            response = await guarded_chat(self.guard, provider, request,
+                                          provider.price_provider_id)
+        self._count(response)
+        return response, model_id, provider.price_provider_id
+
     async def embed(self, inputs: list[str]) -> EmbeddingResponse:
         model, provider = self.embedding_model, self.embedding_provider
 
@@ -316,7 +344,8 @@ class SuiteSession:
 
     async def close(self) -> None:
         await _close(
-            [self.chat_provider, self.judge_provider, self.embedding_provider], self.transport
+            [self.chat_provider, self.judge_provider, self.embedding_provider,
+             *self.built.values()], self.transport
         )
 
 
@@ -435,6 +464,9 @@ def open_session(
         guard=settings.guard(mode, suite_path.as_posix(), suite),
         variables=merged,
         template_error=template_error,
+        provider_for=provider_for,
+        routing=(provider, base_url),
+        built=built,
     )
 
 

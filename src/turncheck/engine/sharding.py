@@ -62,6 +62,8 @@ def longest_path(checks: CheckList) -> int:
 
 def expected_turns(evaluation: Eval) -> int:
     """The eval's weight: the turns of its longest path, an upper bound on its cost."""
+    if evaluation.user is not None:
+        return evaluation.user.max_turns
     return sum(longest_path(step.checks) for step in evaluation.steps)
 
 

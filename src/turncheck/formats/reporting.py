@@ -50,6 +50,8 @@ class Reporter:
                 self.error_at_key(loc, "unknown-key", f'unknown key "{problem["loc"][-1]}"')
             elif problem["type"] == "missing":
                 self.error_at_value(loc[:-1], "missing-key", f'missing required key "{dotted}"')
+            elif problem["type"] == "value_error" and not problem["loc"]:  # a model's own rule
+                self.error_at_value(loc, "invalid-value", str(problem["ctx"]["error"]))
             else:
                 self.error_at_value(loc, "invalid-value", f"{dotted}: {explain(problem)}")
 
@@ -122,6 +124,10 @@ class SuiteReporter(Reporter):
                     self.templates_in((*path, part), item)
                 else:
                     self.no_templates_in((*path, part), item)
+            elif isinstance(item, list) and part in rendered:  # a list of rendered texts
+                for index, text in enumerate(item):
+                    if isinstance(text, str) and "{{" in text:
+                        self.templates_in((*path, part, index), text)
             elif isinstance(item, dict | list):
                 self.templated_fields((*path, part), item, rendered)
 

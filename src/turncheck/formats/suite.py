@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -93,6 +94,24 @@ def _model_or_target(schema: dict[str, Any]) -> None:
     """`model` is required unless the suite has a `target` (the app is the other side)."""
     schema["required"] = [key for key in schema.get("required", []) if key != "model"]
     schema["anyOf"] = [{"required": ["model"]}, {"required": ["target"]}]
+
+
+DEFAULT_MAX_TURNS = 6
+"""Turns (user messages sent, opening ones included) a simulated user takes at most."""
+MAX_SIMULATED_TURNS = 20
+"""The hard cap on a simulated user's `max_turns`."""
+
+
+class Simulator(BaseModel):
+    """The model that plays a simulated user (docs/suites.md, "Simulated users"); provider,
+    base URL and keys are resolved as for the suite's `model`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+    model: NonEmptyStr | None = Field(default=None, description="The simulator's model id.")
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = Field(
+        default=None, description="The simulator's temperature (default 0).")
+    seed: StrictInt | None = Field(default=None, description="The simulator's seed.")
 
 
 class Metadata(BaseModel):
@@ -178,6 +197,9 @@ class Metadata(BaseModel):
         default=None, description="Answers with tool calls one turn may take before its "
         f"final answer (default {DEFAULT_MAX_TOOL_ROUNDS})."
     )
+    simulator: Simulator | None = Field(
+        default=None, description="The simulated users' model, pinned for the suite "
+        "(an eval's `user` may override it): model, temperature, seed.")
 
     __slots__ = ("field_lines",)
 
@@ -327,17 +349,59 @@ class Turn(_Node):
     checks: CheckList = Field(description="Checks of the answer (they may carry follow-ups).")
 
 
-def _one_form(schema: dict[str, Any]) -> None:
-    """An eval is either `prompt` + `checks` or `turns`."""
+class SimulatedUser(_Node):
+    """A simulated user: a model playing `persona` towards `goal` (or free `instructions`),
+    after the scripted `opening` messages."""
+
+    persona: NonEmptyStr | None = Field(default=None, description="Who the user is.")
+    goal: NonEmptyStr | None = Field(default=None, description="What the user wants done.")
+    instructions: NonEmptyStr | None = Field(
+        default=None, description="Free instructions for the simulator (instead of a goal).")
+    opening: Annotated[list[NonEmptyStr], Field(min_length=1)] | None = Field(
+        default=None, description="User messages sent first, before the simulator takes over.")
+    max_turns: Annotated[StrictInt, Field(ge=1, le=MAX_SIMULATED_TURNS)] = Field(
+        default=DEFAULT_MAX_TURNS, description="Most user messages sent, opening ones "
+        f"included (default {DEFAULT_MAX_TURNS}, at most {MAX_SIMULATED_TURNS}).")
+    min_turns: Annotated[StrictInt, Field(ge=1, le=MAX_SIMULATED_TURNS)] | None = Field(
+        default=None, description="A stop before this many turns is a simulator error.")
+    model: NonEmptyStr | None = Field(
+        default=None, description="Overrides metadata.simulator.model.")
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = Field(
+        default=None, description="Overrides metadata.simulator.temperature.")
+    seed: StrictInt | None = Field(default=None, description="Overrides metadata.simulator.seed.")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> SimulatedUser:
+        if self.goal is None and self.instructions is None:
+            raise ValueError("a simulated user needs a `goal` or `instructions`")
+        if self.min_turns is not None and self.min_turns > self.max_turns:
+            raise ValueError(f"min_turns ({self.min_turns}) is above max_turns "
+                             f"({self.max_turns})")
+        if self.opening is not None and len(self.opening) > self.max_turns:
+            raise ValueError(f"{len(self.opening)} opening messages do not fit in "
+                             f"max_turns ({self.max_turns})")
+        return self
+
+
+EVAL_FORMS = ("an eval has one of three forms: `prompt` and `checks`, scripted `turns`, "
+              "or a simulated `user` (with `success`)")
+_FORM_KEYS = {"prompt": ("prompt", "checks"), "turns": ("turns",), "user": ("user", "success")}
+_SIMULATED_ONLY = ("success", "each_turn", "review")
+
+
+def _one_form_schema(schema: dict[str, Any]) -> None:
+    """In the JSON Schema too: exactly one of the three forms."""
     schema["required"] = [key for key in schema.get("required", [])
                           if key not in ("prompt", "checks")]
-    schema["oneOf"] = [{"required": ["prompt", "checks"], "not": {"required": ["turns"]}},
-                       {"required": ["turns"], "not": {"anyOf": [{"required": ["prompt"]},
-                                                                 {"required": ["checks"]}]}}]
+    others = {form: [key for other, keys in _FORM_KEYS.items() if other != form
+                     for key in keys] for form in _FORM_KEYS}
+    schema["oneOf"] = [{"required": list(keys),
+                        "not": {"anyOf": [{"required": [key]} for key in others[form]]}}
+                       for form, keys in _FORM_KEYS.items()]
 
 
 class Eval(_Node):
-    model_config = ConfigDict(json_schema_extra=_one_form)
+    model_config = ConfigDict(json_schema_extra=_one_form_schema)
 
     name: NonEmptyStr | None = Field(default=None, description="Stable id (default: the prompt).")
     prompt: NonEmptyStr | None = Field(default=None, description="The first user message.")
@@ -345,6 +409,17 @@ class Eval(_Node):
     turns: Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)] | None = Field(
         default=None, description="Scripted user turns, always sent in order, each with its "
         "own checks (instead of prompt and checks); the eval passes when every turn passes.")
+    user: SimulatedUser | None = Field(
+        default=None, description="A simulated user talks to the model or app instead of "
+        "`prompt` (docs/suites.md, \"Simulated users\").")
+    success: CheckList | None = Field(
+        default=None, description="With `user`: checks judged on the whole conversation when "
+        "it ends (text checks: the last answer; tool checks: every call).")
+    each_turn: CheckList | None = Field(
+        default=None, description="With `user`: checks every assistant answer must pass.")
+    review: StrictBool | None = Field(
+        default=None, description="With `user`: a judge flags a conversation where the "
+        "simulator broke its persona or goal (an unusable sample).")
     tools: ToolList | None = Field(default=None, description="Overrides metadata.tools.")
     tool_choice: ToolChoice | None = Field(
         default=None, description="Overrides metadata.tool_choice."
@@ -357,29 +432,50 @@ class Eval(_Node):
     __slots__ = ("unique_name",)
 
     @model_validator(mode="after")
-    def _prompt_or_turns(self) -> Eval:
+    def _one_form(self) -> Eval:
+        if self.user is not None:
+            return self._simulated_form()
+        extra = next((k for k in _SIMULATED_ONLY if getattr(self, k) is not None), None)
+        if extra is not None:
+            raise ValueError(f"`{extra}` needs `user` ({EVAL_FORMS})")
         if self.turns is not None and (self.prompt is not None or self.checks is not None):
             raise ValueError('an eval has either "prompt" and "checks" or "turns", not both')
         if self.turns is None and (self.prompt is None or self.checks is None):
             raise ValueError('an eval needs "prompt" and "checks" (or "turns")')
         return self
 
+    def _simulated_form(self) -> Eval:
+        if self.prompt is not None or self.checks is not None or self.turns is not None:
+            raise ValueError(EVAL_FORMS + ", not two")
+        if self.name is None:
+            raise ValueError("an eval with `user` needs a `name`")
+        if self.success is None:
+            raise ValueError("an eval with `user` needs `success` checks")
+        return self
+
     @property
     def steps(self) -> list[Turn]:
-        """The eval's user turns: its `turns`, or its prompt and checks as the only one."""
+        """The eval's scripted user turns: its `turns`, or its prompt and checks as the only
+        one (none for a simulated user)."""
         if self.turns is not None:
             return self.turns
-        assert self.prompt is not None and self.checks is not None  # `_one_form`
+        if self.prompt is None or self.checks is None:
+            return []
         first = Turn.model_construct(prompt=self.prompt, checks=self.checks)
         first.at(self.line, self.column)
         return [first]
 
     @property
     def first_prompt(self) -> str:
+        """What reports show as the eval's prompt: its (first) prompt, or its simulated
+        user's goal (or instructions)."""
         if self.prompt is not None:
             return self.prompt
-        assert self.turns is not None  # `_prompt_or_turns`
-        return self.turns[0].prompt
+        if self.turns is not None:
+            return self.turns[0].prompt
+        user = self.user
+        assert user is not None, "an eval has a prompt, turns or a user"
+        return user.goal or user.instructions or ""
 
     @property
     def display_name(self) -> str:

@@ -20,6 +20,7 @@ from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
     CHECK_TYPES,
+    EVAL_FORMS,
     MAX_DEPTH,
     MAX_TURNS,
     Check,
@@ -29,6 +30,7 @@ from turncheck.formats.suite import (
     Item,
     NoToolCallCheck,
     OrGroup,
+    SimulatedUser,
     Suite,
     ToolCallCheck,
     ToolOrderCheck,
@@ -46,8 +48,10 @@ if TYPE_CHECKING:
 
 TOP_LEVEL_KEYS = ("metadata", "evals")
 EVAL_KEYS = ("name", "prompt", "checks", "turns", "tools", "tool_choice", "tool_results",
-             "target")
+             "target", "user", "success", "each_turn", "review")
 TURN_KEYS = ("prompt", "checks")
+SIMULATED_KEYS = ("success", "each_turn")
+"""Check lists of an eval with a simulated user (no follow-ups: nothing is sent on failure)."""
 TOOL_KEYS = ("tools", "tool_choice", "tool_results")
 
 
@@ -86,6 +90,8 @@ class _SuiteValidator(SuiteReporter):
         self.max_depth = max_depth
         self.metadata_valid = False
         self.has_target = False
+        self.simulator_model = False
+        """The metadata pins a simulator model (`metadata.simulator.model`)."""
         """An app target reports the tool calls it ran: its tool checks need no declaration."""
 
     # -- suite ---------------------------------------------------------------
@@ -103,6 +109,8 @@ class _SuiteValidator(SuiteReporter):
         metadata = self.metadata(data.get("metadata"))
         self.metadata_valid = metadata is not None
         self.has_target = metadata is not None and metadata.target is not None
+        self.simulator_model = metadata is not None and metadata.simulator is not None \
+            and metadata.simulator.model is not None
         tools_ok = metadata is not None and self.metadata_tools(metadata)
         evals = self.evals(data.get("evals"))
         if metadata is None or not evals or not tools_ok:
@@ -153,6 +161,12 @@ class _SuiteValidator(SuiteReporter):
             if key not in EVAL_KEYS:
                 self.unknown_key(path, key, EVAL_KEYS)
         self.templated_fields(path, raw, templates.EVAL_FIELDS)
+        if "user" in raw:
+            return self.simulated_eval(path, raw)
+        for key in ("success", "each_turn", "review"):
+            if key in raw:
+                self.error_at_value((*path, key), "eval-form",
+                                    f'"{key}" needs "user" (a simulated user): {EVAL_FORMS}')
         if "turns" in raw:
             return self.scripted_eval(path, raw)
         missing = next((key for key in ("prompt", "checks") if key not in raw), None)
@@ -200,6 +214,45 @@ class _SuiteValidator(SuiteReporter):
             self.eval_tools(path, built)
         return built
 
+    def simulated_eval(self, path: Path, raw: dict[str, Any]) -> Eval | None:
+        """An eval whose user is simulated: `user`, `success`, optional `each_turn`."""
+        for key in ("prompt", "checks", "turns"):
+            if key in raw:
+                self.error_at_value((*path, key), "eval-form",
+                                    f'"{key}" cannot be used with "user": {EVAL_FORMS}')
+        if "success" not in raw:
+            self.error_at_value(path, "missing-key",
+                                'missing required key "success" (an eval with "user" is '
+                                "judged by its success checks when the conversation ends)")
+        lists: dict[str, CheckList] = {}
+        for key in SIMULATED_KEYS:
+            if key in raw:
+                built_list = self.check_list((*path, key), raw[key], depth=0)
+                if built_list is None:
+                    return None
+                lists[key] = built_list
+                self._no_follow_ups((*path, key), built_list)
+        user = raw["user"]
+        if not isinstance(user, dict):
+            self.error_at_value((*path, "user"), "invalid-user",
+                                "user must be a mapping (persona, goal, max_turns, model …)")
+            return None
+        simulated = self.build(SimulatedUser, user, (*path, "user"))
+        if simulated is None or "success" not in lists:
+            return None
+        if simulated.model is None and not self.simulator_model and self.metadata_valid:
+            self.error_at_value((*path, "user"), "no-simulator-model",
+                                "a simulated user needs its model: set metadata.simulator.model "
+                                "(pinned for the suite) or this user's `model`")
+            return None
+        fields = {k: v for k, v in raw.items()
+                  if k in ("name", "target", "review", *TOOL_KEYS)}
+        built: Eval | None = self.build(Eval, {**fields, **lists, "user": simulated}, path,
+                                        at=self.positions.value((*path, "user")))
+        if built is not None:
+            self.eval_tools(path, built)
+        return built
+
     def turn(self, path: Path, raw: Any) -> Turn | None:
         if not isinstance(raw, dict):
             self.error_at_value(path, "invalid-turn",
@@ -219,6 +272,15 @@ class _SuiteValidator(SuiteReporter):
         built: Turn | None = self.build(Turn, {**raw, "checks": checks}, path,
                                         at=self.positions.value((*path, "prompt")))
         return built
+
+    def _no_follow_ups(self, path: Path, checks: CheckList) -> None:
+        items, _ = level_items(checks)
+        for index, item in enumerate(items):
+            if isinstance(item, FollowUp) or (
+                    not isinstance(item, OrGroup) and item.follow_up is not None):
+                self.error_at_value((*path, index), "no-follow-up",
+                                    "a simulated user's checks take no follow-up: the "
+                                    "simulator writes the next message")
 
     # -- tools ---------------------------------------------------------------
 
@@ -417,6 +479,10 @@ def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
         yield from _tool_checks((*path, "checks"), built.checks)
     for index, turn in enumerate(built.turns or ()):
         yield from _tool_checks((*path, "turns", index, "checks"), turn.checks)
+    for key in SIMULATED_KEYS:
+        checks = getattr(built, key)
+        if checks is not None:
+            yield from _tool_checks((*path, key), checks)
 
 
 def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:

@@ -36,9 +36,11 @@ METADATA_FIELDS = ("model", "judge_model", "embedding_model", "provider", "base_
 which is rendered into each conversation)."""
 MESSAGE_FIELDS = ("content",)
 """Keys of `metadata.messages` (the opening conversation) rendered into each conversation."""
-EVAL_FIELDS = ("prompt", "match", "not_match", "expected", "criteria")
+EVAL_FIELDS = ("prompt", "match", "not_match", "expected", "criteria", "persona", "goal",
+               "instructions", "opening")
 """Keys inside `evals` rendered before use: prompts and follow-up prompts, `match` and
-`not_match` patterns, `semantic.expected` and `llm_judge.criteria`."""
+`not_match` patterns, `semantic.expected` and `llm_judge.criteria`, a simulated user's
+`persona`, `goal`, `instructions` and `opening` messages."""
 
 _TEMPLATE_START = re.compile(r"\{\{\s*(?:var|secret)\s*\(")
 

@@ -24,6 +24,7 @@ from turncheck.providers.base import (
     ProviderError,
 )
 from turncheck.providers.cassettes import (
+    CALLER_HEADER,
     DEFAULT_MAX_CASSETTE_BYTES,
     SAMPLE_HEADER,
     Cassette,
@@ -31,6 +32,7 @@ from turncheck.providers.cassettes import (
     CassetteMode,
     Interaction,
     Key,
+    current_caller,
     problem_of,
 )
 from turncheck.providers.json_limits import loads_bounded
@@ -217,6 +219,9 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
                            if n.lower() not in _UNSTORED_REQUEST_HEADERS]
         if key[3]:
             request_headers.append((SAMPLE_HEADER, str(key[3])))
+        caller = current_caller()
+        if caller is not None:
+            request_headers.append((CALLER_HEADER, caller))
         return Interaction(
             key=key,
             method=key[0],

@@ -56,6 +56,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,26 @@ _SAMPLE: ContextVar[int] = ContextVar("turncheck_sample", default=0)
 def use_sample(index: int) -> None:
     """Key the provider calls of the current task (and tasks it starts) by sample `index`."""
     _SAMPLE.set(index)
+
+
+CALLER_HEADER = "x-turncheck-caller"
+"""Stored on interactions made for someone other than the model under test (`simulator`:
+a simulated user's model), so a reader of the cassette tells them apart; not matched on."""
+_CALLER: ContextVar[str | None] = ContextVar("turncheck_caller", default=None)
+
+
+@contextmanager
+def calling_as(label: str) -> Iterator[None]:
+    """Label the calls made inside the block (stored as `CALLER_HEADER`)."""
+    token = _CALLER.set(label)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def current_caller() -> str | None:
+    return _CALLER.get()
 
 
 def current_sample() -> int:

@@ -129,6 +129,17 @@ def judge_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
             Column("Judge cost", _or_dash(spent, _judge_cost))]
 
 
+def simulator_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
+    """Kinds with simulated users: the simulator's tokens in/out and cost, apart."""
+    return [Column("Simulator tokens", _or_dash(spent, lambda s: _tokens(s.simulator_usage))),
+            Column("Simulator cost", _or_dash(spent, _simulator_cost))]
+
+
+def _simulator_cost(spent: Spent) -> str:
+    unused = spent.simulator_usage.total == 0 and spent.simulator_cost_usd == 0
+    return DASH if unused else usd(spent.simulator_cost_usd)
+
+
 def summary_columns(name: str, size: str, own: Sequence[Column[Tally[D]]] = ()
                     ) -> list[Column[Tally[D]]]:
     """A summary table of suites whose rows pass, fail or error (evals, protocol cases):

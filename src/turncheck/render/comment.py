@@ -58,7 +58,8 @@ DIAGNOSTIC_CAP = 20
 COST_SOURCES = 5
 FULL, NO_TABLES, NO_TRANSCRIPTS, BRIEF, FRAME = 4, 3, 2, 1, 0
 TRANSCRIPT_GROUPS = (Group.REGRESSION, Group.ERROR, Group.BROKEN, Group.LIKELY_REGRESSION,
-                     Group.LATER_TURN, Group.NEW, Group.NOT_RUN, Group.STILL_FAILING)
+                     Group.LATER_TURN, Group.NOT_LIKE_FOR_LIKE, Group.NEW, Group.NOT_RUN,
+                     Group.STILL_FAILING)
 """Whose transcripts are shown, in this order; still-failing ones only in the summary."""
 
 

@@ -13,7 +13,9 @@ from turncheck.render.columns import (
     Column,
     Tally,
     column_table,
+    simulator_spend_columns,
     summary_columns,
+    tally_spent,
 )
 from turncheck.render.table_model import (
     STATUS_LABEL,
@@ -26,7 +28,17 @@ from turncheck.render.table_model import (
 )
 from turncheck.render.tool_calls import call_text
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
-from turncheck.report.run import CheckResult, EvalResult, Report, Status, SuiteResult
+from turncheck.report.run import (
+    CheckResult,
+    ConversationEnd,
+    Ending,
+    EvalResult,
+    Report,
+    Status,
+    StatusReason,
+    SuiteResult,
+)
+from turncheck.text.counts import counted
 from turncheck.text.lines import one_line, terminal_safe
 
 __all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "print_failing", "summary",
@@ -54,6 +66,8 @@ def _single(result: EvalResult) -> str:
     if result.status is Status.SKIPPED:
         return (f"{STATUS_LABEL[result.status]} ({result.reason}: a live call could have "
                 "crossed the budget)")
+    if result.reason == StatusReason.SIMULATOR:
+        return f"{STATUS_LABEL[Status.ERROR]} (unusable sample, the simulator's): {result.error}"
     return f"{STATUS_LABEL[Status.ERROR]}: {result.error}"
 
 
@@ -74,7 +88,32 @@ def eval_lines(index: int, result: EvalResult) -> Iterable[str]:
                                   [call_text(call) for call in turn.tool_calls])
         for check in turn.checks:
             yield f"    {_check_line(check)}"
+    if result.conversation is not None:
+        yield from conversation_lines(result.conversation)
     yield f"  Overall: {overall(result)}"
+
+
+def conversation_lines(end: ConversationEnd) -> Iterable[str]:
+    """How a simulated user's conversation ended, and its success checks and review."""
+    detail = f" — {end.detail}" if end.detail else ""
+    yield f"  Ended: {ending_text(end.ending)} after {counted(end.turns, 'turn')}{detail}"
+    if end.success:
+        yield "  Success (the whole conversation):"
+        yield from (f"    {_check_line(check)}" for check in end.success)
+    if end.review is not None:
+        yield f"    {_check_line(end.review)}"
+
+
+def ending_text(ending: Ending) -> str:
+    return ENDING_TEXT[ending]
+
+
+ENDING_TEXT = {
+    Ending.GOAL_MET: "goal met", Ending.GAVE_UP: "the simulated user gave up",
+    Ending.MAX_TURNS: "max_turns reached", Ending.MIN_TURNS_NOT_REACHED:
+    "stopped before min_turns (unusable)", Ending.TARGET_ERROR: "target error",
+    Ending.SIMULATOR_ERROR: "simulator error (unusable)",
+}
 
 
 def suite_header(suite: SuiteResult, mode: str) -> str:
@@ -97,13 +136,17 @@ def transcript(report: Report, out: TextIO) -> None:
 
 
 SUMMARY_COLUMNS: list[Column[Tally[None]]] = summary_columns("Suite", "Evals")
+SIMULATED_COLUMNS: list[Column[Tally[None]]] = [
+    *SUMMARY_COLUMNS, *simulator_spend_columns(tally_spent)]
+"""With simulated users: their simulator's tokens and cost, apart from the model's."""
 
 
 def summary_table(report: Report) -> Table:
     rows = [Tally(suite.name, suite.rows(), suite, None) for suite in report.suites]
     total = Tally("Total", [row for suite in report.suites for row in suite.rows()],
                   report.totals, None)
-    return column_table(SUMMARY_COLUMNS, rows, total)
+    simulated = report.totals.simulator_usage.total > 0
+    return column_table(SIMULATED_COLUMNS if simulated else SUMMARY_COLUMNS, rows, total)
 
 
 def summary(report: Report, out: TextIO) -> None:

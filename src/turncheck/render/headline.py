@@ -32,9 +32,10 @@ _LABELS = {
     Group.REMOVED: ("removed", "removed"),
     Group.INCONCLUSIVE: ("inconclusive", "inconclusive"),
     Group.UNRELIABLE_BASELINE: ("unreliable baseline", "unreliable baselines"),
+    Group.NOT_LIKE_FOR_LIKE: ("not like-for-like", "not like-for-like"),
 }
-CHANGES = (Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN, Group.NEW, Group.REMOVED,
-           Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE)
+CHANGES = (Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
+           Group.NEW, Group.REMOVED, Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE)
 """What heads a comment when nothing fails the check or warns, most important first."""
 WARNING_GROUPS = (Group.ERROR, *WORSE, Group.NOT_RUN)
 
@@ -361,6 +362,8 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
         (groups[Group.REMOVED], f"{groups[Group.REMOVED]} removed"),
         (groups[Group.ERROR], counted(groups[Group.ERROR], "error")),
         (groups[Group.NOT_RUN], f"{groups[Group.NOT_RUN]} not run (budget)"),
+        (groups[Group.NOT_LIKE_FOR_LIKE],
+         f"{groups[Group.NOT_LIKE_FOR_LIKE]} not like-for-like (simulated user changed)"),
         (flaky, f"{flaky} flaky"),
         (len(invalid), counted(len(invalid), "invalid file")),
     ]

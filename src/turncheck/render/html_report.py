@@ -310,6 +310,22 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
     if head is not None:
         facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
         facts.append(_cost(head.cost_usd, head.judge_cost_usd))
+    facts += _simulated_facts(head)
+    return facts
+
+
+def _simulated_facts(head: EvalResult | None) -> list[str]:
+    """A simulated user's eval: how the conversation ended, and the simulator's spend
+    (apart from the model's or app's)."""
+    if head is None or head.simulator is None:
+        return []
+    facts = []
+    if head.conversation is not None:
+        end = head.conversation
+        facts.append(f"ended: {end.ending.value} after {end.turns} turns"
+                     + (f" ({end.detail})" if end.detail else ""))
+    facts.append(f"simulated user ({head.simulator.model}): "
+                 f"{head.simulator_usage.total:,} tokens, {_cost(head.simulator_cost_usd)}")
     return facts
 
 

@@ -370,6 +370,8 @@ class Sent:
 
     system_prompt: str
     tools: list[dict[str, Any]]
+    simulator: str = ""
+    """A simulated user's setup as text (`simulator_text`); empty without one."""
 
 
 def sent_by_key(report: Report | None) -> dict[tuple[str, str], Sent]:
@@ -380,7 +382,20 @@ def sent_by_key(report: Report | None) -> dict[tuple[str, str], Sent]:
 
 
 def sent(suite: SuiteResult, result: EvalResult) -> Sent:
-    return Sent(system_prompt=suite.system_prompt or "", tools=suite.tools_of(result))
+    return Sent(system_prompt=suite.system_prompt or "", tools=suite.tools_of(result),
+                simulator=simulator_text(result))
+
+
+def simulator_text(result: EvalResult) -> str:
+    """The simulated user of `result` (model, settings, persona, goal …) as diffable
+    lines; empty when it has none."""
+    setup = result.simulator
+    if setup is None:
+        return ""
+    fields = setup.model_dump(mode="json")
+    opening = fields.pop("opening")
+    lines = [f"{name}: {value}" for name, value in fields.items() if value is not None]
+    return "\n".join([*lines, *(f"opening: {text}" for text in opening)])
 
 
 def setup_changes(base: Sent | None, head: Sent | None, max_lines: int,
@@ -394,6 +409,9 @@ def setup_changes(base: Sent | None, head: Sent | None, max_lines: int,
                                    max_lines, budget))
     if base.tools != head.tools:
         changes.append(tools_change(base.tools, head.tools, max_lines, budget))
+    if base.simulator != head.simulator:
+        changes.append(Change(what="simulated user", base=base.simulator, head=head.simulator,
+                              diff=text_diff(base.simulator, head.simulator, max_lines, budget)))
     return changes
 
 

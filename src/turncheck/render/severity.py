@@ -30,6 +30,7 @@ class Group(StrEnum):
     LIKELY_REGRESSION = "likely-regression"
     LATER_TURN = "later-turn"
     NOT_RUN = "not-run"
+    NOT_LIKE_FOR_LIKE = "not-like-for-like"
     IMPROVEMENT = "improvement"
     FIXED = "fixed"
     EARLIER_TURN = "earlier-turn"
@@ -46,12 +47,14 @@ ICON = {
     Group.ERROR: "💥", Group.REGRESSION: "🔻", Group.LIKELY_REGRESSION: "🔸",
     Group.IMPROVEMENT: "🔺", Group.BROKEN: "🔴", Group.FIXED: "🟢",
     Group.LATER_TURN: "⏬", Group.EARLIER_TURN: "⏫", Group.INCONCLUSIVE: "❔",
-    Group.UNRELIABLE_BASELINE: "⚠️", Group.NOT_RUN: "⏭️",
+    Group.UNRELIABLE_BASELINE: "⚠️", Group.NOT_RUN: "⏭️", Group.NOT_LIKE_FOR_LIKE: "⚖️",
     Group.NEW: "🆕", Group.REMOVED: "🗑️", Group.STILL_FAILING: "❌", Group.UNCHANGED: "⚪",
 }
 TITLE = {
     Group.ERROR: "Not judged: errors (infrastructure, not the model)",
     Group.NOT_RUN: "Not run: budget stop", Group.REGRESSION: "Regressions",
+    Group.NOT_LIKE_FOR_LIKE: "Not like-for-like: the simulated user changed (nothing blamed on "
+                             "the app)",
     Group.LIKELY_REGRESSION: "Likely regressions", Group.IMPROVEMENT: "Improvements",
     Group.BROKEN: "Broke", Group.FIXED: "Fixed", Group.LATER_TURN: "Later turn",
     Group.EARLIER_TURN: "Earlier turn",
@@ -60,8 +63,8 @@ TITLE = {
     Group.UNCHANGED: "Unchanged",
 }
 NEWS = (Group.ERROR, Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
-        Group.LATER_TURN, Group.NOT_RUN, Group.IMPROVEMENT, Group.FIXED, Group.EARLIER_TURN,
-        Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
+        Group.LATER_TURN, Group.NOT_RUN, Group.NOT_LIKE_FOR_LIKE, Group.IMPROVEMENT, Group.FIXED,
+        Group.EARLIER_TURN, Group.INCONCLUSIVE, Group.UNRELIABLE_BASELINE, Group.NEW, Group.REMOVED)
 """Groups that are news; still-failing and unchanged evals are not."""
 
 _BY_VERDICT = {
@@ -135,6 +138,8 @@ def eval_group(item: EvalComparison | CaseComparison) -> Group:
         return Group.ERROR
     if head is Status.SKIPPED or cause in ("budget", "skipped"):
         return Group.NOT_RUN  # a budget stopped it: neither a pass nor a fail
+    if isinstance(item, EvalComparison) and item.not_like_for_like is not None:
+        return Group.NOT_LIKE_FOR_LIKE
     group = _BY_VERDICT.get(item.verdict.value)
     return _quiet(head) if group is None else group
 
@@ -154,6 +159,8 @@ def eval_change(item: EvalComparison) -> str:
             ": not judged"
     if head.status is Status.SKIPPED:
         return _not_run(head.turns)
+    if item.not_like_for_like is not None:
+        return f"not like-for-like: {item.not_like_for_like}; no verdict on the app"
     if _taken(head) > 1 or (base is not None and _taken(base) > 1):
         return _repeated_change(base, head)
     now = _outcome(head.status, head.passed_on_turn, head.turns, head.failed_on_turn)
@@ -264,6 +271,8 @@ def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
     scores) when repeated."""
     if item.verdict.value in ("unchanged", "new", "removed"):
         return ""
+    if isinstance(item, EvalComparison) and item.not_like_for_like is not None:
+        return ""  # not tested: its label says why
     label = f" · {item.verdict.value}"
     base, head = item.base, item.head
     if item.p_value is None or base is None or head is None \

@@ -180,6 +180,9 @@ class MoneyLine:
 
 
 TOKENS_LABEL = "Tokens (model + judge)"
+SIMULATOR_LABEL = "Simulated user"
+"""A simulated user's model: its cost and tokens, apart from the app's (docs/suites.md)."""
+SIMULATOR_TOKENS_LABEL = "Tokens (simulated user)"
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,21 @@ class Money:
         return any(side is not None and bool(side.judge_cost_usd or side.judge_tokens)
                    for side in (self.base, self.head))
 
+    @property
+    def simulated(self) -> bool:
+        """Some conversation had a simulated user, whose spend is shown apart."""
+        return any(side is not None and bool(side.simulator_tokens or side.simulator_cost_usd)
+                   for side in (self.base, self.head))
+
+    def simulator_tokens(self) -> MoneyLine:
+        before = None if self.base is None else self.base.simulator_tokens
+        after = None if self.head is None else self.head.simulator_tokens
+        delta = None if before is None and after is None else (after or 0) - (before or 0)
+        return MoneyLine(SIMULATOR_TOKENS_LABEL,
+                         DASH if before is None or not self.has_base else f"{before:,}",
+                         or_dash(after, lambda n: f"{n:,}"),
+                         signed_int(delta) if self.has_base else DASH)
+
     def tokens(self, label: str = TOKENS_LABEL) -> MoneyLine:
         """Model plus judge tokens."""
         before = None if self.base is None else self.base.tokens + self.base.judge_tokens
@@ -220,10 +238,13 @@ class Money:
     def lines(self) -> list[MoneyLine]:
         """Model, judge (when there is one) and total cost — less the lines priced on
         neither side, which the note under the table explains — then tokens."""
+        simulated = self.simulated
         costs = [self.cost("Model", lambda side: side.cost_usd),
                  *([self.cost("Judge", lambda side: side.judge_cost_usd)] if self.judged else []),
+                 *([self.cost(SIMULATOR_LABEL, lambda side: side.simulator_cost_usd)]
+                   if simulated else []),
                  self.total()]
         unpriced = usd(None)
         priced = [line for line in costs
                   if not (line.head == unpriced and line.base in (unpriced, DASH))]
-        return [*priced, self.tokens()]
+        return [*priced, self.tokens(), *([self.simulator_tokens()] if simulated else [])]

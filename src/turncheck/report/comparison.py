@@ -80,6 +80,9 @@ class EvalComparison(VerdictRow):
     """Head pass rate − base pass rate."""
     turn_shift: float | None = None
     """Mean turn-of-pass of head − base over passing samples."""
+    not_like_for_like: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Why base and head are not comparable (a simulated user's setup changed), e.g.
+    `the simulator's persona changed`; None: they are."""
 
     @property
     def head_status(self) -> Status | None:

@@ -52,6 +52,63 @@ class StatusReason(StrEnum):
 
     INTERRUPTED = "interrupted"
     """The run was stopped (SIGINT/SIGTERM) before the eval finished; status `error`."""
+    SIMULATOR = "simulator"
+    """A simulated user's conversation the simulator made unusable (an empty or invalid
+    message, a stop before `min_turns`, a failed review); status `error`, never a fail."""
+
+
+class Ending(StrEnum):
+    """How a simulated user's conversation ended (docs/suites.md, "Simulated users")."""
+
+    GOAL_MET = "goal_met"
+    GAVE_UP = "gave_up"
+    MAX_TURNS = "max_turns"
+    MIN_TURNS_NOT_REACHED = "min_turns_not_reached"
+    TARGET_ERROR = "target_error"
+    SIMULATOR_ERROR = "simulator_error"
+
+
+UNUSABLE_ENDINGS = (Ending.MIN_TURNS_NOT_REACHED, Ending.SIMULATOR_ERROR)
+"""Endings the simulator caused: the sample is no evidence about the app."""
+
+
+class SimulatorSetup(ReportModel):
+    """What a simulated user was: the same at base and head, or the comparison of its
+    eval is not like-for-like."""
+
+    model: str
+    temperature: float | None = None
+    seed: int | None = None
+    prompt_version: str
+    """The simulator prompt's version (turncheck's own wording of it)."""
+    persona: str | None = None
+    goal: str | None = None
+    instructions: str | None = None
+    opening: list[str] = Field(default_factory=list)
+
+    def differences(self, other: SimulatorSetup) -> list[str]:
+        """The fields (by name) that differ from `other`'s."""
+        return [name for name in type(self).model_fields
+                if getattr(self, name) != getattr(other, name)]
+
+
+class ConversationEnd(ReportModel):
+    """How one simulated user's conversation ended, and what was judged on it then."""
+
+    ending: Ending
+    turns: int
+    """User messages sent (opening ones included)."""
+    detail: str | None = None
+    """The simulator's reason for stopping, or what went wrong."""
+    success: list[CheckResult] = Field(default_factory=list)
+    """The `success` checks, judged on the whole conversation."""
+    review: CheckResult | None = None
+    """The `review` judge's verdict on the simulator, when asked."""
+
+    @property
+    def unusable(self) -> bool:
+        return self.ending in UNUSABLE_ENDINGS or (
+            self.review is not None and not self.review.passed)
 
 
 class CheckResult(ReportModel):
@@ -368,6 +425,8 @@ class SampleResult(Sample):
     look: int = 0
     """The look of `repeat: auto` that took this sample (0: the first)."""
     turns: list[TurnResult] = Field(default_factory=list)
+    conversation: ConversationEnd | None = Field(default=None, exclude_if=_none)
+    """A simulated user's sample: how its conversation ended."""
 
 
 class RepeatSummary(ReportModel):

@@ -69,6 +69,9 @@ class Transition(StrEnum):
     """Head did not finish the eval (a budget stopped it): neither a pass nor a fail."""
     ERRORED = "errored"
     """Head errored (provider down, timeout …): infrastructure, neither a pass nor a fail."""
+    NOT_LIKE_FOR_LIKE = "not like-for-like"
+    """The simulated user changed between base and head (its model, prompt, temperature,
+    persona, goal …): the sides are not comparable, so nothing is blamed on the app."""
 
 
 class SuiteState(StrEnum):

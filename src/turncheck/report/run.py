@@ -17,11 +17,14 @@ from turncheck.report.model import ReportModel
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
     CheckResult,
+    ConversationEnd,
+    Ending,
     PromptTable,
     RepeatSummary,
     Sample,
     SampleResult,
     SharedPrompt,
+    SimulatorSetup,
     Spent,
     Status,
     StatusReason,
@@ -34,11 +37,14 @@ from turncheck.report.rows import Row, RowKind, samples_of
 
 __all__ = [
     "CheckResult",
+    "ConversationEnd",
+    "Ending",
     "EvalResult",
     "RepeatSummary",
     "Report",
     "Sample",
     "SampleResult",
+    "SimulatorSetup",
     "Spent",
     "Status",
     "StatusReason",
@@ -80,6 +86,11 @@ class EvalResult(SharedPrompt, Spent):
     """Set only when `prompt` is an excerpt: the first prompt's full length."""
     prompt_sha256: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """SHA-256 of the first prompt, when it is long: the report's `prompts` holds it."""
+    simulator: SimulatorSetup | None = Field(default=None, exclude_if=lambda value: value is None)
+    """A simulated user's eval: the simulator as it was (`prompt` is then its goal)."""
+    conversation: ConversationEnd | None = Field(default=None,
+                                                 exclude_if=lambda value: value is None)
+    """A simulated user's eval: how its (first sample's) conversation ended."""
 
 
     def app_calls(self) -> tuple[int, int] | None:

@@ -2,7 +2,8 @@
 a run) spent on its model and its judge, one side of a comparison, and their head − base
 difference: one value and one arithmetic for every kind.
 
-- "Cost" is model plus judge cost (`total_cost_usd`).
+- "Cost" is model plus judge cost (`total_cost_usd`), plus a simulated user's (its
+  simulator's tokens and cost are also kept apart, `simulator_*`).
 - A missing side counts as zero (a new row's delta is its head, a removed one's −base);
   otherwise a cost delta is None when either side is unpriced.
 """
@@ -48,7 +49,11 @@ class Spend(ReportModel):
     judge_tokens: int = 0
     judge_cost_usd: float | None = 0.0
     total_cost_usd: float | None = 0.0
-    """Model plus judge cost."""
+    """Model plus judge cost (plus the simulator's)."""
+    # Left out when zero, so a comparison without simulated users reads as before.
+    simulator_tokens: int = Field(default=0, exclude_if=lambda value: value == 0)
+    """A simulated user's model: its tokens, apart from the app's (docs/suites.md)."""
+    simulator_cost_usd: float | None = Field(default=0.0, exclude_if=lambda value: value == 0)
 
 
 def _add(a: float | None, b: float | None) -> float | None:
@@ -65,6 +70,10 @@ class Spent(ReportModel):
     judge_usage: Usage = Field(default_factory=Usage)
     judge_cost_usd: float | None = 0.0
     """Judge and embedding calls made to check or score it."""
+    simulator_usage: Usage = Field(default_factory=Usage, exclude_if=lambda u: u.total == 0)
+    """A simulated user's model calls (docs/suites.md): counted apart from the model's or
+    app's `usage`, left out of reports without one."""
+    simulator_cost_usd: float | None = Field(default=0.0, exclude_if=lambda value: value == 0)
 
     @property
     def spend(self) -> Spend:
@@ -73,7 +82,10 @@ class Spent(ReportModel):
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             tokens=usage.total, cost_usd=self.cost_usd, judge_tokens=self.judge_usage.total,
             judge_cost_usd=self.judge_cost_usd,
-            total_cost_usd=_add(self.cost_usd, self.judge_cost_usd),
+            total_cost_usd=_add(_add(self.cost_usd, self.judge_cost_usd),
+                                self.simulator_cost_usd),
+            simulator_tokens=self.simulator_usage.total,
+            simulator_cost_usd=self.simulator_cost_usd,
         )
 
 
@@ -89,6 +101,8 @@ def spend_totals(parts: Sequence[Spent]) -> dict[str, Usage | float | None]:
         "cost_usd": add_costs([p.cost_usd for p in parts]),
         "judge_usage": sum((p.judge_usage for p in parts), Usage()),
         "judge_cost_usd": add_costs([p.judge_cost_usd for p in parts]),
+        "simulator_usage": sum((p.simulator_usage for p in parts), Usage()),
+        "simulator_cost_usd": add_costs([p.simulator_cost_usd for p in parts]),
     }
 
 
@@ -103,6 +117,8 @@ def add_spend(parts: Iterable[Spend]) -> Spend:
             judge_tokens=total.judge_tokens + part.judge_tokens,
             judge_cost_usd=_add(total.judge_cost_usd, part.judge_cost_usd),
             total_cost_usd=_add(total.total_cost_usd, part.total_cost_usd),
+            simulator_tokens=total.simulator_tokens + part.simulator_tokens,
+            simulator_cost_usd=_add(total.simulator_cost_usd, part.simulator_cost_usd),
         )
     return total
 
@@ -123,4 +139,6 @@ def spend_delta(base: Spend | None, head: Spend | None) -> Spend:
         judge_tokens=head.judge_tokens - base.judge_tokens,
         judge_cost_usd=_cost_delta(base.judge_cost_usd, head.judge_cost_usd),
         total_cost_usd=_cost_delta(base.total_cost_usd, head.total_cost_usd),
+        simulator_tokens=head.simulator_tokens - base.simulator_tokens,
+        simulator_cost_usd=_cost_delta(base.simulator_cost_usd, head.simulator_cost_usd),
     )
