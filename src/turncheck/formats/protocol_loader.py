@@ -32,9 +32,9 @@ from typing import Any
 
 from turncheck.formats.files import FileRefused, read_text_bounded
 from turncheck.formats.protocol import (
+    AGGREGATE_LABELS,
     IDENTIFIER,
     SCORER_SPECS,
-    AGGREGATE_LABELS,
     AggregateSpec,
     Case,
     ProtocolMetadata,
