@@ -5,6 +5,7 @@ than ten cases that still fail come before it."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.protocol_helpers import is_judge, run_protocol_files, write_protocol
 from tests.support.scripted_server import Json, ScriptedServer
+from turncheck.compare.comparison import compare_reports
+from turncheck.render import protocol_console
+from turncheck.render.html_report import render_report
+from turncheck.report.run import Report
 
 BASE_SYSTEM = "You are a helpful assistant. Answer fully."
 HEAD_SYSTEM = "You are a terse assistant. Answer in as few words as you can."
@@ -91,7 +96,6 @@ def test_mt_bench_comment_shows_its_scorers_the_system_prompt_change_and_the_bro
 
     [comment] = github_fake.comments_on(7)
     body = comment.body
-    Path("/tmp/protoview-comment.md").write_text(body, encoding="utf-8")
     assert run.returncode == 1, run.stdout + run.stderr  # the broken case fails the check
     for row in FLOW_GATING_ROWS:
         assert row not in body, row
@@ -131,3 +135,40 @@ def test_a_judge_rating_off_the_declared_scale_is_an_error_not_a_score(
     assert scorer.score is None
     assert scorer.error == "judge score must be an integer from 1 to 10, got 11"
     assert suite.aggregate_labels == {"interactive_reasoning": "Weighted score"}
+
+
+def _side(tmp_path: Path, server: ScriptedServer, system: str, name: str) -> Report:
+    directory = tmp_path / name
+    directory.mkdir()
+    path = write_protocol(directory, text=mt_bench(server.base_url, system),
+                          name="mt-bench.eval.yaml")
+    report = run_protocol_files([path], server, commit=name)
+    for suite in report.protocols:
+        suite.path = "evals/mt-bench.eval.yaml"
+    return report
+
+
+def test_console_and_html_report_show_the_suites_own_views(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    script_mt_bench(scripted_server)
+    base = _side(tmp_path, scripted_server, BASE_SYSTEM, "base")
+    head = _side(tmp_path, scripted_server, HEAD_SYSTEM, "head")
+    assert head.protocols[0].system_prompt == HEAD_SYSTEM
+
+    out = io.StringIO()
+    protocol_console.transcript(head, out)
+    protocol_console.summary(head, out)
+    console = out.getvalue()
+    for row in (*FLOW_GATING_ROWS, "Reasoning", "Meta r", "final F1", "self-correction"):
+        assert row not in console, row
+    assert "Overall: ❌ FAIL (weighted score 0.50 < 0.6)" in console
+    assert "Scorer means: first.helpfulness 2.5 on 1–10 · follow_up.correctness 2.1 on 1–10" \
+        in console
+    header = next(line for line in console.splitlines() if line.startswith("Protocol"))
+    assert "Weighted score" in header and "F1" not in header
+
+    html = render_report(head=head, base=base, comparison=compare_reports(base, head))
+    assert "System prompt changed" in html
+    assert "broke on turn 2: correctness 8 → 3" in html
+    assert "weighted score 0.78" in html and "Final" not in html
