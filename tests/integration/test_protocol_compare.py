@@ -148,7 +148,7 @@ def test_comment_shows_turn_tables_aggregates_and_deltas(reports: tuple[Report, 
     assert quiet.split("\n")[1].startswith("## ⚠️ 1 protocol case errored \\(not judged\\) · clean")
     assert "2 of 3 protocol cases pass" in quiet
     assert "### 🧪 gating · `evals/gating.eval.yaml`" in body
-    assert "| Interactive reasoning \\(weighted\\) |" in body
+    assert "| Interactive reasoning |" in body
     assert "| Turn | Variant | Score | Base | Δ | Tokens | Cost |" in body
     assert "edge\\_case \\(base error\\_correction\\)" in body
     assert "**💥 clean** · errored" in body
@@ -172,7 +172,7 @@ def test_comment_escapes_untrusted_text_and_fits(tmp_path: Path,
     assert "@octocat" not in body and "@\u200boctocat" in body
     assert "</details><!--" not in body.replace("</details>\n", "")
     assert "more cases not shown" in body
-    assert "| Interactive reasoning \\(weighted\\) |" in body  # the aggregates always stay
+    assert "| Interactive reasoning |" in body  # the aggregates always stay
 
 
 # --- the action: a PR that changes only a protocol's cases file --------------------------
@@ -246,4 +246,4 @@ def test_compare_command_prints_protocol_deltas(tmp_path: Path,
                and "error_correction→edge_case" in line for line in lines), done.stdout
     assert any("clean" in line and "errored · inconclusive" in line for line in lines), \
         done.stdout
-    assert "evals/gating.eval.yaml: Interactive reasoning (weighted) " in done.stdout
+    assert "evals/gating.eval.yaml: Interactive reasoning " in done.stdout

@@ -163,7 +163,7 @@ def test_console_and_html_report_show_the_suites_own_views(
     for row in (*FLOW_GATING_ROWS, "Reasoning", "Meta r", "final F1", "self-correction"):
         assert row not in console, row
     assert "Overall: ❌ FAIL (weighted score 0.50 < 0.6)" in console
-    assert "Scorer means: first.helpfulness 2.5 on 1–10 · follow_up.correctness 2.1 on 1–10" \
+    assert "Scorer means: first.helpfulness 2.5/10 · follow_up.correctness 2.1/10" \
         in console
     header = next(line for line in console.splitlines() if line.startswith("Protocol"))
     assert "Weighted score" in header and "F1" not in header

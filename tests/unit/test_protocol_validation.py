@@ -313,7 +313,7 @@ def test_a_suite_declares_its_aggregates_and_names_them() -> None:
     gating = parse_suite(PROTOCOL.format(extra=""), "gating.eval.yaml").protocol
     assert gating is not None
     assert gating.declared_aggregates() == {
-        "interactive_reasoning": "Interactive reasoning (weighted)",
+        "interactive_reasoning": "Interactive reasoning",
         "final_f1": "Final hierarchy F1", "self_correction": "Self-correction",
         "meta_cognition": "Meta-cognition (r)"}
     text = MT_BENCH.replace("SCALE", "[1, 10]") + "aggregates:\n  labels: {overall: X}\n"

@@ -43,7 +43,7 @@ from turncheck.report.protocol_comparison import (
 from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
 from turncheck.text.markdown import md_cell
-from turncheck.text.money import score_change
+from turncheck.text.money import rating_text, score_change
 from turncheck.text.money import score_text as score
 from turncheck.text.money import usd as format_usd
 
@@ -66,8 +66,7 @@ def _change_row(label: str, item: ScoreChange, has_base: bool) -> dict[str, str]
 
 
 def _rating(value: float | None, scale: list[int]) -> str:
-    return "—" if value is None else f"{value:.1f}/{scale[1]}" if scale[0] == 1 \
-        else f"{value:.1f} on {scale[0]}–{scale[1]}"
+    return "—" if value is None else rating_text(value, scale, mean=True)
 
 
 def _scorer_row(scorer: ScorerChange, has_base: bool) -> dict[str, str]:

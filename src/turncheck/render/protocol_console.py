@@ -35,6 +35,7 @@ from turncheck.report.run import Report, Status
 from turncheck.report.spend import Spent
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
+from turncheck.text.money import rating_text
 from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -158,7 +159,7 @@ def scorer_lines(suite: ProtocolSuiteResult) -> Iterable[str]:
     for turn in suite.turns:
         for scorer in turn.scorers:
             if scorer.scale is not None and scorer.mean_rating is not None:
-                value = f"{scorer.mean_rating:.1f} on {scorer.scale[0]}–{scorer.scale[1]}"
+                value = rating_text(scorer.mean_rating, scorer.scale, mean=True)
             else:
                 value = score(scorer.mean_score)
             parts.append(f"{turn.id}.{scorer.name} {value}")

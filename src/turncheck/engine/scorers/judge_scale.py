@@ -25,6 +25,7 @@ from turncheck.engine.scorers.base import ScoringContext, result
 from turncheck.formats.protocol import DEFAULT_SCALE, JudgeScaleSpec, Scorer
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
 from turncheck.report.protocol import JudgeScaleDetail, ScorerResult
+from turncheck.text.money import rating_text
 
 JUDGE_SCALE_PROMPT_VERSION = "turncheck-judge-scale/2"
 MIN_RATING, MAX_RATING = DEFAULT_SCALE
@@ -65,12 +66,6 @@ def parse_rating(text: str, lowest: int = MIN_RATING, highest: int = MAX_RATING
     """(rating, reason) from the judge's answer; JudgeAnswerError when it is anything else
     (a rating off the scale included)."""
     return parse_scored(text, "judge", range(lowest, highest + 1), f"{lowest}..{highest}")
-
-
-def rating_text(rating: float, scale: Sequence[int]) -> str:
-    """`7/10` on a scale from 1; `7 on 0–10` otherwise."""
-    shown = f"{rating:g}" if isinstance(rating, int) or rating.is_integer() else f"{rating:.1f}"
-    return f"{shown}/{scale[1]}" if scale[0] == 1 else f"{shown} on {scale[0]}–{scale[1]}"
 
 
 async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
