@@ -290,13 +290,17 @@ def test_a_judge_scale_takes_the_suites_scale_and_an_unordered_one_is_an_error()
     [scorer] = loaded.protocol.turns[0].scorers
     assert scorer.label == "Answer quality"
     assert (scorer.spec.lowest, scorer.spec.highest) == (1, 10)
+    min_max = parse_suite(MT_BENCH.replace("SCALE", "{min: 0, max: 10}"), "mt.eval.yaml")
+    assert min_max.protocol is not None, problems(min_max)
+    assert min_max.protocol.turns[0].scorers[0].spec.scale == [0, 10]
     default = parse_suite(MT_BENCH.replace(", scale: SCALE", ""), "mt.eval.yaml")
     assert default.protocol is not None
     assert default.protocol.turns[0].scorers[0].spec.scale == [1, 5]
     for bad, message in (("[10, 1]", "the lowest rating must be below the highest"),
                          ("[3, 3]", "the lowest rating must be below the highest"),
                          ("[0, 1000]", "has more than 101 ratings"),
-                         ("[1]", "at least 2 items"), ("[1, 9.5]", "valid integer")):
+                         ("[1]", "at least 2 items"), ("[1, 9.5]", "valid integer"),
+                         ("{min: 5, max: 1}", "the lowest rating must be below")):
         text = MT_BENCH.replace("SCALE", bad)
         loaded = parse_suite(text, "mt.eval.yaml")
         assert loaded.protocol is None, bad

@@ -18,6 +18,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    field_validator,
     model_validator,
 )
 
@@ -86,7 +87,15 @@ class JudgeScaleSpec(_Node):
     rubric: NonEmptyStr
     scale: Annotated[list[StrictInt], Field(min_length=2, max_length=2)] = Field(
         default_factory=lambda: list(DEFAULT_SCALE),
-        description="[lowest, highest] rating, integers (default [1, 5]).")
+        description="[lowest, highest] rating, integers (default [1, 5]); or {min, max}.")
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _min_max(cls, value: Any) -> Any:
+        """`{min: 1, max: 10}` reads as `[1, 10]`."""
+        if isinstance(value, dict) and set(value) == {"min", "max"}:
+            return [value["min"], value["max"]]
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> JudgeScaleSpec:

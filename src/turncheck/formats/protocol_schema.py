@@ -50,8 +50,10 @@ SCORER_SPECS: dict[str, Schema] = {
     }, ["pairs"]),
     "judge_scale": _closed({
         "rubric": _STRING,
-        "scale": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
-                  "description": "[lowest, highest] rating (default [1, 5])."},
+        "scale": {"anyOf": [
+            {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+            _closed({"min": {"type": "integer"}, "max": {"type": "integer"}}, ["min", "max"]),
+        ], "description": "[lowest, highest] rating, or {min, max} (default [1, 5])."},
     }, ["rubric"]),
     "self_assessment": _closed({"actual": {"anyOf": [_EXPRESSION, _FRACTION]},
                                 "pattern": _STRING}, ["actual"]),
