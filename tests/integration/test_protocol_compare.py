@@ -148,11 +148,11 @@ def test_comment_shows_turn_tables_aggregates_and_deltas(reports: tuple[Report, 
     assert quiet.split("\n")[1].startswith("## ⚠️ 1 protocol case errored \\(not judged\\) · clean")
     assert "2 of 3 protocol cases pass" in quiet
     assert "### 🧪 gating · `evals/gating.eval.yaml`" in body
-    assert "| Interactive reasoning (weighted) |" in body
+    assert "| Interactive reasoning |" in body
     assert "| Turn | Variant | Score | Base | Δ | Tokens | Cost |" in body
     assert "edge\\_case \\(base error\\_correction\\)" in body
     assert "**💥 clean** · errored" in body
-    assert "<summary>✅ misses-gate — transcript</summary>" in body
+    assert "<summary>✅ misses-gate · pass — transcript</summary>" in body
     assert re.search(r"\| expansion \| — \| 1\.00 \| 0\.86 \| \+0\.14 \|", body), body
 
 
@@ -172,7 +172,7 @@ def test_comment_escapes_untrusted_text_and_fits(tmp_path: Path,
     assert "@octocat" not in body and "@\u200boctocat" in body
     assert "</details><!--" not in body.replace("</details>\n", "")
     assert "more cases not shown" in body
-    assert "| Interactive reasoning (weighted) |" in body  # the aggregates always stay
+    assert "| Interactive reasoning |" in body  # the aggregates always stay
 
 
 # --- the action: a PR that changes only a protocol's cases file --------------------------
@@ -220,7 +220,7 @@ def test_action_runs_a_protocol_whose_cases_file_changed(
     assert head_suite["cases"][0]["turns"][0]["score"] == 1.0
     assert base_suite["cases"][0]["turns"][0]["score"] == pytest.approx(2 * 0.75 / 1.75)
     [comment] = github_fake.comments_on(7)
-    assert "| Final hierarchy F1 | 0.86 | 1.00 | +0.14 |" in comment.body
+    assert "| Final F1 | 0.86 | 1.00 | +0.14 |" in comment.body  # no label: the default
     assert "| initial | — | 1.00 | 0.86 | +0.14 |" in comment.body
 
 
@@ -246,4 +246,4 @@ def test_compare_command_prints_protocol_deltas(tmp_path: Path,
                and "error_correction→edge_case" in line for line in lines), done.stdout
     assert any("clean" in line and "errored · inconclusive" in line for line in lines), \
         done.stdout
-    assert "evals/gating.eval.yaml: interactive reasoning" in done.stdout
+    assert "evals/gating.eval.yaml: Interactive reasoning " in done.stdout

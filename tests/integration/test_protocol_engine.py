@@ -261,7 +261,7 @@ def test_cli_runs_protocols_reports_json_and_exits_by_threshold(
     assert done.returncode == 1, done.stdout + done.stderr  # cases below the threshold
     assert "Case 1: misses-gate" in done.stdout
     assert "3 refinement  missing_gate" in done.stdout
-    assert "Meta-cognition (self-assessment vs measured, 3 cases): r = " in done.stdout
+    assert "Meta-cognition (r), self-assessment vs measured over 3 cases: r = " in done.stdout
     data = json.loads(report_path.read_text())
     assert data["suites"] == []
     [protocol] = data["protocols"]

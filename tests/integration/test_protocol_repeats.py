@@ -172,7 +172,7 @@ def test_command_line_repeat_applies_to_protocol_cases(tmp_path: Path) -> None:
     data = json.loads(report_path.read_text())
     assert [len(c["samples"]) for c in data["protocols"][0]["cases"]] == [2, 2]
     assert data["protocols"][0]["cases"][0]["samples"][1]["score"] == 1.0
-    assert "Overall: ✅ PASS (interactive reasoning 1.00) · 2/2 samples passed; scores 1.00 1.00" \
+    assert "Overall: ✅ PASS (weighted score 1.00) · 2/2 samples passed; scores 1.00 1.00" \
         in done.stdout
 
 
@@ -294,7 +294,7 @@ def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs:
     assert f"\\(10/10 → 3/10 samples\\) · adjusted p = {p_value:.2g} \\(raw p = " in line
     assert line.endswith("🎲 flaky")
     assert "turncheck: **🔴 1 regressed**" in body and "1 flaky" in body
-    assert ("**❌ coin** · broken · 3/10 samples pass · 🎲 flaky · interactive reasoning 0.47"
+    assert ("**❌ coin** · broken · 3/10 samples pass · 🎲 flaky · weighted score 0.47"
             in body)
 
 

@@ -82,6 +82,7 @@ turns:
 aggregates:
   final_f1: expansion.subsets
   self_correction: {{before: expansion.subsets, after: refinement.revised}}
+  labels: {{score: Interactive reasoning, final_f1: Final hierarchy F1}}
 """
 
 # What the scripted model answers, per case and turn.

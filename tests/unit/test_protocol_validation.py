@@ -269,3 +269,56 @@ def test_the_published_schema_describes_protocol_files() -> None:
     both["turns"][1]["variants"] = [{"id": "v", "prompt": "p"}]
     assert not validator.is_valid(both)  # prompt and variants
     assert not validator.is_valid({**data, "evals": []})
+
+
+MT_BENCH = """\
+metadata: {name: mt-bench, model: gpt-4o-mini}
+cases: [{id: q1, vars: {question: Why?}}]
+turns:
+  - id: first
+    prompt: "{{ case.vars.question }}"
+    scorers:
+      - id: quality
+        label: Answer quality
+        judge_scale: {rubric: Helpful., scale: SCALE}
+"""
+
+
+def test_a_judge_scale_takes_the_suites_scale_and_an_unordered_one_is_an_error() -> None:
+    loaded = parse_suite(MT_BENCH.replace("SCALE", "[1, 10]"), "mt.eval.yaml")
+    assert loaded.diagnostics == [] and loaded.protocol is not None
+    [scorer] = loaded.protocol.turns[0].scorers
+    assert scorer.label == "Answer quality"
+    assert (scorer.spec.lowest, scorer.spec.highest) == (1, 10)
+    min_max = parse_suite(MT_BENCH.replace("SCALE", "{min: 0, max: 10}"), "mt.eval.yaml")
+    assert min_max.protocol is not None, problems(min_max)
+    assert min_max.protocol.turns[0].scorers[0].spec.scale == [0, 10]
+    default = parse_suite(MT_BENCH.replace(", scale: SCALE", ""), "mt.eval.yaml")
+    assert default.protocol is not None
+    assert default.protocol.turns[0].scorers[0].spec.scale == [1, 5]
+    for bad, message in (("[10, 1]", "the lowest rating must be below the highest"),
+                         ("[3, 3]", "the lowest rating must be below the highest"),
+                         ("[0, 1000]", "has more than 101 ratings"),
+                         ("[1]", "at least 2 items"), ("[1, 9.5]", "valid integer"),
+                         ("{min: 5, max: 1}", "the lowest rating must be below")):
+        text = MT_BENCH.replace("SCALE", bad)
+        loaded = parse_suite(text, "mt.eval.yaml")
+        assert loaded.protocol is None, bad
+        assert any(message in d.message and d.line == line_of(text, "judge_scale")
+                   for d in loaded.diagnostics), (bad, problems(loaded))
+
+
+def test_a_suite_declares_its_aggregates_and_names_them() -> None:
+    loaded = parse_suite(MT_BENCH.replace("SCALE", "[1, 10]")
+                         + "aggregates:\n  labels: {score: MT-Bench score}\n", "mt.eval.yaml")
+    assert loaded.protocol is not None, problems(loaded)
+    # No list_f1, self-correction or self-assessment: only the weighted score is declared.
+    assert loaded.protocol.declared_aggregates() == {"interactive_reasoning": "MT-Bench score"}
+    gating = parse_suite(PROTOCOL.format(extra=""), "gating.eval.yaml").protocol
+    assert gating is not None
+    assert gating.declared_aggregates() == {
+        "interactive_reasoning": "Interactive reasoning",
+        "final_f1": "Final hierarchy F1", "self_correction": "Self-correction",
+        "meta_cognition": "Meta-cognition (r)"}
+    text = MT_BENCH.replace("SCALE", "[1, 10]") + "aggregates:\n  labels: {overall: X}\n"
+    assert [d.code for d in parse_suite(text, "mt.eval.yaml").diagnostics] == ["unknown-key"]

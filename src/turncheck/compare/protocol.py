@@ -24,7 +24,13 @@ from turncheck.compare.rows import (
     state_of,
     verdict_fields,
 )
-from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
+from turncheck.report.protocol import (
+    CaseResult,
+    ProtocolSuiteResult,
+    ProtocolTurn,
+    ScorerResult,
+    ScorerSummary,
+)
 from turncheck.report.protocol_comparison import (
     CaseComparison,
     CaseSide,
@@ -32,6 +38,7 @@ from turncheck.report.protocol_comparison import (
     ProtocolCounts,
     ProtocolSuiteComparison,
     ScoreChange,
+    ScorerChange,
     TurnScoreComparison,
 )
 from turncheck.report.results import USABLE, add_costs
@@ -50,7 +57,9 @@ from turncheck.stats.verdicts import (
 )
 
 AGGREGATES = ("interactive_reasoning", "final_f1", "self_correction")
-SUITE_AGGREGATES = (*AGGREGATES, "meta_cognition")
+"""A case's aggregates; the suite adds meta-cognition. Only the declared ones are compared."""
+ScorerNames = Mapping[tuple[str, str], str]
+"""(turn id, scorer id) → the suite's label for the scorer."""
 
 
 def with_case_decisions(comparison: ProtocolComparison, evidence: Sequence[Evidence],
@@ -99,8 +108,36 @@ def case_transition(base: CaseResult | None, head: CaseResult | None) -> Transit
     return Transition.BROKEN if base_passed else Transition.STILL_FAILING
 
 
+def _rating(result: ScorerResult | None) -> float | None:
+    return None if result is None or result.judge_scale is None \
+        else float(result.judge_scale.rating)
+
+
+def _scale(*results: ScorerResult | None) -> list[int] | None:
+    return next((r.judge_scale.scale for r in results if r is not None and r.judge_scale),
+                None)
+
+
+def _scorer_changes(old: ProtocolTurn | None, new: ProtocolTurn | None,
+                    names: ScorerNames) -> list[ScorerChange]:
+    before = {r.id: r for r in old.scorers} if old else {}
+    after = {r.id: r for r in new.scorers} if new else {}
+    either = new or old
+    turn = either.id if either is not None else ""
+    changes = []
+    for scorer_id in [*after, *(i for i in before if i not in after)]:
+        b, h = before.get(scorer_id), after.get(scorer_id)
+        shown = h or b
+        assert shown is not None
+        changes.append(ScorerChange(
+            **change(b.score if b else None, h.score if h else None).model_dump(),
+            id=scorer_id, name=names.get((turn, scorer_id), scorer_id), type=shown.type,
+            turn=turn, scale=_scale(h, b), base_rating=_rating(b), head_rating=_rating(h)))
+    return changes
+
+
 def _turns(base: CaseResult | None, head: CaseResult | None,
-           turn_ids: Sequence[str]) -> list[TurnScoreComparison]:
+           turn_ids: Sequence[str], names: ScorerNames) -> list[TurnScoreComparison]:
     before = {t.id: t for t in base.turns} if base else {}
     after = {t.id: t for t in head.turns} if head else {}
     rows = []
@@ -115,6 +152,7 @@ def _turns(base: CaseResult | None, head: CaseResult | None,
             head_variant=new.variant if new else None,
             tokens=None if new is None else new.usage.total + new.judge_usage.total,
             cost_usd=None if new is None else add_costs([new.cost_usd, new.judge_cost_usd]),
+            scorers=_scorer_changes(old, new, names),
         ))
     return rows
 
@@ -168,7 +206,9 @@ def protocol_evidence(comparison: ProtocolComparison,
 
 
 def compare_cases(base: CaseResult | None, head: CaseResult | None,
-                  turn_ids: Sequence[str]) -> CaseComparison:
+                  turn_ids: Sequence[str], declared: Sequence[str] = AGGREGATES,
+                  names: ScorerNames | None = None) -> CaseComparison:
+    """`declared`: the aggregates the suite declares (others are not compared)."""
     shown = head if head is not None else base
     assert shown is not None, "a case comparison needs at least one side"
     transition = case_transition(base, head)
@@ -177,11 +217,11 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
     return CaseComparison(
         id=shown.id, transition=transition, regression=transition is Transition.BROKEN,
         base_status=base.status if base else None, head_status=head.status if head else None,
-        turns=_turns(base, head, turn_ids),
+        turns=_turns(base, head, turn_ids, names or {}),
         aggregates={
             name: change(getattr(base.aggregates, name) if base else None,
                          getattr(head.aggregates, name) if head else None)
-            for name in AGGREGATES
+            for name in declared if name in AGGREGATES
         },
         base=base_spend, head=head_spend, delta=spend_delta(base_spend, head_spend),
         error=head.error if head else None, line=head.line if head else None,
@@ -201,15 +241,42 @@ def _turn_ids(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | None
     return ids
 
 
+def _declared_scorers(suite: ProtocolSuiteResult | None) -> dict[tuple[str, str], ScorerSummary]:
+    if suite is None:
+        return {}
+    return {(t.id, s.id): s for t in suite.turns for s in t.scorers}
+
+
+def _scorer_means(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | None
+                  ) -> list[ScorerChange]:
+    """Every declared scorer's mean over the cases, base → head (head's order first)."""
+    before, after = _declared_scorers(base), _declared_scorers(head)
+    rows = []
+    for key in [*after, *(k for k in before if k not in after)]:
+        b, h = before.get(key), after.get(key)
+        shown = h or b
+        assert shown is not None
+        rows.append(ScorerChange(
+            **change(b.mean_score if b else None, h.mean_score if h else None).model_dump(),
+            id=shown.id, name=shown.name, type=shown.type, turn=key[0], scale=shown.scale,
+            base_rating=b.mean_rating if b else None, head_rating=h.mean_rating if h else None))
+    return rows
+
+
 def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | None
                             ) -> ProtocolSuiteComparison:
     shown = head if head is not None else base
     assert shown is not None, "a suite comparison needs at least one side"
     turn_ids = _turn_ids(base, head)
+    labels = shown.labels()
+    scorers = _scorer_means(base, head)
+    names = {(s.turn, s.id): s.name for s in scorers}
     before = {c.id: c for c in base.cases} if base else {}
     after_ids = {c.id for c in head.cases} if head else set()
-    cases = [compare_cases(before.get(c.id), c, turn_ids) for c in (head.cases if head else [])]
-    cases += [compare_cases(c, None, turn_ids) for c in before.values() if c.id not in after_ids]
+    cases = [compare_cases(before.get(c.id), c, turn_ids, list(labels), names)
+             for c in (head.cases if head else [])]
+    cases += [compare_cases(c, None, turn_ids, list(labels), names)
+              for c in before.values() if c.id not in after_ids]
     base_spend, head_spend = spend_or_none(base), spend_or_none(head)
     return ProtocolSuiteComparison(
         path=shown.path, previous_path=previous_path(base, head), state=state_of(base, head),
@@ -218,8 +285,9 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
         aggregates={
             name: change(getattr(base.aggregates, name) if base else None,
                          getattr(head.aggregates, name) if head else None)
-            for name in SUITE_AGGREGATES
+            for name in labels
         },
+        labels=labels, scorers=scorers,
         meta_cognition_note=shown.aggregates.meta_cognition_note,
         base=base_spend, head=head_spend, delta=spend_delta(base_spend, head_spend),
         counts=_count(cases),

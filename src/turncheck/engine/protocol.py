@@ -27,7 +27,7 @@ from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
-from turncheck.engine.schedule import open_suite_session, run_suite_cases
+from turncheck.engine.schedule import open_suite_session, run_suite_cases, sent_system_prompt
 from turncheck.engine.scorers import ScoringContext, score
 from turncheck.engine.scorers.extract import Extraction, extract
 from turncheck.engine.session import SuiteSession
@@ -35,7 +35,16 @@ from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.hierarchy import HierarchyError
-from turncheck.formats.protocol import MATCHED, Case, ProtocolSuite, ScorerRef, Turn, Variant
+from turncheck.formats.protocol import (
+    MATCHED,
+    Case,
+    JudgeScaleSpec,
+    ProtocolSuite,
+    Scorer,
+    ScorerRef,
+    Turn,
+    Variant,
+)
 from turncheck.formats.protocol_templates import SecretRef, protocol_environment
 from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
@@ -48,6 +57,7 @@ from turncheck.report.protocol import (
     ProtocolSuiteResult,
     ProtocolTurn,
     ScorerResult,
+    ScorerSummary,
     TurnSummary,
 )
 from turncheck.report.results import excerpt_answers, spend_totals
@@ -462,6 +472,16 @@ def suite_aggregates(cases: list[CaseResult]) -> ProtocolAggregates:
     )
 
 
+def _scorer_summary(scorer: Scorer, ran: list[ProtocolTurn]) -> ScorerSummary:
+    results = [r for t in ran for r in t.scorers if r.id == scorer.id]
+    scale = list(scorer.spec.scale) if isinstance(scorer.spec, JudgeScaleSpec) else None
+    ratings: list[float | None] = [float(r.judge_scale.rating) for r in results
+                                   if r.judge_scale is not None]
+    return ScorerSummary(id=scorer.id, type=scorer.kind, weight=scorer.weight,
+                         label=scorer.label, mean_score=_mean([r.score for r in results]),
+                         scale=scale, mean_rating=_mean(ratings) if scale else None)
+
+
 def _turn_summaries(protocol: ProtocolSuite, cases: list[CaseResult]) -> list[TurnSummary]:
     summaries = []
     for turn in protocol.turns:
@@ -474,13 +494,14 @@ def _turn_summaries(protocol: ProtocolSuite, cases: list[CaseResult]) -> list[Tu
                 variants[t.variant] = variants.get(t.variant, 0) + 1
         summaries.append(TurnSummary(id=turn.id, weight=turn.weight,
                                      mean_score=_mean([t.score for t in ran]),
-                                     variants=variants))
+                                     variants=variants,
+                                     scorers=[_scorer_summary(s, ran) for s in turn.scorers]))
     return summaries
 
 
 def protocol_result(
     suite_file: SuiteFile, protocol: ProtocolSuite, session: SuiteSession,
-    cases: list[CaseResult],
+    settings: RunSettings, cases: list[CaseResult],
 ) -> ProtocolSuiteResult:
     cassette = None if session.transport is None else cassette_path_for(Path(suite_file.path))
     return ProtocolSuiteResult(
@@ -494,6 +515,9 @@ def protocol_result(
         turns=_turn_summaries(protocol, cases),
         cases=cases,
         aggregates=suite_aggregates(cases),
+        aggregate_labels=protocol.declared_aggregates(),
+        system_prompt=sent_system_prompt(protocol, session, settings),
+        tools=list(ToolSetup.of(protocol.metadata).tools),
     ).model_copy(update=spend_totals(cases))
 
 
@@ -510,4 +534,4 @@ async def run_protocol(
     return await run_suite_cases(
         session, protocol.cases, protocol.metadata.threads, limit,
         partial(_ProtocolRun, suite_file, protocol, session, settings, pricer),
-        partial(protocol_result, suite_file, protocol, session), on_case)
+        partial(protocol_result, suite_file, protocol, session, settings), on_case)

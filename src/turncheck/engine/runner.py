@@ -25,7 +25,7 @@ from turncheck.engine.metering import metered_embed, metered_judge, session_reda
 from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
-from turncheck.engine.schedule import open_suite_session, run_suite_cases
+from turncheck.engine.schedule import open_suite_session, run_suite_cases, sent_system_prompt
 from turncheck.engine.scripted_turns import play_scripted_turns
 from turncheck.engine.session import (
     SuiteSession,
@@ -381,19 +381,6 @@ def _minus(after: Usage, before: Usage) -> Usage:
                  output_tokens=after.output_tokens - before.output_tokens)
 
 
-def _system_prompt(suite: Suite, session: SuiteSession, settings: RunSettings) -> str | None:
-    """The system prompt as the suite's evals send it, for the report; None when there is
-    none or it cannot be rendered (each eval's error then says why)."""
-    system = suite.metadata.system_prompt
-    if not system or session.template_error is not None:
-        return None
-    try:
-        text = templates.render(system, _variables(suite, settings))
-    except KeyError:
-        return None
-    return session_redactor(session, settings.env).text(text)
-
-
 def _suite_result(
     suite_file: SuiteFile, suite: Suite, session: SuiteSession, settings: RunSettings,
     evals: list[EvalResult],
@@ -405,7 +392,7 @@ def _suite_result(
         model=session.metadata.model,
         provider=session.provider_name,
         cassette=None if cassette is None else cassette.as_posix(),
-        system_prompt=_system_prompt(suite, session, settings),
+        system_prompt=sent_system_prompt(suite, session, settings),
         tools=list(ToolSetup.of(suite.metadata).tools),
     )
     return with_suite_totals(bare, evals)

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from turncheck.engine.metering import session_redactor
 from turncheck.engine.session import SuiteSession, open_session, run_then_close
 from turncheck.engine.settings import RunSettings
+from turncheck.formats import templates
 from turncheck.formats.suite import Suite
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.report.model import ReportModel
@@ -41,6 +43,20 @@ def open_suite_session(suite_file: SuiteFile, suite: Suite | ProtocolSuite,
     return open_session(suite_file.source, suite, settings.mode, settings.provider,
                         settings.base_url, settings.env, settings.session, settings.variables,
                         shown_as=suite_file.path)
+
+
+def sent_system_prompt(suite: Suite | ProtocolSuite, session: SuiteSession,
+                       settings: RunSettings) -> str | None:
+    """The system prompt as the suite's cases send it, for the report; None when there is
+    none or it cannot be rendered (each case's error then says why)."""
+    system = suite.metadata.system_prompt
+    if not system or session.template_error is not None:
+        return None
+    try:
+        text = templates.render(system, {**(suite.metadata.vars or {}), **settings.variables})
+    except KeyError:
+        return None
+    return session_redactor(session, settings.env).text(text)
 
 
 async def run_suite_cases(

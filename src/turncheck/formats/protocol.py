@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from turncheck.formats.names import DEFAULT_THRESHOLD
 from turncheck.formats.suite import Check, Metadata, NonEmptyStr, _Node
@@ -69,8 +78,42 @@ class OrderSpec(_Node):
     threshold: Fraction = DEFAULT_THRESHOLD
 
 
+DEFAULT_SCALE = (1, 5)
+MAX_SCALE_POINTS = 101
+"""A judge scale has at most this many ratings (0..100): the answer schema lists them."""
+
+
 class JudgeScaleSpec(_Node):
     rubric: NonEmptyStr
+    scale: Annotated[list[StrictInt], Field(min_length=2, max_length=2)] = Field(
+        default_factory=lambda: list(DEFAULT_SCALE),
+        description="[lowest, highest] rating, integers (default [1, 5]); or {min, max}.")
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _min_max(cls, value: Any) -> Any:
+        """`{min: 1, max: 10}` reads as `[1, 10]`."""
+        if isinstance(value, dict) and set(value) == {"min", "max"}:
+            return [value["min"], value["max"]]
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> JudgeScaleSpec:
+        low, high = self.scale
+        if low >= high:
+            raise ValueError(f"scale [{low}, {high}]: the lowest rating must be below the "
+                             "highest, e.g. [1, 10]")
+        if high - low + 1 > MAX_SCALE_POINTS:
+            raise ValueError(f"scale [{low}, {high}] has more than {MAX_SCALE_POINTS} ratings")
+        return self
+
+    @property
+    def lowest(self) -> int:
+        return self.scale[0]
+
+    @property
+    def highest(self) -> int:
+        return self.scale[1]
 
 
 class SelfAssessmentSpec(_Node):
@@ -91,6 +134,8 @@ class Scorer(_Node):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     id: Identifier
+    label: NonEmptyStr | None = None
+    """What reports call the scorer (default: its id)."""
     kind: str
     """`list_f1`, `order`, `judge_scale`, `self_assessment`, or a check type of an eval suite."""
     weight: Weight = 1.0
@@ -123,10 +168,21 @@ class SelfCorrection(_Node):
     after: ScorerRef
 
 
+AGGREGATE_LABELS = {
+    "score": "Weighted score",
+    "final_f1": "Final F1",
+    "self_correction": "Self-correction",
+    "meta_cognition": "Meta-cognition (r)",
+}
+"""The aggregates a suite may name in `aggregates.labels`, with their default labels."""
+
+
 class AggregateSpec(_Node):
     final_f1: ScorerRef | None = None
     self_correction: SelfCorrection | None = None
     self_assessment: ScorerRef | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    """`aggregates.labels`: the suite's own names for its aggregates (AGGREGATE_LABELS keys)."""
 
 
 class ProtocolSuite(BaseModel):
@@ -145,4 +201,24 @@ class ProtocolSuite(BaseModel):
 
     def turn(self, turn_id: str) -> Turn | None:
         return next((t for t in self.turns if t.id == turn_id), None)
+
+    def declared_aggregates(self) -> dict[str, str]:
+        """The aggregates this suite reports, by their report name, with its labels: the
+        weighted score always; final F1 when it names one or has a `list_f1` scorer;
+        self-correction when it names one; meta-cognition when it names a self-assessment
+        or has a `self_assessment` scorer."""
+        kinds = {s.kind for t in self.turns for s in t.scorers}
+        spec = self.aggregates
+        declared = {
+            "score": True,
+            "final_f1": spec.final_f1 is not None or "list_f1" in kinds,
+            "self_correction": spec.self_correction is not None,
+            "meta_cognition": spec.self_assessment is not None or "self_assessment" in kinds,
+        }
+        return {REPORT_NAMES.get(name, name): spec.labels.get(name, default)
+                for name, default in AGGREGATE_LABELS.items() if declared[name]}
+
+
+REPORT_NAMES = {"score": "interactive_reasoning"}
+"""`aggregates.labels` keys whose report field is named otherwise."""
 

@@ -9,10 +9,11 @@ turns:      [Turn, ...]  (non-empty)
 Turn      := {id, prompt: TEMPLATE | variants: [Variant, ...], scorers: [Scorer, ...],
               extract: {name: REGEX}}
 Variant   := {id, when: EXPRESSION, prompt: TEMPLATE}; the last one has no `when` (default)
-Scorer    := {id?, weight?: >=0, <kind>: <spec>}, kind one of list_f1, order, judge_scale,
+Scorer    := {id?, label?, weight?: >=0, <kind>: <spec>}, kind one of list_f1, order, judge_scale,
               self_assessment, match, not_match, min_tokens, max_tokens, semantic, llm_judge
 aggregates: {final_f1: TURN.SCORER, self_assessment: TURN.SCORER,
-             self_correction: {before: TURN.SCORER, after: TURN.SCORER}}
+             self_correction: {before: TURN.SCORER, after: TURN.SCORER},
+             labels: {score|final_f1|self_correction|meta_cognition: LABEL}}
 ```
 
 Every template and expression is parsed and its references checked here, so a
@@ -31,6 +32,7 @@ from typing import Any
 
 from turncheck.formats.files import FileRefused, read_text_bounded
 from turncheck.formats.protocol import (
+    AGGREGATE_LABELS,
     IDENTIFIER,
     SCORER_SPECS,
     AggregateSpec,
@@ -56,8 +58,8 @@ CASE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 TURN_KEYS = ("id", "prompt", "variants", "scorers", "extract")
 VARIANT_KEYS = ("id", "when", "prompt")
 SCORER_KINDS = (*SCORER_SPECS, *CHECK_TYPES)
-SCORER_KEYS = ("id", "weight", *SCORER_KINDS)
-AGGREGATE_KEYS = ("final_f1", "self_correction", "self_assessment")
+SCORER_KEYS = ("id", "label", "weight", *SCORER_KINDS)
+AGGREGATE_KEYS = ("final_f1", "self_correction", "self_assessment", "labels")
 _IDENTIFIER = re.compile(IDENTIFIER)
 
 
@@ -411,8 +413,9 @@ class ProtocolValidator(SuiteReporter):
         if scorer_id is None or spec is None or self.errors_since(before):
             return None
         data: dict[str, Any] = {"id": scorer_id, "kind": kind, "spec": spec}
-        if "weight" in raw:
-            data["weight"] = raw["weight"]
+        for optional in ("weight", "label"):
+            if optional in raw:
+                data[optional] = raw[optional]
         built: Scorer | None = self.build(Scorer, data, path)
         if built is not None:
             pos = self.positions.key((*path, kind))
@@ -537,10 +540,31 @@ class ProtocolValidator(SuiteReporter):
                 if before_ref is not None and after_ref is not None:
                     correction = SelfCorrection.model_construct(before=before_ref,
                                                                 after=after_ref)
+        labels = self.aggregate_labels((*path, "labels"), raw.get("labels"))
         if self.errors_since(before):
             return None
         return AggregateSpec.model_construct(final_f1=final, self_assessment=assessed,
-                                             self_correction=correction)
+                                             self_correction=correction, labels=labels)
+
+    def aggregate_labels(self, path: Path, raw: Any) -> dict[str, str]:
+        """`aggregates.labels`: the suite's names for its aggregates."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.error_at_value(path, "invalid-aggregates",
+                                "labels must be a mapping such as {score: Interactive "
+                                "reasoning, final_f1: Final hierarchy F1}")
+            return {}
+        labels = {}
+        for key, label in raw.items():
+            if key not in AGGREGATE_LABELS:
+                self.unknown_key(path, key, tuple(AGGREGATE_LABELS))
+            elif not isinstance(label, str) or not label.strip():
+                self.error_at_value((*path, key), "invalid-aggregates",
+                                    "a label must be a non-empty string")
+            else:
+                labels[key] = label.strip()
+        return labels
 
     def scorer_ref(self, path: Path, raw: Any, turns: list[Turn], skip: set[str] | None,
                    kind: str | None = None) -> ScorerRef | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turncheck.formats.protocol import IDENTIFIER, ProtocolMetadata
+from turncheck.formats.protocol import AGGREGATE_LABELS, IDENTIFIER, ProtocolMetadata
 
 Schema = dict[str, Any]
 
@@ -31,8 +31,8 @@ def _closed(properties: Schema, required: list[str] | None = None, **extra: Any)
 
 
 def _scorer(kind: str, spec: Schema) -> Schema:
-    return _closed({"id": _IDENTIFIER, "weight": {"type": "number", "minimum": 0}, kind: spec},
-                   [kind])
+    return _closed({"id": _IDENTIFIER, "label": _STRING,
+                    "weight": {"type": "number", "minimum": 0}, kind: spec}, [kind])
 
 
 SCORER_SPECS: dict[str, Schema] = {
@@ -48,7 +48,13 @@ SCORER_SPECS: dict[str, Schema] = {
         "missing": {"enum": ["fail", "skip"]},
         "threshold": _FRACTION,
     }, ["pairs"]),
-    "judge_scale": _closed({"rubric": _STRING}, ["rubric"]),
+    "judge_scale": _closed({
+        "rubric": _STRING,
+        "scale": {"anyOf": [
+            {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+            _closed({"min": {"type": "integer"}, "max": {"type": "integer"}}, ["min", "max"]),
+        ], "description": "[lowest, highest] rating, or {min, max} (default [1, 5])."},
+    }, ["rubric"]),
     "self_assessment": _closed({"actual": {"anyOf": [_EXPRESSION, _FRACTION]},
                                 "pattern": _STRING}, ["actual"]),
     "match": {"type": "string"},
@@ -89,6 +95,7 @@ def protocol_defs() -> dict[str, Schema]:
         "self_assessment": _REFERENCE,
         "self_correction": _closed({"before": _REFERENCE, "after": _REFERENCE},
                                    ["before", "after"]),
+        "labels": _closed({key: _STRING for key in AGGREGATE_LABELS}),
     })
     suite = _closed(
         {"metadata": {"$ref": "#/$defs/ProtocolMetadata"}, "cases": cases,

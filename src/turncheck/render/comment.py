@@ -391,7 +391,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         html_artifact=context.html_artifact,
         calibration=calibration_view(comparison.calibration, context.head),
         protocol=protocol_view(comparison.protocols, context.head, comparison.has_base,
-                               min(detail - 1, 3)) if detail > BRIEF else
+                               min(detail - 1, 3), context.base) if detail > BRIEF else
         protocol_view(None, context.head, comparison.has_base, 1),
     )
 

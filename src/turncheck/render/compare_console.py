@@ -133,8 +133,9 @@ def protocol_lines(protocols: ProtocolComparison | None) -> Iterator[str]:
     yield from rows_table(PROTOCOL_COLUMNS, [Line(s.path, c, t) for s in protocols.suites
                                              for c in s.cases for t in c.turns])
     for suite in protocols.suites:
-        parts = [f"{name.replace('_', ' ')} {score_text(change.base)}→"
-                 f"{score_text(change.head)} ({score_change(change.base, change.head)})"
+        parts = [f"{cell(suite.labels.get(name, name.replace('_', ' ')))} "
+                 f"{score_text(change.base)}→{score_text(change.head)} "
+                 f"({score_change(change.base, change.head)})"
                  for name, change in suite.aggregates.items()]
         yield f"{cell(suite.path)}: " + "; ".join(parts)
 

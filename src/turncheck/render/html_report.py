@@ -36,11 +36,12 @@ from turncheck.render.prompt_changes import (
     setup_changes,
     text_change,
 )
-from turncheck.render.severity import ORDER, Group, eval_group, findings
+from turncheck.render.severity import ORDER, Group, broke_on, eval_group, findings
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
 from turncheck.report.results import CheckResult, Usage
+from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
 from turncheck.text.environment import html_environment, render_template
 from turncheck.text.money import usd
@@ -425,19 +426,24 @@ def _reason(verdict: str, reason: str) -> str:
 # -- protocol cases ---------------------------------------------------------------------
 
 
+def _protocol_suite(report: Report | None, path: str) -> ProtocolSuiteResult | None:
+    return next((s for s in report.protocols if s.path == path), None) if report else None
+
+
 def _cases_by_key(report: Report | None) -> dict[tuple[str, str], CaseResult]:
     if report is None:
         return {}
     return {(s.path, c.id): c for s in report.protocols for c in s.cases}
 
 
-def _case_facts(base: CaseResult | None, head: CaseResult | None) -> list[str]:
+def _case_facts(base: CaseResult | None, head: CaseResult | None,
+                score_name: str = "score") -> list[str]:
     facts = []
     for side, case in (("base", base), ("head", head)):
         if case is not None:
             score = case.aggregates.interactive_reasoning
             facts.append(f"{side} {case.status.value}"
-                         + ("" if score is None else f", score {score:.2f}"))
+                         + ("" if score is None else f", {score_name} {score:.2f}"))
     if head is not None:
         facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
         facts.append(_cost(head.cost_usd, head.judge_cost_usd))
@@ -452,13 +458,38 @@ def _case_samples(case: CaseResult | None) -> list[SampleView]:
                        turns=[turn_view(t) for t in s.turns]) for s in case.samples]
 
 
+@dataclass(frozen=True)
+class _SuiteSides:
+    """What a protocol suite's rows share: its labels and the PR's setup changes."""
+
+    score_name: str = "score"
+    changes: tuple[ChangeView, ...] = ()
+
+
+def _suite_sides(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | None,
+                 budget: DiffBudget) -> _SuiteSides:
+    shown = head or base
+    label = shown.labels().get("interactive_reasoning") if shown is not None else None
+    name = label[:1].lower() + label[1:] if label and label[1:2].islower() else label
+    changes: tuple[ChangeView, ...] = ()
+    if base is not None and head is not None:
+        sides = (Sent(base.system_prompt or "", base.tools),
+                 Sent(head.system_prompt or "", head.tools))
+        changes = tuple(change_view(c) for c in setup_changes(*sides, SUMMARY_DIFF_LINES,
+                                                                budget))
+    return _SuiteSides(name or "score", changes)
+
+
 def case_row(suite: str, case_id: str, base: CaseResult | None, head: CaseResult | None,
-             verdict: str | None = None, transition: str = "") -> RowView:
+             verdict: str | None = None, transition: str = "",
+             sides: _SuiteSides = _SuiteSides(), drop: str | None = None) -> RowView:
+    """`sides`: the suite's labels and setup changes; `drop`: where a broken case broke."""
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
+    facts = _case_facts(base, head, sides.score_name) + ([drop] if drop else [])
     return RowView(
         key=f"case:{suite}:{case_id}", suite=suite, name=case_id, verdict=verdict or status,
-        status=status, transition=transition, facts=_case_facts(base, head),
+        status=status, transition=transition, facts=facts, changes=list(sides.changes),
         pairs=pair_turns(base.turns if base else [], head.turns if head else []),
         base_samples=_case_samples(base), head_samples=_case_samples(head),
         error=head.error if head is not None else None,
@@ -475,13 +506,18 @@ def case_rows(comparison: Comparison | None, base: Report | None,
                                            c if head else None), s.name)
                             for s in suites for c in s.cases])
     rows = []
+    budget = DiffBudget()
     for suite in comparison.protocols.suites:
         base_path = suite.previous_path or suite.path
+        sides = _suite_sides(_protocol_suite(base, base_path), _protocol_suite(head, suite.path),
+                             budget)
         for item in suite.cases:
             row = case_row(suite.path, item.id, base_cases.get((base_path, item.id)),
                            head_cases.get((suite.path, item.id)),
                            verdict=item.verdict.value,
-                           transition=_unless_same(item.transition.value, item.verdict))
+                           transition=_unless_same(item.transition.value, item.verdict),
+                           sides=sides, drop=broke_on(item)
+                           if item.transition is Transition.BROKEN else None)
             row.rank = ORDER.index(eval_group(item))
             rows.append(named(row, suite.name))
     return by_severity(rows)

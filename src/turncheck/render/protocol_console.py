@@ -1,4 +1,7 @@
-"""Terminal output of protocol suites: per case the turns and a score table, then aggregates."""
+"""Terminal output of protocol suites: per case the turns and a score table, then aggregates.
+
+A suite shows only the aggregates it declares (`ProtocolSuiteResult.labels`), under its
+own labels."""
 
 from __future__ import annotations
 
@@ -24,12 +27,15 @@ from turncheck.render.table_model import (
 from turncheck.report.protocol import (
     CaseResult,
     ProtocolAggregates,
+    ProtocolSuiteResult,
     ProtocolTurn,
     ScorerResult,
 )
 from turncheck.report.run import Report, Status
 from turncheck.report.spend import Spent
 from turncheck.text.counts import counted
+from turncheck.text.lines import one_line
+from turncheck.text.money import rating_text
 from turncheck.text.money import score_text as score
 
 if TYPE_CHECKING:  # comparisons load scipy.stats; `run` only prints its own report
@@ -51,15 +57,24 @@ def scorer_line(result: ScorerResult) -> str:
     return text
 
 
-def case_outcome(case: CaseResult, threshold: float | None) -> str:
+SCORE = "interactive_reasoning"
+
+
+def in_sentence(label: str) -> str:
+    """`Weighted score` → `weighted score`; an acronym (`F1`, `IRS`) stays as it is."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() else label
+
+
+def case_outcome(case: CaseResult, threshold: float | None,
+                 labels: dict[str, str] | None = None) -> str:
     irs = case.aggregates.interactive_reasoning
+    name = in_sentence((labels or {}).get(SCORE, "weighted score"))
     if case.status is Status.ERROR:
         return f"{STATUS_LABEL[Status.ERROR]}: {case.error}"
     if case.status is Status.FAIL:
         fail = STATUS_LABEL[Status.FAIL]
-        return fail if threshold is None else \
-            f"{fail} (interactive reasoning {score(irs)} < {threshold:g})"
-    return f"{STATUS_LABEL[Status.PASS]} (interactive reasoning {score(irs)})"
+        return fail if threshold is None else f"{fail} ({name} {score(irs)} < {threshold:g})"
+    return f"{STATUS_LABEL[Status.PASS]} ({name} {score(irs)})"
 
 
 def _turn(turn: ProtocolTurn) -> Spent:
@@ -78,20 +93,25 @@ def turn_table(case: CaseResult) -> Table:
     return column_table(TURN_COLUMNS, case.turns)
 
 
-def aggregate_line(case: CaseResult) -> str:
+def aggregate_line(case: CaseResult, labels: dict[str, str]) -> str:
+    """The case's declared aggregates (meta-cognition is the suite's: a case shows its
+    self-assessment)."""
     a = case.aggregates
-    parts = [f"interactive reasoning {score(a.interactive_reasoning)}",
-             f"final F1 {score(a.final_f1)}"]
-    if a.self_correction is not None:
-        parts.append(f"self-correction {signed(a.self_correction)}")
-    if a.self_assessment_actual is not None:
+    parts = [f"{in_sentence(labels[SCORE])} {score(a.interactive_reasoning)}"]
+    if "final_f1" in labels:
+        parts.append(f"{in_sentence(labels['final_f1'])} {score(a.final_f1)}")
+    if "self_correction" in labels and a.self_correction is not None:
+        parts.append(f"{in_sentence(labels['self_correction'])} {signed(a.self_correction)}")
+    if "meta_cognition" in labels and a.self_assessment_actual is not None:
         parts.append(f"self-assessment {score(a.self_assessment_estimate)} vs measured "
                      f"{score(a.self_assessment_actual)}")
     return " · ".join(parts)
 
 
 def case_lines(index: int, case: CaseResult, threshold: float | None,
-               transcript: bool = True) -> Iterable[str]:
+               transcript: bool = True, labels: dict[str, str] | None = None
+               ) -> Iterable[str]:
+    labels = {SCORE: "Weighted score"} if labels is None else labels
     yield f"Case {index}: {case.id}"
     if transcript:
         for turn in case.turns:
@@ -101,8 +121,8 @@ def case_lines(index: int, case: CaseResult, threshold: float | None,
             for result in turn.scorers:
                 yield f"    {scorer_line(result)}"
     yield from turn_table(case).lines("  ")
-    yield f"  {aggregate_line(case)}"
-    yield f"  Overall: {case_outcome(case, threshold)}{samples_note(case)}"
+    yield f"  {aggregate_line(case, labels)}"
+    yield f"  Overall: {case_outcome(case, threshold, labels)}{samples_note(case)}"
 
 
 def samples_note(case: CaseResult) -> str:
@@ -115,16 +135,36 @@ def samples_note(case: CaseResult) -> str:
     return f" · {samples_text(repeats.passes, repeats.samples, repeats.flaky)}; scores {scores}"
 
 
-def suite_aggregate_lines(aggregates: ProtocolAggregates) -> Iterable[str]:
-    a = aggregates
-    yield (f"Aggregates over {counted(a.cases, 'case')}: interactive reasoning "
-           f"{score(a.interactive_reasoning)} · final F1 {score(a.final_f1)} · "
-           f"self-correction {signed(a.self_correction)}")
+def suite_aggregate_lines(suite: ProtocolSuiteResult) -> Iterable[str]:
+    a, labels = suite.aggregates, suite.labels()
+    values = {SCORE: score(a.interactive_reasoning), "final_f1": score(a.final_f1),
+              "self_correction": signed(a.self_correction)}
+    parts = [f"{in_sentence(label)} {values[name]}" for name, label in labels.items()
+             if name in values]
+    yield f"Aggregates over {counted(a.cases, 'case')}: " + " · ".join(parts)
+    yield from scorer_lines(suite)
+    if "meta_cognition" not in labels:
+        return
+    name = labels["meta_cognition"]
     if a.meta_cognition is not None:
-        yield (f"Meta-cognition (self-assessment vs measured, {a.meta_cognition_cases} cases): "
+        yield (f"{name}, self-assessment vs measured over {a.meta_cognition_cases} cases: "
                f"r = {a.meta_cognition:+.3f}")
     else:
-        yield f"Meta-cognition: n/a ({a.meta_cognition_note})"
+        yield f"{name}: n/a ({a.meta_cognition_note})"
+
+
+def scorer_lines(suite: ProtocolSuiteResult) -> Iterable[str]:
+    """Each declared scorer's mean over the cases; a judge scale in its own ratings."""
+    parts = []
+    for turn in suite.turns:
+        for scorer in turn.scorers:
+            if scorer.scale is not None and scorer.mean_rating is not None:
+                value = rating_text(scorer.mean_rating, scorer.scale, mean=True)
+            else:
+                value = score(scorer.mean_score)
+            parts.append(f"{turn.id}.{scorer.name} {value}")
+    if parts:
+        yield "Scorer means: " + " · ".join(parts)
 
 
 def transcript(report: Report, out: TextIO, full: bool = True) -> None:
@@ -133,29 +173,43 @@ def transcript(report: Report, out: TextIO, full: bool = True) -> None:
                                      f"{suite.model} via {suite.provider}", report.mode,
                                      "protocol")], out)
         for index, case in enumerate(suite.cases, 1):
-            print_lines(case_lines(index, case, suite.pass_threshold, full), out)
-        print_lines(suite_aggregate_lines(suite.aggregates), out)
+            print_lines(case_lines(index, case, suite.pass_threshold, full, suite.labels()), out)
+        print_lines(suite_aggregate_lines(suite), out)
         print(file=out)
 
 
-Aggregated = Tally[ProtocolAggregates]
+Aggregated = Tally[ProtocolSuiteResult]
+SHORT_HEADERS = {SCORE: "Score", "final_f1": "Final F1", "self_correction": "Self-corr.",
+                 "meta_cognition": "Meta r"}
+"""Headers when the suites of one table name an aggregate differently."""
+_AGGREGATE_CELLS: dict[str, Callable[[ProtocolAggregates], str]] = {
+    SCORE: lambda a: score(a.interactive_reasoning),
+    "final_f1": lambda a: score(a.final_f1),
+    "self_correction": lambda a: signed(a.self_correction),
+    "meta_cognition": lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}",
+}
 
 
-def _aggregate(cell: Callable[[ProtocolAggregates], str]) -> Callable[[Aggregated], str]:
-    return lambda tally: cell(tally.detail)
+def _aggregate_column(name: str, suites: list[ProtocolSuiteResult]) -> Column[Aggregated]:
+    """One declared aggregate: under the suites' label when they agree; `—` for a suite
+    that does not declare it."""
+    labels = {s.labels()[name] for s in suites if name in s.labels()}
+    header = labels.pop() if len(labels) == 1 else SHORT_HEADERS[name]
+    cell = _AGGREGATE_CELLS[name]
+    return Column(one_line(header, MAX_CELL_CHARS), lambda tally: cell(tally.detail.aggregates)
+                  if name in tally.detail.labels() else "—")
 
 
-SUMMARY_COLUMNS: list[Column[Aggregated]] = summary_columns("Protocol", "Cases", [
-    Column("Reasoning", _aggregate(lambda a: score(a.interactive_reasoning))),
-    Column("Final F1", _aggregate(lambda a: score(a.final_f1))),
-    Column("Self-corr.", _aggregate(lambda a: signed(a.self_correction))),
-    Column("Meta r", _aggregate(
-        lambda a: "n/a" if a.meta_cognition is None else f"{a.meta_cognition:+.2f}"))])
+def summary_columns_of(suites: list[ProtocolSuiteResult]) -> list[Column[Aggregated]]:
+    declared = [name for name in _AGGREGATE_CELLS if any(name in s.labels() for s in suites)]
+    return summary_columns("Protocol", "Cases",
+                           [_aggregate_column(name, suites) for name in declared])
 
 
 def summary_table(report: Report) -> Table:
-    return column_table(SUMMARY_COLUMNS, [Tally(suite.name, suite.rows(), suite, suite.aggregates)
-                                          for suite in report.protocols])
+    return column_table(summary_columns_of(report.protocols),
+                        [Tally(suite.name, suite.rows(), suite, suite)
+                         for suite in report.protocols])
 
 
 def summary(report: Report, out: TextIO) -> None:

@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from turncheck.compare.policy import FailOn, FailReason
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
-from turncheck.report.protocol_comparison import CaseComparison, CaseSide
+from turncheck.report.protocol_comparison import CaseComparison, CaseSide, ScorerChange
 from turncheck.report.rows import SampleSide
 from turncheck.report.run import Status
 
@@ -361,4 +361,34 @@ def _case_status_change(case: CaseComparison) -> str:
         return f"new: {now}"
     if case.base_status is case.head_status:
         return now
-    return f"now {now} (was: {'passes' if case.base_status is Status.PASS else 'fails'})"
+    change = f"now {now} (was: {'passes' if case.base_status is Status.PASS else 'fails'})"
+    drop = broke_on(case) if case.base_status is Status.PASS else None
+    return change if drop is None else f"{change} · {drop}"
+
+
+def broke_on(case: CaseComparison) -> str | None:
+    """Which turn and scorer fell the most, base → head: `broke on turn 2: correctness
+    8 → 3` (a judge scale in its own ratings, other scorers as scores); None when no
+    scorer of both sides fell."""
+    fallen = [(scorer.delta, number, scorer)
+              for number, turn in enumerate(case.turns, 1) for scorer in turn.scorers
+              if scorer.delta is not None and scorer.delta < 0]
+    if not fallen:
+        return None
+    _, number, scorer = min(fallen, key=lambda found: (found[0], found[1]))
+    return f"broke on turn {number}: {scorer.name} {scorer_values(scorer)}"
+
+
+def scorer_values(scorer: ScorerChange) -> str:
+    """`8 → 3` for a judge scale's ratings, `0.86 → 0.40` for a score."""
+    if scorer.base_rating is not None and scorer.head_rating is not None:
+        return f"{_rating(scorer.base_rating)} → {_rating(scorer.head_rating)}"
+    return f"{_score(scorer.base)} → {_score(scorer.head)}"
+
+
+def _rating(value: float) -> str:
+    return f"{value:g}" if value.is_integer() else f"{value:.1f}"
+
+
+def _score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"

@@ -6,6 +6,8 @@ an `error`; it makes its case an error (never a pass).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
@@ -56,11 +58,17 @@ class OrderDetail(ReportModel):
     """Pairs the score is over (`missing: skip` leaves out pairs with a missing name)."""
 
 
+DEFAULT_SCALE = [1, 5]
+
+
 class JudgeScaleDetail(ReportModel):
     rating: int
-    """1..5 as the judge answered; the score is (rating − 1) / 4."""
+    """On the scorer's scale, as the judge answered; the score is
+    (rating − lowest) / (highest − lowest)."""
     reason: str
     prompt_version: str
+    scale: list[int] = Field(default_factory=lambda: list(DEFAULT_SCALE))
+    """[lowest, highest] rating of the scorer (`judge_scale.scale`)."""
 
 
 class SelfAssessmentDetail(ReportModel):
@@ -152,6 +160,26 @@ class CaseResult(Spent):
         return [s.score for s in self.samples]
 
 
+class ScorerSummary(ReportModel):
+    """One scorer the suite declares, over every case that reached its turn."""
+
+    id: str
+    type: str
+    weight: float
+    label: str | None = None
+    """The suite's name for it (`label:`); None: its id."""
+    mean_score: float | None = None
+    """Mean score (0..1) over the results that have one."""
+    scale: list[int] | None = None
+    """A judge scale's [lowest, highest] rating."""
+    mean_rating: float | None = None
+    """A judge scale's mean rating, on its scale."""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.id
+
+
 class TurnSummary(ReportModel):
     id: str
     weight: float
@@ -159,6 +187,7 @@ class TurnSummary(ReportModel):
     """Mean over cases that reached this turn with a score."""
     variants: dict[str, int] = Field(default_factory=dict)
     """How many cases got each variant."""
+    scorers: list[ScorerSummary] = Field(default_factory=list)
 
 
 class ProtocolAggregates(ReportModel):
@@ -176,12 +205,44 @@ class ProtocolAggregates(ReportModel):
     """Why the correlation is undefined, when it is."""
 
 
+LEGACY_LABELS = {
+    "interactive_reasoning": "Interactive reasoning (weighted)",
+    "final_f1": "Final F1",
+    "self_correction": "Self-correction",
+    "meta_cognition": "Meta-cognition (r)",
+}
+"""What a report of a turncheck before declared aggregates (no `aggregate_labels`) shows:
+the weighted score, and the others where they have a value."""
+
+
 class ProtocolSuiteResult(SuiteHeader, Spent):
     cases_file: str | None = None
     pass_threshold: float | None = None
     turns: list[TurnSummary] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     aggregates: ProtocolAggregates = Field(default_factory=ProtocolAggregates)
+    aggregate_labels: dict[str, str] | None = Field(default=None,
+                                                    exclude_if=lambda value: value is None)
+    """The aggregates the suite declares (`aggregates` field names, in order) with its
+    labels; the views show these only. None in reports of an older turncheck."""
+    system_prompt: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The system prompt as sent (vars rendered, secrets as their tokens, redacted)."""
+    tools: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """The tool definitions the turns offer, as sent to the API."""
 
     def rows(self) -> list[Row]:
         return [case.row(self.path) for case in self.cases]
+
+    def labels(self) -> dict[str, str]:
+        """The aggregates to show, with their labels (see `aggregate_labels`)."""
+        if self.aggregate_labels is not None:
+            return self.aggregate_labels
+        values = self.aggregates.model_dump()
+        return {name: label for name, label in LEGACY_LABELS.items()
+                if name == "interactive_reasoning" or values.get(name) is not None}
+
+    def scorer_label(self, turn_id: str, scorer_id: str) -> str:
+        summary = next((t for t in self.turns if t.id == turn_id), None)
+        found = next((s for s in summary.scorers if s.id == scorer_id), None) \
+            if summary is not None else None
+        return found.name if found is not None else scorer_id

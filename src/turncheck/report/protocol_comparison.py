@@ -23,6 +23,21 @@ class ScoreChange(ReportModel):
     delta: float | None = None
 
 
+class ScorerChange(ScoreChange):
+    """One scorer of a turn (or, for a suite, its mean over the cases), base → head:
+    scores in 0..1; a judge scale's ratings on its own scale too."""
+
+    id: str
+    name: str
+    """The suite's label for it, else its id."""
+    type: str
+    turn: str = ""
+    """The turn's id (suite-level rows)."""
+    scale: list[int] | None = None
+    base_rating: float | None = None
+    head_rating: float | None = None
+
+
 class TurnScoreComparison(ScoreChange):
     id: str
     base_variant: str | None = None
@@ -31,6 +46,7 @@ class TurnScoreComparison(ScoreChange):
     """Head tokens of this turn (model and judge)."""
     cost_usd: float | None = None
     """Head cost of this turn (model and judge)."""
+    scorers: list[ScorerChange] = Field(default_factory=list)
 
 
 class CaseSide(SampleSide):
@@ -85,6 +101,11 @@ class ProtocolSuiteComparison(ReportModel):
     turn_ids: list[str] = Field(default_factory=list)
     cases: list[CaseComparison] = Field(default_factory=list)
     aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
+    """The aggregates the suite declares, in order (`labels` names them)."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Each declared aggregate's label (the suite's own, else the default)."""
+    scorers: list[ScorerChange] = Field(default_factory=list)
+    """Every scorer the suite declares: its mean over the cases, base → head."""
     meta_cognition_note: str | None = None
     base: Spend | None = None
     head: Spend | None = None

@@ -10,7 +10,7 @@ its percentage of the base, decreases included.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 MINUS = "\u2212"
@@ -114,6 +114,13 @@ def score_text(value: float | None, places: int = 2) -> str:
         return "—"
     shown = f"{round(value, places) + 0.0:.{places}f}"  # + 0.0: no negative zero
     return shown.replace("-", MINUS)
+
+
+def rating_text(rating: float, scale: Sequence[int], mean: bool = False) -> str:
+    """A judge's rating on its scale: `7/10` on a scale from 1, `7 on 0–10` otherwise; a
+    `mean` of ratings with one decimal (`7.0/10`)."""
+    shown = f"{rating:.1f}" if mean or not float(rating).is_integer() else f"{rating:g}"
+    return f"{shown}/{scale[1]}" if scale[0] == 1 else f"{shown} on {scale[0]}–{scale[1]}"
 
 
 def score_change(base: float | None, head: float | None, places: int = 2) -> str:
