@@ -149,19 +149,24 @@ class TargetProvider:
         return Turn(sent, last, session_id, self.variables, turn_id)
 
     async def _answer(self, turn: Turn) -> AppReply:
-        if self.app is not None and self.app.exited:
-            raise AppError(self.app.exit_message("during an earlier turn"))
+        for app in self._processes():
+            if app.exited:
+                raise AppError(app.exit_message("during an earlier turn"))
         try:
             return await self.kind.answer(turn)
         except AppGone as exc:
-            command = getattr(self.kind, "app", None)  # a command target's own process
-            for app in (self.app, command if isinstance(command, AppProcess) else None):
-                if app is not None and app.process is not None:
+            for app in self._processes():
+                if app.process is not None:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(app.process.wait(), EXIT_WAIT_S)
                     if app.exited:
                         raise AppError(app.exit_message("during this turn")) from None
             raise exc
+
+    def _processes(self) -> list[AppProcess]:
+        """The app's processes: the one `start` started, a command target's own."""
+        command = getattr(self.kind, "app", None)
+        return [app for app in (self.app, command) if isinstance(app, AppProcess)]
 
     async def _ensure_started(self) -> None:
         if self._started:
