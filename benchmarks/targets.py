@@ -22,6 +22,10 @@ benchmarks/targets.py --help); the script exits 1 when a target is missed:
    call) minus calling the function directly, async and sync (a sync function runs in
    a worker thread through the target, so its hand-off is part of what is added).
    Target: <= 0.1 ms.
+3b. python-concurrent (`--only python-concurrent`): the same with C conversations at once
+   (`-C`): the target's turns concurrent (each naming its turn), a sync function in the
+   target's pool of C threads, against calling the function from C tasks directly.
+   Target: <= 0.1 ms.
 """
 
 from __future__ import annotations
@@ -507,10 +511,84 @@ def python_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return rows
 
 
+# ------------------------------------------------- 3b. python, conversations at once
+
+
+async def python_concurrent_times(folder: Path, function: str, turns: int, concurrency: int
+                                  ) -> tuple[float, float]:
+    """Seconds per turn of `concurrency` conversations at once through the target (its
+    turns concurrent: no lock, each naming its turn) and calling the function directly
+    from as many tasks."""
+    import importlib
+    import inspect
+
+    from turncheck.formats.target import Target
+    from turncheck.providers.base import ChatMessage, ChatRequest
+    from turncheck.targets.conversation import begin_conversation
+    from turncheck.targets.provider import AppPolicy, TargetProvider
+
+    target = Target.model_validate({"python": f"bench_target:{function}"})
+    assert target.runs_concurrently
+    provider = TargetProvider(target, folder, None, {}, {},
+                              policy=AppPolicy(concurrency=concurrency))
+    request = ChatRequest(MODEL, [ChatMessage("user", "Question: reply with done.")])
+    each = max(1, turns // concurrency)
+
+    async def conversation(number: int, count: int) -> None:
+        begin_conversation(f"python-bench-{number}")
+        for _ in range(count):
+            await provider.chat(request)
+
+    try:
+        await conversation(-1, 1)  # starts it
+        started = time.perf_counter()
+        await asyncio.gather(*(conversation(n, each) for n in range(concurrency)))
+        through = (time.perf_counter() - started) / (each * concurrency)
+    finally:
+        await provider.aclose()
+    call = getattr(importlib.import_module("bench_target"), function)
+
+    async def direct_calls() -> None:
+        for _ in range(each):
+            if inspect.iscoroutinefunction(call):
+                await call(last_message="Question: reply with done.")
+            else:
+                call(last_message="Question: reply with done.")
+
+    started = time.perf_counter()
+    await asyncio.gather(*(direct_calls() for _ in range(concurrency)))
+    return through, (time.perf_counter() - started) / (each * concurrency)
+
+
+def python_concurrent_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    concurrency = args.concurrency
+    print(f"\n== 3b. python target: {args.python_turns} turns, {concurrency} conversations "
+          f"at once, best of {args.repeat}")
+    print_load()
+    folder = tmp / "python-concurrent"
+    folder.mkdir()
+    (folder / "bench_target.py").write_text(BENCH_MODULE)
+    rows = []
+    for function in ("answer_async", "answer_sync"):
+        added = []
+        for _ in range(args.repeat):
+            through, direct = asyncio.run(python_concurrent_times(
+                folder, function, args.python_turns, concurrency))
+            added.append((through - direct) * 1000)
+            print(f"  {function}: {through * 1e6:.1f} µs per turn through the target, "
+                  f"{direct * 1e6:.1f} µs calling it directly: added "
+                  f"{added[-1] * 1000:.1f} µs")
+        best = min(added)
+        rows.append(Row(f"python target, {function}, {concurrency} at once: added per turn",
+                        f"{best:.4f} ms", f"<= {PYTHON_ADDED_TARGET_MS} ms",
+                        best / PYTHON_ADDED_TARGET_MS, best <= PYTHON_ADDED_TARGET_MS))
+    return rows
+
+
 # --------------------------------------------------------------------------- main
 
 
-MEASUREMENTS = ("proxy", "app", "python")
+MEASUREMENTS = ("proxy", "app", "python", "python-concurrent")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -560,6 +638,8 @@ def main(argv: list[str]) -> None:
             rows.append(app_run(args, Path(tmp)))
         if "python" in only:
             rows += python_run(args, Path(tmp))
+        if "python-concurrent" in only:
+            rows += python_concurrent_run(args, Path(tmp))
     print_table(rows)
     print_load()
     if not all(row.passed for row in rows):

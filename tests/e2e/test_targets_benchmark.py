@@ -22,6 +22,7 @@ def test_the_targets_benchmark_runs_every_measurement_at_a_tiny_size() -> None:
             if line.rstrip().endswith(("PASS", "MISS"))]
     names = " ".join(rows)
     for row in ("proxy CPU/call, record, C=1", "proxy CPU/call, replay, C=4",
-                "app 4x3 @C=2", "python target, answer_async", "python target, answer_sync"):
+                "app 4x3 @C=2", "python target, answer_async", "python target, answer_sync",
+                "python target, answer_sync, 2 at once"):
         assert row in names, finished.stdout
     assert (finished.returncode == 1) == any(r.rstrip().endswith("MISS") for r in rows)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from turncheck.formats.suite_loader import parse_suite
-from turncheck.formats.target import HttpTarget
+from turncheck.formats.target import HttpTarget, Target
 from turncheck.targets.http_target import HttpKind
 from turncheck.targets.process import app_environment, argv_of
 from turncheck.targets.usage import usage_of
@@ -72,6 +72,8 @@ def test_a_target_makes_the_model_optional_and_an_eval_may_override_it() -> None
      "greater than 0"),
     (("      path: /chat", "      path: chat"), 8, "http.path must start with /"),
     (("    start: python app.py {port}\n", ""), 5, "needs start"),
+    (("    stateful: true", "    stateful: true\n    concurrent: true"), 5,
+     "concurrent is for python and command targets"),
     (("    stateful: true", "    stateful: yes please"), 12, "boolean"),
 ])
 def test_a_wrong_target_is_reported_at_its_line(
@@ -82,6 +84,19 @@ def test_a_wrong_target_is_reported_at_its_line(
     assert len(errors) == 1, errors
     assert message in errors[0].message
     assert errors[0].line == line, errors[0]
+
+
+@pytest.mark.parametrize(("target", "concurrently"), [
+    ({"python": "bot:answer"}, True),
+    ({"python": "bot:answer", "concurrent": False}, False),
+    ({"command": "node bot.js"}, False),  # an app answering in order works unchanged
+    ({"command": "node bot.js", "concurrent": True}, True),
+    ({"http": {"url": "http://app/chat"}}, False),
+    ({"http": {"url": "http://app/chat"}, "forwards_header": True}, True),
+])
+def test_which_targets_run_their_turns_concurrently(
+        target: dict[str, object], concurrently: bool) -> None:
+    assert Target.model_validate(target).runs_concurrently is concurrently
 
 
 def test_tool_checks_of_an_app_need_no_declared_tools() -> None:

@@ -458,7 +458,8 @@ async def run_suites(
     clock = time.perf_counter()
     pricer = Pricer.at(settings.price_timestamp)
     ledger = Ledger(pricer, settings.budget)
-    settings = replace(settings, session=replace(settings.session, ledger=ledger))
+    settings = replace(settings, session=replace(settings.session, ledger=ledger,
+                                                 app_threads=settings.concurrency))
     limit = limit or asyncio.Semaphore(max(1, settings.concurrency))
     runnable = [(f, f.suite) for f in suite_files if f.suite is not None]
     protocols = [(f, f.protocol) for f in suite_files if f.protocol is not None]

@@ -75,6 +75,8 @@ class SessionSettings:
     isolate_apps: bool = False
     """Run `python` targets in a child process with the app's environment, not in
     turncheck's own (the action's, which holds a token)."""
+    app_threads: int = 8
+    """The run's concurrency: a sync `python` target's worker threads."""
 
     def guard(
         self, mode: Mode, label: str, suite: Suite | ProtocolSuite | None
@@ -439,8 +441,9 @@ def open_session(
         )
 
         chat_provider = Targets(metadata.target, suite_path.parent, transport, env, merged,
-                                chat_provider, base_url, AppPolicy(settings.apps_refused,
-                                                                   settings.isolate_apps))
+                                chat_provider, base_url,
+                                AppPolicy(settings.apps_refused, settings.isolate_apps,
+                                          settings.app_threads))
     judge_name, judge_model = select_provider(
         metadata.judge_model or metadata.model, provider, base_url
     )

@@ -166,6 +166,12 @@ class Target(_Strict):
         default=False, description="The app copies the X-Turncheck-Turn header of each "
         "turn's request onto the model calls it makes for that turn: turns then run "
         "concurrently (http targets).")
+    concurrent: StrictBool | None = Field(
+        default=None, description="Several conversations' turns in flight at once (python "
+        "and command targets; http targets: forwards_header). python: on by default (each "
+        "turn's model calls made with httpx, as the openai and anthropic SDKs do, carry "
+        "the turn's header); command: off by default (the app echoes each line's id and "
+        "forwards it as X-Turncheck-Turn on its model calls).")
 
     @field_validator("session", mode="wrap")
     @classmethod
@@ -198,10 +204,23 @@ class Target(_Strict):
         if self.forwards_header and self.http is None:
             raise ValueError("forwards_header needs an http target (the header comes with "
                              "each turn's request)")
+        if self.concurrent is not None and self.http is not None:
+            raise ValueError("concurrent is for python and command targets; an http target's "
+                             "turns run concurrently with forwards_header")
         if self.http is not None and self.http.path is not None and self.start is None:
             raise ValueError("http.path needs start (turncheck starts the app on a port it "
                              "picks); give http.url for an app turncheck does not start")
         return self
+
+    @property
+    def runs_concurrently(self) -> bool:
+        """Whether several turns go to the app at once (each naming its turn's id, which
+        the proxy attributes the app's model calls by)."""
+        if self.http is not None:
+            return self.forwards_header
+        if self.python is not None:
+            return self.concurrent is not False
+        return self.concurrent is True
 
     @property
     def kind(self) -> str:

@@ -20,17 +20,36 @@ def app_call_suites(suites: Sequence[SuiteComparison]) -> list[tuple[str, str]]:
 
 
 def app_calls_change(calls: AppCalls) -> str:
+    return f"app model calls: {calls_change(calls)}"
+
+
+def calls_change(calls: AppCalls) -> str:
+    """Both sides' app model calls, e.g. `3 → 6 (1 → 2 per turn)`."""
     total = f"{_count(calls.base_calls)} → {_count(calls.head_calls)}"
     per_turn = f"{_per_turn(calls.base_per_turn)} → {_per_turn(calls.head_per_turn)}"
-    return f"app model calls: {total} ({per_turn} per turn)"
+    return f"{total} ({per_turn} per turn)"
 
 
 def run_app_calls_lines(suites: Sequence[SuiteResult]) -> list[str]:
     """The run's console: each app-target suite's model calls, and what its spend is."""
     counted = [(suite.name, found) for suite in suites if (found := suite.app_calls())]
-    lines = [f"App model calls: {name}: {calls:,} in {turns:,} turns "
-             f"({_per_turn(calls / turns)} per turn)" for name, (calls, turns) in counted]
+    lines = [f"App model calls: {name}: {calls_in_turns(*found)}" for name, found in counted]
     return [*lines, f"Note: {APP_CALLS_NOTE}"] if lines else []
+
+
+def calls_in_turns(calls: int, turns: int) -> str:
+    """One side's app model calls, e.g. `8 in 5 turns (1.6 per turn)`."""
+    return f"{calls:,} in {turns:,} turns ({_per_turn(calls / turns if turns else None)} per turn)"
+
+
+def eval_app_calls(base: int | None, head: int | None) -> str | None:
+    """An eval's app model calls on each side (every sample's), e.g. `app model calls 2 →
+    1`; None when neither side talked to an app."""
+    if base is None and head is None:
+        return None
+    if base is None or head is None or base == head:
+        return f"app model calls {_count(head if head is not None else base)}"
+    return f"app model calls {_count(base)} → {_count(head)}"
 
 
 def _count(calls: int | None) -> str:

@@ -24,6 +24,12 @@ from markupsafe import Markup
 
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
+from turncheck.render.app_calls import (
+    APP_CALLS_NOTE,
+    calls_change,
+    calls_in_turns,
+    eval_app_calls,
+)
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.headline import Headline, headline
 from turncheck.render.prompt_changes import (
@@ -43,6 +49,8 @@ from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolT
 from turncheck.report.results import CheckResult, Usage
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
+from turncheck.report.spend import Spend
+from turncheck.text.counts import counted
 from turncheck.text.environment import html_environment, render_template
 from turncheck.text.money import usd
 
@@ -68,6 +76,24 @@ class TurnView:
     tokens: str
     cost: str
     latency: str
+    app_calls: str = ""
+    """An app target's turn: how many model calls the app made (its tokens and cost)."""
+    first_token: str = ""
+    """An app target's turn: the time to the first byte of its reply, when measured."""
+
+
+@dataclass(frozen=True)
+class AppSuiteView:
+    """An app-target suite's own model calls, apart from turncheck's (the judge's)."""
+
+    name: str
+    path: str
+    calls: str
+    """`8 → 5 (1.6 → 1 per turn)`, or one run's `8 in 5 turns (1.6 per turn)`."""
+    app_tokens: str
+    app_cost: str
+    own_tokens: str
+    own_cost: str
 
 
 @dataclass(frozen=True)
@@ -181,6 +207,8 @@ class ReportView:
     replayed: frozenset[str] = frozenset()
     """The sides (`base`, `head`, `run`) answered from cassettes: their latencies are the
     recording's, not this run's, and are not shown."""
+    app_suites: list[AppSuiteView] = field(default_factory=list)
+    app_note: str = APP_CALLS_NOTE
 
 
 # -- building ---------------------------------------------------------------------------
@@ -226,6 +254,10 @@ def turn_view(turn: TurnResult) -> TurnView:
         checks=checks, passed=turn.passed if not isinstance(turn, ProtocolTurn) else None,
         tokens=_tokens(turn.usage, turn.judge_usage),
         cost=_cost(turn.cost_usd, turn.judge_cost_usd), latency=f"{turn.latency_ms:,.0f} ms",
+        app_calls="" if turn.app_model_calls is None else
+        counted(turn.app_model_calls, "app model call"),
+        first_token="" if turn.first_token_ms is None else
+        f"first token {turn.first_token_ms:,.0f} ms",
     )
 
 
@@ -308,6 +340,9 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
             outcome = _outcome(result.status.value, result.passed_on_turn,
                                result.failed_on_turn)
             facts.append(f"{side} {outcome}")
+    app_calls = eval_app_calls(*(_calls_of(result) for result in (base, head)))
+    if app_calls is not None:
+        facts.append(app_calls)
     if head is not None:
         facts.append(f"{head.usage.total + head.judge_usage.total:,} tokens")
         facts.append(_cost(head.cost_usd, head.judge_cost_usd))
@@ -328,6 +363,11 @@ def _simulated_facts(head: EvalResult | None) -> list[str]:
     facts.append(f"simulated user ({head.simulator.model}): "
                  f"{head.simulator_usage.total:,} tokens, {_cost(head.simulator_cost_usd)}")
     return facts
+
+
+def _calls_of(result: EvalResult | None) -> int | None:
+    counted_calls = result.app_calls() if result is not None else None
+    return None if counted_calls is None else counted_calls[0]
 
 
 def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
@@ -582,6 +622,43 @@ def calibration_rows(comparison: Comparison | None, base: Report | None,
     return by_severity(rows)
 
 
+# -- app targets' own model calls --------------------------------------------------------
+
+
+def _two(base: str | None, head: str | None) -> str:
+    if base is None or head is None or base == head:
+        return head if head is not None else base or "–"
+    return f"{base} → {head}"
+
+
+def _spend_view(name: str, path: str, calls: str, base: Spend | None,
+                head: Spend | None) -> AppSuiteView:
+    def each(read: str) -> str:
+        texts = [None if s is None else
+                 f"{getattr(s, read):,}" if read.endswith("tokens") else _cost(getattr(s, read))
+                 for s in (base, head)]
+        return _two(*texts)
+
+    return AppSuiteView(name=name, path=path, calls=calls, app_tokens=each("tokens"),
+                        app_cost=each("cost_usd"), own_tokens=each("judge_tokens"),
+                        own_cost=each("judge_cost_usd"))
+
+
+def app_suites(comparison: Comparison | None, base: Report | None,
+               head: Report | None) -> list[AppSuiteView]:
+    """Each app-target suite's model calls, tokens and cost, and turncheck's own (the
+    judge's) apart: the comparison's `app_calls` and totals when there is one, else the
+    one run's."""
+    if comparison is not None:
+        return [_spend_view(s.name, s.path, calls_change(s.app_calls), s.totals.base,
+                            s.totals.head)
+                for s in comparison.suites if s.app_calls is not None]
+    side = head if head is not None else base
+    suites = side.suites if side is not None else []
+    return [_spend_view(s.name, s.path, calls_in_turns(*found), None, s.spend)
+            for s in suites if (found := s.app_calls())]
+
+
 # -- the page ---------------------------------------------------------------------------
 
 
@@ -671,7 +748,8 @@ def build_view(*, head: Report | None, base: Report | None = None,
                       diagnostics=_diagnostics(comparison, head, errors=True),
                       warnings=_diagnostics(comparison, head, errors=False),
                       two_sided=base is not None or bool(comparison and comparison.has_base),
-                      banner=banner(comparison, head, reasons), replayed=_replayed(base, head))
+                      banner=banner(comparison, head, reasons), replayed=_replayed(base, head),
+                      app_suites=app_suites(comparison, base, head))
 
 
 def _asset(name: str) -> str:

@@ -3,14 +3,21 @@
 Started once per run, in the suite's folder, with the app's environment. For each turn
 turncheck writes one line, `{"messages", "last_message", "session_id", "vars"}`, and reads
 one line back: a JSON string, or `{text, tool_calls, usage, session_id}`. stdout carries
-only replies (logs go to stderr). One turn is in flight at a time.
+only replies (logs go to stderr).
+
+By default one turn is in flight at a time and the reply is the next line. With
+`concurrent: true` each line also carries `"id"`, several lines are written without
+waiting, and each reply names the `id` it answers (in any order); the app sends that id
+as `X-Turncheck-Turn` on the model calls it makes for the turn (docs/targets.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.targets.base import (
@@ -26,37 +33,47 @@ from turncheck.targets.process import AppProcess
 
 
 class CommandKind:
-    def __init__(self, command: str | Sequence[str], timeout_s: float) -> None:
+    def __init__(self, command: str | Sequence[str], timeout_s: float,
+                 concurrent: bool = False) -> None:
         self.command = command
         self.timeout_s = timeout_s
+        self.concurrent = concurrent
         self.app: AppProcess | None = None
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        """Concurrent turns waiting for their reply line, by id."""
+        self._reader: asyncio.Task[None] | None = None
+        self._closed: TargetError | None = None
+        """Why no reply can come any more (the app closed its output)."""
+        self._writing = asyncio.Lock()
 
     async def start(self, runtime: Runtime) -> None:
         self.app = AppProcess(self.command, runtime.folder, runtime.env, runtime.port,
                               stdin=True)
         await self.app.start()
+        if self.concurrent:
+            self._reader = asyncio.create_task(self._read_replies())
 
     async def stop(self) -> None:
         if self.app is not None:
             await self.app.stop()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
 
     async def answer(self, turn: Turn) -> AppReply:
-        assert self.app is not None and self.app.process is not None
-        process = self.app.process
-        assert process.stdin is not None and process.stdout is not None
-        line = json.dumps(turn.context(), ensure_ascii=False).encode() + b"\n"
+        if self.concurrent:
+            return await self._answer_concurrently(turn)
+        process = self._process()
+        assert process.stdout is not None
+        await self._write(turn.context())
         try:
-            process.stdin.write(line)
-            await process.stdin.drain()
             raw = await asyncio.wait_for(process.stdout.readline(), self.timeout_s)
         except TimeoutError:
-            raise TargetError(f"the app gave no reply line within {self.timeout_s:g}s"
-                              ) from None
+            raise self._late() from None
         except (ValueError, asyncio.LimitOverrunError):
             raise TargetError(f"the app's reply line is larger than {MAX_REPLY_BYTES:,} "
                               "bytes and was refused") from None
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise AppGone(f"the app closed its input: {exc}") from None
         if not raw.endswith(b"\n"):
             raise AppGone("the app closed its output without a reply")
         try:
@@ -64,3 +81,74 @@ class CommandKind:
         except (ValueError, UnicodeDecodeError):
             raise TargetError(f"the app's reply line is not JSON: {raw[:200]!r}") from None
         return reply_of(payload)
+
+    def _process(self) -> asyncio.subprocess.Process:
+        assert self.app is not None and self.app.process is not None
+        return self.app.process
+
+    def _late(self) -> TargetError:
+        return TargetError(f"the app gave no reply line within {self.timeout_s:g}s")
+
+    async def _write(self, line: dict[str, Any]) -> None:
+        stdin = self._process().stdin
+        assert stdin is not None
+        data = json.dumps(line, ensure_ascii=False).encode() + b"\n"
+        try:
+            async with self._writing:  # whole lines, in the order they were sent
+                stdin.write(data)
+                await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise AppGone(f"the app closed its input: {exc}") from None
+
+    async def _answer_concurrently(self, turn: Turn) -> AppReply:
+        assert turn.turn_id is not None
+        if self._closed is not None:
+            raise self._closed
+        waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[turn.turn_id] = waiting
+        try:
+            await self._write({**turn.context(), "id": turn.turn_id})
+            payload = await asyncio.wait_for(waiting, self.timeout_s)
+        except TimeoutError:
+            raise self._late() from None
+        finally:
+            self._pending.pop(turn.turn_id, None)
+        return reply_of(payload)
+
+    async def _read_replies(self) -> None:
+        """Hand each reply line to the turn its `id` names, until the app's output ends."""
+        stdout = self._process().stdout
+        assert stdout is not None
+        while True:
+            try:
+                raw = await stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                self._fail_pending(TargetError(
+                    f"the app wrote a reply line larger than {MAX_REPLY_BYTES:,} bytes; it "
+                    "was refused, and every turn waiting for a reply with it"))
+                continue
+            if not raw.endswith(b"\n"):
+                self._closed = AppGone("the app closed its output without a reply")
+                self._fail_pending(self._closed)
+                return
+            self._dispatch(raw)
+
+    def _dispatch(self, raw: bytes) -> None:
+        try:
+            payload = loads_bounded(raw)
+        except (ValueError, UnicodeDecodeError):
+            payload = None
+        turn_id = payload.get("id") if isinstance(payload, dict) else None
+        if not isinstance(turn_id, str):
+            self._fail_pending(TargetError(
+                f"the app's reply line names no turn: {raw[:200]!r} (with concurrent: true "
+                'each reply is a JSON object with the "id" of the line it answers)'))
+            return
+        waiting = self._pending.get(turn_id)
+        if waiting is not None and not waiting.done():  # else: a turn that timed out
+            waiting.set_result(payload)
+
+    def _fail_pending(self, error: TargetError) -> None:
+        for waiting in self._pending.values():
+            if not waiting.done():
+                waiting.set_exception(error)

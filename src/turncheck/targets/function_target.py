@@ -3,35 +3,47 @@
 The module is imported with the suite's folder first on `sys.path`. The function takes
 any of `messages`, `last_message`, `vars`, `session_id`, `openai_base_url` and
 `anthropic_base_url` as keyword arguments (it names the ones it wants), sync or async,
-and returns the reply: text, or `{text, tool_calls, usage, session_id}`. A sync function
-runs in a worker thread, so it may call the recording proxy, which runs on the loop.
+and returns the reply: text, or `{text, tool_calls, usage, session_id}`.
+
+Turns run concurrently unless the target says `concurrent: false`: an async function's
+on the event loop, a sync function's in a pool of as many threads as the run's
+concurrency (so it may call the recording proxy, which runs on the loop). Each turn's
+model calls carry its id (`turn_header.py`), which the proxy attributes them by.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import importlib
 import inspect
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from turncheck.targets.base import AppReply, Runtime, TargetError, Turn, reply_of
 from turncheck.targets.process import AppError
+from turncheck.targets.turn_header import install, naming_turn, proxy_addresses
 
 ARGUMENTS = ("messages", "last_message", "vars", "session_id", "openai_base_url",
              "anthropic_base_url")
 
 
 class FunctionKind:
-    def __init__(self, reference: str) -> None:
+    def __init__(self, reference: str, threads: int = 1) -> None:
         self.reference = reference
+        self.threads = max(1, threads)
+        """Sync functions' worker threads: the most turns in flight at once."""
         self._function: Callable[..., Any] | None = None
         self._wanted: tuple[str, ...] = ()
         self._is_async = False
         self._runtime: Runtime | None = None
+        self._proxy: frozenset[str] = frozenset()
+        self._pool: ThreadPoolExecutor | None = None
 
     async def start(self, runtime: Runtime) -> None:
         self._runtime = runtime
@@ -47,9 +59,16 @@ class FunctionKind:
         self._function = function
         self._wanted = _wanted_arguments(function)
         self._is_async = inspect.iscoroutinefunction(function)
+        self._proxy = proxy_addresses(runtime.proxy_urls.values())
+        install()
+        if not self._is_async:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="turncheck-app")
 
     async def stop(self) -> None:
         self._function = None
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=False, cancel_futures=True)  # a hung function is not waited for
 
     async def answer(self, turn: Turn) -> AppReply:
         assert self._function is not None and self._runtime is not None
@@ -57,10 +76,14 @@ class FunctionKind:
                      **self._runtime.proxy_urls}
         arguments = {name: available.get(name) for name in self._wanted}
         try:
-            if self._is_async:
-                result = await self._function(**arguments)
-            else:
-                result = await asyncio.to_thread(self._function, **arguments)
+            with naming_turn(turn.turn_id, self._proxy):
+                if self._is_async:
+                    result = await self._function(**arguments)
+                else:
+                    assert self._pool is not None
+                    call = functools.partial(contextvars.copy_context().run, self._function,
+                                             **arguments)
+                    result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
         except Exception as exc:
             raise TargetError(f"{self.reference} raised {type(exc).__name__}: {exc}") from None
         return reply_of(result)

@@ -6,10 +6,11 @@ through the recording proxy during the turn (their usage summed, each priced by 
 engine). The app is started on the first turn (setup, start, ready, proxy) and stopped
 with the session, however the run ends.
 
-Turns go to the app one at a time: the proxy attributes the app's model calls to the
-turn that is open, which is exact only when one is. An app that forwards the turn's
-header onto its model calls (`forwards_header`) gets its turns concurrently: the
-proxy attributes each call by the header.
+Turns go to the app one at a time, the proxy attributing the app's model calls to the
+turn that is open (exact only when one is), unless the target runs them concurrently
+(`Target.runs_concurrently`: an http app with `forwards_header`, a python target unless
+`concurrent: false`, a command target with `concurrent: true`): each turn then has an
+id, the app's model calls carry it as a header and the proxy attributes them by it.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class AppPolicy:
     """Why no app may start: every conversation with one is an error saying so."""
     isolate: bool = False
     """`python` targets run in a child process with the app's environment."""
+    concurrency: int = 8
+    """The run's concurrency: a sync python function's worker threads."""
 
 
 class TargetProvider:
@@ -88,14 +91,14 @@ class TargetProvider:
         self.env = env
         self.variables = dict(variables)
         self.openai_base = openai_base
-        self.kind = _kind_of(target, policy.isolate)
+        self.kind = _kind_of(target, policy)
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
         self._started = False
         self._start_error: ProviderError | None = None
         self._starting = asyncio.Lock()
         self._one_turn: contextlib.AbstractAsyncContextManager[object] = \
-            contextlib.nullcontext() if target.forwards_header else asyncio.Lock()
+            contextlib.nullcontext() if target.runs_concurrently else asyncio.Lock()
         self._turn_numbers = itertools.count(1)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -103,7 +106,7 @@ class TargetProvider:
         conversation = current_conversation()
         session_id = conversation.client_id if self.target.session == "client" \
             else conversation.app_id
-        turn_id = f"turn-{next(self._turn_numbers)}" if self.target.forwards_header else None
+        turn_id = f"turn-{next(self._turn_numbers)}" if self.target.runs_concurrently else None
         turn = self._turn(request.messages, session_id, turn_id)
         async with self._one_turn:
             assert self.proxy is not None
@@ -146,20 +149,24 @@ class TargetProvider:
         return Turn(sent, last, session_id, self.variables, turn_id)
 
     async def _answer(self, turn: Turn) -> AppReply:
-        if self.app is not None and self.app.exited:
-            raise AppError(self.app.exit_message("during an earlier turn"))
+        for app in self._processes():
+            if app.exited:
+                raise AppError(app.exit_message("during an earlier turn"))
         try:
             return await self.kind.answer(turn)
         except AppGone as exc:
-            if self.app is not None and self.app.process is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.app.process.wait(), EXIT_WAIT_S)
-                if self.app.exited:
-                    raise AppError(self.app.exit_message("during this turn")) from None
-            command = getattr(self.kind, "app", None)
-            if isinstance(command, AppProcess) and command.exited:
-                raise AppError(command.exit_message("during this turn")) from None
+            for app in self._processes():
+                if app.process is not None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(app.process.wait(), EXIT_WAIT_S)
+                    if app.exited:
+                        raise AppError(app.exit_message("during this turn")) from None
             raise exc
+
+    def _processes(self) -> list[AppProcess]:
+        """The app's processes: the one `start` started, a command target's own."""
+        command = getattr(self.kind, "app", None)
+        return [app for app in (self.app, command) if isinstance(app, AppProcess)]
 
     async def _ensure_started(self) -> None:
         if self._started:
@@ -201,16 +208,18 @@ class TargetProvider:
         await self.kind.start(Runtime(self.folder, env, port, proxy_urls))
 
 
-def _kind_of(target: Target, isolate: bool) -> TargetKind:
+def _kind_of(target: Target, policy: AppPolicy) -> TargetKind:
+    concurrent = target.runs_concurrently
     if target.http is not None:
         return HttpKind(target.http, target.session)
-    if target.python is not None and isolate:
-        worker = [sys.executable, "-m", FUNCTION_WORKER, target.python]
-        return CommandKind(worker, DEFAULT_TURN_TIMEOUT_S)
+    if target.python is not None and policy.isolate:
+        worker = [sys.executable, "-m", FUNCTION_WORKER, target.python,
+                  "--threads", str(max(1, policy.concurrency))]
+        return CommandKind(worker, DEFAULT_TURN_TIMEOUT_S, concurrent)
     if target.python is not None:
-        return FunctionKind(target.python)
+        return FunctionKind(target.python, policy.concurrency if concurrent else 1)
     assert target.command is not None
-    return CommandKind(target.command, DEFAULT_TURN_TIMEOUT_S)
+    return CommandKind(target.command, DEFAULT_TURN_TIMEOUT_S, concurrent)
 
 
 def _raise_for(scope: TurnScope) -> None:

@@ -16,10 +16,11 @@ parses in replay what it parsed when recording. In replay mode nothing leaves th
 machine: a miss is answered with HTTP 400 (an SDK does not retry it) and noted in the
 turn, which then ends in an error naming the request and the command that records it.
 
-Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (an app
-whose target says `forwards_header` copies it from the turn's request; its turns run
-concurrently); without the header, it is the one open turn's (the target then opens one
-turn at a time). Either way attribution is exact: the turn's usage is the sum of its
+Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (a
+target whose turns run concurrently: an http app with `forwards_header` copies it from
+the turn's request, a command app from the line's `id`, a python target's httpx clients
+get it from turncheck); without the header, it is the one open turn's (the target then
+opens one turn at a time). Either way attribution is exact: the turn's usage is the sum of its
 calls, and they are keyed by its sample.
 """
 
@@ -206,8 +207,11 @@ class RecordingProxy:
             return scope, None
         if self.turns:
             return None, (f"turncheck proxy: this model call has no {TURN_HEADER} header: "
-                          "the target says forwards_header, so the app must copy the "
-                          "header of the turn's request onto the model calls it makes")
+                          "the target's turns run concurrently, so each model call must "
+                          "name its turn (http forwards_header: copy the header of the "
+                          "turn's request; command: send the line's id; python: turncheck "
+                          "adds it to calls made with httpx, as the openai and anthropic "
+                          "SDKs do); or turn that off: concurrent: false, or no forwards_header")
         return self.turn, None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
