@@ -24,8 +24,8 @@ from __future__ import annotations
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -121,6 +121,31 @@ class AiohttpSession:
                 content = await read_bounded(response, self._max_answer_bytes)
                 return Reply(response.status, response.reason or "", response.headers, content)
 
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Send one request; the response, its body unread (`bounded_chunks` reads it as
+        it arrives). Errors, while sending or reading, are httpx's exceptions."""
+        if self._session is None:
+            self._session = self._open()
+        with as_httpx_errors():
+            async with self._session.request(
+                method,
+                url,
+                headers=headers,
+                data=content or None,
+                allow_redirects=False,
+                timeout=timeout,
+                proxy=self._proxy_for(url),
+            ) as response:
+                yield response
+
     def _proxy_for(self, url: str) -> str | None:
         """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
         (looked up once per URL: a provider posts to one or two)."""
@@ -152,6 +177,16 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
             raise AnswerTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def bounded_chunks(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes]:
+    """The decompressed body chunk by chunk as it arrives, refused once past `limit`."""
+    total = 0
+    async for chunk in response.content.iter_any():
+        total += len(chunk)
+        if total > limit:
+            raise AnswerTooLarge(limit)
+        yield chunk
 
 
 def client_timeout(seconds: float) -> aiohttp.ClientTimeout:

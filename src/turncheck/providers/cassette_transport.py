@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -31,9 +33,12 @@ from turncheck.providers.cassettes import (
     CassetteMode,
     Interaction,
     Key,
+    _digest,
+    _token_blind,
+    current_sample,
     problem_of,
 )
-from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.secrets import SecretBinder
 
@@ -103,6 +108,75 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
             if gate is not None:
                 gate()  # may refuse the request (a budget): raises before anything is sent
             return await self._record(request, key, stored_body)
+
+    @property
+    def sends_through_httpx(self) -> bool:
+        """Whether recording reaches the network through a custom httpx transport (tests)
+        rather than the aiohttp session `exchange`'s callers send with."""
+        return self._inner is not None and not isinstance(self._inner, AiohttpTransport)
+
+    @asynccontextmanager
+    async def exchange(self, method: str, url: str, headers: Mapping[str, str],
+                       body: bytes) -> AsyncIterator[Exchange]:
+        """Record mode, for a caller that sends the request itself (the recording proxy,
+        which streams the answer on as it arrives): the same key, lock, hit, budget gate,
+        secret binding, scrubbing and recording as `handle_async_request`.
+
+        `exchange.hit` is the cassette's answer; without one, send `exchange.headers` and
+        `exchange.body` (secrets bound) and hand the whole answer to `exchange.keep`
+        before the block ends. Concurrent identical requests wait for the first."""
+        if self.load_error is not None:
+            raise CassetteFormatError(self.load_error)
+        key, stored_body, request = self._key_and_request(method, url, body)
+        model = request.get("model") if isinstance(request, dict) else None
+        try:
+            async with self._locks.setdefault(key, asyncio.Lock()):
+                hit = self._usable_hit(key, None)
+                if hit is None:
+                    await self._claim()
+                    hit = self._usable_hit(key, None)
+                if hit is not None:
+                    self._unanswered.discard(key)
+                    yield Exchange(self, key, hit.to_reply(), headers, body, stored_body, model)
+                    return
+                gate = NETWORK_GATE.get()
+                if gate is not None:
+                    gate()
+                sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
+                    else (headers, body)
+                exchange = Exchange(self, key, None, sent_headers, sent_body, stored_body,
+                                    model, dict(headers))
+                yield exchange
+                if not exchange.kept:
+                    self._unanswered.add(key)
+        except BaseException:
+            self._unanswered.add(key)
+            raise
+
+    def _key_and_request(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, Any]:
+        """`_key_of`, and the request's JSON value (None when it is not JSON)."""
+        try:
+            match_body, stored_body, parsed = self._scrubber.parsed_body(body)
+        except JsonTooDeep as exc:
+            raise ProviderError(f"cannot send the request: its body's {exc}") from None
+        key = (method.upper(), self._scrubber.url(url), _digest(_token_blind(match_body)),
+               current_sample())
+        return key, stored_body, parsed
+
+    def _record_exchange(self, exchange: Exchange, answer: Reply, latency_ms: float,
+                         parsed: Any) -> Interaction:
+        interaction = self._interaction(
+            exchange.key, exchange.stored_body,
+            [(name.lower(), value) for name, value in exchange.sent.items()],
+            answer.status_code, answer.reason_phrase,
+            [(name.lower(), value) for name, value in answer.headers.items()],
+            answer.content, latency_ms)
+        if _worth(answer.status_code, answer.headers.get("content-type", ""), answer.content,
+                  parsed):
+            self._keep(interaction)
+            self._unanswered.discard(exchange.key)
+            exchange.kept = True
+        return interaction
 
     async def reply_to(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
                        timeout_s: float) -> Reply:
@@ -210,7 +284,7 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
                      status: int, reason: str, answer_headers: Iterable[tuple[str, str]],
                      content: bytes, latency_ms: float) -> Interaction:
         scrub = self._scrubber
-        _, body = scrub.body(content)
+        body = scrub.answer_body(content)
         kept = [(n, v) for n, v in answer_headers if n.lower() in _STORED_RESPONSE_HEADERS]
         response_headers = [*scrub.headers(kept), (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}")]
         request_headers = [(n, v) for n, v in sent_headers
@@ -254,14 +328,46 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
     return _worth(response.status_code, response.headers.get("content-type", ""), content)
 
 
-def _worth(status: int, content_type: str, content: bytes) -> bool:
-    """2xx with a usable body: not malformed JSON, and not an error object sent with 200."""
+UNPARSED: Any = object()
+"""`_worth`'s `parsed` when the caller has not parsed the JSON body."""
+
+
+def _worth(status: int, content_type: str, content: bytes, parsed: Any = UNPARSED) -> bool:
+    """2xx with a usable body: not malformed JSON, and not an error object sent with 200.
+    `parsed`: the body's JSON value if the caller has it (None: not JSON)."""
     if not 200 <= status < 300:
         return False
     if "json" not in content_type:
         return True
-    try:
-        payload = loads_bounded(content)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return not (isinstance(payload, dict) and "error" in payload)
+    if parsed is UNPARSED:
+        try:
+            parsed = loads_bounded(content)
+        except (ValueError, UnicodeDecodeError):
+            return False
+    return parsed is not None and not (isinstance(parsed, dict) and "error" in parsed)
+
+
+class Exchange:
+    """One request of `CassetteTransport.exchange`: the cassette's answer (`hit`), or
+    what to send and where the answer goes (`keep`)."""
+
+    def __init__(self, cassette: CassetteTransport, key: Key, hit: Reply | None,
+                 headers: Mapping[str, str], body: bytes, stored_body: bytes,
+                 model: object, sent: dict[str, str] | None = None) -> None:
+        self._cassette = cassette
+        self.key = key
+        self.hit = hit
+        self.headers = headers
+        self.body = body
+        self.stored_body = stored_body
+        self.model = model if isinstance(model, str) else None
+        """The request's `model`, read while keying it."""
+        self.sent = sent or {}
+        """The request's headers before secrets were bound: what the cassette stores."""
+        self.kept = False
+
+    def keep(self, answer: Reply, latency_ms: float, parsed: Any = UNPARSED) -> Reply:
+        """Record `answer` if it is worth replaying; the answer as replay will give it
+        (scrubbed). `parsed`: its body's JSON value, if the caller parsed it."""
+        fresh = self._cassette._record_exchange(self, answer, latency_ms, parsed).to_reply()
+        return Reply(fresh.status_code, fresh.reason_phrase, fresh.headers, fresh.content)

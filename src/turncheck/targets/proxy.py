@@ -10,11 +10,17 @@ environment.
 
 Every exchange goes through the suite's cassette (`providers/cassettes.py`): the same
 format, keys (the upstream URL, the canonical body, the sample), scrubbing, size caps and
-secret rules as turncheck's own calls. A streamed answer is read whole and stored as
-the event-stream bytes it was, and handed to the app as those bytes, so the app's SDK
+secret rules as turncheck's own calls. A streamed answer (server-sent events, NDJSON) is
+passed on to the app chunk by chunk as the upstream sends it, so the app's first token
+comes when the upstream's does, and stored whole, as the bytes it was, so the app's SDK
 parses in replay what it parsed when recording. In replay mode nothing leaves the
 machine: a miss is answered with HTTP 400 (an SDK does not retry it) and noted in the
 turn, which then ends in an error naming the request and the command that records it.
+
+A recorded call costs about what passing it through does (benchmarks/targets.py): the
+request is parsed once (its key and its model), the answer once (whether it is worth
+keeping, its usage), secrets are looked for in the answer's own bytes, and its YAML is
+written once, by `cassette_yaml`'s quick writer.
 
 Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (an app
 whose target says `forwards_header` copies it from the turn's request; its turns run
@@ -26,9 +32,10 @@ calls, and they are keyed by its sample.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
@@ -46,7 +53,10 @@ from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from turncheck.providers.aiohttp_transport import AiohttpSession
+    from turncheck.providers.cassette_transport import Exchange
 
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -62,6 +72,9 @@ _FORWARDED_HEADERS = frozenset({"content-type", "anthropic-version", "anthropic-
 (which differ between SDK versions and would only bloat the cassette)."""
 _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 """Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
+_STREAMED_TYPES = ("event-stream", "ndjson", "jsonl", "json-seq")
+"""Content types passed on chunk by chunk (anything else is read whole, then sent)."""
+_UNPARSED: Any = object()
 
 
 @dataclass
@@ -138,6 +151,7 @@ class RecordingProxy:
         self._upstreams = upstreams
         self._runner: web.AppRunner | None = None
         self._live: AiohttpSession | None = None
+        self._timeout: aiohttp.ClientTimeout | None = None
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -223,8 +237,9 @@ class RecordingProxy:
             return _error(400, problem)
         use_sample(scope.sample if scope is not None else 0)
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
+        call = _Call(request, api, rest, url, body, scope)
         try:
-            reply = await self._answer(api, request, url, body)
+            return await self._answer(call)
         except RecordingMissing as exc:
             if scope is not None:
                 scope.misses.append(exc.message)
@@ -235,42 +250,126 @@ class RecordingProxy:
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             if scope is not None:
                 scope.errors.append(f"{request.method} {url}: {message}")
+            if call.streaming is not None:  # part of it is out: the app sees it cut short
+                if request.transport is not None:
+                    request.transport.close()
+                return call.streaming
             return _error(502, f"turncheck proxy: {message}")
-        self._count(scope, api, rest, body, reply)
-        headers = {name: reply.headers[name] for name in _RETURNED_HEADERS
-                   if name in reply.headers}
-        headers.setdefault("content-type", "application/json")
-        return web.Response(status=reply.status_code, body=reply.content, headers=headers)
 
-    async def _answer(self, api: Api, request: web.Request, url: str, body: bytes) -> Reply:
+    async def _answer(self, call: _Call) -> web.StreamResponse:
+        # Recording and live runs only import the network client: replay loads no
+        # aiohttp client (nor httpx).
         cassette = self._cassette
+        method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
-            return cassette.replay_reply(request.method, url, body, None)
-        headers = {name: value for name, value in request.headers.items()
-                   if name.lower() in _FORWARDED_HEADERS}
-        headers.update(self._upstreams.auth(api))
-        return await self._send(request.method, url, headers, body)
-
-    async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes) -> Reply:
-        # Recording and live runs only: replay loads none of this (nor httpx).
-        from turncheck.providers.aiohttp_transport import AiohttpSession, client_timeout
+            return self._whole(call, cassette.replay_reply(method, url, body, None),
+                               _model_of(body))
         from turncheck.providers.cassette_transport import CassetteTransport
 
-        if isinstance(self._cassette, CassetteTransport):
-            return await self._cassette.reply_to(method, url, headers, body,
-                                                 UPSTREAM_TIMEOUT_S)
+        headers = {name: value for name, value in call.request.headers.items()
+                   if name.lower() in _FORWARDED_HEADERS}
+        headers.update(self._upstreams.auth(call.api))
+        if not isinstance(cassette, CassetteTransport):
+            return await self._forward(call, headers, body, None, _model_of(body))
+        if cassette.sends_through_httpx:  # a test's transport: answers read whole
+            reply = await cassette.reply_to(method, url, headers, body, UPSTREAM_TIMEOUT_S)
+            return self._whole(call, reply, _model_of(body))
+        async with cassette.exchange(method, url, headers, body) as exchange:
+            if exchange.hit is not None:
+                return self._whole(call, exchange.hit, exchange.model)
+            return await self._forward(call, exchange.headers, exchange.body, exchange,
+                                       exchange.model)
+
+    async def _forward(self, call: _Call, headers: Mapping[str, str], body: bytes,
+                       exchange: Exchange | None, model: str | None) -> web.StreamResponse:
+        """Send the call upstream; pass a streamed answer on chunk by chunk, any other
+        once read; record it (`exchange`) and count its usage."""
+        from turncheck.providers.aiohttp_transport import (
+            MAX_ANSWER_BYTES,
+            AiohttpSession,
+            bounded_chunks,
+            client_timeout,
+            read_bounded,
+        )
+
         if self._live is None:
             self._live = AiohttpSession(max_connections=64)
-        return await self._live.request(method, url, headers, body,
-                                        client_timeout(UPSTREAM_TIMEOUT_S))
+            self._timeout = client_timeout(UPSTREAM_TIMEOUT_S)
+        assert self._timeout is not None
+        started = time.perf_counter()
+        async with self._live.stream(call.request.method, call.url, headers, body,
+                                     self._timeout) as upstream:
+            returned = _returned_headers(upstream.headers)
+            if _streamed(upstream.status, returned["content-type"]):
+                response = call.streaming = web.StreamResponse(status=upstream.status,
+                                                               headers=returned)
+                await response.prepare(call.request)
+                chunks = []
+                async for chunk in bounded_chunks(upstream, MAX_ANSWER_BYTES):
+                    chunks.append(chunk)
+                    await response.write(chunk)
+                await response.write_eof()
+                content = b"".join(chunks)
+            else:
+                content = await read_bounded(upstream, MAX_ANSWER_BYTES)
+            answer = Reply(upstream.status, upstream.reason or "", upstream.headers, content)
+        latency_ms = (time.perf_counter() - started) * 1000
+        parsed = _json_of(returned["content-type"], content)
+        if exchange is not None:
+            answer = exchange.keep(answer, latency_ms, parsed)
+        self._count(call, model, answer, parsed)
+        if call.streaming is not None:
+            return call.streaming
+        return web.Response(status=answer.status_code, body=answer.content, headers=returned)
 
-    def _count(self, scope: TurnScope | None, api: Api, rest: str, body: bytes,
-               reply: Reply) -> None:
+    def _whole(self, call: _Call, reply: Reply, model: str | None) -> web.Response:
+        """An answer read whole (from the cassette, or through a test's transport)."""
+        self._count(call, model, reply, _UNPARSED)
+        return web.Response(status=reply.status_code, body=reply.content,
+                            headers=_returned_headers(reply.headers))
+
+    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
         if not 200 <= reply.status_code < 300:
             return
-        call = usage_of(api, rest, _model_of(body), reply.headers.get("content-type", ""),
-                        reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)))
-        (scope.calls if scope is not None else self.unattributed).append(call)
+        usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
+                         reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
+                         parsed=parsed if isinstance(parsed, dict) else None)
+        scope = call.scope
+        (scope.calls if scope is not None else self.unattributed).append(usage)
+
+
+@dataclass
+class _Call:
+    """One model call of the app's, while the proxy answers it."""
+
+    request: web.Request
+    api: Api
+    rest: str
+    url: str
+    body: bytes
+    scope: TurnScope | None
+    streaming: web.StreamResponse | None = None
+    """The answer being passed on chunk by chunk, once its first bytes are out."""
+
+
+def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    returned = {name: headers[name] for name in _RETURNED_HEADERS if name in headers}
+    returned.setdefault("content-type", "application/json")
+    return returned
+
+
+def _streamed(status: int, content_type: str) -> bool:
+    return 200 <= status < 300 and any(kind in content_type for kind in _STREAMED_TYPES)
+
+
+def _json_of(content_type: str, content: bytes) -> Any:
+    """A JSON answer's value (None when it does not parse); `_UNPARSED` for others."""
+    if "json" not in content_type or _streamed(200, content_type):
+        return _UNPARSED
+    try:
+        return loads_bounded(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _route(path: str) -> tuple[Api | None, str]:
