@@ -121,7 +121,7 @@ def _fast_item(method: str, uri: str, request_body: bytes, request_headers: Head
     if not _mapping(out, request_map, 6):
         return None
     for key, value in (("method", method), ("uri", uri)):
-        written = _scalar(value, 4 + len(key) + 1, 6)
+        written = _cached_scalar(value, 4 + len(key) + 1, 6)
         if written is None:
             return None
         out += ("    ", key, ":", written, "\n")
@@ -131,7 +131,7 @@ def _fast_item(method: str, uri: str, request_body: bytes, request_headers: Head
     out += ("  response:\n    body:\n      string:", written, "\n    headers:")
     if not _mapping(out, response_map, 6):
         return None
-    message = _scalar(reason, 14, 8)
+    message = _cached_scalar(reason, 14, 8)
     if message is None or isinstance(status, bool) or not isinstance(status, int):
         return None
     out += ("    status:\n      code: ", str(status), "\n      message:", message, "\n")
@@ -171,7 +171,7 @@ def _mapping(out: list[str], mapping: dict[str, list[str]], indent: int) -> bool
             return False
         out += (pad, key, ":\n")
         for value in mapping[name]:
-            written = _scalar(value, indent + 1, indent + 2)
+            written = _cached_scalar(value, indent + 1, indent + 2)
             if written is None:
                 return False
             out += (pad, "-", written, "\n")
@@ -186,6 +186,19 @@ def _key(name: str, indent: int) -> str | None:
         return None
     written = _scalar(name, indent, indent, simple_key=True)
     return None if written is None else written[1:]
+
+
+@lru_cache(maxsize=4096)
+def _short_scalar(value: str, column: int, indent: int) -> str | None:
+    return _scalar(value, column, indent)
+
+
+def _cached_scalar(value: str, column: int, indent: int) -> str | None:
+    """`_scalar`, remembered for short strings (URLs, header values: the same on most
+    interactions)."""
+    if len(value) <= 256:
+        return _short_scalar(value, column, indent)
+    return _scalar(value, column, indent)
 
 
 def _scalar(value: str, column: int, indent: int, simple_key: bool = False) -> str | None:

@@ -132,6 +132,10 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+_REMEMBERED_TEXT_CHARS = 256
+_REMEMBERED_TEXTS = 4096
+
+
 class Scrubber:
     """Replaces secret values, in every form `secret_forms` lists, by `SECRET_PLACEHOLDER`;
     idempotent."""
@@ -140,6 +144,7 @@ class Scrubber:
         unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
         self.secrets = sorted(unique, key=lambda s: (-len(s), s))
         self._secret_bytes = [secret.encode() for secret in self.secrets]
+        self._texts: dict[str, str] = {}
         self._forms = FormRedactor(unique, SECRET_PLACEHOLDER, MIN_SECRET_LENGTH)
         # `forms` holds each form JSON-escaped as well: what canonical JSON shows.
         self._json_forms = self._forms.forms
@@ -149,7 +154,16 @@ class Scrubber:
         )
 
     def text(self, value: str) -> str:
-        return self._forms.text(value)
+        if not self._forms:
+            return value
+        if len(value) > _REMEMBERED_TEXT_CHARS:
+            return self._forms.text(value)
+        scrubbed = self._texts.get(value)
+        if scrubbed is None:  # header values repeat on every call: each is searched once
+            if len(self._texts) >= _REMEMBERED_TEXTS:
+                self._texts.clear()
+            scrubbed = self._texts[value] = self._forms.text(value)
+        return scrubbed
 
     def url(self, url: str) -> str:
         for form in self._url_forms:

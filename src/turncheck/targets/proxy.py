@@ -31,6 +31,7 @@ calls, and they are keyed by its sample.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -149,7 +150,7 @@ class RecordingProxy:
     def __init__(self, cassette: Cassette | None, upstreams: Upstreams) -> None:
         self._cassette = cassette
         self._upstreams = upstreams
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._live: AiohttpSession | None = None
         self._timeout: aiohttp.ClientTimeout | None = None
         self.port = 0
@@ -175,9 +176,17 @@ class RecordingProxy:
                 "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # aiohttp's low-level server: one handler for every path, so no application,
+        # router or middleware chain to go through on each call.
+        loop = asyncio.get_running_loop()
+
+        def request_of(message: Any, payload: Any, protocol: Any, writer: Any,
+                       task: Any) -> web.BaseRequest:
+            return web.BaseRequest(message, payload, protocol, writer, task, loop,
+                                   client_max_size=MAX_REQUEST_BYTES)
+
+        server = web.Server(self._handle, request_factory=request_of, access_log=None)
+        self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listening.bind(("127.0.0.1", 0))
@@ -209,7 +218,7 @@ class RecordingProxy:
         else:
             self.turns.pop(turn_id, None)
 
-    def _scope_of(self, request: web.Request) -> tuple[TurnScope | None, str | None]:
+    def _scope_of(self, request: web.BaseRequest) -> tuple[TurnScope | None, str | None]:
         """The turn a call is attributed to, or why it cannot be."""
         turn_id = request.headers.get(TURN_HEADER)
         if turn_id is not None:
@@ -224,7 +233,7 @@ class RecordingProxy:
                           "header of the turn's request onto the model calls it makes")
         return self.turn, None
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         api, rest = _route(request.path)
         if api is None:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
@@ -342,7 +351,7 @@ class RecordingProxy:
 class _Call:
     """One model call of the app's, while the proxy answers it."""
 
-    request: web.Request
+    request: web.BaseRequest
     api: Api
     rest: str
     url: str
