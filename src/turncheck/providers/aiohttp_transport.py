@@ -167,8 +167,10 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """The decompressed body, counted while it arrives: a gzip bomb is refused once its
     output passes `limit`, holding at most about `limit` plus one decompressed chunk."""
     length = response.content_length
-    if length is not None and length > limit and not response.headers.get("content-encoding"):
-        raise AnswerTooLarge(limit)
+    if length is not None and not response.headers.get("content-encoding"):
+        if length > limit:
+            raise AnswerTooLarge(limit)
+        return await response.read()  # exactly `length` bytes: no count needed
     chunks: list[bytes] = []
     total = 0
     async for chunk in response.content.iter_any():

@@ -129,8 +129,9 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
             raise CassetteFormatError(self.load_error)
         key, stored_body, request = self._key_and_request(method, url, body)
         model = request.get("model") if isinstance(request, dict) else None
+        lock = self._locks.get(key) or self._locks.setdefault(key, asyncio.Lock())
         try:
-            async with self._locks.setdefault(key, asyncio.Lock()):
+            async with lock:
                 hit = self._usable_hit(key, None)
                 if hit is None:
                     await self._claim()

@@ -36,6 +36,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
@@ -76,6 +77,7 @@ _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 _STREAMED_TYPES = ("event-stream", "ndjson", "jsonl", "json-seq")
 """Content types passed on chunk by chunk (anything else is read whole, then sent)."""
 _UNPARSED: Any = object()
+_REMEMBERED_URLS = 256
 
 
 @dataclass
@@ -153,6 +155,7 @@ class RecordingProxy:
         self._runner: web.ServerRunner | None = None
         self._live: AiohttpSession | None = None
         self._timeout: aiohttp.ClientTimeout | None = None
+        self._urls: dict[tuple[str, str, str], str] = {}
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -218,6 +221,16 @@ class RecordingProxy:
         else:
             self.turns.pop(turn_id, None)
 
+    def _url_of(self, api: Api, rest: str, query: str) -> str:
+        """The upstream URL as sent (remembered: an app posts to a few)."""
+        url = self._urls.get((api, rest, query))
+        if url is None:
+            if len(self._urls) >= _REMEMBERED_URLS:
+                self._urls.clear()
+            url = self._urls[api, rest, query] = as_sent(
+                self._upstreams.url(api, rest) + ("?" + query if query else ""))
+        return url
+
     def _scope_of(self, request: web.BaseRequest) -> tuple[TurnScope | None, str | None]:
         """The turn a call is attributed to, or why it cannot be."""
         turn_id = request.headers.get(TURN_HEADER)
@@ -239,8 +252,7 @@ class RecordingProxy:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
                                f"not {request.path}")
         body = await request.read()
-        url = as_sent(self._upstreams.url(api, rest) + (
-            "?" + request.query_string if request.query_string else ""))
+        url = self._url_of(api, rest, request.query_string)
         scope, problem = self._scope_of(request)
         if problem is not None:
             return _error(400, problem)
@@ -266,19 +278,16 @@ class RecordingProxy:
             return _error(502, f"turncheck proxy: {message}")
 
     async def _answer(self, call: _Call) -> web.StreamResponse:
-        # Recording and live runs only import the network client: replay loads no
-        # aiohttp client (nor httpx).
         cassette = self._cassette
         method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
             return self._whole(call, cassette.replay_reply(method, url, body, None),
                                _model_of(body))
-        from turncheck.providers.cassette_transport import CassetteTransport
-
+        network = _network()
         headers = {name: value for name, value in call.request.headers.items()
                    if name.lower() in _FORWARDED_HEADERS}
         headers.update(self._upstreams.auth(call.api))
-        if not isinstance(cassette, CassetteTransport):
+        if not isinstance(cassette, network.recording_class):
             return await self._forward(call, headers, body, None, _model_of(body))
         if cassette.sends_through_httpx:  # a test's transport: answers read whole
             reply = await cassette.reply_to(method, url, headers, body, UPSTREAM_TIMEOUT_S)
@@ -293,17 +302,10 @@ class RecordingProxy:
                        exchange: Exchange | None, model: str | None) -> web.StreamResponse:
         """Send the call upstream; pass a streamed answer on chunk by chunk, any other
         once read; record it (`exchange`) and count its usage."""
-        from turncheck.providers.aiohttp_transport import (
-            MAX_ANSWER_BYTES,
-            AiohttpSession,
-            bounded_chunks,
-            client_timeout,
-            read_bounded,
-        )
-
+        network = _network()
         if self._live is None:
-            self._live = AiohttpSession(max_connections=64)
-            self._timeout = client_timeout(UPSTREAM_TIMEOUT_S)
+            self._live = network.session_class(max_connections=64)
+            self._timeout = network.client_timeout(UPSTREAM_TIMEOUT_S)
         assert self._timeout is not None
         started = time.perf_counter()
         async with self._live.stream(call.request.method, call.url, headers, body,
@@ -314,13 +316,13 @@ class RecordingProxy:
                                                                headers=returned)
                 await response.prepare(call.request)
                 chunks = []
-                async for chunk in bounded_chunks(upstream, MAX_ANSWER_BYTES):
+                async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
                     chunks.append(chunk)
                     await response.write(chunk)
                 await response.write_eof()
                 content = b"".join(chunks)
             else:
-                content = await read_bounded(upstream, MAX_ANSWER_BYTES)
+                content = await network.read_bounded(upstream, network.max_answer_bytes)
             answer = Reply(upstream.status, upstream.reason or "", upstream.headers, content)
         latency_ms = (time.perf_counter() - started) * 1000
         parsed = _json_of(returned["content-type"], content)
@@ -345,6 +347,26 @@ class RecordingProxy:
                          parsed=parsed if isinstance(parsed, dict) else None)
         scope = call.scope
         (scope.calls if scope is not None else self.unattributed).append(usage)
+
+
+class _Network:
+    """What recording and live calls send with, imported on the first (a replay loads
+    no aiohttp client, nor httpx)."""
+
+    def __init__(self) -> None:
+        from turncheck.providers import aiohttp_transport, cassette_transport
+
+        self.recording_class = cassette_transport.CassetteTransport
+        self.session_class = aiohttp_transport.AiohttpSession
+        self.client_timeout = aiohttp_transport.client_timeout
+        self.bounded_chunks = aiohttp_transport.bounded_chunks
+        self.read_bounded = aiohttp_transport.read_bounded
+        self.max_answer_bytes = aiohttp_transport.MAX_ANSWER_BYTES
+
+
+@cache
+def _network() -> _Network:
+    return _Network()
 
 
 @dataclass
