@@ -13,7 +13,7 @@ from openai import AsyncOpenAI
 from tests.support.scripted_server import ScriptedServer
 from turncheck.providers.cassette_transport import CassetteTransport
 from turncheck.providers.cassettes import Cassette
-from turncheck.targets.proxy import ANTHROPIC_DEFAULT, RecordingProxy, Upstreams
+from turncheck.targets.proxy import ANTHROPIC_DEFAULT, RecordingProxy, TurnScope, Upstreams
 
 KEY = "sk-test-STREAMING-KEY-0123456789"
 HOLD_S = 10.0
@@ -64,3 +64,39 @@ def test_recording_passes_the_first_chunk_on_before_the_last_is_sent(tmp_path: P
     replaying = Cassette(path, "replay", secrets=[KEY])  # the server is gone
     assert asyncio.run(_through_proxy(replaying, upstream, None)) == pieces
     assert KEY not in path.read_text()
+
+
+def test_a_stream_cut_short_upstream_is_cut_short_for_the_app_and_fails_the_turn(
+        tmp_path: Path) -> None:
+    path = tmp_path / "app.eval.cassette.yaml"
+    seen_first = threading.Event()
+    server = ScriptedServer(default_reply="one two three four five six").start()
+    server.hold_streams(seen_first, HOLD_S)
+    recording = CassetteTransport(path, "record", secrets=[KEY])
+
+    async def cut_mid_stream() -> tuple[TurnScope, BaseException | None]:
+        proxy = RecordingProxy(recording, Upstreams(server.base_url, ANTHROPIC_DEFAULT, KEY,
+                                                    None))
+        await proxy.start()
+        scope = proxy.open_turn()
+        client = AsyncOpenAI(base_url=proxy.openai_base_url, api_key="placeholder",
+                             max_retries=0)
+        failure = None
+        try:
+            stream = await client.chat.completions.create(
+                model="gpt-4o-mini", stream=True, messages=[{"role": "user", "content": "Hi"}])
+            async for _ in stream:
+                await asyncio.to_thread(server.stop)  # the upstream goes away mid-answer
+        except Exception as exc:  # what the SDK raises for a body cut short
+            failure = exc
+        finally:
+            seen_first.set()
+            await client.close()
+            await proxy.stop()
+        return scope, failure
+
+    scope, failure = asyncio.run(cut_mid_stream())
+    assert failure is not None  # the app saw the answer end early, not a complete one
+    assert scope.errors and "chat/completions" in scope.errors[0]
+    assert scope.calls == []
+    assert not recording.save()  # nothing half-received was recorded
