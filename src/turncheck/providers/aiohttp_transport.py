@@ -25,8 +25,9 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import cache
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import httpx
@@ -121,30 +122,28 @@ class AiohttpSession:
                 content = await read_bounded(response, self._max_answer_bytes)
                 return Reply(response.status, response.reason or "", response.headers, content)
 
-    @asynccontextmanager
-    async def stream(
+    def stream(
         self,
         method: str,
         url: str,
         headers: Mapping[str, str],
         content: bytes | None,
         timeout: aiohttp.ClientTimeout,
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """Send one request; the response, its body unread (`bounded_chunks` reads it as
-        it arrives). Errors, while sending or reading, are httpx's exceptions."""
+    ) -> Streaming:
+        """Send one request: `async with session.stream(...) as response`, its body unread
+        (`bounded_chunks` reads it as it arrives). Errors, while sending or reading, are
+        httpx's exceptions."""
         if self._session is None:
             self._session = self._open()
-        with as_httpx_errors():
-            async with self._session.request(
-                method,
-                url,
-                headers=headers,
-                data=content or None,
-                allow_redirects=False,
-                timeout=timeout,
-                proxy=self._proxy_for(url),
-            ) as response:
-                yield response
+        return Streaming(self._session.request(
+            method,
+            url,
+            headers=headers,
+            data=content or None,
+            allow_redirects=False,
+            timeout=timeout,
+            proxy=self._proxy_for(url),
+        ))
 
     def _proxy_for(self, url: str) -> str | None:
         """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
@@ -179,6 +178,25 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
             raise AnswerTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class Streaming:
+    """`AiohttpSession.stream`'s block (a class, not a generator: it is entered on every
+    call the recording proxy forwards)."""
+
+    def __init__(self, request: AbstractAsyncContextManager[aiohttp.ClientResponse]) -> None:
+        self._request = request
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        with as_httpx_errors():
+            return await self._request.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        with as_httpx_errors():
+            await self._request.__aexit__(kind, error, traceback)
+            if isinstance(error, Exception):
+                raise error  # reading the body failed: as httpx's exception
 
 
 async def bounded_chunks(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes]:

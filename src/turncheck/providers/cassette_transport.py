@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,44 +114,35 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         rather than the aiohttp session `exchange`'s callers send with."""
         return self._inner is not None and not isinstance(self._inner, AiohttpTransport)
 
-    @asynccontextmanager
-    async def exchange(self, method: str, url: str, headers: Mapping[str, str],
-                       body: bytes) -> AsyncIterator[Exchange]:
+    def exchange(self, method: str, url: str, headers: Mapping[str, str],
+                 body: bytes) -> Exchanging:
         """Record mode, for a caller that sends the request itself (the recording proxy,
         which streams the answer on as it arrives): the same key, lock, hit, budget gate,
         secret binding, scrubbing and recording as `handle_async_request`.
 
-        `exchange.hit` is the cassette's answer; without one, send `exchange.headers` and
-        `exchange.body` (secrets bound) and hand the whole answer to `exchange.keep`
-        before the block ends. Concurrent identical requests wait for the first."""
-        if self.load_error is not None:
-            raise CassetteFormatError(self.load_error)
-        key, stored_body, request = self._key_and_request(method, url, body)
-        model = request.get("model") if isinstance(request, dict) else None
-        lock = self._locks.get(key) or self._locks.setdefault(key, asyncio.Lock())
-        try:
-            async with lock:
-                hit = self._usable_hit(key, None)
-                if hit is None:
-                    await self._claim()
-                    hit = self._usable_hit(key, None)
-                if hit is not None:
-                    self._unanswered.discard(key)
-                    yield Exchange(self, key, hit.to_reply(), headers, body, stored_body, model)
-                    return
-                gate = NETWORK_GATE.get()
-                if gate is not None:
-                    gate()
-                sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
-                    else (headers, body)
-                exchange = Exchange(self, key, None, sent_headers, sent_body, stored_body,
-                                    model, dict(headers))
-                yield exchange
-                if not exchange.kept:
-                    self._unanswered.add(key)
-        except BaseException:
-            self._unanswered.add(key)
-            raise
+        `async with cassette.exchange(...) as exchange`: `exchange.hit` is the cassette's
+        answer; without one, send `exchange.headers` and `exchange.body` (secrets bound)
+        and hand the whole answer to `exchange.keep` before the block ends. Concurrent
+        identical requests wait for the first."""
+        return Exchanging(self, method, url, headers, body)
+
+    async def _open_exchange(self, key: Key, headers: Mapping[str, str], body: bytes,
+                             stored_body: bytes, model: object) -> Exchange:
+        """With `key`'s lock held: the hit, or what to send (the budget gate passed)."""
+        hit = self._usable_hit(key, None)
+        if hit is None:
+            await self._claim()
+            hit = self._usable_hit(key, None)
+        if hit is not None:
+            self._unanswered.discard(key)
+            return Exchange(self, key, hit.to_reply(), headers, body, stored_body, model)
+        gate = NETWORK_GATE.get()
+        if gate is not None:
+            gate()
+        sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
+            else (headers, body)
+        return Exchange(self, key, None, sent_headers, sent_body, stored_body, model,
+                        dict(headers))
 
     def _key_and_request(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, Any]:
         """`_key_of`, and the request's JSON value (None when it is not JSON)."""
@@ -304,6 +294,48 @@ def _worth(status: int, content_type: str, content: bytes, parsed: Any = UNPARSE
         except (ValueError, UnicodeDecodeError):
             return False
     return parsed is not None and not (isinstance(parsed, dict) and "error" in parsed)
+
+
+class Exchanging:
+    """`CassetteTransport.exchange`'s block: holds the request key's lock while it runs
+    (a class, not a generator: it is entered on every recorded call)."""
+
+    def __init__(self, cassette: CassetteTransport, method: str, url: str,
+                 headers: Mapping[str, str], body: bytes) -> None:
+        self._cassette = cassette
+        self._request = (method, url, headers, body)
+        self._held: tuple[asyncio.Lock, Exchange] | None = None
+
+    async def __aenter__(self) -> Exchange:
+        cassette = self._cassette
+        if cassette.load_error is not None:
+            raise CassetteFormatError(cassette.load_error)
+        method, url, headers, body = self._request
+        key, stored_body, request = cassette._key_and_request(method, url, body)
+        model = request.get("model") if isinstance(request, dict) else None
+        locks = cassette._locks
+        lock = locks.get(key) or locks.setdefault(key, asyncio.Lock())
+        try:
+            await lock.acquire()
+        except BaseException:
+            cassette._unanswered.add(key)
+            raise
+        try:
+            exchange = await cassette._open_exchange(key, headers, body, stored_body, model)
+        except BaseException:
+            lock.release()
+            cassette._unanswered.add(key)
+            raise
+        self._held = (lock, exchange)
+        return exchange
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: object) -> None:
+        assert self._held is not None
+        lock, exchange = self._held
+        lock.release()
+        if kind is not None or (exchange.hit is None and not exchange.kept):
+            self._cassette._unanswered.add(exchange.key)
 
 
 class Exchange:

@@ -68,14 +68,12 @@ PLACEHOLDER_KEY = "turncheck-proxy-placeholder-key"
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 UPSTREAM_TIMEOUT_S = 300.0
 _PREFIXES: dict[str, Api] = {"/openai": "openai", "/anthropic": "anthropic"}
-_FORWARDED_HEADERS = frozenset({"content-type", "anthropic-version", "anthropic-beta",
-                                "openai-beta", "accept"})
+_FORWARDED_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta",
+                      "accept")
 """Request headers passed upstream: what the APIs read; not the SDK's telemetry headers
 (which differ between SDK versions and would only bloat the cassette)."""
 _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 """Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
-_STREAMED_TYPES = ("event-stream", "ndjson", "jsonl", "json-seq")
-"""Content types passed on chunk by chunk (anything else is read whole, then sent)."""
 _UNPARSED: Any = object()
 _REMEMBERED_URLS = 256
 
@@ -156,6 +154,7 @@ class RecordingProxy:
         self._live: AiohttpSession | None = None
         self._timeout: aiohttp.ClientTimeout | None = None
         self._urls: dict[tuple[str, str, str], str] = {}
+        self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -284,9 +283,9 @@ class RecordingProxy:
             return self._whole(call, cassette.replay_reply(method, url, body, None),
                                _model_of(body))
         network = _network()
-        headers = {name: value for name, value in call.request.headers.items()
-                   if name.lower() in _FORWARDED_HEADERS}
-        headers.update(self._upstreams.auth(call.api))
+        sent = call.request.headers
+        headers = {name: sent[name] for name in _FORWARDED_HEADERS if name in sent}
+        headers.update(self._auth[call.api])
         if not isinstance(cassette, network.recording_class):
             return await self._forward(call, headers, body, None, _model_of(body))
         if cassette.sends_through_httpx:  # a test's transport: answers read whole
@@ -390,7 +389,10 @@ def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def _streamed(status: int, content_type: str) -> bool:
-    return 200 <= status < 300 and any(kind in content_type for kind in _STREAMED_TYPES)
+    """Whether an answer is passed on chunk by chunk (server-sent events, JSON lines);
+    anything else is read whole, then sent."""
+    return 200 <= status < 300 and ("event-stream" in content_type or "ndjson" in content_type
+                                    or "jsonl" in content_type or "json-seq" in content_type)
 
 
 def _json_of(content_type: str, content: bytes) -> Any:
