@@ -148,8 +148,12 @@ async def turncheck_proxy(kind: str, upstream: str, cassette_path: str) -> None:
     from turncheck.targets.proxy import ANTHROPIC_DEFAULT, RecordingProxy, Upstreams
 
     path = Path(cassette_path)
-    cassette: Cassette = CassetteTransport(path, "record", suite_path="bench.eval.yaml") \
-        if kind == "record" else Cassette(path, "replay", suite_path="bench.eval.yaml")
+    # As a run opens it (`open_cassette`): the key the proxy sends upstream is a secret
+    # every answer is searched for.
+    cassette: Cassette = CassetteTransport(path, "record", secrets=[FAKE_KEY],
+                                           suite_path="bench.eval.yaml") \
+        if kind == "record" else Cassette(path, "replay", secrets=[FAKE_KEY],
+                                          suite_path="bench.eval.yaml")
     proxy = RecordingProxy(cassette, Upstreams(upstream, ANTHROPIC_DEFAULT, FAKE_KEY, None))
     await proxy.start()
     print(proxy.port, flush=True)

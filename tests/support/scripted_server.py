@@ -174,6 +174,9 @@ class ScriptedServer:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.port = port
+        self._stream_hold: tuple[threading.Event, float] | None = None
+        self.streams_released: list[bool] = []
+        """Per streamed answer held by `hold_streams`: whether the client let it go on."""
 
     @property
     def base_url(self) -> str:
@@ -216,6 +219,11 @@ class ScriptedServer:
 
     def set_latency(self, seconds: float) -> None:
         self._latency = seconds
+
+    def hold_streams(self, until: threading.Event, timeout: float) -> None:
+        """Send a streamed answer's first event, then the rest only once `until` is set
+        (or `timeout` seconds passed): whoever sets it has seen the first event."""
+        self._stream_hold = (until, timeout)
 
     def reset(self) -> None:
         with self._lock:
@@ -286,11 +294,24 @@ class ScriptedServer:
             return await self._send_fault(writer, fault, rule)
         status, payload = self._answer(path, rule, body)
         if status == 200 and body.get("stream") is True:
-            await _write_raw(writer, 200, sse_events(_route(path), body, payload),
-                             content_type="text/event-stream")
+            events = sse_events(_route(path), body, payload)
+            if self._stream_hold is None:
+                await _write_raw(writer, 200, events, content_type="text/event-stream")
+            else:
+                await self._write_held(writer, events, *self._stream_hold)
         else:
             await _write(writer, status, payload)
         return True
+
+    async def _write_held(self, writer: asyncio.StreamWriter, events: bytes,
+                          until: threading.Event, timeout: float) -> None:
+        first, rest = events.split(b"\n\n", 1)
+        await _write_raw(writer, 200, first + b"\n\n", content_type="text/event-stream",
+                         length=len(events))
+        released = await asyncio.get_running_loop().run_in_executor(None, until.wait, timeout)
+        self.streams_released.append(released)
+        writer.write(rest)
+        await writer.drain()
 
     def _receive(self, path: str, body: Json, headers: dict[str, str]) -> tuple[Rule | None, str]:
         """Record the request; pick (rule, fault-or-empty) under the lock."""
@@ -381,12 +402,13 @@ async def _write(
 
 async def _write_raw(
     writer: asyncio.StreamWriter, status: int, data: bytes, headers: dict[str, str] | None = None,
-    content_type: str = "application/json",
+    content_type: str = "application/json", length: int | None = None,
 ) -> None:
+    """`length`: the whole body's, when `data` is only its start."""
     lines = [
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
         f"content-type: {content_type}",
-        f"content-length: {len(data)}",
+        f"content-length: {len(data) if length is None else length}",
         *(f"{name}: {value}" for name, value in (headers or {}).items()),
     ]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)

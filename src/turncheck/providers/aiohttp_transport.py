@@ -24,9 +24,10 @@ from __future__ import annotations
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from functools import cache
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import httpx
@@ -121,6 +122,29 @@ class AiohttpSession:
                 content = await read_bounded(response, self._max_answer_bytes)
                 return Reply(response.status, response.reason or "", response.headers, content)
 
+    def stream(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> Streaming:
+        """Send one request: `async with session.stream(...) as response`, its body unread
+        (`bounded_chunks` reads it as it arrives). Errors, while sending or reading, are
+        httpx's exceptions."""
+        if self._session is None:
+            self._session = self._open()
+        return Streaming(self._session.request(
+            method,
+            url,
+            headers=headers,
+            data=content or None,
+            allow_redirects=False,
+            timeout=timeout,
+            proxy=self._proxy_for(url),
+        ))
+
     def _proxy_for(self, url: str) -> str | None:
         """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
         (looked up once per URL: a provider posts to one or two)."""
@@ -142,8 +166,10 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """The decompressed body, counted while it arrives: a gzip bomb is refused once its
     output passes `limit`, holding at most about `limit` plus one decompressed chunk."""
     length = response.content_length
-    if length is not None and length > limit and not response.headers.get("content-encoding"):
-        raise AnswerTooLarge(limit)
+    if length is not None and not response.headers.get("content-encoding"):
+        if length > limit:
+            raise AnswerTooLarge(limit)
+        return await response.read()  # exactly `length` bytes: no count needed
     chunks: list[bytes] = []
     total = 0
     async for chunk in response.content.iter_any():
@@ -152,6 +178,35 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
             raise AnswerTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class Streaming:
+    """`AiohttpSession.stream`'s block (a class, not a generator: it is entered on every
+    call the recording proxy forwards)."""
+
+    def __init__(self, request: AbstractAsyncContextManager[aiohttp.ClientResponse]) -> None:
+        self._request = request
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        with as_httpx_errors():
+            return await self._request.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        with as_httpx_errors():
+            await self._request.__aexit__(kind, error, traceback)
+            if isinstance(error, Exception):
+                raise error  # reading the body failed: as httpx's exception
+
+
+async def bounded_chunks(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes]:
+    """The decompressed body chunk by chunk as it arrives, refused once past `limit`."""
+    total = 0
+    async for chunk in response.content.iter_any():
+        total += len(chunk)
+        if total > limit:
+            raise AnswerTooLarge(limit)
+        yield chunk
 
 
 def client_timeout(seconds: float) -> aiohttp.ClientTimeout:

@@ -11,10 +11,11 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from turncheck.providers.aiohttp_transport import AiohttpTransport, client_timeout
+from turncheck.providers.aiohttp_transport import AiohttpTransport
 from turncheck.providers.base import (
     MISSING_KEY_EXTENSION,
     NETWORK_GATE,
@@ -32,10 +33,13 @@ from turncheck.providers.cassettes import (
     CassetteMode,
     Interaction,
     Key,
+    _digest,
+    _token_blind,
     current_caller,
+    current_sample,
     problem_of,
 )
-from turncheck.providers.json_limits import loads_bounded
+from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.secrets import SecretBinder
 
@@ -106,34 +110,77 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
                 gate()  # may refuse the request (a budget): raises before anything is sent
             return await self._record(request, key, stored_body)
 
+    @property
+    def sends_through_httpx(self) -> bool:
+        """Whether recording reaches the network through a custom httpx transport (tests)
+        rather than the aiohttp session `exchange`'s callers send with."""
+        return self._inner is not None and not isinstance(self._inner, AiohttpTransport)
+
+    def exchange(self, method: str, url: str, headers: Mapping[str, str],
+                 body: bytes) -> Exchanging:
+        """Record mode, for a caller that sends the request itself (the recording proxy,
+        which streams the answer on as it arrives): the same key, lock, hit, budget gate,
+        secret binding, scrubbing and recording as `handle_async_request`.
+
+        `async with cassette.exchange(...) as exchange`: `exchange.hit` is the cassette's
+        answer; without one, send `exchange.headers` and `exchange.body` (secrets bound)
+        and hand the whole answer to `exchange.keep` before the block ends. Concurrent
+        identical requests wait for the first."""
+        return Exchanging(self, method, url, headers, body)
+
+    async def _open_exchange(self, key: Key, headers: Mapping[str, str], body: bytes,
+                             stored_body: bytes, model: object) -> Exchange:
+        """With `key`'s lock held: the hit, or what to send (the budget gate passed)."""
+        hit = self._usable_hit(key, None)
+        if hit is None:
+            await self._claim()
+            hit = self._usable_hit(key, None)
+        if hit is not None:
+            self._unanswered.discard(key)
+            return Exchange(self, key, hit.to_reply(), headers, body, stored_body, model)
+        gate = NETWORK_GATE.get()
+        if gate is not None:
+            gate()
+        sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
+            else (headers, body)
+        return Exchange(self, key, None, sent_headers, sent_body, stored_body, model,
+                        dict(headers))
+
+    def _key_and_request(self, method: str, url: str, body: bytes) -> tuple[Key, bytes, Any]:
+        """`_key_of`, and the request's JSON value (None when it is not JSON)."""
+        try:
+            match_body, stored_body, parsed = self._scrubber.parsed_body(body)
+        except JsonTooDeep as exc:
+            raise ProviderError(f"cannot send the request: its body's {exc}") from None
+        key = (method.upper(), self._scrubber.url(url), _digest(_token_blind(match_body)),
+               current_sample())
+        return key, stored_body, parsed
+
+    def _record_exchange(self, exchange: Exchange, answer: Reply, latency_ms: float,
+                         parsed: Any) -> Interaction:
+        interaction = self._interaction(
+            exchange.key, exchange.stored_body,
+            [(name.lower(), value) for name, value in exchange.sent.items()],
+            answer.status_code, answer.reason_phrase,
+            [(name.lower(), value) for name, value in answer.headers.items()],
+            answer.content, latency_ms)
+        if _worth(answer.status_code, answer.headers.get("content-type", ""), answer.content,
+                  parsed):
+            self._keep(interaction)
+            self._unanswered.discard(exchange.key)
+            exchange.kept = True
+        return interaction
+
     async def reply_to(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
                        timeout_s: float) -> Reply:
-        """`handle_async_request` without httpx's request and response objects (the
-        recording proxy's way): the same key, answer, recording and scrubbing."""
+        """`handle_async_request` for a caller holding bytes: the recording proxy when
+        recording reaches the network through a custom httpx transport (tests; answers
+        are read whole). With the aiohttp session, the proxy uses `exchange`."""
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
         if self.mode == "replay":
             return self.replay_reply(method, url, body, None)
-        if self._inner is not None and not isinstance(self._inner, AiohttpTransport):
-            return await self._reply_through_httpx(method, url, headers, body, timeout_s)
-        key, stored_body, _ = self._key_of(method, url, body)
-        try:
-            async with self._locks.setdefault(key, asyncio.Lock()):
-                hit = self._usable_hit(key, None)
-                if hit is None:
-                    await self._claim()
-                    hit = self._usable_hit(key, None)
-                if hit is not None:
-                    self._unanswered.discard(key)
-                    return hit.to_reply()
-                gate = NETWORK_GATE.get()
-                if gate is not None:
-                    gate()
-                return await self._record_reply(key, url, headers, body, stored_body,
-                                                timeout_s)
-        except BaseException:
-            self._unanswered.add(key)
-            raise
+        return await self._reply_through_httpx(method, url, headers, body, timeout_s)
 
     async def _reply_through_httpx(self, method: str, url: str, headers: Mapping[str, str],
                                    body: bytes, timeout_s: float) -> Reply:
@@ -145,30 +192,6 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
         finally:
             await response.aclose()
         return Reply.of(response)
-
-    async def _record_reply(self, key: Key, url: str, headers: Mapping[str, str],
-                            body: bytes, stored_body: bytes, timeout_s: float) -> Reply:
-        if self._inner is None:
-            self._inner = AiohttpTransport(max_connections=64)
-        assert isinstance(self._inner, AiohttpTransport)
-        sent_headers, sent_body = self._binder.bind(headers, body) if self._binder \
-            else (headers, body)
-        started = time.perf_counter()
-        reply = await self._inner.session.request(key[0], url, sent_headers, sent_body,
-                                                  client_timeout(timeout_s))
-        latency_ms = (time.perf_counter() - started) * 1000
-        response_headers = [(n.lower(), v) for n, v in reply.headers.items()]
-        request_headers = [(n.lower(), v) for n, v in headers.items()]
-        interaction = self._interaction(key, stored_body, request_headers, reply.status_code,
-                                        reply.reason_phrase, response_headers, reply.content,
-                                        latency_ms)
-        if _worth(reply.status_code, reply.headers.get("content-type", ""), reply.content):
-            self._keep(interaction)
-            self._unanswered.discard(key)
-        else:
-            self._unanswered.add(key)
-        fresh = interaction.to_reply()
-        return Reply(fresh.status_code, fresh.reason_phrase, fresh.headers, fresh.content)
 
     async def close(self) -> None:
         await super().close()
@@ -212,7 +235,7 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
                      status: int, reason: str, answer_headers: Iterable[tuple[str, str]],
                      content: bytes, latency_ms: float) -> Interaction:
         scrub = self._scrubber
-        _, body = scrub.body(content)
+        body = scrub.answer_body(content)
         kept = [(n, v) for n, v in answer_headers if n.lower() in _STORED_RESPONSE_HEADERS]
         response_headers = [*scrub.headers(kept), (RECORDED_LATENCY_HEADER, f"{latency_ms:.1f}")]
         request_headers = [(n, v) for n, v in sent_headers
@@ -259,14 +282,88 @@ def _worth_recording(response: httpx.Response, content: bytes) -> bool:
     return _worth(response.status_code, response.headers.get("content-type", ""), content)
 
 
-def _worth(status: int, content_type: str, content: bytes) -> bool:
-    """2xx with a usable body: not malformed JSON, and not an error object sent with 200."""
+UNPARSED: Any = object()
+"""`_worth`'s `parsed` when the caller has not parsed the JSON body."""
+
+
+def _worth(status: int, content_type: str, content: bytes, parsed: Any = UNPARSED) -> bool:
+    """2xx with a usable body: not malformed JSON, and not an error object sent with 200.
+    `parsed`: the body's JSON value if the caller has it (None: not JSON)."""
     if not 200 <= status < 300:
         return False
     if "json" not in content_type:
         return True
-    try:
-        payload = loads_bounded(content)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return not (isinstance(payload, dict) and "error" in payload)
+    if parsed is UNPARSED:
+        try:
+            parsed = loads_bounded(content)
+        except (ValueError, UnicodeDecodeError):
+            return False
+    return parsed is not None and not (isinstance(parsed, dict) and "error" in parsed)
+
+
+class Exchanging:
+    """`CassetteTransport.exchange`'s block: holds the request key's lock while it runs
+    (a class, not a generator: it is entered on every recorded call)."""
+
+    def __init__(self, cassette: CassetteTransport, method: str, url: str,
+                 headers: Mapping[str, str], body: bytes) -> None:
+        self._cassette = cassette
+        self._request = (method, url, headers, body)
+        self._held: tuple[asyncio.Lock, Exchange] | None = None
+
+    async def __aenter__(self) -> Exchange:
+        cassette = self._cassette
+        if cassette.load_error is not None:
+            raise CassetteFormatError(cassette.load_error)
+        method, url, headers, body = self._request
+        key, stored_body, request = cassette._key_and_request(method, url, body)
+        model = request.get("model") if isinstance(request, dict) else None
+        locks = cassette._locks
+        lock = locks.get(key) or locks.setdefault(key, asyncio.Lock())
+        try:
+            await lock.acquire()
+        except BaseException:
+            cassette._unanswered.add(key)
+            raise
+        try:
+            exchange = await cassette._open_exchange(key, headers, body, stored_body, model)
+        except BaseException:
+            lock.release()
+            cassette._unanswered.add(key)
+            raise
+        self._held = (lock, exchange)
+        return exchange
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: object) -> None:
+        assert self._held is not None
+        lock, exchange = self._held
+        lock.release()
+        if kind is not None or (exchange.hit is None and not exchange.kept):
+            self._cassette._unanswered.add(exchange.key)
+
+
+class Exchange:
+    """One request of `CassetteTransport.exchange`: the cassette's answer (`hit`), or
+    what to send and where the answer goes (`keep`)."""
+
+    def __init__(self, cassette: CassetteTransport, key: Key, hit: Reply | None,
+                 headers: Mapping[str, str], body: bytes, stored_body: bytes,
+                 model: object, sent: dict[str, str] | None = None) -> None:
+        self._cassette = cassette
+        self.key = key
+        self.hit = hit
+        self.headers = headers
+        self.body = body
+        self.stored_body = stored_body
+        self.model = model if isinstance(model, str) else None
+        """The request's `model`, read while keying it."""
+        self.sent = sent or {}
+        """The request's headers before secrets were bound: what the cassette stores."""
+        self.kept = False
+
+    def keep(self, answer: Reply, latency_ms: float, parsed: Any = UNPARSED) -> Reply:
+        """Record `answer` if it is worth replaying; the answer as replay will give it
+        (scrubbed). `parsed`: its body's JSON value, if the caller parsed it."""
+        fresh = self._cassette._record_exchange(self, answer, latency_ms, parsed).to_reply()
+        return Reply(fresh.status_code, fresh.reason_phrase, fresh.headers, fresh.content)

@@ -60,22 +60,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
 from turncheck.formats.files import FileRefused, read_bytes_bounded, write_text_confined
 from turncheck.formats.templates import SECRET_TOKEN
 from turncheck.gc_pause import gc_paused
-from turncheck.lazy import submodules_without_package_init
-
-if TYPE_CHECKING:
-    from vcr.request import Request as VcrRequest
-    from vcr.serialize import serialize
-    from vcr.serializers import yamlserializer
-else:  # vcrpy's cassette format only, not its patching of every HTTP client
-    _request, _serialize, yamlserializer = submodules_without_package_init(
-        "vcr", "request", "serialize", "serializers.yamlserializer")
-    VcrRequest, serialize = _request.Request, _serialize.serialize
 from turncheck.providers.base import (
     MIN_SECRET_LENGTH,
     REPLAYED_EXTENSION,
@@ -87,6 +77,12 @@ from turncheck.providers.cassette_reader import (
     CassetteShapeError,
     ReadLimits,
     iter_raw_interactions,
+)
+from turncheck.providers.cassette_yaml import (
+    cassette_text,
+    interaction_item,
+    pyyaml_text,
+    vcr_pair,
 )
 from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.providers.record_lock import RecorderLock
@@ -157,6 +153,10 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+_REMEMBERED_TEXT_CHARS = 256
+_REMEMBERED_TEXTS = 4096
+
+
 class Scrubber:
     """Replaces secret values, in every form `secret_forms` lists, by `SECRET_PLACEHOLDER`;
     idempotent."""
@@ -164,6 +164,8 @@ class Scrubber:
     def __init__(self, secrets: Iterable[str]) -> None:
         unique = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
         self.secrets = sorted(unique, key=lambda s: (-len(s), s))
+        self._secret_bytes = [secret.encode() for secret in self.secrets]
+        self._texts: dict[str, str] = {}
         self._forms = FormRedactor(unique, SECRET_PLACEHOLDER, MIN_SECRET_LENGTH)
         # `forms` holds each form JSON-escaped as well: what canonical JSON shows.
         self._json_forms = self._forms.forms
@@ -173,7 +175,16 @@ class Scrubber:
         )
 
     def text(self, value: str) -> str:
-        return self._forms.text(value)
+        if not self._forms:
+            return value
+        if len(value) > _REMEMBERED_TEXT_CHARS:
+            return self._forms.text(value)
+        scrubbed = self._texts.get(value)
+        if scrubbed is None:  # header values repeat on every call: each is searched once
+            if len(self._texts) >= _REMEMBERED_TEXTS:
+                self._texts.clear()
+            scrubbed = self._texts[value] = self._forms.text(value)
+        return scrubbed
 
     def url(self, url: str) -> str:
         for form in self._url_forms:
@@ -190,19 +201,52 @@ class Scrubber:
 
     def body(self, raw: bytes) -> tuple[str | bytes, bytes]:
         """(the form used for matching, the scrubbed bytes to store)."""
+        match, stored, _ = self.parsed_body(raw)
+        return match, stored
+
+    def parsed_body(self, raw: bytes) -> tuple[str | bytes, bytes, Any]:
+        """`body`, and the JSON value `raw` holds (None when it is not JSON)."""
         try:
             parsed = loads_bounded(raw)
         except JsonTooDeep:
             raise
         except (ValueError, UnicodeDecodeError):
             scrubbed = self._raw_bytes(raw)
-            return scrubbed, scrubbed
+            return scrubbed, scrubbed, None
         canonical = canonical_json(parsed)
         if not self._forms.found_in_json(canonical):
-            return canonical, raw
+            return canonical, raw, parsed
         cleaned = self._json_value(parsed)
         stored = json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode()
-        return canonical_json(cleaned), stored
+        return canonical_json(cleaned), stored, parsed
+
+    def answer_body(self, raw: bytes) -> bytes:
+        """An answer's body as stored: `raw` itself when no form of a secret is in it.
+
+        The forms are looked for in `raw` itself when its JSON escapes are those
+        canonical JSON writes (no `\\u`, no `\\/`: every string then reads the same
+        in both), which spares parsing and dumping each answer; otherwise as `body`."""
+        if not self._forms:
+            return raw
+        if b"\\u" not in raw and b"\\/" not in raw:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return self._raw_bytes(raw)
+            if not self._forms.found_in_json(text):
+                return raw
+        return self.body(raw)[1]
+
+    def leaks_into_interaction(self, interaction: Interaction) -> bool:
+        """`leaks_into(interaction.stored_parts())`, without walking nested lists."""
+        if not self.secrets:
+            return False
+        strings = [interaction.uri, interaction.reason]
+        for name, value in (*interaction.request_headers, *interaction.response_headers):
+            strings += (name, value)
+        bodies = (interaction.request_body, interaction.response_body)
+        return any(secret in text for secret in self.secrets for text in strings) or any(
+            secret in body for secret in self._secret_bytes for body in bodies)
 
     def leaks_into(self, value: object) -> bool:
         """Whether any string (or bytes) inside `value` still contains a secret."""
@@ -262,16 +306,15 @@ class Interaction:
         ]
 
     def to_vcr(self) -> tuple[Any, dict[str, Any]]:
-        request = VcrRequest(self.method, self.uri, self.request_body, dict(self.request_headers))
-        grouped: dict[str, list[str]] = {}
-        for name, value in self.response_headers:
-            grouped.setdefault(name, []).append(value)
-        response = {
-            "status": {"code": self.status, "message": self.reason},
-            "headers": grouped,
-            "body": {"string": self.response_body},
-        }
-        return request, response
+        return vcr_pair(*self._yaml_parts())
+
+    def yaml_item(self) -> str:
+        """This interaction's text in the cassette file (`cassette_yaml`)."""
+        return interaction_item(*self._yaml_parts())
+
+    def _yaml_parts(self) -> tuple[str, str, bytes, Headers, int, str, Headers, bytes]:
+        return (self.method, self.uri, self.request_body, self.request_headers,
+                self.status, self.reason, self.response_headers, self.response_body)
 
 
 class CassetteFormatError(ProviderError):
@@ -327,14 +370,11 @@ class Cassette:
         run would have used after them is unknown, so nothing is pruned."""
         self._max_bytes = max_bytes
         self._stored_bytes = 0
-        """The size the saved file will have, estimated: what was loaded plus the YAML
-        of each interaction recorded since whose YAML was measured (kept under
-        `max_bytes`, what replay reads)."""
-        self._unmeasured: list[Interaction] = []
-        """Interactions recorded since, counted by `_yaml_size_bound` only: serialising
-        each one to YAML to measure it cost more than the rest of a proxied call, so it is
-        done only when the bounds say the cap may be near."""
-        self._unmeasured_bound = 0
+        """The size the saved file will have: what was loaded plus the YAML of each
+        interaction recorded since (kept under `max_bytes`, what replay reads)."""
+        self._yaml_items: dict[int, tuple[Interaction, str]] = {}
+        """The YAML of each interaction recorded, by id: made once, when it is recorded
+        (it is measured against the cap then), and written by `save` as it is."""
         self._recorder_lock = RecorderLock(self.path)
         self._claiming = asyncio.Lock()
         self._loaded_signature: tuple[int, int, int] | None = None
@@ -376,13 +416,13 @@ class Cassette:
         self._merge_saved()  # what another holder of the lock saved meanwhile is kept
         ordered = sorted(self._interactions,
                          key=lambda i: (i.method, i.uri, i.request_body, i.key[3]))
-        if any(self._scrubber.leaks_into(i.stored_parts()) for i in ordered):
+        if any(self._scrubber.leaks_into_interaction(i) for i in ordered):
             raise ProviderError(
                 f"refusing to write {self.shown}: a secret value survived scrubbing "
                 "(it appears outside a JSON string, for example inside a number)"
             )
-        text = _serialized(ordered)
-        size = len(text.encode("utf-8"))
+        text = cassette_text(self._yaml_item(i) for i in ordered)
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
         if size > self._max_bytes:
             raise ProviderError(
                 f"refusing to write {self.shown}: {size:,} bytes is over the "
@@ -525,14 +565,8 @@ class Cassette:
                 f"not recorded: {self.shown} already holds {MAX_INTERACTIONS:,} interactions, "
                 "the most a cassette may hold; split the suite"
             )
-        bound = _yaml_size_bound(interaction)
-        if self._stored_bytes + self._unmeasured_bound + bound <= self._max_bytes:
-            self._unmeasured.append(interaction)
-            self._unmeasured_bound += bound
-            self._remember_new(interaction)
-            return
-        self._measure_unmeasured()
-        size = _yaml_size(interaction)
+        item = interaction.yaml_item()
+        size = len(item) if item.isascii() else len(item.encode("utf-8"))
         if self._stored_bytes + size > self._max_bytes:
             raise ProviderError(
                 f"not recorded: this answer would make {self.shown} larger than the "
@@ -540,18 +574,18 @@ class Cassette:
                 f"{self._stored_bytes + size:,} bytes); split the suite or shorten the answers"
             )
         self._stored_bytes += size
+        self._yaml_items[id(interaction)] = (interaction, item)
         self._remember_new(interaction)
+
+    def _yaml_item(self, interaction: Interaction) -> str:
+        made = self._yaml_items.get(id(interaction))
+        return made[1] if made is not None and made[0] is interaction else \
+            interaction.yaml_item()
 
     def _remember_new(self, interaction: Interaction) -> None:
         self._add(interaction)
         self._used.add(id(interaction))
         self._new_count += 1
-
-    def _measure_unmeasured(self) -> None:
-        """Replace the bounds of the interactions recorded so far by their YAML sizes
-        (each one is measured once)."""
-        self._stored_bytes += sum(_yaml_size(i) for i in self._unmeasured)
-        self._unmeasured, self._unmeasured_bound = [], 0
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -570,64 +604,8 @@ class Cassette:
 
 
 def _serialized(interactions: list[Interaction]) -> str:
-    pairs = [interaction.to_vcr() for interaction in interactions]
-    text: str = serialize(
-        {"requests": [p[0] for p in pairs], "responses": [p[1] for p in pairs]}, yamlserializer
-    )
-    return text
-
-
-_EMPTY_CASSETTE_BYTES = len(_serialized([]).encode("utf-8"))
-
-
-def _yaml_size(interaction: Interaction) -> int:
-    """The bytes `interaction` adds to the saved cassette."""
-    return len(_serialized([interaction]).encode("utf-8")) - _EMPTY_CASSETTE_BYTES + 16
-
-
-_CONTROL_BYTES = bytes([*range(0x20), 0x7F])
-_QUOTES = b"\"'\\"
-_ASCII = bytes(range(0x80))
-_INTERACTION_FRAME_BOUND = 512
-"""More than the YAML of an interaction around its strings (keys, indentation, status)."""
-
-
-def _yaml_size_bound(interaction: Interaction) -> int:
-    """A cheap upper bound of `_yaml_size(interaction)`, from byte counts alone.
-
-    The YAML writer (PyYAML, ASCII only) writes a string plain, single- or double-quoted:
-    a quote or backslash takes at most two characters, a control character at most
-    twelve (a line break in single quotes is two, then the indentation), a non-ASCII
-    character at most ten for its two to four UTF-8 bytes (`\\U0001F600`), bytes that are
-    not UTF-8 go as base64 (4/3, with line breaks); folding adds at most a line break,
-    an indentation (at most 10) and two backslashes per 35 characters written (two lines
-    together are at least 70 wide).
-    """
-    parts: list[str | bytes] = [interaction.method, interaction.uri, interaction.reason,
-                                interaction.request_body, interaction.response_body]
-    for name, value in (*interaction.request_headers, *interaction.response_headers):
-        parts += (name, value)
-    return _INTERACTION_FRAME_BOUND + sum(_string_bound(part) for part in parts)
-
-
-def _string_bound(text: str | bytes) -> int:
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    size = len(raw)
-    escaped = 11 * (size - len(raw.translate(None, _CONTROL_BYTES)))
-    quoted = size - len(raw.translate(None, _QUOTES))
-    non_ascii = size - len(raw.translate(None, _ASCII))
-    if non_ascii and isinstance(text, bytes) and not _is_utf8(text):
-        return 64 + 2 * size  # base64
-    written = size + escaped + quoted + 2 * non_ascii
-    return 16 + written + written * 2 // 5
-
-
-def _is_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    """The cassette as vcrpy's serializer writes it (what `cassette_text` reproduces)."""
+    return pyyaml_text([interaction.to_vcr() for interaction in interactions])
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

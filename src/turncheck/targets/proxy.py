@@ -10,11 +10,17 @@ environment.
 
 Every exchange goes through the suite's cassette (`providers/cassettes.py`): the same
 format, keys (the upstream URL, the canonical body, the sample), scrubbing, size caps and
-secret rules as turncheck's own calls. A streamed answer is read whole and stored as
-the event-stream bytes it was, and handed to the app as those bytes, so the app's SDK
+secret rules as turncheck's own calls. A streamed answer (server-sent events, NDJSON) is
+passed on to the app chunk by chunk as the upstream sends it, so the app's first token
+comes when the upstream's does, and stored whole, as the bytes it was, so the app's SDK
 parses in replay what it parsed when recording. In replay mode nothing leaves the
 machine: a miss is answered with HTTP 400 (an SDK does not retry it) and noted in the
 turn, which then ends in an error naming the request and the command that records it.
+
+A recorded call costs about what passing it through does (benchmarks/targets.py): the
+request is parsed once (its key and its model), the answer once (whether it is worth
+keeping, its usage), secrets are looked for in the answer's own bytes, and its YAML is
+written once, by `cassette_yaml`'s quick writer.
 
 Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (a
 target whose turns run concurrently: an http app with `forwards_header` copies it from
@@ -26,10 +32,13 @@ calls, and they are keyed by its sample.
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
@@ -47,7 +56,10 @@ from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from turncheck.providers.aiohttp_transport import AiohttpSession
+    from turncheck.providers.cassette_transport import Exchange
 
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -57,12 +69,14 @@ PLACEHOLDER_KEY = "turncheck-proxy-placeholder-key"
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 UPSTREAM_TIMEOUT_S = 300.0
 _PREFIXES: dict[str, Api] = {"/openai": "openai", "/anthropic": "anthropic"}
-_FORWARDED_HEADERS = frozenset({"content-type", "anthropic-version", "anthropic-beta",
-                                "openai-beta", "accept"})
+_FORWARDED_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta",
+                      "accept")
 """Request headers passed upstream: what the APIs read; not the SDK's telemetry headers
 (which differ between SDK versions and would only bloat the cassette)."""
 _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 """Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
+_UNPARSED: Any = object()
+_REMEMBERED_URLS = 256
 
 
 @dataclass
@@ -137,8 +151,11 @@ class RecordingProxy:
     def __init__(self, cassette: Cassette | None, upstreams: Upstreams) -> None:
         self._cassette = cassette
         self._upstreams = upstreams
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._live: AiohttpSession | None = None
+        self._timeout: aiohttp.ClientTimeout | None = None
+        self._urls: dict[tuple[str, str, str], str] = {}
+        self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -162,9 +179,17 @@ class RecordingProxy:
                 "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # aiohttp's low-level server: one handler for every path, so no application,
+        # router or middleware chain to go through on each call.
+        loop = asyncio.get_running_loop()
+
+        def request_of(message: Any, payload: Any, protocol: Any, writer: Any,
+                       task: Any) -> web.BaseRequest:
+            return web.BaseRequest(message, payload, protocol, writer, task, loop,
+                                   client_max_size=MAX_REQUEST_BYTES)
+
+        server = web.Server(self._handle, request_factory=request_of, access_log=None)
+        self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listening.bind(("127.0.0.1", 0))
@@ -196,7 +221,17 @@ class RecordingProxy:
         else:
             self.turns.pop(turn_id, None)
 
-    def _scope_of(self, request: web.Request) -> tuple[TurnScope | None, str | None]:
+    def _url_of(self, api: Api, rest: str, query: str) -> str:
+        """The upstream URL as sent (remembered: an app posts to a few)."""
+        url = self._urls.get((api, rest, query))
+        if url is None:
+            if len(self._urls) >= _REMEMBERED_URLS:
+                self._urls.clear()
+            url = self._urls[api, rest, query] = as_sent(
+                self._upstreams.url(api, rest) + ("?" + query if query else ""))
+        return url
+
+    def _scope_of(self, request: web.BaseRequest) -> tuple[TurnScope | None, str | None]:
         """The turn a call is attributed to, or why it cannot be."""
         turn_id = request.headers.get(TURN_HEADER)
         if turn_id is not None:
@@ -214,21 +249,21 @@ class RecordingProxy:
                           "SDKs do); or turn that off: concurrent: false, or no forwards_header")
         return self.turn, None
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         api, rest = _route(request.path)
         if api is None:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
                                f"not {request.path}")
         body = await request.read()
-        url = as_sent(self._upstreams.url(api, rest) + (
-            "?" + request.query_string if request.query_string else ""))
+        url = self._url_of(api, rest, request.query_string)
         scope, problem = self._scope_of(request)
         if problem is not None:
             return _error(400, problem)
         use_sample(scope.sample if scope is not None else 0)
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
+        call = _Call(request, api, rest, url, body, scope)
         try:
-            reply = await self._answer(api, request, url, body)
+            return await self._answer(call)
         except RecordingMissing as exc:
             if scope is not None:
                 scope.misses.append(exc.message)
@@ -239,42 +274,139 @@ class RecordingProxy:
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             if scope is not None:
                 scope.errors.append(f"{request.method} {url}: {message}")
+            if call.streaming is not None:  # part of it is out: the app sees it cut short
+                if request.transport is not None:
+                    request.transport.close()
+                return call.streaming
             return _error(502, f"turncheck proxy: {message}")
-        self._count(scope, api, rest, body, reply)
-        headers = {name: reply.headers[name] for name in _RETURNED_HEADERS
-                   if name in reply.headers}
-        headers.setdefault("content-type", "application/json")
-        return web.Response(status=reply.status_code, body=reply.content, headers=headers)
 
-    async def _answer(self, api: Api, request: web.Request, url: str, body: bytes) -> Reply:
+    async def _answer(self, call: _Call) -> web.StreamResponse:
         cassette = self._cassette
+        method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
-            return cassette.replay_reply(request.method, url, body, None)
-        headers = {name: value for name, value in request.headers.items()
-                   if name.lower() in _FORWARDED_HEADERS}
-        headers.update(self._upstreams.auth(api))
-        return await self._send(request.method, url, headers, body)
+            return self._whole(call, cassette.replay_reply(method, url, body, None),
+                               _model_of(body))
+        network = _network()
+        sent = call.request.headers
+        headers = {name: sent[name] for name in _FORWARDED_HEADERS if name in sent}
+        headers.update(self._auth[call.api])
+        if not isinstance(cassette, network.recording_class):
+            return await self._forward(call, headers, body, None, _model_of(body))
+        if cassette.sends_through_httpx:  # a test's transport: answers read whole
+            reply = await cassette.reply_to(method, url, headers, body, UPSTREAM_TIMEOUT_S)
+            return self._whole(call, reply, _model_of(body))
+        async with cassette.exchange(method, url, headers, body) as exchange:
+            if exchange.hit is not None:
+                return self._whole(call, exchange.hit, exchange.model)
+            return await self._forward(call, exchange.headers, exchange.body, exchange,
+                                       exchange.model)
 
-    async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes) -> Reply:
-        # Recording and live runs only: replay loads none of this (nor httpx).
-        from turncheck.providers.aiohttp_transport import AiohttpSession, client_timeout
-        from turncheck.providers.cassette_transport import CassetteTransport
-
-        if isinstance(self._cassette, CassetteTransport):
-            return await self._cassette.reply_to(method, url, headers, body,
-                                                 UPSTREAM_TIMEOUT_S)
+    async def _forward(self, call: _Call, headers: Mapping[str, str], body: bytes,
+                       exchange: Exchange | None, model: str | None) -> web.StreamResponse:
+        """Send the call upstream; pass a streamed answer on chunk by chunk, any other
+        once read; record it (`exchange`) and count its usage."""
+        network = _network()
         if self._live is None:
-            self._live = AiohttpSession(max_connections=64)
-        return await self._live.request(method, url, headers, body,
-                                        client_timeout(UPSTREAM_TIMEOUT_S))
+            self._live = network.session_class(max_connections=64)
+            self._timeout = network.client_timeout(UPSTREAM_TIMEOUT_S)
+        assert self._timeout is not None
+        started = time.perf_counter()
+        async with self._live.stream(call.request.method, call.url, headers, body,
+                                     self._timeout) as upstream:
+            returned = _returned_headers(upstream.headers)
+            if _streamed(upstream.status, returned["content-type"]):
+                response = call.streaming = web.StreamResponse(status=upstream.status,
+                                                               headers=returned)
+                await response.prepare(call.request)
+                chunks = []
+                async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
+                    chunks.append(chunk)
+                    await response.write(chunk)
+                await response.write_eof()
+                content = b"".join(chunks)
+            else:
+                content = await network.read_bounded(upstream, network.max_answer_bytes)
+            answer = Reply(upstream.status, upstream.reason or "", upstream.headers, content)
+        latency_ms = (time.perf_counter() - started) * 1000
+        parsed = _json_of(returned["content-type"], content)
+        if exchange is not None:
+            answer = exchange.keep(answer, latency_ms, parsed)
+        self._count(call, model, answer, parsed)
+        if call.streaming is not None:
+            return call.streaming
+        return web.Response(status=answer.status_code, body=answer.content, headers=returned)
 
-    def _count(self, scope: TurnScope | None, api: Api, rest: str, body: bytes,
-               reply: Reply) -> None:
+    def _whole(self, call: _Call, reply: Reply, model: str | None) -> web.Response:
+        """An answer read whole (from the cassette, or through a test's transport)."""
+        self._count(call, model, reply, _UNPARSED)
+        return web.Response(status=reply.status_code, body=reply.content,
+                            headers=_returned_headers(reply.headers))
+
+    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
         if not 200 <= reply.status_code < 300:
             return
-        call = usage_of(api, rest, _model_of(body), reply.headers.get("content-type", ""),
-                        reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)))
-        (scope.calls if scope is not None else self.unattributed).append(call)
+        usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
+                         reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
+                         parsed=parsed if isinstance(parsed, dict) else None)
+        scope = call.scope
+        (scope.calls if scope is not None else self.unattributed).append(usage)
+
+
+class _Network:
+    """What recording and live calls send with, imported on the first (a replay loads
+    no aiohttp client, nor httpx)."""
+
+    def __init__(self) -> None:
+        from turncheck.providers import aiohttp_transport, cassette_transport
+
+        self.recording_class = cassette_transport.CassetteTransport
+        self.session_class = aiohttp_transport.AiohttpSession
+        self.client_timeout = aiohttp_transport.client_timeout
+        self.bounded_chunks = aiohttp_transport.bounded_chunks
+        self.read_bounded = aiohttp_transport.read_bounded
+        self.max_answer_bytes = aiohttp_transport.MAX_ANSWER_BYTES
+
+
+@cache
+def _network() -> _Network:
+    return _Network()
+
+
+@dataclass
+class _Call:
+    """One model call of the app's, while the proxy answers it."""
+
+    request: web.BaseRequest
+    api: Api
+    rest: str
+    url: str
+    body: bytes
+    scope: TurnScope | None
+    streaming: web.StreamResponse | None = None
+    """The answer being passed on chunk by chunk, once its first bytes are out."""
+
+
+def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    returned = {name: headers[name] for name in _RETURNED_HEADERS if name in headers}
+    returned.setdefault("content-type", "application/json")
+    return returned
+
+
+def _streamed(status: int, content_type: str) -> bool:
+    """Whether an answer is passed on chunk by chunk (server-sent events, JSON lines);
+    anything else is read whole, then sent."""
+    return 200 <= status < 300 and ("event-stream" in content_type or "ndjson" in content_type
+                                    or "jsonl" in content_type or "json-seq" in content_type)
+
+
+def _json_of(content_type: str, content: bytes) -> Any:
+    """A JSON answer's value (None when it does not parse); `_UNPARSED` for others."""
+    if "json" not in content_type or _streamed(200, content_type):
+        return _UNPARSED
+    try:
+        return loads_bounded(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _route(path: str) -> tuple[Api | None, str]:

@@ -45,10 +45,12 @@ class _Counts:
 
 
 def usage_of(api: str, path: str, request_model: str | None, content_type: str, body: bytes,
-             *, replayed: bool) -> ModelCall:
-    """The call's usage as its answer reports it (None counts when it reports none)."""
+             *, replayed: bool, parsed: Any = None) -> ModelCall:
+    """The call's usage as its answer reports it (None counts when it reports none).
+    `parsed`: the JSON body's value, when the caller has parsed it already."""
     counts = _Counts(model=request_model)
-    for payload in _payloads(content_type, body):
+    payloads = (parsed,) if isinstance(parsed, dict) else _payloads(content_type, body)
+    for payload in payloads:
         _absorb(counts, payload)
     return ModelCall(api, path, counts.model, counts.input_tokens, counts.output_tokens,
                      counts.cached, replayed)
