@@ -9,7 +9,7 @@ stay light: `turncheck run` prints through this module without loading compariso
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
@@ -93,6 +93,19 @@ def state_note(state: str) -> str:
 def samples_text(passes: int, samples: int, flaky: bool, verb: str = "passed") -> str:
     """`3/5 samples passed, flaky`: a repeated row's samples, for every kind alike."""
     return f"{passes}/{samples} samples {verb}" + (", flaky" if flaky else "")
+
+
+def pass_k_text(pass_hat_k: Mapping[str, float], pass_at_k: Mapping[str, float] | None = None
+                ) -> str:
+    """`pass^2 0.30, pass^4 0.05 (pass@4 0.99)`: a repeated row's pass^k for k ≥ 2 (k = 1
+    is the pass rate), and pass@k at the largest k; empty when there is none."""
+    ks = [k for k in pass_hat_k if int(k) >= 2]
+    if not ks:
+        return ""
+    text = ", ".join(f"pass^{k} {pass_hat_k[k]:.2f}" for k in ks)
+    if pass_at_k and ks[-1] in pass_at_k:
+        text += f" (pass@{ks[-1]} {pass_at_k[ks[-1]]:.2f})"
+    return text
 
 
 def shown(text: str, indent: str) -> str:
