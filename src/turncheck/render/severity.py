@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from turncheck.compare.policy import FailOn, FailReason
+from turncheck.render.table_model import SHOWN_K
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
 from turncheck.report.protocol_comparison import CaseComparison, CaseSide
 from turncheck.report.rows import SampleSide
@@ -251,7 +252,7 @@ def _rate(side: SampleSide) -> str:
 def _pass_k_change(base: SampleSide, head: SampleSide) -> str:
     """`pass^2 0.90 → 0.30, pass^4 0.81 → 0.05`: pass^k (k ≥ 2) on both sides, for the k
     both sides can estimate."""
-    ks = [k for k in head.pass_hat_k if int(k) >= 2 and k in base.pass_hat_k]
+    ks = [k for k in SHOWN_K if k in head.pass_hat_k and k in base.pass_hat_k]
     return ", ".join(f"pass^{k} {base.pass_hat_k[k]:.2f} → {head.pass_hat_k[k]:.2f}"
                      for k in ks)
 

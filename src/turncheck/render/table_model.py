@@ -95,11 +95,16 @@ def samples_text(passes: int, samples: int, flaky: bool, verb: str = "passed") -
     return f"{passes}/{samples} samples {verb}" + (", flaky" if flaky else "")
 
 
+SHOWN_K = ("2", "4")
+"""pass^k shown in text (k = 1 is the pass rate; tau2-bench reports pass^1..4); the
+report's JSON has every k."""
+
+
 def pass_k_text(pass_hat_k: Mapping[str, float], pass_at_k: Mapping[str, float] | None = None
                 ) -> str:
-    """`pass^2 0.30, pass^4 0.05 (pass@4 0.99)`: a repeated row's pass^k for k ≥ 2 (k = 1
-    is the pass rate), and pass@k at the largest k; empty when there is none."""
-    ks = [k for k in pass_hat_k if int(k) >= 2]
+    """`pass^2 0.30, pass^4 0.05 (pass@4 0.99)`: a repeated row's pass^k at the shown k it
+    can estimate, and pass@k at the largest; empty when there is none."""
+    ks = [k for k in SHOWN_K if k in pass_hat_k]
     if not ks:
         return ""
     text = ", ".join(f"pass^{k} {pass_hat_k[k]:.2f}" for k in ks)
