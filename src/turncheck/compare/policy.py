@@ -30,7 +30,7 @@ from enum import StrEnum
 from turncheck.compare.calibration import calibration_reasons
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import Comparison
-from turncheck.report.rows import RowCounts
+from turncheck.report.rows import RowCounts, SampleSide
 from turncheck.stats.verdicts import Verdict
 from turncheck.text.counts import counted
 
@@ -172,11 +172,12 @@ def one_sample_is_evidence(comparison: Comparison) -> bool:
 
 def one_sample_rows(comparison: Comparison) -> int:
     """Eval and protocol-case rows compared on one usable sample per side."""
-    rows = [*(e for s in comparison.suites for e in s.evals),
-            *(c for s in (comparison.protocols.suites if comparison.protocols else [])
-              for c in s.cases)]
-    return sum(1 for row in rows if row.base is not None and row.head is not None
-               and row.base.samples == 1 and row.head.samples == 1)
+    sides: list[tuple[SampleSide | None, SampleSide | None]] = [
+        *((e.base, e.head) for s in comparison.suites for e in s.evals),
+        *((c.base, c.head) for s in (comparison.protocols.suites if comparison.protocols
+                                     else []) for c in s.cases)]
+    return sum(1 for base, head in sides if base is not None and head is not None
+               and base.samples == 1 and head.samples == 1)
 
 
 def one_sample_note(comparison: Comparison) -> str | None:
