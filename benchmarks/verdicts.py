@@ -135,10 +135,18 @@ class Sampling:
     pooled: bool = False
     """The base side is HISTORY_RUNS runs of main pooled (`compare.pool`); only the head
     is sampled, alone (`repeat: auto` stops on the head's own samples)."""
+    separate: bool = False
+    """`repeat: auto` on both sides in two separate runs (each stops on its own)."""
+    mode: str = "live"
+    """The runs' mode; `replay` gives head the base's recorded answers."""
 
     @property
     def label(self) -> str:
         plain = f"repeat {self.repeat}" if self.repeat else f"auto<={self.max_repeat}"
+        if self.separate:
+            plain += " separate runs"
+        if self.mode != "live":
+            plain += f" {self.mode}"
         return f"pooled base, head {plain}" if self.pooled else plain
 
     @property
@@ -159,32 +167,28 @@ def looks_of(base: Sequence[object], head: Sequence[object], sampling: Sampling
     """The sizes of the looks each side takes from its stream, by the library's stopping
     rule (one look of `repeat` for a fixed repeat).
 
-    A library with a joint rule (`joint_more_samples`: the decision sees both sides)
-    is asked with both sides' samples of the same looks; otherwise each side stops on
-    its own samples (`more_samples`), as two separate `turncheck run`s do."""
+    With both sides sampled together the library's joint design decides every look
+    from both sides' samples (`joint_next`); `separate` runs stop each side on its own
+    samples (`more_samples`), as two separate `turncheck run`s do."""
     if sampling.repeat is not None:
         return [sampling.repeat], [sampling.repeat]
     if sampling.pooled:
         return [], head_looks(head, sampling.max_repeat)
-    joint = getattr(adaptive, "joint_more_samples", None)
+    if sampling.separate:
+        return head_looks(base, sampling.max_repeat), head_looks(head, sampling.max_repeat)
     looks: tuple[list[int], list[int]] = ([], [])
-    sides = (base, head)
     while True:
-        seen = [list(side[:sum(sizes)]) for side, sizes in zip(sides, looks, strict=True)]
-        if joint is not None:
-            wanted = [joint(seen[0], seen[1], sampling.max_repeat),
-                      joint(seen[1], seen[0], sampling.max_repeat)]
-        else:
-            wanted = [adaptive.more_samples(s, sampling.max_repeat) for s in seen]
-        if max(wanted) <= 0:
+        taken = sum(looks[0])
+        more = adaptive.joint_next(list(base[:taken]), list(head[:taken]),  # type: ignore[arg-type]
+                                   sampling.max_repeat)
+        if more <= 0:
             return looks
-        for sizes, more in zip(looks, wanted, strict=True):
-            if more > 0:
-                sizes.append(more)
+        looks[0].append(more)
+        looks[1].append(more)
 
 
 def head_looks(head: Sequence[object], max_repeat: int) -> list[int]:
-    """The looks of a head sampled alone (`adaptive.more_samples`)."""
+    """The looks of a side sampled alone (`adaptive.more_samples`)."""
     looks: list[int] = []
     while (more := adaptive.more_samples(list(head[:sum(looks)]), max_repeat)) > 0:
         looks.append(more)
@@ -256,16 +260,22 @@ def in_look_order(stream: np.ndarray, looks: Sequence[int]) -> list[int]:
     return ordered
 
 
-_COMBINED: dict[tuple[str, str | None, tuple[int, ...], RepeatPlan], EvalResult] = {}
+_COMBINED: dict[tuple[object, ...], EvalResult] = {}
+PAIRED = "bench"
+"""The pairing token of evals whose looks both sides decided together."""
 
 
-def combined(name: str, outcomes: Sequence[int], fault: str | None, plan: RepeatPlan
-             ) -> EvalResult:
-    """The engine's `combine` of these samples (memoised: it is a pure function)."""
-    key = (name, fault, tuple(outcomes), plan)
+def combined(name: str, outcomes: Sequence[int], fault: str | None, plan: RepeatPlan,
+             looks: Sequence[int] = (), paired: str | None = None) -> EvalResult:
+    """The engine's `combine` of these samples taken in `looks` (sizes; `repeat: auto`),
+    as the engine records them (memoised: it is a pure function)."""
+    key = (name, fault, tuple(outcomes), plan, tuple(looks), paired)
     found = _COMBINED.get(key)
     if found is None:
-        found = combine([sample_of(name, t, fault) for t in outcomes], plan, SEED_OFFSET)
+        indices = [look for look, size in enumerate(looks) for _ in range(size)] \
+            if plan.fixed is None else []
+        found = combine([sample_of(name, t, fault) for t in outcomes], plan, SEED_OFFSET,
+                        indices, paired)
         if len(_COMBINED) < 200_000:
             _COMBINED[key] = found
     return found
@@ -281,10 +291,11 @@ def calls_of(outcomes: np.ndarray, turns: int, fault: str | None) -> int:
     return int(np.where(outcomes > 0, outcomes, turns).sum())
 
 
-def report_of(suite: list[EvalResult], commit: str | None = None) -> Report:
+def report_of(suite: list[EvalResult], commit: str | None = None, mode: str = "live"
+              ) -> Report:
     results = SuiteResult(path="bench.eval.yaml", name="bench", model="m", provider="openai",
                           cassette=None, evals=suite)
-    return Report(turncheck_version="bench", mode="live", price_source=PRICES,
+    return Report(turncheck_version="bench", mode=mode, price_source=PRICES,
                   suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0,
                   commit=commit)
 
@@ -329,14 +340,17 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
         looks = looks_of(seen[0], seen[1], sampling)
         for side in (1,) if sampling.pooled else (0, 1):
             outcomes = in_look_order(streams[side], looks[side])
-            suites[side].append(combined(name, outcomes, faults[side], sampling.plan))
+            joint = sampling.repeat is None and not sampling.pooled and not sampling.separate
+            suites[side].append(combined(name, outcomes, faults[side], sampling.plan,
+                                         looks[side], PAIRED if joint else None))
             turns = len((scenario.base, scenario.head)[side][index])
             calls[side] += calls_of(np.asarray(outcomes, dtype=int), turns, faults[side])
     if sampling.pooled:
         base_report, pool = pooled_base(scenario, base)
         comparison = compare_reports(base_report, report_of(suites[1]), base_pool=pool)
     else:
-        comparison = compare_reports(report_of(suites[0]), report_of(suites[1]))
+        comparison = compare_reports(report_of(suites[0], mode=sampling.mode),
+                                     report_of(suites[1], mode=sampling.mode))
     return PrOutcome(
         verdicts=[e.verdict for s in comparison.suites for e in s.evals],
         head_statuses=[e.status for e in suites[1]],
@@ -429,6 +443,8 @@ def run_cell(cell: Cell) -> tuple[str, Tally]:
     if cell.sampling.pooled:
         base = base.reshape(cell.prs, runs, *base.shape[1:])
     head = draw_outcomes(cell.scenario.head, cell.prs, rng, cell.scenario.drift)
+    if cell.sampling.mode == "replay":  # both sides replay the same recorded answers
+        head = base.copy()
     tally = Tally()
     for pr in range(cell.prs):
         outcome = one_pr(cell.scenario, cell.sampling, base[pr], head[pr])

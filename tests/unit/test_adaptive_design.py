@@ -39,8 +39,8 @@ def test_sampling_goes_on_only_while_the_head_looks_at_least_as_bad() -> None:
     assert joint_next([1] * 5, [1] * 4 + [2], 20) == 5  # a later turn is worse too
     assert joint_next([1] * 10, worse + [None] * 5, 20) == 10  # to 20
     assert joint_next([1] * 20, [None] * 20, 20) == 0  # max_repeat
-    # Ties go on: the same failures on both sides.
-    assert keeps_sampling([1, 1, 1, 1, None], [1, 1, 1, 1, None], 20)
+    # A tie stops: the same failures on both sides say nothing of a drop.
+    assert not keeps_sampling([1, 1, 1, 1, None], [1, 1, 1, 1, None], 20)
 
 
 def _looks(outcomes: list[Outcome], max_repeat: int) -> list[list[Outcome]]:

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 from turncheck.stats.adaptive import (
-    FUTILITY_Z,
     SCORE_SCALE,
     Moments,
+    futility_bound,
     joint_looks,
     look_scores,
 )
@@ -130,7 +130,7 @@ def sequential_law(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[Ou
         moments = moments.add(base_scores, head_scores)
         if index == len(sizes) - 1:
             break  # the design's last look: every path stops here
-        going = _goes_on(np.arange(len(state)), moments)
+        going = _goes_on(np.arange(len(state)), moments, index)
         state = np.where(going if index < reached - 1 else ~going, state, 0.0)
     total = state.sum()
     observed = moments.head_sum
@@ -140,13 +140,13 @@ def sequential_law(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[Ou
     return ScoreLaw(possible, state[possible] / total, observed)
 
 
-def _goes_on(sums: np.ndarray, moments: Moments) -> np.ndarray:
+def _goes_on(sums: np.ndarray, moments: Moments, look: int) -> np.ndarray:
     """`adaptive.goes_on` for every possible head score sum at once (the same formula)."""
     import numpy as np
     if moments.variance <= 1e-12:
         return np.zeros(len(sums), dtype=bool)
     going: np.ndarray = sums.astype(np.float64) - moments.mean >= \
-        FUTILITY_Z * np.sqrt(moments.variance) - 1e-9
+        futility_bound(look) * np.sqrt(moments.variance) - 1e-9
     return going
 
 
