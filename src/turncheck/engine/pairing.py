@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from turncheck.stats.adaptive import Outcome, joint_looks, joint_next
+from turncheck.stats.adaptive import UNUSABLE, Outcome, joint_looks, joint_next
 
 Side = Literal["base", "head"]
 PairKey = tuple[str, str]
@@ -145,11 +145,11 @@ class JointSampler:
         self.side.pairing.finish(self.side.side, self.key)
 
 
-def _outcome(value: Hashable) -> Outcome:
-    return value if isinstance(value, int) else None
+def _outcome(value: Hashable) -> Outcome | str:
+    return value if isinstance(value, int) or value == UNUSABLE else None
 
 
-def more_alone(outcomes: Sequence[Outcome], max_repeat: int) -> int:
+def more_alone(outcomes: Sequence[Outcome | str], max_repeat: int) -> int:
     """A side whose partner is gone after the first look: stop when its samples all
     agree, else top up to `max_repeat` (it is not paired, so the comparison tests its
     first look only)."""

@@ -33,7 +33,7 @@ from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.report.protocol import CaseResult, CaseSample
 from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status, spend_totals
 from turncheck.report.run import EvalResult
-from turncheck.stats.adaptive import more_samples
+from turncheck.stats.adaptive import UNUSABLE, more_samples
 from turncheck.stats.rates import (
     pass_k_table,
     summarize_passes,
@@ -79,6 +79,12 @@ Outcome = int | None
 
 def outcome_of(result: EvalResult | SampleResult) -> Outcome:
     return result.passed_on_turn if result.status is Status.PASS else None
+
+
+def stopping_outcome(result: EvalResult | SampleResult) -> Hashable:
+    """What `repeat: auto`'s stopping rules see of a sample: its outcome, or `UNUSABLE`
+    when it errored or was skipped (no evidence about the model)."""
+    return outcome_of(result) if result.status in USABLE else UNUSABLE
 
 
 def case_outcome(result: CaseResult | CaseSample) -> Hashable:

@@ -57,6 +57,8 @@ def futility_bound(look: int) -> float:
     return FUTILITY_Z[min(look, len(FUTILITY_Z) - 1)]
 
 Outcome = int | None
+UNUSABLE = "unusable"
+"""A sample that errored or was skipped, as the stopping rules see it: no evidence."""
 
 
 def first_look(max_repeat: int) -> int:
@@ -152,14 +154,21 @@ def keeps_sampling(base: Sequence[Outcome], head: Sequence[Outcome], max_repeat:
     return goes_on(moments.head_sum, moments.mean, moments.variance, len(head_looks) - 1)
 
 
-def joint_next(base: Sequence[Outcome], head: Sequence[Outcome], max_repeat: int) -> int:
+def joint_next(base: Sequence[Outcome | str], head: Sequence[Outcome | str],
+               max_repeat: int) -> int:
     """How many more samples each side takes, base having taken `base` and head `head`
-    at the same looks (0: stop). Both sides reach the same decision."""
+    at the same looks (0: stop). Both sides reach the same decision. A look with an
+    `UNUSABLE` sample stops both (an outage does not buy more samples; the comparison
+    then tests the first look alone)."""
     looks = joint_looks(max_repeat)
     taken = max(len(base), len(head))
     if taken < looks[0]:
         return looks[0] - taken
     later = [size for size in looks if size > taken]
-    if not later or not keeps_sampling(base, head, max_repeat):
+    usable_base = [o for o in base if o != UNUSABLE]
+    usable_head = [o for o in head if o != UNUSABLE]
+    if not later or len(usable_base) < len(base) or len(usable_head) < len(head):
+        return 0
+    if not keeps_sampling(usable_base, usable_head, max_repeat):  # type: ignore[arg-type]
         return 0
     return later[0] - taken
