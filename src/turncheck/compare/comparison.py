@@ -56,14 +56,7 @@ from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
-from turncheck.stats.looks import (
-    ScoreLaw,
-    pass_count_law,
-    sequential_law,
-    sequential_test,
-    summed_laws_test,
-    testable_looks,
-)
+from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.tests import ShiftTest
@@ -174,11 +167,6 @@ def joint_test(item: EvalComparison) -> ShiftTest | None:
     return None if design is None else sequential_test(*design)
 
 
-def joint_law(item: EvalComparison) -> ScoreLaw | None:
-    design = joint_design(item)
-    return None if design is None else sequential_law(*design)
-
-
 SEPARATE_AUTO = "separate-auto-runs"
 
 
@@ -273,23 +261,17 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
             continue
         tested = [item for item, e in zip(suite.evals, own, strict=True)
                   if item.base is not None and item.head is not None and not e.empty]
-        strata = [testable_outcomes(item) for item in tested]
-        evidence_of_suite = suite_evidence(strata, settings)
-        laws = [joint_law(item) for item in tested]
-        if not evidence_of_suite.empty and any(law is not None for law in laws):
-            evidence_of_suite = replace(evidence_of_suite, test=summed_laws_test(
-                [law or pass_count_law(*stratum) for law, stratum in zip(laws, strata,
-                                                                         strict=True)]))
-        found.append(evidence_of_suite)
+        found.append(suite_evidence([testable_outcomes(item) for item in tested], settings))
     return found
 
 
 def testable_outcomes(item: EvalComparison) -> tuple[list[int | None], list[int | None]]:
-    """The outcomes of each side a suite-level test may use: every sample, except for
-    `repeat: auto` sides that stopped each on its own (their first looks)."""
+    """The outcomes of each side a suite-level test may use: every sample of a fixed
+    `repeat`, the first look of `repeat: auto` (its size was fixed whatever the samples
+    said; how far an eval went on depends on its own split, which a stratified test
+    given the pooled passes cannot allow for)."""
     assert item.base is not None and item.head is not None
-    paired = item.base.paired is not None and item.base.paired == item.head.paired
-    if paired or (not item.base.looks and not item.head.looks):
+    if not item.base.looks and not item.head.looks:
         return side_outcomes(item.base), side_outcomes(item.head)
     [look] = testable_looks(side_looks(item.base), side_looks(item.head), False)
     return list(look.base), list(look.head)

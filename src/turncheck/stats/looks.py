@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 from turncheck.stats.adaptive import (
-    SCORE_SCALE,
     Moments,
     futility_bound,
     joint_looks,
@@ -100,7 +99,7 @@ def _tail_test(counts: np.ndarray, observed: int) -> ShiftTest:
 @dataclass(frozen=True)
 class ScoreLaw:
     """The exact law of a statistic (integer values, their chances) and its observed
-    value: one eval's part of a suite-level sum."""
+    value."""
 
     values: np.ndarray
     chances: np.ndarray
@@ -181,34 +180,3 @@ def sequential_test(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[O
     """The joint design's exact test (`sequential_law`); None when it does not apply."""
     law = sequential_law(base, head, max_repeat)
     return None if law is None else law_test(law)
-
-
-def pass_count_law(base: Sequence[Outcome], head: Sequence[Outcome]) -> ScoreLaw:
-    """A fixed-size eval's part of a suite-level sum on the scale of `ScoreLaw`s: the
-    head's failures × SCORE_SCALE (a failure scores that much more than a pass in a
-    look), hypergeometric given the pooled passes."""
-    import numpy as np
-    from scipy.stats import hypergeom
-    total, failures = len(base) + len(head), sum(o is None for o in [*base, *head])
-    counts = np.arange(len(head) + 1)
-    chances = hypergeom.pmf(counts, total, failures, len(head))
-    keep = chances > 0
-    return ScoreLaw(counts[keep] * SCORE_SCALE, chances[keep],
-                    sum(o is None for o in head) * SCORE_SCALE)
-
-
-def summed_laws_test(laws: Sequence[ScoreLaw]) -> ShiftTest:
-    """Exact one-sided test of the sum of independent statistics, each with its exact
-    law (the evals of a suite): the convolution of the laws."""
-    import numpy as np
-    total, observed = np.ones(1), 0
-    for law in laws:
-        low = int(law.values.min())
-        dense = np.zeros(int(law.values.max()) - low + 1)
-        dense[law.values - low] = law.chances
-        total = np.convolve(total, dense)
-        observed += law.observed - low
-    possible = np.nonzero(total > 1e-300)[0]
-    if len(possible) <= 1:
-        return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
-    return law_test(ScoreLaw(possible, total[possible] / total[possible].sum(), observed))
