@@ -46,13 +46,14 @@ def test_drift_moves_whole_runs_not_samples(bench: ModuleType) -> None:
 
 
 def test_auto_asks_the_librarys_stopping_rule(bench: ModuleType) -> None:
-    """10 agreeing samples stop; a side that varies is topped up to max_repeat."""
-    agree, varies = [1] * 60, [1, None] * 30
-    base, head = bench.looks_of(agree, varies, bench.AUTO_20)
-    assert sum(head) == 20
-    assert sum(base) in (10, 20)  # 20 once stopping is decided from both sides together
-    assert bench.looks_of(agree, agree, bench.AUTO_20) == ([10], [10])
-    assert bench.looks_of(agree, varies, bench.FIXED_20) == ([20], [20])
+    """Both sides together: 5 agreeing samples a side stop; a head that looks worse takes
+    both sides on, look by look, to max_repeat; separate runs stop each on its own."""
+    agree, worse = [1] * 60, [1, None] * 30
+    assert bench.looks_of(agree, agree, bench.AUTO_20) == ([5], [5])
+    assert bench.looks_of(agree, worse, bench.AUTO_20) == ([5, 5, 10], [5, 5, 10])
+    assert bench.looks_of(worse, agree, bench.AUTO_20) == ([5], [5])  # head better: stop
+    assert bench.looks_of(agree, worse, bench.AUTO_20_SEPARATE) == ([10], [10, 10])
+    assert bench.looks_of(agree, worse, bench.FIXED_20) == ([20], [20])
 
 
 def test_an_outage_reaches_the_comparison_as_errors(bench: ModuleType) -> None:
@@ -70,6 +71,8 @@ def test_quick_run_prints_every_target_and_fails_on_a_miss(
     for needed in ("Family-wise false alarms", "0.9->0.5 in 20 mixture | auto<=20",
                    "1->0.8 in 20 mixture | auto<=20", "diffuse 0.95->0.85 over 20",
                    "outage at head", "budget stop at head", "monotone", "CPU time",
+                   "0.9->0.5 in 20 mixture | auto<=60", "null 20 at 0.7 | repeat 1 replay",
+                   "The default gate", "auto<=20 separate runs",
                    "Left out, and why"):
         assert needed in out
     assert code == (1 if " MISS" in out else 0)

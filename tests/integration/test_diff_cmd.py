@@ -112,7 +112,7 @@ def test_diff_tops_the_base_up_when_the_head_varies(tmp_path: Path) -> None:
     repo.write("evals/geo.eval.yaml", BASE_SUITE.replace("capital of France?",
                                                          "capital of France, please?"))
     with ScriptedServer() as server:
-        server.add_rule("Paris it is", contains="please", times=7)
+        server.add_rule("Paris it is", contains="please", times=3)
         server.add_rule("Lyon", contains="please")
         server.default_reply = "Paris, blue"
         done = subprocess.run(
@@ -125,13 +125,14 @@ def test_diff_tops_the_base_up_when_the_head_varies(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
     rows = {row["name"]: row for row in data["suites"][0]["evals"]}
     capital, sky = rows["capital"], rows["sky"]
-    # Alone, the base's 10 of 10 would have stopped; the head's 7 of 10 tops both up.
+    # Alone, the base's 5 of 5 would have stopped; the head's 3 of 5 looks worse, so
+    # both sides go on, look after look, to max_repeat.
     assert (capital["base"]["passes"], capital["base"]["samples"]) == (20, 20)
-    assert (capital["head"]["passes"], capital["head"]["samples"]) == (7, 20)
+    assert (capital["head"]["passes"], capital["head"]["samples"]) == (3, 20)
     assert capital["base"]["paired"] == capital["head"]["paired"] is not None
     assert capital["verdict"] == "regression"
-    # Every sample of both sides agreed: both stopped at the first look.
-    assert (sky["base"]["samples"], sky["head"]["samples"]) == (10, 10)
+    # Every sample of both sides agreed: both stopped at the first look of 5.
+    assert (sky["base"]["samples"], sky["head"]["samples"]) == (5, 5)
 
 
 def test_paths_may_follow_the_options_and_stand_in_the_base_ref_position(

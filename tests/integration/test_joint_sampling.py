@@ -19,7 +19,7 @@ from turncheck.formats.suite_loader import load_suite
 from turncheck.report.protocol_comparison import CaseComparison, CaseSide
 from turncheck.report.rows import Transition
 from turncheck.report.run import Report
-from turncheck.stats.adaptive import joint_more_samples, more_samples
+from turncheck.stats.adaptive import joint_next, more_samples
 from turncheck.stats.looks import Look, stratified_shift_test
 from turncheck.stats.tests import turn_shift_test
 from turncheck.stats.verdicts import Verdict
@@ -36,12 +36,11 @@ def test_the_stopping_rule_sees_both_sides() -> None:
     base = [1] * 10  # alone, base would stop: all ten agree
     head = [1] * 7 + [None] * 3
     assert more_samples(base, 20) == 0
-    assert joint_more_samples(base, head, 20) == 10
-    assert joint_more_samples(head, base, 20) == 10
-    # Both agreeing on the same outcome: both stop.
-    assert joint_more_samples(base, [1] * 10, 20) == 0
-    # Agreeing each on its own but not with each other (10/10 vs 0/10): top both up.
-    assert joint_more_samples(base, [None] * 10, 20) == 10
+    assert joint_next(base, head, 20) == 10
+    # Both agreeing on the same outcome after the first look of 5: both stop.
+    assert joint_next([1] * 5, [1] * 5, 20) == 0
+    # Agreeing each on its own but not with each other (5/5 vs 0/5): sample on.
+    assert joint_next([1] * 5, [None] * 5, 20) == 5
 
 
 def _settings(server: ScriptedServer) -> RunSettings:
@@ -57,7 +56,7 @@ def _side(tmp_path: Path, name: str, server: ScriptedServer) -> Side:
 def _servers() -> tuple[ScriptedServer, ScriptedServer]:
     base, head = ScriptedServer(), ScriptedServer()
     base.default_reply = "Paris"
-    head.add_rule("Paris it is", contains="capital", times=7)
+    head.add_rule("Paris it is", contains="capital", times=3)
     head.default_reply = "Lyon"
     return base, head
 
@@ -76,14 +75,17 @@ def test_base_alone_would_stop_but_is_topped_up_when_head_varies(tmp_path: Path)
     base_eval, head_eval = base.suites[0].evals[0], head.suites[0].evals[0]
     assert base_eval.repeats is not None and head_eval.repeats is not None
     assert (base_eval.repeats.passes, base_eval.repeats.samples) == (20, 20)
-    assert (head_eval.repeats.passes, head_eval.repeats.samples) == (7, 20)
-    assert [s.look for s in base_eval.samples] == [0] * 10 + [1] * 10
+    assert (head_eval.repeats.passes, head_eval.repeats.samples) == (3, 20)
+    # Looks of 5, 5 and 10: the head looked worse after each.
+    assert [s.look for s in base_eval.samples] == [0] * 5 + [1] * 5 + [2] * 10
     token = base_eval.repeats.paired
     assert token is not None and head_eval.repeats.paired == token
-    # Stopped together: every look is tested, stratified by look.
-    [row] = compare_reports(base, head).suites[0].evals
+    # Stopped together: every look is tested by the design's exact test.
+    comparison = compare_reports(base, head)
+    [row] = comparison.suites[0].evals
     assert row.verdict is Verdict.REGRESSION
-    assert row.base is not None and len(row.base.looks) == 2
+    assert row.base is not None and len(row.base.looks) == 3
+    assert not [d for d in comparison.diagnostics if d.code == "separate-auto-runs"]
 
 
 def _alone(tmp_path: Path, name: str, server: ScriptedServer) -> Report:
@@ -105,7 +107,11 @@ def test_separately_sampled_sides_are_compared_on_their_first_look_only(
     assert (base_eval.repeats.samples, head_eval.repeats.samples) == (10, 20)
     assert base_eval.repeats.paired is None
     renames = {head.suites[0].path: base.suites[0].path}
-    [row] = compare_reports(base, head, renames=renames).suites[0].evals
+    comparison = compare_reports(base, head, renames=renames)
+    [row] = comparison.suites[0].evals
+    # The comparison says why only the first looks count.
+    [warned] = [d for d in comparison.diagnostics if d.code == "separate-auto-runs"]
+    assert not warned.is_error and "only their first looks are tested" in warned.message
     # 10/10 against 8/20 pooled would be p < 0.002: a biased test of optional stopping.
     # Valid is 10/10 against the head's first look, 8/10: no regression can be proven.
     assert row.verdict is not Verdict.REGRESSION
@@ -164,7 +170,7 @@ def test_a_side_without_a_partner_decides_alone_and_is_not_paired(tmp_path: Path
     assert base is not None
     other_eval = base.suites[0].evals[0]
     assert other_eval.repeats is not None and other_eval.repeats.paired is None
-    assert other_eval.repeats.samples == 10
+    assert other_eval.repeats.samples == 5  # the first look, all passed
 
 
 def _case(base: CaseSide, head: CaseSide) -> CaseComparison:

@@ -144,4 +144,5 @@ def test_console_shows_samples_and_verdicts(tmp_path: Path,
     out = captured.out + captured.err
     assert "· regression (9/10 → 2/10, adjusted p = " in out and "(raw p = " in out
     assert "1 regression against base" in out
-    assert overall(rate("coin", 5, 10)).endswith("· 5/10 samples passed, flaky")
+    assert overall(rate("coin", 5, 10)).endswith(
+        "· 5/10 samples passed, flaky · pass^2 0.22, pass^4 0.02 (pass@4 0.98)")

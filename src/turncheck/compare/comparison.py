@@ -37,6 +37,7 @@ from turncheck.compare.rows import (
     state_of,
     verdict_fields,
 )
+from turncheck.diagnostics import Diagnostic, warning
 from turncheck.report.comparison import (
     AppCalls,
     Comparison,
@@ -55,9 +56,10 @@ from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
-from turncheck.stats.looks import stratified_shift_test, testable_looks
+from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, predictive_test
 from turncheck.stats.rates import turn_distribution
+from turncheck.stats.tests import ShiftTest
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -68,6 +70,7 @@ from turncheck.stats.verdicts import (
     outcome_evidence,
     suite_evidence,
 )
+from turncheck.text.counts import counted
 
 # --- evals ------------------------------------------------------------------------
 
@@ -133,15 +136,63 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
     if not item.base.looks and not item.head.looks:
         return outcome_evidence(side_outcomes(item.base), side_outcomes(item.head), settings,
                                 base_lost=base_lost, head_lost=head_lost)
-    joint = item.base.paired is not None and item.base.paired == item.head.paired
-    looks = testable_looks(side_looks(item.base), side_looks(item.head), joint)
+    joint = joint_test(item)
+    looks = testable_looks(side_looks(item.base), side_looks(item.head), False)
     base = [o for look in looks for o in look.base]
     head = [o for look in looks for o in look.head]
+    if joint is not None:  # the effects over every sample, the design's own test
+        base, head = side_outcomes(item.base), side_outcomes(item.head)
     evidence = outcome_evidence(base, head, settings, base_lost=base_lost,
                                 head_lost=head_lost)
-    if evidence.empty or len(looks) < 2:
+    if evidence.empty or joint is None:
         return evidence
-    return replace(evidence, test=stratified_shift_test(looks))
+    return replace(evidence, test=joint)
+
+
+def joint_design(item: EvalComparison) -> tuple[list[list[int | None]],
+                                                 list[list[int | None]], int] | None:
+    """Each side's outcomes per look and `max_repeat` when both sides of `repeat: auto`
+    stopped together (the same pairing token); None otherwise."""
+    if item.base is None or item.head is None or item.head.max_repeat is None:
+        return None
+    if item.base.paired is None or item.base.paired != item.head.paired:
+        return None
+    return side_looks(item.base), side_looks(item.head), item.head.max_repeat
+
+
+def joint_test(item: EvalComparison) -> ShiftTest | None:
+    """The joint sequential design's exact test (`stats.looks.sequential_test`); None
+    when the sides were not sampled together, or a look is not the design's (an errored
+    sample, an older report): the first look is then tested alone."""
+    design = joint_design(item)
+    return None if design is None else sequential_test(*design)
+
+
+SEPARATE_AUTO = "separate-auto-runs"
+
+
+def separate_auto_warning(suites: Sequence[SuiteComparison]) -> list[Diagnostic]:
+    """A warning when `repeat: auto` sides were sampled in separate runs: each stopped on
+    its own samples, so only their first looks enter the tests."""
+    count = separately_adaptive(suites)
+    if not count:
+        return []
+    where = next(s.path for s in suites for e in s.evals
+                 if e.base is not None and e.base.max_repeat is not None)
+    return [warning(where, 1, 1, SEPARATE_AUTO, (
+        f"{counted(count, 'eval')} used `repeat: auto` on both sides in separate runs: "
+        "each side stopped on its own samples, so only their first looks are tested "
+        "(the other samples count in k/n, not in the p-value); run base and head "
+        "together (`turncheck diff`, or the action) to test them all"))]
+
+
+def separately_adaptive(suites: Sequence[SuiteComparison]) -> int:
+    """Evals both of whose sides used `repeat: auto` but stopped each on its own samples
+    (two separate runs): only their first looks can be tested."""
+    return sum(1 for suite in suites for item in suite.evals
+               if item.base is not None and item.head is not None
+               and item.base.max_repeat is not None and item.head.max_repeat is not None
+               and (item.base.paired is None or item.base.paired != item.head.paired))
 
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
@@ -212,11 +263,22 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
         if base_pool is not None:
             found.append(Evidence(empty=True, cause="pooled base"))
             continue
-        strata = [(side_outcomes(item.base), side_outcomes(item.head))
-                  for item, e in zip(suite.evals, own, strict=True)
+        tested = [item for item, e in zip(suite.evals, own, strict=True)
                   if item.base is not None and item.head is not None and not e.empty]
-        found.append(suite_evidence(strata, settings))
+        found.append(suite_evidence([testable_outcomes(item) for item in tested], settings))
     return found
+
+
+def testable_outcomes(item: EvalComparison) -> tuple[list[int | None], list[int | None]]:
+    """The outcomes of each side a suite-level test may use: every sample of a fixed
+    `repeat`, the first look of `repeat: auto` (its size was fixed whatever the samples
+    said; how far an eval went on depends on its own split, which a stratified test
+    given the pooled passes cannot allow for)."""
+    assert item.base is not None and item.head is not None
+    if not item.base.looks and not item.head.looks:
+        return side_outcomes(item.base), side_outcomes(item.head)
+    [look] = testable_looks(side_looks(item.base), side_looks(item.head), False)
+    return list(look.base), list(look.head)
 
 
 def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
@@ -511,7 +573,8 @@ def compare_reports(
     return Comparison(
         base_commit=base.commit if base else None, head_commit=head.commit,
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
-        price_note=price_note(base, head), diagnostics=list(head.diagnostics),
+        price_note=price_note(base, head),
+        diagnostics=[*head.diagnostics, *separate_auto_warning(suites)],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
         calibration=compare_calibrations(

@@ -7,7 +7,11 @@
 - `failure`: head evals/cases that failed (not errored, not skipped).
 - `regression`: the statistical verdict `regression` (rows and suites, family-wise
   error ≤ α).
-- `broken`, `later-turn`: transitions of rows with one sample per side.
+- `broken`, `later-turn`: transitions of rows with one sample per side, where one
+  sample is evidence: in replay (the recorded answers are what is compared, so a
+  transition is a real change of them). In live and record runs a single sample per
+  side is one draw of a flaky model: the transition is shown but gates only under
+  `likely-regression`; a drop over many evals is still a suite-level `regression`.
 - `likely-regression`: also `likely-regression`, `broken` and `later-turn` (a watch tier:
   unadjusted, it fires on noise).
 - `flaky`: head rows that passed on some samples and failed on others.
@@ -15,8 +19,8 @@
   stop makes the check `neutral` (grey), never `success` (docs/budgets.md).
 
 The default (`DEFAULT_FAIL_ON`, the action's and `turncheck compare`'s) is
-`invalid,error,regression,broken`: with repeats on, none of these trips on identical
-base and head more often than α (docs/statistics.md).
+`invalid,error,regression,broken`: in every mode and at every sample count, none of
+these trips on identical base and head more often than α (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from enum import StrEnum
 from turncheck.compare.calibration import calibration_reasons
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import Comparison
-from turncheck.report.rows import RowCounts
+from turncheck.report.rows import RowCounts, SampleSide
 from turncheck.stats.verdicts import Verdict
 from turncheck.text.counts import counted
 
@@ -108,8 +112,9 @@ def fail_reasons(
         reasons += [FailReason(f"{counted(not_run(c), kind)} not run (a budget stopped them)",
                                FailOn.BUDGET) for c, kind in rows if not_run(c)]
     reasons += _suite_reasons(comparison, conditions)
+    evidence = one_sample_is_evidence(comparison)
     for found, kind in rows:
-        reasons += _verdict_reasons(found.verdicts, found.flaky, conditions, kind)
+        reasons += _verdict_reasons(found.verdicts, found.flaky, conditions, kind, evidence)
     if FailOn.COST in conditions and comparison.alert is not None:
         reasons.append(FailReason("cost alert: " + "; ".join(comparison.alert.reasons),
                                   FailOn.COST))
@@ -154,13 +159,49 @@ def _any_regression(conditions: Conditions) -> bool:
     return FailOn.REGRESSION in conditions or FailOn.LIKELY_REGRESSION in conditions
 
 
+SAMPLE_IS_EVIDENCE = frozenset({"replay"})
+"""Modes whose answers are the recorded ones, the same on every run: one sample per
+side is then the behaviour compared, not one draw of it."""
+
+
+def one_sample_is_evidence(comparison: Comparison) -> bool:
+    """Whether a one-sample transition (`broken`, `later-turn`) is a fact about the
+    behaviour compared (replay) rather than one draw of a flaky model (live, record)."""
+    return comparison.mode in SAMPLE_IS_EVIDENCE
+
+
+def one_sample_rows(comparison: Comparison) -> int:
+    """Eval and protocol-case rows compared on one usable sample per side."""
+    sides: list[tuple[SampleSide | None, SampleSide | None]] = [
+        *((e.base, e.head) for s in comparison.suites for e in s.evals),
+        *((c.base, c.head) for s in (comparison.protocols.suites if comparison.protocols
+                                     else []) for c in s.cases)]
+    return sum(1 for base, head in sides if base is not None and head is not None
+               and base.samples == 1 and head.samples == 1)
+
+
+def one_sample_note(comparison: Comparison) -> str | None:
+    """One sentence on what a one-sample comparison can and cannot prove; None when
+    no row was compared on one sample per side."""
+    if not one_sample_rows(comparison):
+        return None
+    if one_sample_is_evidence(comparison):
+        return ("One sample per side in replay compares the recorded answers, so a broken "
+                "eval is a real change of them, but it cannot say how often a live model "
+                "fails.")
+    return ("One sample per side shows which answers changed but cannot prove a "
+            "regression (a flaky eval flips by chance), so broken evals do not fail the "
+            "check here; repeats (`repeat: 5` or `auto`) can.")
+
+
 TRANSITION_GATES = ((FailOn.BROKEN, Verdict.BROKEN, "broke"),
                     (FailOn.LATER_TURN, Verdict.LATER_TURN, "passed on a later turn"))
 
 
-def _verdict_reasons(verdicts: dict[str, int], flaky: int,
-                     conditions: Conditions, kind: str) -> list[str]:
-    """The verdict conditions for one kind of row (evals, protocol cases)."""
+def _verdict_reasons(verdicts: dict[str, int], flaky: int, conditions: Conditions,
+                     kind: str, one_sample_evidence: bool) -> list[str]:
+    """The verdict conditions for one kind of row (evals, protocol cases); one-sample
+    transitions gate under their own condition only where one sample is evidence."""
     reasons: list[str] = []
     proven = verdicts.get(Verdict.REGRESSION.value, 0)
     likely = verdicts.get(Verdict.LIKELY_REGRESSION.value, 0)
@@ -174,7 +215,7 @@ def _verdict_reasons(verdicts: dict[str, int], flaky: int,
     watch = FailOn.LIKELY_REGRESSION in conditions
     for gate, verdict, said in TRANSITION_GATES:
         found = verdicts.get(verdict.value, 0)
-        if found and (gate in conditions or watch):
+        if found and ((gate in conditions and one_sample_evidence) or watch):
             reasons.append(FailReason(f"{counted(found, kind)} {said} (one sample per side)", gate))
     if FailOn.FLAKY in conditions and flaky:
         reasons.append(FailReason(

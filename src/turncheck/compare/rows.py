@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from turncheck.report.results import USABLE, Status
 from turncheck.report.rows import RowCounts, SuiteState, Transition, VerdictRow
-from turncheck.stats.rates import wilson_interval
+from turncheck.stats.rates import pass_k_table, wilson_interval
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -75,6 +75,7 @@ def sample_stats(statuses: Sequence[Status], skip_reason: str | None = None) -> 
     skipped = sum(s is Status.SKIPPED for s in statuses)
     return {"passes": passes, "samples": usable, "pass_rate_low": round(low, 6),
             "pass_rate_high": round(high, 6), "flaky": 0 < passes < usable,
+            "pass_hat_k": pass_k_table(passes, usable)[0] if usable > 1 else {},
             "errored": sum(s is Status.ERROR for s in statuses), "skipped": skipped,
             "skip_reason": skip_reason if skipped else None}
 

@@ -2,8 +2,8 @@
 
 Base and head run at the same time (one `Pairing`, one `SideOfPair` per side). After
 each look, an eval's sampler publishes the look's outcomes and waits for the other
-side's same look; both then decide with `turncheck.stats.adaptive.joint_more_samples`
-on the pooled outcomes, so both take the same next look. An eval only one side has (a
+side's same look; both then decide with `turncheck.stats.adaptive.joint_next` on
+both sides' outcomes, so both take the same next look. An eval only one side has (a
 new or removed eval), a side whose plan differs, or a side that ended its run decides
 alone; such an eval is not marked paired, and the comparison then tests its first look
 only. Waiting holds no concurrency slot, so a side waiting on the other never blocks it.
@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from turncheck.stats.adaptive import first_look, joint_more_samples
+from turncheck.stats.adaptive import UNUSABLE, Outcome, joint_looks, joint_next
 
 Side = Literal["base", "head"]
 PairKey = tuple[str, str]
@@ -120,19 +120,22 @@ class JointSampler:
     async def more(self, outcomes: Sequence[Hashable], max_repeat: int) -> int:
         """Samples to take next (0: stop), after this side has taken `outcomes`."""
         pairing, side = self.side.pairing, self.side.side
-        alone = joint_more_samples(outcomes, (), max_repeat)
-        if len(outcomes) < first_look(max_repeat) or (alone <= 0 and len(outcomes) >= max_repeat):
-            if alone <= 0:  # the plan decides, not the samples: nothing to wait for
-                pairing.finish(side, self.key)
-            return alone
-        self.looks.append(len(outcomes))
+        mine = [_outcome(o) for o in outcomes]
+        if len(mine) < joint_looks(max_repeat)[0]:
+            return joint_next(mine, mine, max_repeat)  # the plan decides: the first look
+        if len(mine) >= max_repeat:
+            pairing.finish(side, self.key)
+            return 0
+        self.looks.append(len(mine))
         pairing.publish(side, self.key, max_repeat, outcomes)
         partner = await pairing.partner_look(side, self.key, len(self.looks) - 1)
         if partner is None or partner[0] != max_repeat:
             self.paired = False
-            wanted = alone
+            wanted = more_alone(mine, max_repeat)
         else:
-            wanted = joint_more_samples(outcomes, partner[1], max_repeat)
+            theirs = [_outcome(o) for o in partner[1]]
+            base, head = (mine, theirs) if side == "base" else (theirs, mine)
+            wanted = joint_next(base, head, max_repeat)
         if wanted <= 0:
             pairing.finish(side, self.key)
         return wanted
@@ -140,3 +143,16 @@ class JointSampler:
     def finish(self) -> None:
         """Sampling of this eval ended (also by an error): the other side stops waiting."""
         self.side.pairing.finish(self.side.side, self.key)
+
+
+def _outcome(value: Hashable) -> Outcome | str:
+    return value if isinstance(value, int) or value == UNUSABLE else None
+
+
+def more_alone(outcomes: Sequence[Outcome | str], max_repeat: int) -> int:
+    """A side whose partner is gone after the first look: stop when its samples all
+    agree, else top up to `max_repeat` (it is not paired, so the comparison tests its
+    first look only)."""
+    if len(set(outcomes)) <= 1:
+        return 0
+    return max(0, max_repeat - len(outcomes))

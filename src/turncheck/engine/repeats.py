@@ -33,8 +33,13 @@ from turncheck.providers.cassettes import current_sample, use_sample
 from turncheck.report.protocol import CaseResult, CaseSample
 from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status, spend_totals
 from turncheck.report.run import EvalResult
-from turncheck.stats.adaptive import more_samples
-from turncheck.stats.rates import summarize_passes, turn_distribution, usable_minimum
+from turncheck.stats.adaptive import UNUSABLE, more_samples
+from turncheck.stats.rates import (
+    pass_k_table,
+    summarize_passes,
+    turn_distribution,
+    usable_minimum,
+)
 
 RepeatSetting = int | Literal["auto"]
 Result = TypeVar("Result")
@@ -74,6 +79,12 @@ Outcome = int | None
 
 def outcome_of(result: EvalResult | SampleResult) -> Outcome:
     return result.passed_on_turn if result.status is Status.PASS else None
+
+
+def stopping_outcome(result: EvalResult | SampleResult) -> Hashable:
+    """What `repeat: auto`'s stopping rules see of a sample: its outcome, or `UNUSABLE`
+    when it errored or was skipped (no evidence about the model)."""
+    return outcome_of(result) if result.status in USABLE else UNUSABLE
 
 
 def case_outcome(result: CaseResult | CaseSample) -> Hashable:
@@ -164,16 +175,18 @@ def status_of(samples: Sequence[_Sampled], min_pass: int | None) -> Status:
 
 def summarize(samples: Sequence[_Sampled], plan: RepeatPlan,
               turns: Sequence[Outcome] | None = None) -> RepeatSummary:
-    """k, n, the Wilson interval, pass^n, pass@n, flakiness and the adaptive figures;
+    """k, n, the Wilson interval, pass^k and pass@k, flakiness and the adaptive figures;
     the turn-of-pass distribution from `turns` (evals only). Errored and skipped samples
     are not evidence about the model: n counts the usable ones, `unusable` the others."""
     usable = [i for i, s in enumerate(samples) if s.status in USABLE]
     rates = summarize_passes([samples[i].status is Status.PASS for i in usable])
+    hat_k, at_k = pass_k_table(rates.passes, rates.samples)
     return RepeatSummary(
         passes=rates.passes, samples=rates.samples, unusable=len(samples) - len(usable),
         pass_rate=None if rates.rate is None else round(rates.rate, 6),
         pass_rate_low=round(rates.low, 6), pass_rate_high=round(rates.high, 6),
         pass_hat_n=rates.pass_all, pass_at_n=rates.pass_any, flaky=rates.flaky,
+        pass_hat_k=hat_k, pass_at_k=at_k,
         turn_of_pass={} if turns is None else turn_distribution([turns[i] for i in usable]),
         min_pass=min(plan.min_pass or len(usable), len(usable)),
         adaptive=plan.fixed is None, max_repeat=plan.max_repeat,

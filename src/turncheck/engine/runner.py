@@ -24,7 +24,13 @@ from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pairing import Pairing, SideOfPair
 from turncheck.engine.pricing import Pricer, add_costs
-from turncheck.engine.repeats import combine, outcome_of, plan_for, run_samples
+from turncheck.engine.repeats import (
+    combine,
+    outcome_of,
+    plan_for,
+    run_samples,
+    stopping_outcome,
+)
 from turncheck.engine.schedule import open_suite_session, run_suite_cases, sent_system_prompt
 from turncheck.engine.scripted_turns import play_scripted_turns
 from turncheck.engine.session import (
@@ -159,7 +165,8 @@ class _SuiteRun:
         try:
             sampled = await run_samples(self.plan, self.limits,
                                         partial(self.run_sample, evaluation),
-                                        partial(self.interrupted, evaluation), outcome_of,
+                                        partial(self.interrupted, evaluation),
+                                        outcome_of if sampler is None else stopping_outcome,
                                         sampler)
         finally:
             if sampler is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from turncheck.compare.policy import FailOn
+from turncheck.compare.policy import FailOn, one_sample_note
 from turncheck.diagnostics import Diagnostic
 from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
 from turncheck.render.budget_text import budget_lines
@@ -333,6 +333,8 @@ def _footer(comparison: Comparison, context: CommentContext, exact_time: bool) -
         parts.append(comparison.price_note)
     if comparison.baseline_note:
         parts.append(comparison.baseline_note)
+    if note := one_sample_note(comparison):
+        parts.append(note)
     parts.extend(context.notes)
     return " · ".join(parts)
 

@@ -23,6 +23,7 @@ from turncheck.render.table_model import (
     check_status,
     console_heading,
     exchange_lines,
+    pass_k_text,
     print_lines,
     samples_text,
 )
@@ -54,7 +55,9 @@ def _check_line(check: CheckResult) -> str:
 def overall(result: EvalResult) -> str:
     repeats = result.repeats
     if repeats is not None:
-        return f"{_single(result)} · {samples_text(repeats.passes, repeats.samples, repeats.flaky)}"
+        text = f"{_single(result)} · {samples_text(repeats.passes, repeats.samples, repeats.flaky)}"
+        pass_k = pass_k_text(repeats.pass_hat_k, repeats.pass_at_k)
+        return f"{text} · {pass_k}" if pass_k else text
     return _single(result)
 
 

@@ -43,6 +43,7 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.render.severity import ORDER, Group, broke_on, eval_group, findings
+from turncheck.render.table_model import pass_k_text
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
@@ -334,8 +335,10 @@ def _eval_facts(base: EvalResult | None, head: EvalResult | None) -> list[str]:
             continue
         if result.repeats is not None:
             r = result.repeats
+            pass_k = pass_k_text(r.pass_hat_k, r.pass_at_k)
             facts.append(f"{side} {r.passes}/{r.samples} samples pass "
-                         f"({r.pass_rate_low:.0%}–{r.pass_rate_high:.0%})")
+                         f"({r.pass_rate_low:.0%}–{r.pass_rate_high:.0%})"
+                         + (f", {pass_k}" if pass_k else ""))
         else:
             outcome = _outcome(result.status.value, result.passed_on_turn,
                                result.failed_on_turn)

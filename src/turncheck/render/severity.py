@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from turncheck.compare.policy import FailOn, FailReason
+from turncheck.render.table_model import SHOWN_K
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
 from turncheck.report.protocol_comparison import CaseComparison, CaseSide, ScorerChange
 from turncheck.report.rows import SampleSide
@@ -232,6 +233,8 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
     parts = [text]
     if item.p_value is not None:
         parts.append(p_values(item))
+    if changed := _pass_k_change(base, head):
+        parts.append(changed)
     if isinstance(base, EvalSide) and isinstance(head, EvalSide) and head.turn_of_pass:
         parts.append(f"turn of pass: base {_turns(base.turn_of_pass)} → "
                      f"head {_turns(head.turn_of_pass)}")
@@ -254,6 +257,14 @@ def _rate(side: SampleSide) -> str:
         return "n/a"
     return f"{side.passes / side.samples:.0%} " \
         f"[{side.pass_rate_low * 100:.0f}–{side.pass_rate_high:.0%}]"
+
+
+def _pass_k_change(base: SampleSide, head: SampleSide) -> str:
+    """`pass^2 0.90 → 0.30, pass^4 0.81 → 0.05`: pass^k (k ≥ 2) on both sides, for the k
+    both sides can estimate."""
+    ks = [k for k in SHOWN_K if k in head.pass_hat_k and k in base.pass_hat_k]
+    return ", ".join(f"pass^{k} {base.pass_hat_k[k]:.2f} → {head.pass_hat_k[k]:.2f}"
+                     for k in ks)
 
 
 def _turns(turn_of_pass: dict[str, int]) -> str:

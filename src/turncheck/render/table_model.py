@@ -9,7 +9,7 @@ stay light: `turncheck run` prints through this module without loading compariso
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
@@ -93,6 +93,24 @@ def state_note(state: str) -> str:
 def samples_text(passes: int, samples: int, flaky: bool, verb: str = "passed") -> str:
     """`3/5 samples passed, flaky`: a repeated row's samples, for every kind alike."""
     return f"{passes}/{samples} samples {verb}" + (", flaky" if flaky else "")
+
+
+SHOWN_K = ("2", "4")
+"""pass^k shown in text (k = 1 is the pass rate; tau2-bench reports pass^1..4); the
+report's JSON has every k."""
+
+
+def pass_k_text(pass_hat_k: Mapping[str, float], pass_at_k: Mapping[str, float] | None = None
+                ) -> str:
+    """`pass^2 0.30, pass^4 0.05 (pass@4 0.99)`: a repeated row's pass^k at the shown k it
+    can estimate, and pass@k at the largest; empty when there is none."""
+    ks = [k for k in SHOWN_K if k in pass_hat_k]
+    if not ks:
+        return ""
+    text = ", ".join(f"pass^{k} {pass_hat_k[k]:.2f}" for k in ks)
+    if pass_at_k and ks[-1] in pass_at_k:
+        text += f" (pass@{ks[-1]} {pass_at_k[ks[-1]]:.2f})"
+    return text
 
 
 def shown(text: str, indent: str) -> str:

@@ -443,9 +443,14 @@ class RepeatSummary(ReportModel):
     """Wilson 95 % interval of the pass rate."""
     pass_rate_high: float
     pass_hat_n: bool
-    """pass^n: every sample passed."""
+    """Every sample passed (pass^k at k = n)."""
     pass_at_n: bool
-    """pass@n: at least one sample passed."""
+    """At least one sample passed (pass@k at k = n)."""
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    """pass^k by k (k = 1, 2, 4, … up to n): C(c, k) / C(n, k), the unbiased estimate of
+    the chance that k fresh samples all pass (tau2-bench, Inspect)."""
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    """pass@k by k: 1 − C(n − c, k) / C(n, k), the chance that one of k samples passes."""
     flaky: bool
     """0 < k < n."""
     turn_of_pass: dict[str, int] = Field(default_factory=dict)

@@ -92,6 +92,9 @@ class SampleSide(Spend):
     """Wilson 95 % interval of the pass rate."""
     pass_rate_high: float = 1.0
     flaky: bool = False
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    """pass^k by k over the usable samples (`RepeatSummary.pass_hat_k`); empty for one
+    sample."""
     errored: int = 0
     """Samples that errored: not evidence about the model, left out of `samples`."""
     skipped: int = 0

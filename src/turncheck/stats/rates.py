@@ -1,4 +1,4 @@
-"""Pass rates of repeated samples: Wilson interval, pass^n, pass@n, flakiness."""
+"""Pass rates of repeated samples: Wilson interval, pass^k, pass@k, flakiness."""
 
 from __future__ import annotations
 
@@ -56,6 +56,44 @@ def summarize_passes(outcomes: Sequence[bool]) -> RateSummary:
         low=low, high=high, pass_all=samples > 0 and passes == samples, pass_any=passes > 0,
         flaky=0 < passes < samples,
     )
+
+
+def pass_hat_k(passes: int, samples: int, k: int) -> float | None:
+    """pass^k: the chance that k samples drawn without replacement from the n taken all
+    passed, C(c, k) / C(n, k) (tau2-bench, Inspect): unbiased for the chance that k fresh
+    samples all pass. None when k is outside 1..n (not estimable from n samples)."""
+    if not 1 <= k <= samples:
+        return None
+    return math.comb(passes, k) / math.comb(samples, k)
+
+
+def pass_at_k(passes: int, samples: int, k: int) -> float | None:
+    """pass@k: the chance that at least one of k samples drawn without replacement
+    passed, 1 − C(n − c, k) / C(n, k) (Chen et al. 2021); None when k is outside 1..n."""
+    if not 1 <= k <= samples:
+        return None
+    return 1.0 - math.comb(samples - passes, k) / math.comb(samples, k)
+
+
+DEFAULT_K = (1, 2, 4, 8, 16, 32, 64)
+"""The k reported by default: powers of two up to the samples taken."""
+
+
+def k_values(samples: int, wanted: Sequence[int] = DEFAULT_K) -> list[int]:
+    """The k of `wanted` that n = `samples` samples can estimate (1 ≤ k ≤ n)."""
+    return sorted({k for k in wanted if 1 <= k <= samples})
+
+
+def pass_k_table(passes: int, samples: int, wanted: Sequence[int] = DEFAULT_K
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """pass^k and pass@k for every estimable k of `wanted`, keyed by k (as text, for JSON);
+    rounded to 6 places. Empty without samples."""
+    hat: dict[str, float] = {}
+    at: dict[str, float] = {}
+    for k in k_values(samples, wanted):
+        hat[str(k)] = round(pass_hat_k(passes, samples, k) or 0.0, 6)
+        at[str(k)] = round(pass_at_k(passes, samples, k) or 0.0, 6)
+    return hat, at
 
 
 def turn_distribution(turns: Sequence[int | None]) -> dict[str, int]:
