@@ -26,6 +26,7 @@ stop does not bias the test.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-from turncheck.stats.tests import ShiftTest
+from turncheck.stats.tests import ShiftTest, _null_law
 
 RunCounts = Sequence[tuple[int, int]]
 """(passes, usable samples) of one eval in each run."""
@@ -88,57 +89,187 @@ def head_chance_law(base: PooledBase, variance: float) -> tuple[float, float]:
     return mean * concentration, (1 - mean) * concentration
 
 
-def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-    values: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-    return values
+
+@dataclass(frozen=True)
+class Design:
+    """Every result a head design can give: result r has pass rate `rates[r]` and, under a
+    Beta(a, b) pass chance, probability ways[r] B(a + x_r, b + n_r - x_r) / B(a, b), with
+    x_r passes of n_r samples taken."""
+
+    rates: np.ndarray
+    passes: np.ndarray
+    samples: np.ndarray
+    log_ways: np.ndarray
 
 
-def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(pass rates, probabilities) of every result of the head's design under a
-    Beta(a, b) pass chance: one look of `looks[0]` samples, or a first look that stops
-    when it all passed or all failed and is otherwise topped up by `looks[1]`."""
+@functools.lru_cache(maxsize=256)
+def design_of(looks: tuple[int, ...]) -> Design:
+    """One look of `looks[0]` samples, or a first look that stops when it all passed or all
+    failed and is otherwise topped up by `looks[1]` (`adaptive.more_samples`)."""
     import numpy as np
-    from scipy.special import betaln
+    from scipy.special import gammaln
+
+    def log_comb(n: int, k: np.ndarray) -> np.ndarray:
+        values: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+        return values
+
     first = looks[0]
     if len(looks) == 1:
         passes = np.arange(first + 1)
-        log_p = _log_comb(first, passes) + betaln(a + passes, b + first - passes) - betaln(a, b)
-        return passes / first, np.exp(log_p)
-    more = looks[1]
-    total = first + more
-    rates = [0.0, 1.0]
-    chances = [math.exp(float(betaln(a, b + first) - betaln(a, b))),
-               math.exp(float(betaln(a + first, b) - betaln(a, b)))]
+        return Design(passes / first, passes, np.full(first + 1, first),
+                      log_comb(first, passes))
+    total = first + looks[1]
     mixed = np.arange(1, first)
+    counts, log_ways = [0, first], [0.0, 0.0]
     for count in range(1, total):
         second = count - mixed
-        valid = (second >= 0) & (second <= more)
-        if not valid.any():
-            continue
-        ways = np.exp(_log_comb(first, mixed[valid]) + _log_comb(more, second[valid]))
-        rates.append(count / total)
-        chances.append(float(ways.sum()) * math.exp(float(betaln(a + count, b + total - count)
-                                                           - betaln(a, b))))
-    return np.asarray(rates), np.asarray(chances)
+        valid = (second >= 0) & (second <= looks[1])
+        if valid.any():
+            ways = np.exp(log_comb(first, mixed[valid]) + log_comb(looks[1], second[valid]))
+            counts.append(count)
+            log_ways.append(math.log(float(ways.sum())))
+    passes = np.asarray(counts)
+    samples = np.asarray([first, first, *[total] * (len(counts) - 2)])
+    return Design(passes / samples, passes, samples, np.asarray(log_ways))
+
+
+def design_law(design: Design, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Probabilities of every result of `design` (columns) under each Beta(a[i], b[i])
+    pass chance (rows)."""
+    import numpy as np
+    from scipy.special import betaln
+    a, b = np.asarray(a, dtype=float)[:, None], np.asarray(b, dtype=float)[:, None]
+    x, n = design.passes[None, :], design.samples[None, :]
+    law: np.ndarray = np.exp(design.log_ways[None, :] + betaln(a + x, b + n - x) - betaln(a, b))
+    normalised: np.ndarray = law / law.sum(axis=1, keepdims=True)
+    return normalised
+
+
+def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(pass rates, probabilities) of every result of the head's design (`design_of`)
+    under a Beta(a, b) pass chance."""
+    import numpy as np
+    design = design_of(tuple(looks))
+    return design.rates, design_law(design, np.asarray([a]), np.asarray([b]))[0]
 
 
 def predictive_test(base: PooledBase, variance: float, head_passes: int, head_samples: int,
                     looks: Sequence[int]) -> ShiftTest:
     """One-sided predictive p-values for the head's pass rate (`head_passes` of
-    `head_samples`, taken by the design `looks`, see `outcome_law`: a two-stage head
+    `head_samples`, taken by the design `looks`, see `design_of`: a two-stage head
     that stopped after its first look has taken fewer than `sum(looks)`) against a new
     run of the pooled base, with the run-level drift `variance`
-    (`between_run_variance`)."""
+    (`between_run_variance`).
+
+    The predictive law is handed on as the test's null law: the step-down procedure
+    counts an always-passing eval by the chance its predictive law gives a small
+    p-value, not by the bound t (docs/statistics.md, "Against a pooled base")."""
     a, b = head_chance_law(base, variance)
     rates, chances = outcome_law(a, b, looks)
+    return _rate_test(rates, chances, head_passes / head_samples)
+
+
+def _rate_test(rates: np.ndarray, chances: np.ndarray, observed: float) -> ShiftTest:
+    """One-sided p-values of the observed pass rate under the law (`rates`, `chances`):
+    lower rates are worse; with the law's attainable p-values (its null law)."""
     chances = chances / chances.sum()
-    observed = head_passes / head_samples
     worse = float(chances[rates <= observed + 1e-12].sum())
     better = float(chances[rates >= observed - 1e-12].sum())
-    # No null law is handed on: it is the predictive law, not the law of the head given
-    # the true rate, and the step-down procedure would trust its discreteness too much
-    # (docs/statistics.md). The procedure then uses P(p <= t) <= t.
     return ShiftTest(min(1.0, worse), min(1.0, better),
                      least_worse=float(chances[rates == rates.min()].sum()),
-                     least_better=float(chances[rates == rates.max()].sum()))
+                     least_better=float(chances[rates == rates.max()].sum()),
+                     worse_null=_null_law(-rates, chances, worse=True),
+                     better_null=_null_law(-rates, chances, worse=False))
+
+
+# -- the suite against a pooled base --------------------------------------------------
+
+SHIFT_NODES = 24
+"""Gauss–Hermite nodes over the shared run-level shift of the suite-level test."""
+MAX_GRID = 720
+"""Resolution of the suite-level statistic (a sum of pass rates): the least common
+multiple of the head designs' sample counts, at most this."""
+
+
+@dataclass(frozen=True)
+class PooledHead:
+    """One eval's head: passes of usable samples, taken by the design `looks`."""
+
+    passes: int
+    samples: int
+    looks: tuple[int, ...]
+
+
+def shift_nodes(variance: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of N(0, variance) (Gauss–Hermite); one node at 0 without drift."""
+    import numpy as np
+    from numpy.polynomial.hermite_e import hermegauss
+    if variance <= 0:
+        return np.zeros(1), np.ones(1)
+    nodes, weights = hermegauss(SHIFT_NODES)
+    return nodes * math.sqrt(variance), weights / weights.sum()
+
+
+def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
+                      variance: float) -> ShiftTest:
+    """One-sided predictive test of "the suite's evals together pass less (more) often at
+    head than a new run of the pooled base would": the statistic is the sum of the head's
+    pass rates over the evals; its law mixes, over one run-level shift s shared by every
+    eval of the run (s ~ N(0, sigma² (1 + 1/K)): the head run's drift and the K base runs'
+    average), each eval's predictive law given s (pass chance Beta with the eval's pooled
+    mean moved by s on the logit scale and its Jeffreys posterior's concentration N + 1,
+    through the head's design), convolved over the evals (given s they are independent).
+
+    Modelling all the drift as shared is the cautious choice: drift that is really each
+    eval's own spreads the sum less. Fewer than two evals: no test (p = 1)."""
+    import numpy as np
+    if len(bases) < 2:
+        return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
+    runs = min(max(1, b.runs) for b in bases)
+    shifts, weights = shift_nodes(variance * (1 + 1 / runs))
+    grid = _grid([sum(h.looks) for h in heads])
+    width = len(bases) * grid + 1
+    size = 1 << (width - 1).bit_length()
+    spectrum = np.ones((len(shifts), size // 2 + 1), dtype=complex)
+    observed = 0
+    for base, head in zip(bases, heads, strict=True):
+        design = design_of(head.looks)
+        chances = _shifted_chances(base, shifts)
+        concentration = base.samples + 1.0
+        law = design_law(design, chances * concentration, (1 - chances) * concentration)
+        spread = np.zeros((len(shifts), grid + 1))
+        for column, index in enumerate(np.rint(design.rates * grid).astype(int)):
+            spread[:, index] += law[:, column]
+        spectrum *= np.fft.rfft(spread, size, axis=1)
+        observed += round(head.passes / head.samples * grid)
+    mixed = np.clip(weights @ np.fft.irfft(spectrum, size, axis=1)[:, :width], 0.0, None)
+    mixed[mixed < 1e-15 * mixed.max()] = 0.0
+    mixed /= mixed.sum()
+    return _sum_test(mixed, observed)
+
+
+def _grid(totals: Sequence[int]) -> int:
+    grid = 1
+    for total in totals:
+        grid = math.lcm(grid, total)
+    return grid if grid <= MAX_GRID else MAX_GRID
+
+
+def _shifted_chances(base: PooledBase, shifts: np.ndarray) -> np.ndarray:
+    import numpy as np
+    mean = (base.passes + 0.5) / (base.samples + 1)
+    moved: np.ndarray = 1 / (1 + np.exp(-(math.log(mean / (1 - mean)) + shifts)))
+    return moved
+
+
+def _sum_test(law: np.ndarray, observed: int) -> ShiftTest:
+    """One-sided p-values of the observed sum under `law` (index = sum): a low sum is
+    worse; with the law's attainable p-values."""
+    import numpy as np
+    possible = np.nonzero(law)[0]
+    observed = min(max(observed, 0), len(law) - 1)
+    return ShiftTest(float(min(1.0, law[: observed + 1].sum())),
+                     float(min(1.0, law[observed:].sum())),
+                     least_worse=float(law[possible[0]]), least_better=float(law[possible[-1]]),
+                     worse_null=_null_law(-possible, law[possible], worse=True),
+                     better_null=_null_law(-possible, law[possible], worse=False))
