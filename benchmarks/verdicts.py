@@ -95,6 +95,9 @@ class Scenario:
     """Run-level drift sigma on the logit scale."""
     drift_per_eval: bool = False
     """Each eval of a run draws its own drift (else one drift is shared by a run's evals)."""
+    sides_together: bool = False
+    """Base and head samples are taken interleaved in one window (the action and `turncheck
+    diff` run both sides at once): both sides share the run's drift."""
 
     @property
     def evals(self) -> int:
@@ -110,9 +113,11 @@ def turn_chances(rate: float, turns: int) -> Chances:
 
 
 def same(name: str, rates: Sequence[float], turns: int = 1, drift: float = 0.0,
-         fault: str | None = None, per_eval: bool = False) -> Scenario:
+         fault: str | None = None, per_eval: bool = False, together: bool = False
+         ) -> Scenario:
     chances = tuple(turn_chances(r, turns) for r in rates)
-    return Scenario(name, chances, chances, fault=fault, drift=drift, drift_per_eval=per_eval)
+    return Scenario(name, chances, chances, fault=fault, drift=drift, drift_per_eval=per_eval,
+                    sides_together=together)
 
 
 def changed(name: str, rates: Sequence[float], index: int, head_rate: float) -> Scenario:
@@ -210,21 +215,32 @@ def logit_shift(chances: np.ndarray, shift: np.ndarray) -> np.ndarray:
 
 
 def draw_outcomes(chances: Sequence[Chances], prs: int, rng: np.random.Generator,
-                  drift: float, per_eval: bool = False) -> np.ndarray:
+                  drift: float, per_eval: bool = False, shift: np.ndarray | None = None
+                  ) -> np.ndarray:
     """Turn of pass (1..T) of every sample, 0 when it did not pass: shape
-    (prs, evals, MAX_SAMPLES). `per_eval`: every eval of a run its own drift."""
+    (prs, evals, MAX_SAMPLES). `per_eval`: every eval of a run its own drift; `shift`:
+    the runs' drifts, drawn by the caller (`run_shifts`)."""
     turns = max(len(c) for c in chances)
     table = np.zeros((len(chances), turns))
     for index, eval_chances in enumerate(chances):
         table[index, :len(eval_chances)] = eval_chances
-    shift = (rng.standard_normal((prs, len(chances)))[:, :, None, None] if per_eval
-             else rng.standard_normal(prs)[:, None, None, None]) * drift
+    if shift is None:
+        shift = run_shifts(rng, prs, len(chances), drift, per_eval)
     per_pr = logit_shift(np.broadcast_to(table[None, :, None, :],
                                          (prs, len(chances), 1, turns)), shift)
     passed = rng.random((prs, len(chances), MAX_SAMPLES, turns)) < per_pr
     first = np.argmax(passed, axis=-1) + 1
     outcomes: np.ndarray = np.where(passed.any(axis=-1), first, 0)
     return outcomes
+
+
+def run_shifts(rng: np.random.Generator, prs: int, evals: int, drift: float,
+               per_eval: bool) -> np.ndarray:
+    """Each run's logit drift, broadcastable to (prs, evals, samples, turns)."""
+    drawn = rng.standard_normal((prs, evals))[:, :, None, None] if per_eval \
+        else rng.standard_normal(prs)[:, None, None, None]
+    shifts: np.ndarray = drawn * drift
+    return shifts
 
 
 # -- one PR through the library ------------------------------------------------------
@@ -435,11 +451,14 @@ def run_cell(cell: Cell) -> tuple[str, Tally]:
     rng = np.random.default_rng(stream_seed(cell.scenario, cell.seed, cell.sampling.pooled))
     runs = cell.sampling.history_runs if cell.sampling.pooled else 1
     per_eval = cell.scenario.drift_per_eval
+    shared = run_shifts(rng, cell.prs, cell.scenario.evals, cell.scenario.drift, per_eval) \
+        if cell.scenario.sides_together and not cell.sampling.pooled else None
     base = draw_outcomes(cell.scenario.base, cell.prs * runs, rng, cell.scenario.drift,
-                         per_eval)
+                         per_eval, shared)
     if cell.sampling.pooled:
         base = base.reshape(cell.prs, runs, *base.shape[1:])
-    head = draw_outcomes(cell.scenario.head, cell.prs, rng, cell.scenario.drift, per_eval)
+    head = draw_outcomes(cell.scenario.head, cell.prs, rng, cell.scenario.drift, per_eval,
+                         shared)
     tally = Tally()
     for pr in range(cell.prs):
         outcome = one_pr(cell.scenario, cell.sampling, base[pr], head[pr])
@@ -519,7 +538,13 @@ def drift_scenarios() -> list[Scenario]:
                  per_eval=True),
             same(f"null 100 mixture, drift {DRIFT:g} per eval", MIXTURE * 5, drift=DRIFT,
                  per_eval=True),
-            same(f"null 100 mixture, drift {DRIFT:g}", MIXTURE * 5, drift=DRIFT)]
+            same(f"null 100 mixture, drift {DRIFT:g}", MIXTURE * 5, drift=DRIFT),
+            same(f"null 20 mixture, drift {DRIFT:g} per eval, sides together", MIXTURE,
+                 drift=DRIFT, per_eval=True, together=True),
+            same(f"null 20 mixture, drift {DRIFT:g}, sides together", MIXTURE, drift=DRIFT,
+                 together=True),
+            same(f"null 100 mixture, drift {DRIFT:g} per eval, sides together",
+                 MIXTURE * 5, drift=DRIFT, per_eval=True, together=True)]
 
 
 DRIFT_POOLED_CELLS: dict[str, list[Sampling]] = {

@@ -265,8 +265,11 @@ def pooled_suite_evidence(suite: SuiteComparison, kept: Sequence[EvalComparison]
     evidence = suite_evidence(strata, settings)
     if evidence.empty:
         return evidence
+    shared = base_pool.shared_variance if base_pool.history_runs >= MIN_HISTORY_RUNS \
+        else None
     return replace(evidence, test=pooled_suite_test([c[0] for _, c in counted],
-                                                    [c[1] for _, c in counted], variance))
+                                                    [c[1] for _, c in counted], variance,
+                                                    shared))
 
 
 def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],

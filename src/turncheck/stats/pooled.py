@@ -70,6 +70,34 @@ def between_run_variance(history: Sequence[RunCounts]) -> float:
     return max(0.0, excess / weight) if weight > 0 else 0.0
 
 
+def shared_run_variance(history: Sequence[RunCounts]) -> float:
+    """The part of the drift variance shared by every eval of a run (logit scale), from
+    several runs' pass counts per eval aligned by run (`history[i][k]`: eval i in run k;
+    (0, 0) when the run lacks it). Each run's shift is estimated from all its evals at
+    once, e_k = sum_i (x_ik - n_ik m_i) / W_k with W_k = sum_i n_ik m_i (1 - m_i) (the
+    delta method), whose variance without a shared drift is about 1 / W_k; the estimate
+    is the spread of the e_k beyond that, 0 when none. Each eval's own drift adds to the
+    spread too, so it errs upwards. Fewer than two runs: 0."""
+    import numpy as np
+    informative = []
+    for runs in history:
+        total = sum(n for _, n in runs)
+        rate = sum(x for x, _ in runs) / total if total else 0.0
+        if 0.0 < rate < 1.0:
+            informative.append((runs, rate))
+    width = max((len(runs) for runs, _ in informative), default=0)
+    shifts, noise = [], []
+    for run in range(width):
+        counted = [(runs[run], rate) for runs, rate in informative if run < len(runs)]
+        weight = sum(n * rate * (1 - rate) for (_, n), rate in counted)
+        if weight > 0:
+            shifts.append(sum(x - n * rate for (x, n), rate in counted) / weight)
+            noise.append(1 / weight)
+    if len(shifts) < 2:
+        return 0.0
+    return max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
+
+
 @dataclass(frozen=True)
 class PooledBase:
     """One eval's pooled base: its passes and usable samples over `runs` runs."""
@@ -186,9 +214,9 @@ def _rate_test(rates: np.ndarray, chances: np.ndarray, observed: float) -> Shift
 
 SHIFT_NODES = 24
 """Gauss–Hermite nodes over the shared run-level shift of the suite-level test."""
-MAX_GRID = 720
-"""Resolution of the suite-level statistic (a sum of pass rates): the least common
-multiple of the head designs' sample counts, at most this."""
+GRID = 4
+"""The suite-level statistic (a sum of passes minus expected passes) is counted in steps
+of 1 / GRID pass."""
 
 
 @dataclass(frozen=True)
@@ -211,48 +239,63 @@ def shift_nodes(variance: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
-                      variance: float) -> ShiftTest:
+                      variance: float, shared: float | None = None) -> ShiftTest:
     """One-sided predictive test of "the suite's evals together pass less (more) often at
-    head than a new run of the pooled base would": the statistic is the sum of the head's
-    pass rates over the evals; its law mixes, over one run-level shift s shared by every
-    eval of the run (s ~ N(0, sigma² (1 + 1/K)): the head run's drift and the K base runs'
-    average), each eval's predictive law given s (pass chance Beta with the eval's pooled
-    mean moved by s on the logit scale and its Jeffreys posterior's concentration N + 1,
-    through the head's design), convolved over the evals (given s they are independent).
+    head than a new run of the pooled base would".
 
-    Modelling all the drift as shared is the cautious choice: drift that is really each
-    eval's own spreads the sum less. Fewer than two evals: no test (p = 1)."""
+    The statistic is the sum over the evals of the head's passes minus the passes its
+    pooled base predicts for the samples it took (x - n m: an eval topped up to 30
+    samples weighs more than one that stopped at its first look). Its law mixes, over
+    one run-level shift s shared by every eval of the run (s ~ N(0, sigma² (1 + 1/K)):
+    the head run's drift and the K base runs' average), each eval's predictive law given
+    s (pass chance Beta with the eval's pooled mean moved by s on the logit scale and
+    its Jeffreys posterior's concentration N + 1, through the head's design), convolved
+    over the evals (given s they are independent), counted in steps of 1 / GRID pass.
+
+    `variance` is the drift variance of one eval (`between_run_variance`), `shared` the
+    part of it every eval of a run shares (`shared_run_variance`); the rest is each
+    eval's own and widens its law like `head_chance_law`'s. Without `shared` all of it
+    is taken as shared: the cautious choice, as a shared drift spreads the sum most.
+    Fewer than two evals: no test (p = 1)."""
     import numpy as np
     if len(bases) < 2:
         return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
     runs = min(max(1, b.runs) for b in bases)
-    shifts, weights = shift_nodes(variance * (1 + 1 / runs))
-    grid = _grid([sum(h.looks) for h in heads])
-    width = len(bases) * grid + 1
+    common = variance if shared is None else min(shared, variance)
+    shifts, weights = shift_nodes(common * (1 + 1 / runs))
+    own = (variance - common) * (1 + 1 / runs)
+    steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
+    width = sum(int(found.max()) + 1 for found, _ in steps)
     size = 1 << (width - 1).bit_length()
     spectrum = np.ones((len(shifts), size // 2 + 1), dtype=complex)
     observed = 0
-    for base, head in zip(bases, heads, strict=True):
-        design = design_of(head.looks)
+    for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
         chances = _shifted_chances(base, shifts)
-        concentration = base.samples + 1.0
-        law = design_law(design, chances * concentration, (1 - chances) * concentration)
-        spread = np.zeros((len(shifts), grid + 1))
-        for column, index in enumerate(np.rint(design.rates * grid).astype(int)):
-            spread[:, index] += law[:, column]
-        spectrum *= np.fft.rfft(spread, size, axis=1)
-        observed += round(head.passes / head.samples * grid)
+        spread = chances * (1 - chances)
+        concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
+        law = design_law(design_of(head.looks), chances * concentration,
+                         (1 - chances) * concentration)
+        placed = np.zeros((len(shifts), int(found.max()) + 1))
+        for column, index in enumerate(found):
+            placed[:, index] += law[:, column]
+        spectrum *= np.fft.rfft(placed, size, axis=1)
+        observed += seen
     mixed = np.clip(weights @ np.fft.irfft(spectrum, size, axis=1)[:, :width], 0.0, None)
     mixed[mixed < 1e-15 * mixed.max()] = 0.0
     mixed /= mixed.sum()
     return _sum_test(mixed, observed)
 
 
-def _grid(totals: Sequence[int]) -> int:
-    grid = 1
-    for total in totals:
-        grid = math.lcm(grid, total)
-    return grid if grid <= MAX_GRID else MAX_GRID
+def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, int]:
+    """Each result of the head's design as x - n m in steps of 1 / GRID, counted from the
+    design's lowest (so from 0), and the observed result's step."""
+    import numpy as np
+    design = design_of(head.looks)
+    mean = (base.passes + 0.5) / (base.samples + 1)
+    values = np.rint((design.passes - design.samples * mean) * GRID).astype(int)
+    low = int(values.min())
+    seen = round((head.passes - head.samples * mean) * GRID)
+    return values - low, min(max(seen - low, 0), int(values.max() - low))
 
 
 def _shifted_chances(base: PooledBase, shifts: np.ndarray) -> np.ndarray:
