@@ -131,9 +131,10 @@ def aligned_history(reports: Sequence[Report]) -> list[list[tuple[int, int]]]:
 
 
 def history_variance(reports: Sequence[Report]) -> float:
-    """Run-level drift variance from every report's runs, evals matched by identity."""
+    """Run-level drift variance from every report's runs, evals matched by identity: the
+    cautious estimate (plus its standard error) the pooled tests are widened by."""
     by_eval: dict[EvalIdentity, list[tuple[int, int]]] = {}
     for index in _indexed(reports):
         for key, result in index.items():
             by_eval.setdefault(key, []).append(run_counts(result))
-    return between_run_variance(list(by_eval.values()))
+    return between_run_variance(list(by_eval.values()), cautious=True)

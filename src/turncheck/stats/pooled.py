@@ -41,7 +41,7 @@ RunCounts = Sequence[tuple[int, int]]
 """(passes, usable samples) of one eval in each run."""
 
 
-def between_run_variance(history: Sequence[RunCounts]) -> float:
+def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -> float:
     """Estimated run-level drift variance sigma² (logit scale) from several runs' pass
     counts per eval (one `RunCounts` per eval). 0 without evidence of drift.
 
@@ -51,8 +51,25 @@ def between_run_variance(history: Sequence[RunCounts]) -> float:
     sum (1 - n_k / N) (n_k v + n_k (n_k - 1) tau²). Pooled over evals (the drift is a
     property of the runs, shared by every eval) sigma² = sum (S - S_0) / sum c v², where
     S_0 is S's expectation without drift. Evals that always pass or always fail carry
-    no information and are skipped."""
-    excess, weight = 0.0, 0.0
+    no information and are skipped.
+
+    `cautious`: the estimate plus its standard error (from the spread of the evals'
+    terms around it), so that a history that happens to look calm does not narrow the
+    tests: what the tests are widened by."""
+    terms = _drift_terms(history)
+    weight = sum(w for _, w in terms)
+    if weight <= 0:
+        return 0.0
+    estimate = sum(e for e, _ in terms) / weight
+    if not cautious:
+        return max(0.0, estimate)
+    error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
+    return max(0.0, estimate) + error
+
+
+def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
+    """(S - S_0, c v²) of every informative eval (see `between_run_variance`)."""
+    terms = []
     for runs in history:
         counted = [(x, n) for x, n in runs if n > 0]
         total = sum(n for _, n in counted)
@@ -65,9 +82,8 @@ def between_run_variance(history: Sequence[RunCounts]) -> float:
         squares = sum((x - n * rate) ** 2 for x, n in counted)
         expected = sum((1 - n / total) * n * spread for _, n in counted)
         slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
-        excess += squares - expected
-        weight += slope * spread * spread
-    return max(0.0, excess / weight) if weight > 0 else 0.0
+        terms.append((squares - expected, slope * spread * spread))
+    return terms
 
 
 def shared_run_variance(history: Sequence[RunCounts]) -> float:
