@@ -620,8 +620,11 @@ false-alarm chance averages 4.6-4.9 %, docs/statistics.md) and 400 PRs cannot te
 from 5 %."""
 
 
-def cells(prs: int, seed: int, only: str | None = None, smoke: bool = False) -> list[Cell]:
-    """Every cell at its size for `prs` PRs; `smoke`: one PR each (the smoke test's run)."""
+def cells(prs: int, seed: int, only: str | Sequence[str] | None = None,
+          smoke: bool = False) -> list[Cell]:
+    """Every cell at its size for `prs` PRs; `smoke`: one PR each (the smoke test's run);
+    `only`: the cells whose name contains (one of) these texts."""
+    wanted = [only] if isinstance(only, str) else only
     planned = []
     for scenario in scenarios().values():
         samplings = [FIXED_20, AUTO_20]
@@ -644,7 +647,7 @@ def cells(prs: int, seed: int, only: str | None = None, smoke: bool = False) -> 
                     and sampling not in DRIFT_POOLED_CELLS.get(scenario.name, []):
                 size = max(2, size // 2)
             cell = Cell(scenario, sampling, 1 if smoke else size, seed)
-            if only is None or only in cell.key:
+            if not wanted or any(text in cell.key for text in wanted):
                 planned.append(cell)
     return planned
 
@@ -831,7 +834,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="one PR per cell: a smoke run")
-    parser.add_argument("--only", help="only the cells whose name contains this text")
+    parser.add_argument("--only", action="append",
+                        help="only the cells whose name contains this text (repeatable)")
     args = parser.parse_args(argv)
     prs = 1 if args.quick else args.prs
     started, load = time.perf_counter(), os.getloadavg()
