@@ -45,6 +45,23 @@ def test_drift_moves_whole_runs_not_samples(bench: ModuleType) -> None:
     assert (drifted[:, 1] > 0).all()
 
 
+def test_sides_run_together_share_their_runs_drift_and_separate_runs_do_not(
+        bench: ModuleType) -> None:
+    rng = np.random.default_rng(4)
+    shared = bench.run_shifts(rng, 400, 1, 1.0, False)
+    together = [bench.draw_outcomes([(0.7,)], 400, rng, 1.0, shift=shared) for _ in range(2)]
+    apart = [bench.draw_outcomes([(0.7,)], 400, rng, 1.0) for _ in range(2)]
+
+    def correlation(pair: list[np.ndarray]) -> float:
+        means = [(side[:, 0] > 0).mean(axis=1) for side in pair]
+        return float(np.corrcoef(*means)[0, 1])
+
+    assert correlation(together) > 0.6 and abs(correlation(apart)) < 0.2
+    per_eval = bench.draw_outcomes([(0.7,)] * 2, 400, rng, 1.0, per_eval=True)
+    assert abs(float(np.corrcoef(*[(per_eval[:, i] > 0).mean(axis=1)
+                                   for i in range(2)])[0, 1])) < 0.2
+
+
 def test_auto_asks_the_librarys_stopping_rule(bench: ModuleType) -> None:
     """Both sides together: 5 agreeing samples a side stop; a head that looks worse takes
     both sides on, look by look, to max_repeat; separate runs stop each on its own."""
@@ -73,6 +90,7 @@ def test_quick_run_prints_every_target_and_fails_on_a_miss(
                    "outage at head", "budget stop at head", "monotone", "CPU time",
                    "0.9->0.5 in 20 mixture | auto<=60", "null 20 at 0.7 | repeat 1 replay",
                    "The default gate", "auto<=20 separate runs",
+                   "Issue 36: false regressions", "pooled base of 1 run",
                    "Left out, and why"):
         assert needed in out
     assert code == (1 if " MISS" in out else 0)

@@ -56,8 +56,9 @@ from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
+from turncheck.stats.drift import MIN_HISTORY_RUNS, two_run_variance
 from turncheck.stats.looks import sequential_test, testable_looks
-from turncheck.stats.pooled import PooledBase, predictive_test
+from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.tests import ShiftTest
 from turncheck.stats.verdicts import (
@@ -216,56 +217,91 @@ def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
     return first, [len(first)]
 
 
+def pooled_counts(item: EvalComparison, runs: Sequence[tuple[int, int]]
+                  ) -> tuple[PooledBase, PooledHead] | None:
+    """The pooled base and the head (with its design, `head_design`) of one eval judged
+    on both sides; None when a side has no usable sample."""
+    if item.base is None or item.head is None:
+        return None
+    base = side_outcomes(item.base)
+    head, design = head_design(item.head)
+    if not base or not head:
+        return None
+    return (PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs))),
+            PooledHead(sum(o is not None for o in head), len(head), tuple(design)))
+
+
 def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], variance: float,
                     settings: VerdictSettings = DEFAULT_SETTINGS) -> Evidence:
     """Evidence against a pooled base: the effects as usual, the test the predictive
     test against a new run of the base (`stats.pooled.predictive_test`)."""
     assert item.base is not None and item.head is not None
-    base = side_outcomes(item.base)
-    head, design = head_design(item.head)
-    test = None
-    if base and head:
-        pooled = PooledBase(sum(o is not None for o in base), len(base), max(1, len(runs)))
-        test = predictive_test(pooled, variance, sum(o is not None for o in head), len(head),
-                               design)
-    return outcome_evidence(base, head, settings, base_lost=item.base.unusable,
-                            head_lost=item.head.unusable, test=test)
+    counts = pooled_counts(item, runs)
+    test = None if counts is None else predictive_test(
+        counts[0], variance, counts[1].passes, counts[1].samples, counts[1].looks)
+    return outcome_evidence(side_outcomes(item.base), head_design(item.head)[0], settings,
+                            base_lost=item.base.unusable, head_lost=item.head.unusable,
+                            test=test)
+
+
+def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool | None
+              ) -> list[tuple[int, int]] | None:
+    """The pooled runs of one eval judged on both sides; None when it is not pooled."""
+    if base_pool is None or item.base is None or item.head is None:
+        return None
+    return base_pool.runs_of(suite.previous_path or suite.path, item.previous_name or item.name)
+
+
+def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
+    """The run-level drift variance the pooled tests are widened by: main's history's
+    estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:
+        return base_pool.drift_variance
+    pairs = []
+    for suite in suites:
+        for item in suite.evals:
+            runs = pool_runs(suite, item, base_pool)
+            counts = None if runs is None else pooled_counts(item, runs)
+            if counts is not None:
+                base, head = counts
+                pairs.append(((base.passes, base.samples), (head.passes, head.samples)))
+    return two_run_variance(pairs)
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS,
-                    base_pool: BasePool | None = None) -> list[Evidence]:
+                    base_pool: BasePool | None = None, variance: float = 0.0
+                    ) -> list[Evidence]:
     found = []
     for suite in suites:
         for item in suite.evals:
             if item.not_like_for_like is not None:  # nothing to test: the user changed
                 found.append(Evidence(empty=True, cause=NOT_LIKE_FOR_LIKE))
                 continue
-            runs = None if base_pool is None or item.base is None or item.head is None \
-                else base_pool.runs_of(suite.previous_path or suite.path,
-                                       item.previous_name or item.name)
-            found.append(eval_evidence(item, settings) if runs is None or base_pool is None
-                         else pooled_evidence(item, runs, base_pool.drift_variance, settings))
+            runs = pool_runs(suite, item, base_pool)
+            found.append(eval_evidence(item, settings) if runs is None
+                         else pooled_evidence(item, runs, variance, settings))
     return found
 
 
 def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[Evidence],
                          settings: VerdictSettings = DEFAULT_SETTINGS,
-                         base_pool: BasePool | None = None) -> list[Evidence]:
-    """One stratified test per suite over its evals judged on both sides (`evidence`
-    in `suites_evidence` order tells which were). Not against a pooled base: the
-    conditional stratified test would ignore the run-level drift every eval of a run
-    shares (docs/statistics.md)."""
+                         base_pool: BasePool | None = None, variance: float = 0.0
+                         ) -> list[Evidence]:
+    """One suite-level test per suite over its evals judged on both sides (`evidence`
+    in `suites_evidence` order tells which were): the exact stratified test when both
+    sides were sampled; against a pooled base the predictive suite test, whose law
+    shares one run-level drift over the suite's evals (`stats.pooled.pooled_suite_test`)."""
     judged = iter(evidence)
     found = []
     for suite in suites:
         own = [next(judged) for _ in suite.evals]
+        kept = [item for item, e in zip(suite.evals, own, strict=True)
+                if item.base is not None and item.head is not None and not e.empty]
         if base_pool is not None:
-            found.append(Evidence(empty=True, cause="pooled base"))
+            found.append(pooled_suite_evidence(suite, kept, base_pool, variance, settings))
             continue
-        tested = [item for item, e in zip(suite.evals, own, strict=True)
-                  if item.base is not None and item.head is not None and not e.empty]
-        found.append(suite_evidence([testable_outcomes(item) for item in tested], settings))
+        found.append(suite_evidence([testable_outcomes(item) for item in kept], settings))
     return found
 
 
@@ -279,6 +315,26 @@ def testable_outcomes(item: EvalComparison) -> tuple[list[int | None], list[int 
         return side_outcomes(item.base), side_outcomes(item.head)
     [look] = testable_looks(side_looks(item.base), side_looks(item.head), False)
     return list(look.base), list(look.head)
+
+
+def pooled_suite_evidence(suite: SuiteComparison, kept: Sequence[EvalComparison],
+                          base_pool: BasePool, variance: float,
+                          settings: VerdictSettings) -> Evidence:
+    """The suite-level evidence against a pooled base: its pooled evals' pass-rate
+    change, tested by `pooled_suite_test`."""
+    counted = [(item, found) for item in kept
+               if (runs := pool_runs(suite, item, base_pool)) is not None
+               and (found := pooled_counts(item, runs)) is not None]
+    strata = [(side_outcomes(item.base), head_design(item.head)[0])
+              for item, _ in counted if item.base is not None and item.head is not None]
+    evidence = suite_evidence(strata, settings)
+    if evidence.empty:
+        return evidence
+    shared = base_pool.shared_variance if base_pool.history_runs >= MIN_HISTORY_RUNS \
+        else None
+    return replace(evidence, test=pooled_suite_test([c[0] for _, c in counted],
+                                                    [c[1] for _, c in counted], variance,
+                                                    shared))
 
 
 def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
@@ -559,8 +615,10 @@ def compare_reports(
     ]
     protocols = compare_protocols(base, head, renames=renames)
     # One family for multiplicity: every eval and every protocol case of the PR.
-    evidence = suites_evidence(suites, verdict_settings, base_pool)
-    suite_level = suite_level_evidence(suites, evidence, verdict_settings, base_pool)
+    variance = 0.0 if base_pool is None else pooled_variance(suites, base_pool)
+    evidence = suites_evidence(suites, verdict_settings, base_pool, variance)
+    suite_level = suite_level_evidence(suites, evidence, verdict_settings, base_pool,
+                                       variance)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
     decided, suite_decided, case_decided = decide_groups(
         [evidence, suite_level, case_evidence], verdict_settings)
@@ -582,7 +640,7 @@ def compare_reports(
         ),
         protocols=protocols,
         pooled_runs=None if base_pool is None else base_pool.runs,
-        drift_sigma=None if base_pool is None else round(base_pool.drift_sigma, 3),
+        drift_sigma=None if base_pool is None else round(math.sqrt(variance), 3),
         baseline_note=None if base_pool is None else base_pool.note,
     )
 

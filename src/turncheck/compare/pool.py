@@ -26,7 +26,7 @@ from turncheck.engine.repeats import RepeatPlan, outcome_of, status_of, summariz
 from turncheck.report.pool import BasePool, PooledEval
 from turncheck.report.results import USABLE
 from turncheck.report.run import EvalResult, Report, SampleResult, Status, SuiteResult
-from turncheck.stats.pooled import between_run_variance
+from turncheck.stats.pooled import between_run_variance, shared_run_variance
 
 MAX_POOLED_RUNS = 8
 """At most this many trusted runs' reports are read for one pull request's base."""
@@ -115,15 +115,26 @@ def pool_reports(reports: Sequence[Report], base_commit: str | None = None,
         suites.append(suite.model_copy(update={"evals": evals}))
     stale = base_commit is not None and reference.commit != base_commit
     pool = BasePool(runs=len(same_commit), history_runs=len(reports),
-                    drift_variance=round(history_variance(reports), 6), stale=stale,
+                    drift_variance=round(history_variance(reports), 6),
+                    shared_variance=round(shared_run_variance(aligned_history(reports)), 6)
+                    if len(reports) >= 2 else None, stale=stale,
                     stale_hours=stale_hours if stale else None, evals=pooled)
     return reference.model_copy(update={"suites": suites}), pool
 
 
+def aligned_history(reports: Sequence[Report]) -> list[list[tuple[int, int]]]:
+    """Every eval's (passes, usable samples) in each report, (0, 0) where it is missing."""
+    indexed = _indexed(reports)
+    keys = {key: None for index in indexed for key in index}
+    return [[run_counts(index[key]) if key in index else (0, 0) for index in indexed]
+            for key in keys]
+
+
 def history_variance(reports: Sequence[Report]) -> float:
-    """Run-level drift variance from every report's runs, evals matched by identity."""
+    """Run-level drift variance from every report's runs, evals matched by identity: the
+    cautious estimate (plus its standard error) the pooled tests are widened by."""
     by_eval: dict[EvalIdentity, list[tuple[int, int]]] = {}
     for index in _indexed(reports):
         for key, result in index.items():
             by_eval.setdefault(key, []).append(run_counts(result))
-    return between_run_variance(list(by_eval.values()))
+    return between_run_variance(list(by_eval.values()), cautious=True)

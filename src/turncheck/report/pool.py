@@ -31,6 +31,9 @@ class BasePool(ReportModel):
     """Runs the drift was estimated from (the pooled ones and earlier commits')."""
     drift_variance: float
     """Estimated run-level drift variance sigma² on the logit scale."""
+    shared_variance: float | None = None
+    """The part of `drift_variance` shared by every eval of a run; None when unknown
+    (then all of it is taken as shared)."""
     stale: bool = False
     """The pooled runs are of another commit than the base commit (an earlier one)."""
     stale_hours: float | None = None

@@ -26,6 +26,7 @@ stop does not bias the test.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,13 +35,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-from turncheck.stats.tests import ShiftTest
+from turncheck.stats.tests import ShiftTest, _null_law
 
 RunCounts = Sequence[tuple[int, int]]
 """(passes, usable samples) of one eval in each run."""
 
 
-def between_run_variance(history: Sequence[RunCounts]) -> float:
+def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -> float:
     """Estimated run-level drift variance sigma² (logit scale) from several runs' pass
     counts per eval (one `RunCounts` per eval). 0 without evidence of drift.
 
@@ -50,8 +51,25 @@ def between_run_variance(history: Sequence[RunCounts]) -> float:
     sum (1 - n_k / N) (n_k v + n_k (n_k - 1) tau²). Pooled over evals (the drift is a
     property of the runs, shared by every eval) sigma² = sum (S - S_0) / sum c v², where
     S_0 is S's expectation without drift. Evals that always pass or always fail carry
-    no information and are skipped."""
-    excess, weight = 0.0, 0.0
+    no information and are skipped.
+
+    `cautious`: the estimate plus its standard error (from the spread of the evals'
+    terms around it), so that a history that happens to look calm does not narrow the
+    tests: what the tests are widened by."""
+    terms = _drift_terms(history)
+    weight = sum(w for _, w in terms)
+    if weight <= 0:
+        return 0.0
+    estimate = sum(e for e, _ in terms) / weight
+    if not cautious:
+        return max(0.0, estimate)
+    error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
+    return max(0.0, estimate) + error
+
+
+def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
+    """(S - S_0, c v²) of every informative eval (see `between_run_variance`)."""
+    terms = []
     for runs in history:
         counted = [(x, n) for x, n in runs if n > 0]
         total = sum(n for _, n in counted)
@@ -64,9 +82,36 @@ def between_run_variance(history: Sequence[RunCounts]) -> float:
         squares = sum((x - n * rate) ** 2 for x, n in counted)
         expected = sum((1 - n / total) * n * spread for _, n in counted)
         slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
-        excess += squares - expected
-        weight += slope * spread * spread
-    return max(0.0, excess / weight) if weight > 0 else 0.0
+        terms.append((squares - expected, slope * spread * spread))
+    return terms
+
+
+def shared_run_variance(history: Sequence[RunCounts]) -> float:
+    """The part of the drift variance shared by every eval of a run (logit scale), from
+    several runs' pass counts per eval aligned by run (`history[i][k]`: eval i in run k;
+    (0, 0) when the run lacks it). Each run's shift is estimated from all its evals at
+    once, e_k = sum_i (x_ik - n_ik m_i) / W_k with W_k = sum_i n_ik m_i (1 - m_i) (the
+    delta method), whose variance without a shared drift is about 1 / W_k; the estimate
+    is the spread of the e_k beyond that, 0 when none. Each eval's own drift adds to the
+    spread too, so it errs upwards. Fewer than two runs: 0."""
+    import numpy as np
+    informative = []
+    for runs in history:
+        total = sum(n for _, n in runs)
+        rate = sum(x for x, _ in runs) / total if total else 0.0
+        if 0.0 < rate < 1.0:
+            informative.append((runs, rate))
+    width = max((len(runs) for runs, _ in informative), default=0)
+    shifts, noise = [], []
+    for run in range(width):
+        counted = [(runs[run], rate) for runs, rate in informative if run < len(runs)]
+        weight = sum(n * rate * (1 - rate) for (_, n), rate in counted)
+        if weight > 0:
+            shifts.append(sum(x - n * rate for (x, n), rate in counted) / weight)
+            noise.append(1 / weight)
+    if len(shifts) < 2:
+        return 0.0
+    return max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
 
 
 @dataclass(frozen=True)
@@ -88,57 +133,202 @@ def head_chance_law(base: PooledBase, variance: float) -> tuple[float, float]:
     return mean * concentration, (1 - mean) * concentration
 
 
-def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-    values: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-    return values
+
+@dataclass(frozen=True)
+class Design:
+    """Every result a head design can give: result r has pass rate `rates[r]` and, under a
+    Beta(a, b) pass chance, probability ways[r] B(a + x_r, b + n_r - x_r) / B(a, b), with
+    x_r passes of n_r samples taken."""
+
+    rates: np.ndarray
+    passes: np.ndarray
+    samples: np.ndarray
+    log_ways: np.ndarray
 
 
-def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(pass rates, probabilities) of every result of the head's design under a
-    Beta(a, b) pass chance: one look of `looks[0]` samples, or a first look that stops
-    when it all passed or all failed and is otherwise topped up by `looks[1]`."""
+@functools.lru_cache(maxsize=256)
+def design_of(looks: tuple[int, ...]) -> Design:
+    """One look of `looks[0]` samples, or a first look that stops when it all passed or all
+    failed and is otherwise topped up by `looks[1]` (`adaptive.more_samples`)."""
     import numpy as np
-    from scipy.special import betaln
+    from scipy.special import gammaln
+
+    def log_comb(n: int, k: np.ndarray) -> np.ndarray:
+        values: np.ndarray = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+        return values
+
     first = looks[0]
     if len(looks) == 1:
         passes = np.arange(first + 1)
-        log_p = _log_comb(first, passes) + betaln(a + passes, b + first - passes) - betaln(a, b)
-        return passes / first, np.exp(log_p)
-    more = looks[1]
-    total = first + more
-    rates = [0.0, 1.0]
-    chances = [math.exp(float(betaln(a, b + first) - betaln(a, b))),
-               math.exp(float(betaln(a + first, b) - betaln(a, b)))]
+        return Design(passes / first, passes, np.full(first + 1, first),
+                      log_comb(first, passes))
+    total = first + looks[1]
     mixed = np.arange(1, first)
+    counts, log_ways = [0, first], [0.0, 0.0]
     for count in range(1, total):
         second = count - mixed
-        valid = (second >= 0) & (second <= more)
-        if not valid.any():
-            continue
-        ways = np.exp(_log_comb(first, mixed[valid]) + _log_comb(more, second[valid]))
-        rates.append(count / total)
-        chances.append(float(ways.sum()) * math.exp(float(betaln(a + count, b + total - count)
-                                                           - betaln(a, b))))
-    return np.asarray(rates), np.asarray(chances)
+        valid = (second >= 0) & (second <= looks[1])
+        if valid.any():
+            ways = np.exp(log_comb(first, mixed[valid]) + log_comb(looks[1], second[valid]))
+            counts.append(count)
+            log_ways.append(math.log(float(ways.sum())))
+    passes = np.asarray(counts)
+    samples = np.asarray([first, first, *[total] * (len(counts) - 2)])
+    return Design(passes / samples, passes, samples, np.asarray(log_ways))
+
+
+def design_law(design: Design, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Probabilities of every result of `design` (columns) under each Beta(a[i], b[i])
+    pass chance (rows)."""
+    import numpy as np
+    from scipy.special import betaln
+    a, b = np.asarray(a, dtype=float)[:, None], np.asarray(b, dtype=float)[:, None]
+    x, n = design.passes[None, :], design.samples[None, :]
+    law: np.ndarray = np.exp(design.log_ways[None, :] + betaln(a + x, b + n - x) - betaln(a, b))
+    normalised: np.ndarray = law / law.sum(axis=1, keepdims=True)
+    return normalised
+
+
+def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(pass rates, probabilities) of every result of the head's design (`design_of`)
+    under a Beta(a, b) pass chance."""
+    import numpy as np
+    design = design_of(tuple(looks))
+    return design.rates, design_law(design, np.asarray([a]), np.asarray([b]))[0]
 
 
 def predictive_test(base: PooledBase, variance: float, head_passes: int, head_samples: int,
                     looks: Sequence[int]) -> ShiftTest:
     """One-sided predictive p-values for the head's pass rate (`head_passes` of
-    `head_samples`, taken by the design `looks`, see `outcome_law`: a two-stage head
+    `head_samples`, taken by the design `looks`, see `design_of`: a two-stage head
     that stopped after its first look has taken fewer than `sum(looks)`) against a new
     run of the pooled base, with the run-level drift `variance`
-    (`between_run_variance`)."""
+    (`between_run_variance`).
+
+    The predictive law is handed on as the test's null law: the step-down procedure
+    counts an always-passing eval by the chance its predictive law gives a small
+    p-value, not by the bound t (docs/statistics.md, "Against a pooled base")."""
     a, b = head_chance_law(base, variance)
     rates, chances = outcome_law(a, b, looks)
+    return _rate_test(rates, chances, head_passes / head_samples)
+
+
+def _rate_test(rates: np.ndarray, chances: np.ndarray, observed: float) -> ShiftTest:
+    """One-sided p-values of the observed pass rate under the law (`rates`, `chances`):
+    lower rates are worse; with the law's attainable p-values (its null law)."""
     chances = chances / chances.sum()
-    observed = head_passes / head_samples
     worse = float(chances[rates <= observed + 1e-12].sum())
     better = float(chances[rates >= observed - 1e-12].sum())
-    # No null law is handed on: it is the predictive law, not the law of the head given
-    # the true rate, and the step-down procedure would trust its discreteness too much
-    # (docs/statistics.md). The procedure then uses P(p <= t) <= t.
     return ShiftTest(min(1.0, worse), min(1.0, better),
                      least_worse=float(chances[rates == rates.min()].sum()),
-                     least_better=float(chances[rates == rates.max()].sum()))
+                     least_better=float(chances[rates == rates.max()].sum()),
+                     worse_null=_null_law(-rates, chances, worse=True),
+                     better_null=_null_law(-rates, chances, worse=False))
+
+
+# -- the suite against a pooled base --------------------------------------------------
+
+SHIFT_NODES = 24
+"""Gauss–Hermite nodes over the shared run-level shift of the suite-level test."""
+GRID = 4
+"""The suite-level statistic (a sum of passes minus expected passes) is counted in steps
+of 1 / GRID pass."""
+
+
+@dataclass(frozen=True)
+class PooledHead:
+    """One eval's head: passes of usable samples, taken by the design `looks`."""
+
+    passes: int
+    samples: int
+    looks: tuple[int, ...]
+
+
+def shift_nodes(variance: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of N(0, variance) (Gauss–Hermite); one node at 0 without drift."""
+    import numpy as np
+    from numpy.polynomial.hermite_e import hermegauss
+    if variance <= 0:
+        return np.zeros(1), np.ones(1)
+    nodes, weights = hermegauss(SHIFT_NODES)
+    return nodes * math.sqrt(variance), weights / weights.sum()
+
+
+def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
+                      variance: float, shared: float | None = None) -> ShiftTest:
+    """One-sided predictive test of "the suite's evals together pass less (more) often at
+    head than a new run of the pooled base would".
+
+    The statistic is the sum over the evals of the head's passes minus the passes its
+    pooled base predicts for the samples it took (x - n m: an eval topped up to 30
+    samples weighs more than one that stopped at its first look). Its law mixes, over
+    one run-level shift s shared by every eval of the run (s ~ N(0, sigma² (1 + 1/K)):
+    the head run's drift and the K base runs' average), each eval's predictive law given
+    s (pass chance Beta with the eval's pooled mean moved by s on the logit scale and
+    its Jeffreys posterior's concentration N + 1, through the head's design), convolved
+    over the evals (given s they are independent), counted in steps of 1 / GRID pass.
+
+    `variance` is the drift variance of one eval (`between_run_variance`), `shared` the
+    part of it every eval of a run shares (`shared_run_variance`); the rest is each
+    eval's own and widens its law like `head_chance_law`'s. Without `shared` all of it
+    is taken as shared: the cautious choice, as a shared drift spreads the sum most.
+    Fewer than two evals: no test (p = 1)."""
+    import numpy as np
+    if len(bases) < 2:
+        return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
+    runs = min(max(1, b.runs) for b in bases)
+    common = variance if shared is None else min(shared, variance)
+    shifts, weights = shift_nodes(common * (1 + 1 / runs))
+    own = (variance - common) * (1 + 1 / runs)
+    steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
+    width = sum(int(found.max()) + 1 for found, _ in steps)
+    size = 1 << (width - 1).bit_length()
+    spectrum = np.ones((len(shifts), size // 2 + 1), dtype=complex)
+    observed = 0
+    for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
+        chances = _shifted_chances(base, shifts)
+        spread = chances * (1 - chances)
+        concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
+        law = design_law(design_of(head.looks), chances * concentration,
+                         (1 - chances) * concentration)
+        placed = np.zeros((len(shifts), int(found.max()) + 1))
+        for column, index in enumerate(found):
+            placed[:, index] += law[:, column]
+        spectrum *= np.fft.rfft(placed, size, axis=1)
+        observed += seen
+    mixed = np.clip(weights @ np.fft.irfft(spectrum, size, axis=1)[:, :width], 0.0, None)
+    mixed[mixed < 1e-15 * mixed.max()] = 0.0
+    mixed /= mixed.sum()
+    return _sum_test(mixed, observed)
+
+
+def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, int]:
+    """Each result of the head's design as x - n m in steps of 1 / GRID, counted from the
+    design's lowest (so from 0), and the observed result's step."""
+    import numpy as np
+    design = design_of(head.looks)
+    mean = (base.passes + 0.5) / (base.samples + 1)
+    values = np.rint((design.passes - design.samples * mean) * GRID).astype(int)
+    low = int(values.min())
+    seen = round((head.passes - head.samples * mean) * GRID)
+    return values - low, min(max(seen - low, 0), int(values.max() - low))
+
+
+def _shifted_chances(base: PooledBase, shifts: np.ndarray) -> np.ndarray:
+    import numpy as np
+    mean = (base.passes + 0.5) / (base.samples + 1)
+    moved: np.ndarray = 1 / (1 + np.exp(-(math.log(mean / (1 - mean)) + shifts)))
+    return moved
+
+
+def _sum_test(law: np.ndarray, observed: int) -> ShiftTest:
+    """One-sided p-values of the observed sum under `law` (index = sum): a low sum is
+    worse; with the law's attainable p-values."""
+    import numpy as np
+    possible = np.nonzero(law)[0]
+    observed = min(max(observed, 0), len(law) - 1)
+    return ShiftTest(float(min(1.0, law[: observed + 1].sum())),
+                     float(min(1.0, law[observed:].sum())),
+                     least_worse=float(law[possible[0]]), least_better=float(law[possible[-1]]),
+                     worse_null=_null_law(-possible, law[possible], worse=True),
+                     better_null=_null_law(-possible, law[possible], worse=False))

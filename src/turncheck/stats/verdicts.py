@@ -25,8 +25,16 @@ null laws, `multiplicity.discrete_holm`) and picks a tier:
    otherwise `inconclusive`.
 5. Otherwise `unchanged`.
 
-Every p-value is exact (P(p ≤ a) ≤ a under "no change", given the pooled samples), so
-the family-wise false-alarm rate of `regression` is at most `alpha` by theorem.
+Premises of the bound. When both sides are sampled, every p-value is exact (P(p ≤ a) ≤ a
+under "no change", given the pooled samples) when base and head samples are
+exchangeable, so the family-wise false-alarm rate of `regression` is then at most
+`alpha` by theorem; the action and `turncheck diff` keep them exchangeable under a
+run-level drift by taking both sides' samples interleaved (`engine.runner.
+run_both_sides`), while two reports run at different times carry no such guarantee.
+Against a pooled base (`stats.pooled`) the p-values are predictive: calibrated on
+average under a logit-normal run-level drift whose variance main's history (or, with
+one stored run, the two sides) estimates; the bound there is approximate and measured
+by `benchmarks/verdicts.py` (docs/statistics.md, "What each bound assumes").
 """
 
 from __future__ import annotations
