@@ -125,15 +125,16 @@ def test_a_python_target_with_concurrent_false_answers_one_turn_at_a_time(
     assert int(in_flight.read_text()) == 1
 
 
-def test_a_command_app_that_answers_in_order_needs_no_change(tmp_path: Path) -> None:
-    """Without `concurrent`, a command app's lines go one at a time and carry no id."""
+def memory_app_eval(tmp_path: Path, target_line: str) -> EvalResult:
+    """The one eval of a suite whose target is the memory app as a command, with one more
+    line in its target; replayed with no model server."""
     (tmp_path / "memory_app.py").write_text(MEMORY_APP.read_text())
     suite = write_suite(tmp_path, f"""\
 metadata:
   name: memory
   target:
     command: [{sys.executable}, memory_app.py]
-    session: client
+    {target_line}
 evals:
   - name: one
     prompt: Hello
@@ -141,25 +142,18 @@ evals:
       - match: Noted.
 """)
     [result] = run_paths([suite], None, "replay").suites[0].evals
+    return result
+
+
+def test_a_command_app_that_answers_in_order_needs_no_change(tmp_path: Path) -> None:
+    """Without `concurrent`, a command app's lines go one at a time and carry no id."""
+    result = memory_app_eval(tmp_path, "session: client")
     assert result.status is Status.PASS, result.error
 
 
 def test_concurrent_true_with_an_app_that_does_not_echo_the_id_says_so(
         tmp_path: Path) -> None:
-    (tmp_path / "memory_app.py").write_text(MEMORY_APP.read_text())
-    suite = write_suite(tmp_path, f"""\
-metadata:
-  name: memory
-  target:
-    command: [{sys.executable}, memory_app.py]
-    concurrent: true
-evals:
-  - name: one
-    prompt: Hello
-    checks:
-      - match: Noted.
-""")
-    [result] = run_paths([suite], None, "replay").suites[0].evals
+    result = memory_app_eval(tmp_path, "concurrent: true")
     assert result.status is Status.ERROR
     assert 'each reply is a JSON object with the "id" of the line it answers' in \
         (result.error or ""), result.error

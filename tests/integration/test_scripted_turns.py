@@ -53,6 +53,22 @@ def travel_server() -> ScriptedServer:
     return server
 
 
+def travel_reports(tmp_path: Path, *suites: str) -> list[Report]:
+    """Each suite run (live) against the travel server, in order."""
+    server = travel_server()
+    try:
+        return [run_text(tmp_path, suite, server) for suite in suites]
+    finally:
+        server.stop()
+
+
+def broken_travel(tmp_path: Path) -> tuple[Report, Report]:
+    """A base whose second turn passes (any answer) and a head where it fails."""
+    base, head = travel_reports(tmp_path, suite_yaml(TRAVEL.replace('"A*"', '"*"')),
+                                suite_yaml(TRAVEL))
+    return base, head
+
+
 def test_a_failing_second_turn_fails_on_turn_2_and_replays_identically(tmp_path: Path) -> None:
     server = travel_server()
     path = write_suite(tmp_path, suite_yaml(TRAVEL))
@@ -187,11 +203,7 @@ def test_a_budget_stops_the_script_between_turns(
 
 
 def test_junit_and_the_failed_list_name_the_failed_turn(tmp_path: Path) -> None:
-    server = travel_server()
-    try:
-        report: Report = run_text(tmp_path, suite_yaml(TRAVEL), server)
-    finally:
-        server.stop()
+    [report] = travel_reports(tmp_path, suite_yaml(TRAVEL))
     assert 'message="❌ FAIL (failed on turn 2 of 2)"' in junit_xml(report)
     [failed] = failing_lines(report)[1:]
     assert failed.endswith("scripted.eval.yaml:7): failed on turn 2 of 2")
@@ -227,35 +239,21 @@ def test_each_scripted_turn_is_one_request_to_a_stateful_app_and_replays(
 
 
 def test_the_html_report_names_the_failed_turn(tmp_path: Path) -> None:
-    server = travel_server()
-    try:
-        report = run_text(tmp_path, suite_yaml(TRAVEL), server)
-    finally:
-        server.stop()
+    [report] = travel_reports(tmp_path, suite_yaml(TRAVEL))
     html = render_report(head=report)
     assert "failed on turn 2" in html
     assert "Rewrite it starting every sentence with the letter A." in html
 
 
 def test_a_comparison_says_which_scripted_turn_broke(tmp_path: Path) -> None:
-    server = travel_server()
-    try:
-        base = run_text(tmp_path, suite_yaml(TRAVEL.replace('"A*"', '"*"')), server)
-        head = run_text(tmp_path, suite_yaml(TRAVEL), server)
-    finally:
-        server.stop()
+    base, head = broken_travel(tmp_path)
     text = comparison_text(compare_reports(base, head))
     [row] = [line for line in text.splitlines() if "travel post" in line]
     assert "2→fail@2" in row and "broken" in row
 
 
 def test_the_check_run_annotates_the_prompt_of_the_turn_that_failed(tmp_path: Path) -> None:
-    server = travel_server()
-    try:
-        base = run_text(tmp_path, suite_yaml(TRAVEL.replace('"A*"', '"*"')), server)
-        head = run_text(tmp_path, suite_yaml(TRAVEL), server)
-    finally:
-        server.stop()
+    base, head = broken_travel(tmp_path)
     [annotation] = collect_annotations(compare_reports(base, head), "", head)
     turn_two = suite_yaml(TRAVEL).splitlines().index(
         "      - prompt: Rewrite it starting every sentence with the letter A.") + 1

@@ -107,18 +107,8 @@ class AiohttpSession:
         timeout: aiohttp.ClientTimeout,
     ) -> Reply:
         """Send one request and read the whole response; errors are httpx's exceptions."""
-        if self._session is None:
-            self._session = self._open()
         with as_httpx_errors():
-            async with self._session.request(
-                method,
-                url,
-                headers=headers,
-                data=content or None,
-                allow_redirects=False,
-                timeout=timeout,
-                proxy=self._proxy_for(url),
-            ) as response:
+            async with self._request(method, url, headers, content, timeout) as response:
                 content = await read_bounded(response, self._max_answer_bytes)
                 return Reply(response.status, response.reason or "", response.headers, content)
 
@@ -133,17 +123,23 @@ class AiohttpSession:
         """Send one request: `async with session.stream(...) as response`, its body unread
         (`bounded_chunks` reads it as it arrives). Errors, while sending or reading, are
         httpx's exceptions."""
+        return Streaming(self._request(method, url, headers, content, timeout))
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Sequence[tuple[str, str]],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        """The session's request, not yet sent (redirects not followed: a provider's answer
+        is the answer; the proxy `HTTP(S)_PROXY` names)."""
         if self._session is None:
             self._session = self._open()
-        return Streaming(self._session.request(
-            method,
-            url,
-            headers=headers,
-            data=content or None,
-            allow_redirects=False,
-            timeout=timeout,
-            proxy=self._proxy_for(url),
-        ))
+        return self._session.request(method, url, headers=headers, data=content or None,
+                                     allow_redirects=False, timeout=timeout,
+                                     proxy=self._proxy_for(url))
 
     def _proxy_for(self, url: str) -> str | None:
         """The proxy `HTTP(S)_PROXY` names for this URL unless `NO_PROXY` exempts its host
