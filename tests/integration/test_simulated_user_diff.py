@@ -61,7 +61,8 @@ def test_a_changed_persona_is_not_like_for_like_and_no_regression_of_the_app(
     assert row["not_like_for_like"] == "the simulator's persona changed"
     assert row["regression"] is False and row["verdict"] != "broken"
     comment = (tmp_path / "diff.md").read_text(encoding="utf-8")
-    assert "not like-for-like" in comment.lower()
+    assert comment.splitlines()[1].startswith(
+        "## ✅ 1 not like\\-for\\-like · refund: the simulator's persona changed; no verdict")
     assert "persona changed" in comment
     assert f"+persona: {ANGRY}" in comment  # the change itself, as a diff
     assert "Tokens (simulated user)" in comment  # the simulator's spend, apart

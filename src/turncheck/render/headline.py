@@ -309,8 +309,8 @@ def _described(finding: Finding) -> str:
     change = finding.change
     if finding.kind == "suite":
         return f"{name} {change.split(' on average')[0]}"
-    if change.startswith("new: "):
-        change = change.removeprefix("new: ")
+    # The heading's summary already says "new" or "not like-for-like".
+    change = change.removeprefix("new: ").removeprefix("not like-for-like: ")
     return f"{name} {change}" if change.startswith("now ") else f"{name}: {change}"
 
 
