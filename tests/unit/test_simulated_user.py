@@ -131,7 +131,7 @@ def test_the_html_report_says_how_it_ended_and_what_the_simulator_spent() -> Non
         "simulator_usage": Usage(input_tokens=400, output_tokens=20),
         "simulator_cost_usd": None})
     facts = eval_row("s", "refund", None, head).facts
-    assert "ended: goal_met after 3 turns" in facts
+    assert "ended: goal met after 3 turns" in facts
     assert "simulated user (sim): 420 tokens, unpriced" in facts
 
 

@@ -31,6 +31,7 @@ from turncheck.render.app_calls import (
     eval_app_calls,
 )
 from turncheck.render.comment_transcript import results_by_key
+from turncheck.render.console import ending_text
 from turncheck.render.headline import Headline, headline
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
@@ -361,7 +362,7 @@ def _simulated_facts(head: EvalResult | None) -> list[str]:
     facts = []
     if head.conversation is not None:
         end = head.conversation
-        facts.append(f"ended: {end.ending.value} after {end.turns} turns"
+        facts.append(f"ended: {ending_text(end.ending)} after {counted(end.turns, 'turn')}"
                      + (f" ({end.detail})" if end.detail else ""))
     facts.append(f"simulated user ({head.simulator.model}): "
                  f"{head.simulator_usage.total:,} tokens, {_cost(head.simulator_cost_usd)}")
