@@ -22,6 +22,7 @@ from turncheck.render.table_model import (
 )
 from turncheck.report.rows import Transition
 from turncheck.report.run import (
+    CheckResult,
     ConversationEnd,
     Ending,
     EvalResult,
@@ -130,9 +131,23 @@ def test_the_html_report_says_how_it_ended_and_what_the_simulator_spent() -> Non
         "conversation": ConversationEnd(ending=Ending.GOAL_MET, turns=3),
         "simulator_usage": Usage(input_tokens=400, output_tokens=20),
         "simulator_cost_usd": None})
-    facts = eval_row("s", "refund", None, head).facts
-    assert "ended: goal met after 3 turns" in facts
+    row = eval_row("s", "refund", None, head)
+    assert "ended: goal met after 3 turns" in row.facts
+    facts = row.facts
     assert "simulated user (sim): 420 tokens, unpriced" in facts
+
+
+def test_the_html_report_shows_each_sides_ending_and_success_checks() -> None:
+    judged = CheckResult(type="match", detail='match "*refund*"', passed=False)
+    ended = ConversationEnd(ending=Ending.MAX_TURNS, turns=4, success=[judged])
+    base = _result("polite", Status.PASS, 3).model_copy(update={
+        "conversation": ConversationEnd(ending=Ending.GOAL_MET, turns=3)})
+    head = _result("polite", Status.FAIL, None).model_copy(update={"conversation": ended})
+    endings = eval_row("s", "refund", base, head).endings
+    assert [(e.side, e.text) for e in endings] == [
+        ("base", "ended: goal met after 3 turns"),
+        ("head", "ended: max_turns reached after 4 turns")]
+    assert [(c.passed, c.text) for c in endings[1].checks] == [(False, 'match "*refund*"')]
 
 
 def test_the_comment_cost_table_shows_the_simulator_apart() -> None:

@@ -48,7 +48,7 @@ from turncheck.render.table_model import pass_k_text
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
-from turncheck.report.results import CheckResult, Usage
+from turncheck.report.results import CheckResult, ConversationEnd, Usage
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
 from turncheck.report.spend import Spend
@@ -66,6 +66,15 @@ class CheckView:
     """None: could not be evaluated (or a score without a pass/fail)."""
     text: str
     depth: int = 0
+
+
+@dataclass(frozen=True)
+class EndingView:
+    """How a simulated user's conversation ended on one side, and its `success` checks."""
+
+    side: str
+    text: str
+    checks: list[CheckView]
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,8 @@ class RowView:
     """The suite's declared name (`metadata.name`), shown and searched beside its path."""
     rank: int = len(ORDER)
     """Where the row's severity group stands in `severity.ORDER` (most severe first)."""
+    endings: list[EndingView] = field(default_factory=list)
+    """A simulated user's eval: how each side's conversation ended."""
 
 
 @dataclass
@@ -361,9 +372,7 @@ def _simulated_facts(head: EvalResult | None) -> list[str]:
         return []
     facts = []
     if head.conversation is not None:
-        end = head.conversation
-        facts.append(f"ended: {ending_text(end.ending)} after {counted(end.turns, 'turn')}"
-                     + (f" ({end.detail})" if end.detail else ""))
+        facts.append(_ending_text(head.conversation))
     facts.append(f"simulated user ({head.simulator.model}): "
                  f"{head.simulator_usage.total:,} tokens, {_cost(head.simulator_cost_usd)}")
     return facts
@@ -391,8 +400,29 @@ def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | 
         error=head.error if head is not None else None,
         has_base=base is not None, has_head=head is not None,
         changes=[change_view(c) for c in setup_changes(*sent, SUMMARY_DIFF_LINES, budget)],
+        endings=_endings(base, head),
     )
     return row
+
+
+def _endings(base: EvalResult | None, head: EvalResult | None) -> list[EndingView]:
+    sides = (("base", base), ("head", head)) if base is not None and head is not None \
+        else (("run", head or base),)
+    views = []
+    for side, result in sides:
+        end = result.conversation if result is not None else None
+        if end is None:
+            continue
+        checks = [_check(c) for c in end.success]
+        if end.review is not None:
+            checks.append(_check(end.review))
+        views.append(EndingView(side, _ending_text(end), checks))
+    return views
+
+
+def _ending_text(end: ConversationEnd) -> str:
+    return f"ended: {ending_text(end.ending)} after {counted(end.turns, 'turn')}" \
+        + (f" ({end.detail})" if end.detail else "")
 
 
 def eval_rows(comparison: Comparison | None, base: Report | None,
