@@ -50,7 +50,7 @@ from turncheck.report.comparison import (
     SuiteComparison,
     Summary,
 )
-from turncheck.report.pool import BasePool
+from turncheck.report.pool import BasePool, PooledEval
 from turncheck.report.protocol_comparison import ProtocolComparison
 from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
@@ -268,6 +268,54 @@ def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> f
     return two_run_variance(pairs)
 
 
+# --- base and head sampled in separate runs ----------------------------------------
+
+SEPARATE_RUNS = "separate-runs"
+MIN_SEPARATE_SAMPLES = 2
+"""Usable samples each side of an eval needs for its drift-widened test when the sides
+were sampled in separate runs; with fewer the eval keeps the both-sides test."""
+
+
+def sampled_apart(base: Report, head: Report) -> bool:
+    """Base and head were sampled live in separate runs: their run ids differ, or only
+    one side has one (a report of an older turncheck and a newer one's were two runs).
+    Two sides sampled together by one two-commit run share one run id (`Report.run_id`).
+    Neither having one (two reports of an older turncheck, or made by hand) tells
+    nothing: they are compared as before. Two replays sample nothing: their answers are
+    the recordings, whichever runs replayed them."""
+    if base.mode == "replay" and head.mode == "replay":
+        return False
+    return base.run_id != head.run_id
+
+
+def separate_runs_pool(suites: Sequence[SuiteComparison]) -> BasePool | None:
+    """The base of two separately run reports as a pooled base of one run: each eval with
+    repeats on both sides is then tested against a new run of the base, widened by the
+    drift the two runs show (`pooled_variance`, `stats.drift.two_run_variance`); None
+    when no eval has them."""
+    evals = [PooledEval(suite_path=suite.previous_path or suite.path,
+                        name=item.previous_name or item.name,
+                        runs=[(item.base.passes, item.base.samples)])
+             for suite in suites for item in suite.evals
+             if item.base is not None and item.head is not None
+             and item.not_like_for_like is None
+             and min(item.base.samples, item.head.samples) >= MIN_SEPARATE_SAMPLES]
+    if not evals:
+        return None
+    return BasePool(runs=1, history_runs=1, drift_variance=0.0, evals=evals)
+
+
+def separate_runs_note(pool: BasePool, variance: float) -> list[Diagnostic]:
+    """The warning that the tests allow for drift between the two runs."""
+    where = pool.evals[0].suite_path
+    return [warning(where, 1, 1, SEPARATE_RUNS, (
+        "base and head were sampled in separate runs: each test of an eval with repeats "
+        f"on both sides ({counted(len(pool.evals), 'eval')}) allows for drift between "
+        f"the runs, estimated from the two sides (σ ≈ {math.sqrt(variance):.2f} on the "
+        "logit scale), so a change spread over many evals can pass for drift; run them "
+        "together (`turncheck diff`, or the action) for the tighter tests"))]
+
+
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS,
                     base_pool: BasePool | None = None, variance: float = 0.0
@@ -298,7 +346,8 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
         own = [next(judged) for _ in suite.evals]
         kept = [item for item, e in zip(suite.evals, own, strict=True)
                 if item.base is not None and item.head is not None and not e.empty]
-        if base_pool is not None:
+        if base_pool is not None and any(pool_runs(suite, item, base_pool) is not None
+                                         for item in kept):
             found.append(pooled_suite_evidence(suite, kept, base_pool, variance, settings))
             continue
         found.append(suite_evidence([testable_outcomes(item) for item in kept], settings))
@@ -614,11 +663,14 @@ def compare_reports(
         for b, h in pair_by_path(base.suites if base else [], head.suites, renames)
     ]
     protocols = compare_protocols(base, head, renames=renames)
+    # Two separate runs: the base is one run of a pool, drift estimated from both sides.
+    apart = None if base_pool is not None or base is None or not sampled_apart(base, head) \
+        else separate_runs_pool(suites)
+    pool = base_pool or apart
     # One family for multiplicity: every eval and every protocol case of the PR.
-    variance = 0.0 if base_pool is None else pooled_variance(suites, base_pool)
-    evidence = suites_evidence(suites, verdict_settings, base_pool, variance)
-    suite_level = suite_level_evidence(suites, evidence, verdict_settings, base_pool,
-                                       variance)
+    variance = 0.0 if pool is None else pooled_variance(suites, pool)
+    evidence = suites_evidence(suites, verdict_settings, pool, variance)
+    suite_level = suite_level_evidence(suites, evidence, verdict_settings, pool, variance)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
     decided, suite_decided, case_decided = decide_groups(
         [evidence, suite_level, case_evidence], verdict_settings)
@@ -632,7 +684,8 @@ def compare_reports(
         base_commit=base.commit if base else None, head_commit=head.commit,
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
         price_note=price_note(base, head),
-        diagnostics=[*head.diagnostics, *separate_auto_warning(suites)],
+        diagnostics=[*head.diagnostics, *separate_auto_warning(suites),
+                     *([] if apart is None else separate_runs_note(apart, variance))],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
         calibration=compare_calibrations(
@@ -640,7 +693,7 @@ def compare_reports(
         ),
         protocols=protocols,
         pooled_runs=None if base_pool is None else base_pool.runs,
-        drift_sigma=None if base_pool is None else round(math.sqrt(variance), 3),
+        drift_sigma=None if pool is None else round(math.sqrt(variance), 3),
         baseline_note=None if base_pool is None else base_pool.note,
     )
 
