@@ -172,28 +172,31 @@ def joint_test(item: EvalComparison) -> ShiftTest | None:
 SEPARATE_AUTO = "separate-auto-runs"
 
 
-def separate_auto_warning(suites: Sequence[SuiteComparison]) -> list[Diagnostic]:
+def separate_auto_warning(suites: Sequence[SuiteComparison], pool: BasePool | None = None
+                          ) -> list[Diagnostic]:
     """A warning when `repeat: auto` sides were sampled in separate runs: each stopped on
-    its own samples, so only their first looks enter the tests."""
-    count = separately_adaptive(suites)
-    if not count:
+    its own samples, so only their first looks enter the tests. Evals tested against a
+    pooled base (`pool`; two separate runs: `separate_runs_pool`) are not counted: their
+    test allows for how the head stopped (`head_design`)."""
+    found = [(suite, item) for suite, item in separately_adaptive(suites)
+             if pool_runs(suite, item, pool) is None]
+    if not found:
         return []
-    where = next(s.path for s in suites for e in s.evals
-                 if e.base is not None and e.base.max_repeat is not None)
-    return [warning(where, 1, 1, SEPARATE_AUTO, (
-        f"{counted(count, 'eval')} used `repeat: auto` on both sides in separate runs: "
-        "each side stopped on its own samples, so only their first looks are tested "
+    return [warning(found[0][0].path, 1, 1, SEPARATE_AUTO, (
+        f"{counted(len(found), 'eval')} used `repeat: auto` on both sides in separate "
+        "runs: each side stopped on its own samples, so only their first looks are tested "
         "(the other samples count in k/n, not in the p-value); run base and head "
         "together (`turncheck diff`, or the action) to test them all"))]
 
 
-def separately_adaptive(suites: Sequence[SuiteComparison]) -> int:
+def separately_adaptive(suites: Sequence[SuiteComparison]
+                        ) -> list[tuple[SuiteComparison, EvalComparison]]:
     """Evals both of whose sides used `repeat: auto` but stopped each on its own samples
     (two separate runs): only their first looks can be tested."""
-    return sum(1 for suite in suites for item in suite.evals
-               if item.base is not None and item.head is not None
-               and item.base.max_repeat is not None and item.head.max_repeat is not None
-               and (item.base.paired is None or item.base.paired != item.head.paired))
+    return [(suite, item) for suite in suites for item in suite.evals
+            if item.base is not None and item.head is not None
+            and item.base.max_repeat is not None and item.head.max_repeat is not None
+            and (item.base.paired is None or item.base.paired != item.head.paired)]
 
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
@@ -684,7 +687,7 @@ def compare_reports(
         base_commit=base.commit if base else None, head_commit=head.commit,
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
         price_note=price_note(base, head),
-        diagnostics=[*head.diagnostics, *separate_auto_warning(suites),
+        diagnostics=[*head.diagnostics, *separate_auto_warning(suites, pool),
                      *([] if apart is None else separate_runs_note(apart, variance))],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
