@@ -328,13 +328,23 @@ def calls_of(outcomes: np.ndarray, turns: int, fault: str | None) -> int:
     return int(np.where(outcomes > 0, outcomes, turns).sum())
 
 
-def report_of(suite: list[EvalResult], commit: str | None = None, mode: str = "live"
-              ) -> Report:
+def report_of(suite: list[EvalResult], commit: str | None = None, mode: str = "live",
+              run_id: str | None = None) -> Report:
     results = SuiteResult(path="bench.eval.yaml", name="bench", model="m", provider="openai",
                           cassette=None, evals=suite)
     return Report(turncheck_version="bench", mode=mode, price_source=PRICES,
                   suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0,
-                  commit=commit)
+                  commit=commit, run_id=run_id)
+
+
+def run_ids(scenario: Scenario, sampling: Sampling) -> tuple[str, str]:
+    """The run ids the two sides' reports carry (`Report.run_id`): one shared when both
+    sides were sampled in one run (the action, `turncheck diff`), two when they were
+    sampled apart (two `turncheck run`s compared): drift cells not `sides_together`, and
+    `repeat: auto` in separate runs. Without drift the draws are the same either way:
+    those cells are the action's, one run."""
+    apart = sampling.separate or (scenario.drift > 0 and not scenario.sides_together)
+    return ("base-run", "head-run") if apart else ("one-run", "one-run")
 
 
 HISTORY_PLAN = RepeatPlan(HISTORY_REPEAT, HISTORY_REPEAT, None)
@@ -388,8 +398,9 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
         base_report, pool = pooled_base(scenario, base)
         comparison = compare_reports(base_report, report_of(suites[1]), base_pool=pool)
     else:
-        comparison = compare_reports(report_of(suites[0], mode=sampling.mode),
-                                     report_of(suites[1], mode=sampling.mode))
+        base_run, head_run = run_ids(scenario, sampling)
+        comparison = compare_reports(report_of(suites[0], mode=sampling.mode, run_id=base_run),
+                                     report_of(suites[1], mode=sampling.mode, run_id=head_run))
     return PrOutcome(
         verdicts=[e.verdict for s in comparison.suites for e in s.evals],
         head_statuses=[e.status for e in suites[1]],
