@@ -125,10 +125,13 @@ def same(name: str, rates: Sequence[float], turns: int = 1, drift: float = 0.0,
                     sides_together=together)
 
 
-def changed(name: str, rates: Sequence[float], index: int, head_rate: float) -> Scenario:
+def changed(name: str, rates: Sequence[float], index: int, head_rate: float,
+            drift: float = 0.0) -> Scenario:
+    """Eval `index` moves to `head_rate` at head; `drift`: each eval of a run its own,
+    base and head drawn in separate runs."""
     base = tuple(turn_chances(r, 1) for r in rates)
     head = tuple(turn_chances(head_rate, 1) if i == index else c for i, c in enumerate(base))
-    return Scenario(name, base, head, changed=index)
+    return Scenario(name, base, head, changed=index, drift=drift, drift_per_eval=drift > 0)
 
 
 def in_mixture(base_rate: float) -> int:
@@ -587,7 +590,19 @@ def drift_scenarios() -> list[Scenario]:
             same(f"null 20 mixture, drift {DRIFT:g}, sides together", MIXTURE, drift=DRIFT,
                  together=True),
             same(f"null 100 mixture, drift {DRIFT:g} per eval, sides together",
-                 MIXTURE * 5, drift=DRIFT, per_eval=True, together=True)]
+                 MIXTURE * 5, drift=DRIFT, per_eval=True, together=True),
+            *apart_changes()]
+
+
+def apart_changes() -> list[Scenario]:
+    """What widening the tests of separately run reports by the drift costs: changes
+    sampled in two runs apart, drift sigma = 0.25 per eval."""
+    return [changed(f"{before:g}->{after:g} in 20 mixture, drift {DRIFT:g} per eval", MIXTURE,
+                    in_mixture(before), after, drift=DRIFT)
+            for before, after in ((0.9, 0.5), (1.0, 0.8))] + [
+        Scenario(f"diffuse 0.95->0.85 over 20, drift {DRIFT:g} per eval",
+                 (turn_chances(0.95, 1),) * 20, (turn_chances(0.85, 1),) * 20, drift=DRIFT,
+                 drift_per_eval=True)]
 
 
 DRIFT_POOLED_CELLS: dict[str, list[Sampling]] = {
@@ -619,6 +634,10 @@ def drift_and_pooled(results: Results, printed: Printed) -> None:
             printed.row(key, f"{rate_text(tally.flagged, tally.prs)} "
                         f"± {standard_error(tally.flagged, tally.prs):.1%}", "<= 5%",
                         at_most(tally.flagged, tally.prs, 0.05))
+    for key, tally in results.items():
+        if key.startswith("diffuse") and "drift" in key:  # two runs apart: the cost
+            printed.row(f"{key}: PR flagged", f"{rate_text(tally.flagged, tally.prs)} "
+                        f"± {standard_error(tally.flagged, tally.prs):.1%}", "info")
     for key, tally in results.items():
         if key.startswith("diffuse") and "pooled" in key:
             one_run = "of 1 run" in key  # drift from two runs: confounded, shown
