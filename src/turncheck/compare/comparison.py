@@ -56,7 +56,11 @@ from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
-from turncheck.stats.drift import MIN_HISTORY_RUNS, two_run_variance
+from turncheck.stats.drift import (
+    MIN_HISTORY_RUNS,
+    two_run_variance,
+    two_run_variance_without,
+)
 from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.rates import turn_distribution
@@ -255,11 +259,13 @@ def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool 
     return base_pool.runs_of(suite.previous_path or suite.path, item.previous_name or item.name)
 
 
-def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
-    """The run-level drift variance the pooled tests are widened by: main's history's
-    estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
-    if base_pool.history_runs >= MIN_HISTORY_RUNS:
-        return base_pool.drift_variance
+EvalKey = tuple[str, str]
+"""(the suite's path as head names it, the eval's name)."""
+
+
+def two_run_pairs(suites: Sequence[SuiteComparison], base_pool: BasePool
+                  ) -> list[tuple[EvalKey, tuple[tuple[int, int], tuple[int, int]]]]:
+    """Each pooled eval's (passes, samples) of the base and of the head run."""
     pairs = []
     for suite in suites:
         for item in suite.evals:
@@ -267,8 +273,34 @@ def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> f
             counts = None if runs is None else pooled_counts(item, runs)
             if counts is not None:
                 base, head = counts
-                pairs.append(((base.passes, base.samples), (head.passes, head.samples)))
-    return two_run_variance(pairs)
+                pairs.append(((suite.path, item.name),
+                              ((base.passes, base.samples), (head.passes, head.samples))))
+    return pairs
+
+
+def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
+    """The run-level drift variance the pooled tests are widened by: main's history's
+    estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:
+        return base_pool.drift_variance
+    return two_run_variance([pair for _, pair in two_run_pairs(suites, base_pool)])
+
+
+def own_variances(suites: Sequence[SuiteComparison], base_pool: BasePool
+                  ) -> dict[EvalKey, float]:
+    """With the drift from the two sides (fewer than two stored runs), each eval's own
+    test widened by the drift the other evals show (`two_run_variance_without`), so
+    its own change does not pass for drift; evals left out use `pooled_variance`."""
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:
+        return {}
+    keyed = two_run_pairs(suites, base_pool)
+    pairs = [pair for _, pair in keyed]
+    found = {}
+    for index, (key, _) in enumerate(keyed):
+        without = two_run_variance_without(pairs, index)
+        if without is not None:
+            found[key] = without
+    return found
 
 
 # --- base and head sampled in separate runs ----------------------------------------
@@ -321,8 +353,11 @@ def separate_runs_note(pool: BasePool, variance: float) -> list[Diagnostic]:
 
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS,
-                    base_pool: BasePool | None = None, variance: float = 0.0
+                    base_pool: BasePool | None = None, variance: float = 0.0,
+                    own: Mapping[EvalKey, float] = MappingProxyType({})
                     ) -> list[Evidence]:
+    """Each eval's evidence; a pooled one widened by its `own` drift variance, else by
+    `variance`."""
     found = []
     for suite in suites:
         for item in suite.evals:
@@ -331,7 +366,8 @@ def suites_evidence(suites: Sequence[SuiteComparison],
                 continue
             runs = pool_runs(suite, item, base_pool)
             found.append(eval_evidence(item, settings) if runs is None
-                         else pooled_evidence(item, runs, variance, settings))
+                         else pooled_evidence(item, runs, own.get((suite.path, item.name),
+                                                                  variance), settings))
     return found
 
 
@@ -672,7 +708,8 @@ def compare_reports(
     pool = base_pool or apart
     # One family for multiplicity: every eval and every protocol case of the PR.
     variance = 0.0 if pool is None else pooled_variance(suites, pool)
-    evidence = suites_evidence(suites, verdict_settings, pool, variance)
+    evidence = suites_evidence(suites, verdict_settings, pool, variance,
+                               {} if pool is None else own_variances(suites, pool))
     suite_level = suite_level_evidence(suites, evidence, verdict_settings, pool, variance)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
     decided, suite_decided, case_decided = decide_groups(
