@@ -32,7 +32,7 @@ MIN_HISTORY_RUNS = 2
 """Fewer stored runs of main than this cannot show drift: the two sides are used."""
 
 
-MIN_OTHER_EVALS = 10
+MIN_OTHER_EVALS = 5
 """Informative evals (neither all passed nor all failed over both runs) the estimate
 without one eval needs (`two_run_variance_without`)."""
 
