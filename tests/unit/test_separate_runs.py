@@ -84,3 +84,16 @@ def test_merged_shards_share_a_run_id_exactly_when_their_shards_did() -> None:
     assert base == head == "a+b"
     assert merged_run_id(shards("a", "c")) != base
     assert merged_run_id(shards("a", None)) is None
+
+
+def test_one_evals_own_drop_is_not_taken_for_drift_in_its_own_test() -> None:
+    # Eight evals drift by 3 of 20 either way; one drops 18 → 9 of 20. Its own drop is
+    # most of the spread between the runs: its test is widened by the others' drift.
+    moved = [(15, 12), (12, 15), (16, 13), (13, 16), (14, 11), (11, 14), (17, 14), (14, 17),
+             (18, 9)]
+    base = side([rate(f"e{i}", before, 20) for i, (before, _) in enumerate(moved)], "base-run")
+    head = side([rate(f"e{i}", after, 20) for i, (_, after) in enumerate(moved)], "head-run")
+    comparison = compare_reports(base, head)
+    assert regressions(comparison) == ["e8"]
+    # The drift the comparison reports is the one over all evals, the drop included.
+    assert comparison.drift_sigma is not None and comparison.drift_sigma > 0.4
