@@ -125,10 +125,13 @@ def same(name: str, rates: Sequence[float], turns: int = 1, drift: float = 0.0,
                     sides_together=together)
 
 
-def changed(name: str, rates: Sequence[float], index: int, head_rate: float) -> Scenario:
+def changed(name: str, rates: Sequence[float], index: int, head_rate: float,
+            drift: float = 0.0) -> Scenario:
+    """Eval `index` moves to `head_rate` at head; `drift`: each eval of a run its own,
+    base and head drawn in separate runs."""
     base = tuple(turn_chances(r, 1) for r in rates)
     head = tuple(turn_chances(head_rate, 1) if i == index else c for i, c in enumerate(base))
-    return Scenario(name, base, head, changed=index)
+    return Scenario(name, base, head, changed=index, drift=drift, drift_per_eval=drift > 0)
 
 
 def in_mixture(base_rate: float) -> int:
@@ -328,13 +331,23 @@ def calls_of(outcomes: np.ndarray, turns: int, fault: str | None) -> int:
     return int(np.where(outcomes > 0, outcomes, turns).sum())
 
 
-def report_of(suite: list[EvalResult], commit: str | None = None, mode: str = "live"
-              ) -> Report:
+def report_of(suite: list[EvalResult], commit: str | None = None, mode: str = "live",
+              run_id: str | None = None) -> Report:
     results = SuiteResult(path="bench.eval.yaml", name="bench", model="m", provider="openai",
                           cassette=None, evals=suite)
     return Report(turncheck_version="bench", mode=mode, price_source=PRICES,
                   suites=[results], started_at="2026-01-01T00:00:00Z", duration_s=0.0,
-                  commit=commit)
+                  commit=commit, run_id=run_id)
+
+
+def run_ids(scenario: Scenario, sampling: Sampling) -> tuple[str, str]:
+    """The run ids the two sides' reports carry (`Report.run_id`): one shared when both
+    sides were sampled in one run (the action, `turncheck diff`), two when they were
+    sampled apart (two `turncheck run`s compared): drift cells not `sides_together`, and
+    `repeat: auto` in separate runs. Without drift the draws are the same either way:
+    those cells are the action's, one run."""
+    apart = sampling.separate or (scenario.drift > 0 and not scenario.sides_together)
+    return ("base-run", "head-run") if apart else ("one-run", "one-run")
 
 
 HISTORY_PLAN = RepeatPlan(HISTORY_REPEAT, HISTORY_REPEAT, None)
@@ -388,8 +401,9 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
         base_report, pool = pooled_base(scenario, base)
         comparison = compare_reports(base_report, report_of(suites[1]), base_pool=pool)
     else:
-        comparison = compare_reports(report_of(suites[0], mode=sampling.mode),
-                                     report_of(suites[1], mode=sampling.mode))
+        base_run, head_run = run_ids(scenario, sampling)
+        comparison = compare_reports(report_of(suites[0], mode=sampling.mode, run_id=base_run),
+                                     report_of(suites[1], mode=sampling.mode, run_id=head_run))
     return PrOutcome(
         verdicts=[e.verdict for s in comparison.suites for e in s.evals],
         head_statuses=[e.status for e in suites[1]],
@@ -576,7 +590,19 @@ def drift_scenarios() -> list[Scenario]:
             same(f"null 20 mixture, drift {DRIFT:g}, sides together", MIXTURE, drift=DRIFT,
                  together=True),
             same(f"null 100 mixture, drift {DRIFT:g} per eval, sides together",
-                 MIXTURE * 5, drift=DRIFT, per_eval=True, together=True)]
+                 MIXTURE * 5, drift=DRIFT, per_eval=True, together=True),
+            *apart_changes()]
+
+
+def apart_changes() -> list[Scenario]:
+    """What widening the tests of separately run reports by the drift costs: changes
+    sampled in two runs apart, drift sigma = 0.25 per eval."""
+    return [changed(f"{before:g}->{after:g} in 20 mixture, drift {DRIFT:g} per eval", MIXTURE,
+                    in_mixture(before), after, drift=DRIFT)
+            for before, after in ((0.9, 0.5), (1.0, 0.8))] + [
+        Scenario(f"diffuse 0.95->0.85 over 20, drift {DRIFT:g} per eval",
+                 (turn_chances(0.95, 1),) * 20, (turn_chances(0.85, 1),) * 20, drift=DRIFT,
+                 drift_per_eval=True)]
 
 
 DRIFT_POOLED_CELLS: dict[str, list[Sampling]] = {
@@ -608,6 +634,10 @@ def drift_and_pooled(results: Results, printed: Printed) -> None:
             printed.row(key, f"{rate_text(tally.flagged, tally.prs)} "
                         f"± {standard_error(tally.flagged, tally.prs):.1%}", "<= 5%",
                         at_most(tally.flagged, tally.prs, 0.05))
+    for key, tally in results.items():
+        if key.startswith("diffuse") and "drift" in key:  # two runs apart: the cost
+            printed.row(f"{key}: PR flagged", f"{rate_text(tally.flagged, tally.prs)} "
+                        f"± {standard_error(tally.flagged, tally.prs):.1%}", "info")
     for key, tally in results.items():
         if key.startswith("diffuse") and "pooled" in key:
             one_run = "of 1 run" in key  # drift from two runs: confounded, shown

@@ -120,6 +120,21 @@ def test_the_base_side_loads_from_a_checkout_of_the_base_commit(tmp_path: Path) 
     assert not Path(tree).exists() and _worktrees(repo) == [str(repo.path)]
 
 
+def test_both_sides_of_a_two_commit_run_name_one_run_and_another_run_another(
+        tmp_path: Path) -> None:
+    # `turncheck diff` and the action sample both sides in one run: `compare` then tests
+    # them as exchangeable; two runs of it are two runs.
+    repo, base = _two_commits(tmp_path / "repo")
+    first, second = _runner(repo, base, _ignore).run(), _runner(repo, base, _ignore).run()
+    assert first.base is not None and second.base is not None
+    assert first.head.run_id is not None and first.base.run_id == first.head.run_id
+    assert second.base.run_id == second.head.run_id != first.head.run_id
+
+
+def _ignore(event: Event) -> None:
+    del event
+
+
 @pytest.mark.parametrize("failure", [RuntimeError("a bug"), KeyboardInterrupt()])
 def test_the_base_work_tree_is_removed_when_the_run_fails(
         tmp_path: Path, failure: BaseException) -> None:

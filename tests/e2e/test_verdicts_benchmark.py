@@ -62,6 +62,24 @@ def test_sides_run_together_share_their_runs_drift_and_separate_runs_do_not(
                                    for i in range(2)])[0, 1])) < 0.2
 
 
+def test_reports_of_sides_sampled_apart_name_two_runs_as_compare_reads_them(
+        bench: ModuleType) -> None:
+    """`compare` widens the tests of separately run reports by the drift: the cells
+    whose sides are drawn apart must carry two run ids, the others one."""
+    scenarios = bench.scenarios()
+    drift = bench.DRIFT
+
+    def runs(name: str, sampling: object) -> int:
+        return len(set(bench.run_ids(scenarios[name], sampling)))
+
+    assert runs(f"null 20 mixture, drift {drift:g} per eval", bench.FIXED_20) == 2
+    assert runs(f"0.9->0.5 in 20 mixture, drift {drift:g} per eval", bench.AUTO_20) == 2
+    assert runs(f"null 20 mixture, drift {drift:g} per eval, sides together",
+                bench.FIXED_20) == 1
+    assert runs("null 20 mixture", bench.AUTO_20_SEPARATE) == 2
+    assert runs("null 20 mixture", bench.FIXED_20) == 1
+
+
 def test_auto_asks_the_librarys_stopping_rule(bench: ModuleType) -> None:
     """Both sides together: 5 agreeing samples a side stop; a head that looks worse takes
     both sides on, look by look, to max_repeat; separate runs stop each on its own."""

@@ -1,7 +1,7 @@
 """Reports stay identical across engine changes: replaying fixed suites and cassettes gives
 byte-for-byte the report (and console output) committed in `tests/fixtures/golden/`, which
 was produced by the engine before the performance work of issue 17. Only the run's start
-time and duration may differ, and the timings of app-target turns (the example apps run
+time, duration and run id may differ, and the timings of app-target turns (the example apps run
 for real in replay; only their model calls are replayed).
 
 Regenerate only for a deliberate change of the report format:
@@ -26,13 +26,15 @@ PRICE_TIMESTAMP = "2025-06-01T00:00:00Z"
 # the `--var` puts the key into a prompt, so the report must show it redacted.
 ENV = {"OPENAI_API_KEY": "sk-golden-not-a-real-key-4567", "GOLDEN_TOKEN": "golden-secret-value-123"}
 VAR = "NOTE=key sk-golden-not-a-real-key-4567 inside"
-TIMING_KEYS = ("started_at", "duration_s")
+PER_RUN_KEYS = ("started_at", "duration_s", "run_id")
+"""What every run has its own of: its start, duration and id (`Report.run_id`)."""
 APP_TURN_TIMINGS = ("latency_ms", "first_token_ms")
 RAN_IN = re.compile(r"ran in [0-9.]+s")
 
 
 def replay(tree: Path, tmp: Path) -> tuple[dict[str, Any], str]:
-    """`turncheck run` (replay) in `tree`: the JSON report without timing, and stdout."""
+    """`turncheck run` (replay) in `tree`: the JSON report without what is the run's
+    own (`PER_RUN_KEYS`), and stdout."""
     report = tmp / "report.json"
     env = {**os.environ, **ENV}
     env.pop("GITHUB_ACTIONS", None)
@@ -43,7 +45,7 @@ def replay(tree: Path, tmp: Path) -> tuple[dict[str, Any], str]:
     )
     assert "Traceback" not in done.stderr, done.stderr
     data = json.loads(report.read_text(encoding="utf-8"))
-    for key in TIMING_KEYS:
+    for key in PER_RUN_KEYS:
         assert key in data
         del data[key]
     _without_app_timings(data)

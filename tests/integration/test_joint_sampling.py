@@ -107,7 +107,9 @@ def test_separately_sampled_sides_are_compared_on_their_first_look_only(
     assert (base_eval.repeats.samples, head_eval.repeats.samples) == (10, 20)
     assert base_eval.repeats.paired is None
     renames = {head.suites[0].path: base.suites[0].path}
-    comparison = compare_reports(base, head, renames=renames)
+    # As reports of a turncheck that did not record which run sampled them.
+    comparison = compare_reports(base.model_copy(update={"run_id": None}),
+                                 head.model_copy(update={"run_id": None}), renames=renames)
     [row] = comparison.suites[0].evals
     # The comparison says why only the first looks count.
     [warned] = [d for d in comparison.diagnostics if d.code == "separate-auto-runs"]
@@ -118,6 +120,13 @@ def test_separately_sampled_sides_are_compared_on_their_first_look_only(
     assert row.p_value is not None and row.p_value > 0.05
     # The same samples had both sides been sampled jointly to 20 would be tested in full.
     assert turn_shift_test([1] * 10, [1] * 8 + [None] * 12).worse < 0.002
+    # Reports that name their separate runs: the base is one run of a pooled base, the
+    # head's first look and top-up are tested as taken, the drift allowed for.
+    apart = compare_reports(base, head, renames=renames)
+    assert base.run_id is not None and base.run_id != head.run_id
+    assert not [d for d in apart.diagnostics if d.code == "separate-auto-runs"]
+    [drift] = [d for d in apart.diagnostics if d.code == "separate-runs"]
+    assert "drift between the runs" in drift.message and apart.drift_sigma is not None
 
 
 def _brute_force_worse(looks: list[Look]) -> float:

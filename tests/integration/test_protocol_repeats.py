@@ -65,8 +65,10 @@ def cases(report: Report) -> dict[str, CaseResult]:
 
 
 def stable(report: Report) -> str:
-    # Timestamps apart (the run's start and, without --price-timestamp, its price instant).
+    # Timestamps and the run's id apart (the run's start and, without --price-timestamp,
+    # its price instant).
     data = report.model_dump(mode="json", exclude={"started_at": True, "duration_s": True,
+                                                   "run_id": True,
                                                    "price_source": {"timestamp"}})
     return json.dumps(data, sort_keys=True)
 

@@ -33,8 +33,8 @@ TRAVEL = """\
       - prompt: Rewrite it starting every sentence with the letter A.
         checks: [{match: "A*"}]
 """
-VOLATILE = {"latency_ms", "first_token_ms", "started_at", "duration_s", "live_tokens", "mode",
-            "price_source"}
+VOLATILE = {"latency_ms", "first_token_ms", "started_at", "duration_s", "run_id", "live_tokens",
+            "mode", "price_source"}
 
 
 def steady(value: Any) -> Any:

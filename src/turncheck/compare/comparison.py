@@ -50,13 +50,17 @@ from turncheck.report.comparison import (
     SuiteComparison,
     Summary,
 )
-from turncheck.report.pool import BasePool
+from turncheck.report.pool import BasePool, PooledEval
 from turncheck.report.protocol_comparison import ProtocolComparison
 from turncheck.report.results import USABLE
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
-from turncheck.stats.drift import MIN_HISTORY_RUNS, two_run_variance
+from turncheck.stats.drift import (
+    MIN_HISTORY_RUNS,
+    two_run_variance,
+    two_run_variance_without,
+)
 from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.rates import turn_distribution
@@ -172,28 +176,31 @@ def joint_test(item: EvalComparison) -> ShiftTest | None:
 SEPARATE_AUTO = "separate-auto-runs"
 
 
-def separate_auto_warning(suites: Sequence[SuiteComparison]) -> list[Diagnostic]:
+def separate_auto_warning(suites: Sequence[SuiteComparison], pool: BasePool | None = None
+                          ) -> list[Diagnostic]:
     """A warning when `repeat: auto` sides were sampled in separate runs: each stopped on
-    its own samples, so only their first looks enter the tests."""
-    count = separately_adaptive(suites)
-    if not count:
+    its own samples, so only their first looks enter the tests. Evals tested against a
+    pooled base (`pool`; two separate runs: `separate_runs_pool`) are not counted: their
+    test allows for how the head stopped (`head_design`)."""
+    found = [(suite, item) for suite, item in separately_adaptive(suites)
+             if pool_runs(suite, item, pool) is None]
+    if not found:
         return []
-    where = next(s.path for s in suites for e in s.evals
-                 if e.base is not None and e.base.max_repeat is not None)
-    return [warning(where, 1, 1, SEPARATE_AUTO, (
-        f"{counted(count, 'eval')} used `repeat: auto` on both sides in separate runs: "
-        "each side stopped on its own samples, so only their first looks are tested "
+    return [warning(found[0][0].path, 1, 1, SEPARATE_AUTO, (
+        f"{counted(len(found), 'eval')} used `repeat: auto` on both sides in separate "
+        "runs: each side stopped on its own samples, so only their first looks are tested "
         "(the other samples count in k/n, not in the p-value); run base and head "
         "together (`turncheck diff`, or the action) to test them all"))]
 
 
-def separately_adaptive(suites: Sequence[SuiteComparison]) -> int:
+def separately_adaptive(suites: Sequence[SuiteComparison]
+                        ) -> list[tuple[SuiteComparison, EvalComparison]]:
     """Evals both of whose sides used `repeat: auto` but stopped each on its own samples
     (two separate runs): only their first looks can be tested."""
-    return sum(1 for suite in suites for item in suite.evals
-               if item.base is not None and item.head is not None
-               and item.base.max_repeat is not None and item.head.max_repeat is not None
-               and (item.base.paired is None or item.base.paired != item.head.paired))
+    return [(suite, item) for suite in suites for item in suite.evals
+            if item.base is not None and item.head is not None
+            and item.base.max_repeat is not None and item.head.max_repeat is not None
+            and (item.base.paired is None or item.base.paired != item.head.paired)]
 
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
@@ -252,11 +259,13 @@ def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool 
     return base_pool.runs_of(suite.previous_path or suite.path, item.previous_name or item.name)
 
 
-def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
-    """The run-level drift variance the pooled tests are widened by: main's history's
-    estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
-    if base_pool.history_runs >= MIN_HISTORY_RUNS:
-        return base_pool.drift_variance
+EvalKey = tuple[str, str]
+"""(the suite's path as head names it, the eval's name)."""
+
+
+def two_run_pairs(suites: Sequence[SuiteComparison], base_pool: BasePool
+                  ) -> list[tuple[EvalKey, tuple[tuple[int, int], tuple[int, int]]]]:
+    """Each pooled eval's (passes, samples) of the base and of the head run."""
     pairs = []
     for suite in suites:
         for item in suite.evals:
@@ -264,14 +273,91 @@ def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> f
             counts = None if runs is None else pooled_counts(item, runs)
             if counts is not None:
                 base, head = counts
-                pairs.append(((base.passes, base.samples), (head.passes, head.samples)))
-    return two_run_variance(pairs)
+                pairs.append(((suite.path, item.name),
+                              ((base.passes, base.samples), (head.passes, head.samples))))
+    return pairs
+
+
+def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
+    """The run-level drift variance the pooled tests are widened by: main's history's
+    estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:
+        return base_pool.drift_variance
+    return two_run_variance([pair for _, pair in two_run_pairs(suites, base_pool)])
+
+
+def own_variances(suites: Sequence[SuiteComparison], base_pool: BasePool
+                  ) -> dict[EvalKey, float]:
+    """With the drift from the two sides (fewer than two stored runs), each eval's own
+    test widened by the drift the other evals show (`two_run_variance_without`), so
+    its own change does not pass for drift; evals left out use `pooled_variance`."""
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:
+        return {}
+    keyed = two_run_pairs(suites, base_pool)
+    pairs = [pair for _, pair in keyed]
+    found = {}
+    for index, (key, _) in enumerate(keyed):
+        without = two_run_variance_without(pairs, index)
+        if without is not None:
+            found[key] = without
+    return found
+
+
+# --- base and head sampled in separate runs ----------------------------------------
+
+SEPARATE_RUNS = "separate-runs"
+MIN_SEPARATE_SAMPLES = 2
+"""Usable samples each side of an eval needs for its drift-widened test when the sides
+were sampled in separate runs; with fewer the eval keeps the both-sides test."""
+
+
+def sampled_apart(base: Report, head: Report) -> bool:
+    """Base and head were sampled live in separate runs: their run ids differ, or only
+    one side has one (a report of an older turncheck and a newer one's were two runs).
+    Two sides sampled together by one two-commit run share one run id (`Report.run_id`).
+    Neither having one (two reports of an older turncheck, or made by hand) tells
+    nothing: they are compared as before. Two replays sample nothing: their answers are
+    the recordings, whichever runs replayed them."""
+    if base.mode == "replay" and head.mode == "replay":
+        return False
+    return base.run_id != head.run_id
+
+
+def separate_runs_pool(suites: Sequence[SuiteComparison]) -> BasePool | None:
+    """The base of two separately run reports as a pooled base of one run: each eval with
+    repeats on both sides is then tested against a new run of the base, widened by the
+    drift the two runs show (`pooled_variance`, `stats.drift.two_run_variance`); None
+    when no eval has them."""
+    evals = [PooledEval(suite_path=suite.previous_path or suite.path,
+                        name=item.previous_name or item.name,
+                        runs=[(item.base.passes, item.base.samples)])
+             for suite in suites for item in suite.evals
+             if item.base is not None and item.head is not None
+             and item.not_like_for_like is None
+             and min(item.base.samples, item.head.samples) >= MIN_SEPARATE_SAMPLES]
+    if not evals:
+        return None
+    return BasePool(runs=1, history_runs=1, drift_variance=0.0, evals=evals)
+
+
+def separate_runs_note(pool: BasePool, variance: float) -> list[Diagnostic]:
+    """The warning that the tests allow for drift between the two runs."""
+    where = pool.evals[0].suite_path
+    return [warning(where, 1, 1, SEPARATE_RUNS, (
+        "base and head were sampled in separate runs: each test of an eval with repeats "
+        f"on both sides ({counted(len(pool.evals), 'eval')}) allows for drift between "
+        f"the runs, estimated from the two sides (σ ≈ {math.sqrt(variance):.2f} on the "
+        "logit scale), so a change spread over many evals can pass for drift; run them "
+        "together (`turncheck diff`, or the action) for the tighter tests"))]
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS,
-                    base_pool: BasePool | None = None, variance: float = 0.0
+                    base_pool: BasePool | None = None, variance: float = 0.0,
+                    own: Mapping[EvalKey, float] = MappingProxyType({})
                     ) -> list[Evidence]:
+    """Each eval's evidence; a pooled one widened by its `own` drift variance, else by
+    `variance`."""
     found = []
     for suite in suites:
         for item in suite.evals:
@@ -280,7 +366,8 @@ def suites_evidence(suites: Sequence[SuiteComparison],
                 continue
             runs = pool_runs(suite, item, base_pool)
             found.append(eval_evidence(item, settings) if runs is None
-                         else pooled_evidence(item, runs, variance, settings))
+                         else pooled_evidence(item, runs, own.get((suite.path, item.name),
+                                                                  variance), settings))
     return found
 
 
@@ -298,7 +385,8 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
         own = [next(judged) for _ in suite.evals]
         kept = [item for item, e in zip(suite.evals, own, strict=True)
                 if item.base is not None and item.head is not None and not e.empty]
-        if base_pool is not None:
+        if base_pool is not None and any(pool_runs(suite, item, base_pool) is not None
+                                         for item in kept):
             found.append(pooled_suite_evidence(suite, kept, base_pool, variance, settings))
             continue
         found.append(suite_evidence([testable_outcomes(item) for item in kept], settings))
@@ -614,11 +702,15 @@ def compare_reports(
         for b, h in pair_by_path(base.suites if base else [], head.suites, renames)
     ]
     protocols = compare_protocols(base, head, renames=renames)
+    # Two separate runs: the base is one run of a pool, drift estimated from both sides.
+    apart = None if base_pool is not None or base is None or not sampled_apart(base, head) \
+        else separate_runs_pool(suites)
+    pool = base_pool or apart
     # One family for multiplicity: every eval and every protocol case of the PR.
-    variance = 0.0 if base_pool is None else pooled_variance(suites, base_pool)
-    evidence = suites_evidence(suites, verdict_settings, base_pool, variance)
-    suite_level = suite_level_evidence(suites, evidence, verdict_settings, base_pool,
-                                       variance)
+    variance = 0.0 if pool is None else pooled_variance(suites, pool)
+    evidence = suites_evidence(suites, verdict_settings, pool, variance,
+                               {} if pool is None else own_variances(suites, pool))
+    suite_level = suite_level_evidence(suites, evidence, verdict_settings, pool, variance)
     case_evidence = [] if protocols is None else protocol_evidence(protocols, verdict_settings)
     decided, suite_decided, case_decided = decide_groups(
         [evidence, suite_level, case_evidence], verdict_settings)
@@ -632,7 +724,8 @@ def compare_reports(
         base_commit=base.commit if base else None, head_commit=head.commit,
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
         price_note=price_note(base, head),
-        diagnostics=[*head.diagnostics, *separate_auto_warning(suites)],
+        diagnostics=[*head.diagnostics, *separate_auto_warning(suites, pool),
+                     *([] if apart is None else separate_runs_note(apart, variance))],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
         calibration=compare_calibrations(
@@ -640,7 +733,7 @@ def compare_reports(
         ),
         protocols=protocols,
         pooled_runs=None if base_pool is None else base_pool.runs,
-        drift_sigma=None if base_pool is None else round(math.sqrt(variance), 3),
+        drift_sigma=None if pool is None else round(math.sqrt(variance), 3),
         baseline_note=None if base_pool is None else base_pool.note,
     )
 

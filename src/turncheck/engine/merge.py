@@ -88,6 +88,14 @@ def _diagnostics(reports: Sequence[Report]) -> list[Diagnostic]:
     return sorted(unique, key=sort_key)
 
 
+def merged_run_id(reports: Sequence[Report]) -> str | None:
+    """The shards' run ids in shard order: each shard of a two-commit run sampled both
+    sides together, so the merged base and head share it exactly when their shards
+    were sampled in the same jobs. None when a shard has none (an older turncheck)."""
+    ids = [report.run_id for report in reports]
+    return None if None in ids else "+".join(str(found) for found in ids)
+
+
 def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
     """One report from (name, shard report) pairs; raises MergeError."""
     if not named:
@@ -115,5 +123,6 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
             # Each shard is a run of its own with the whole budget: all are listed.
             "budgets": [b for report in reports for b in report.budgets],
             "shard": None,
+            "run_id": merged_run_id(reports),
         }
     )

@@ -87,6 +87,12 @@ class Pairing:
             await self._changed.wait()
 
 
+def run_id_of(handle: SideOfPair | None) -> str:
+    """The `run_id` a run's report carries: its pairing's token when it ran together
+    with the other side (both sides' reports then share it), else a new one."""
+    return secrets.token_hex(8) if handle is None else handle.pairing.token
+
+
 @dataclass
 class SideOfPair:
     pairing: Pairing

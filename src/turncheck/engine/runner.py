@@ -22,7 +22,7 @@ from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
-from turncheck.engine.pairing import Pairing, SideOfPair
+from turncheck.engine.pairing import Pairing, SideOfPair, run_id_of
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.repeats import (
     combine,
@@ -500,6 +500,7 @@ async def run_suites(
         calibrations=calibrations,
         protocols=[result for result, _ in scripted],
         budgets=ledger.outcomes(),
+        run_id=run_id_of(pairing),
     )
 
 

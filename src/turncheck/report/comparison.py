@@ -180,7 +180,8 @@ class Comparison(ReportModel):
     pooled_runs: int | None = None
     """Runs of main pooled into the base side (`compare.pool`); None when not pooled."""
     drift_sigma: float | None = None
-    """The pooled base's estimated run-to-run drift (logit scale)."""
+    """The run-to-run drift (logit scale) the tests were widened by: a pooled base's, or
+    the one estimated from base and head sampled in separate runs; None: neither."""
     baseline_note: str | None = None
     """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
 

@@ -199,6 +199,11 @@ class Report(PromptTable):
     """Protocol suites: per case, per turn scores and aggregates."""
     budgets: list[BudgetOutcome] = Field(default_factory=list)
     """Hard budgets of this run; empty when none was set."""
+    run_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Names the run that sampled this report. Base and head sampled together (one
+    two-commit run: `turncheck diff`, the action re-running the base) share it; two
+    separate `turncheck run`s have different ones, and `compare` then allows for drift
+    between the runs. None: a report of a turncheck from before it was recorded."""
     # `prompts` (written by `PromptTable`): each prompt longer than SHARED_PROMPT_CHARS,
     # once, keyed by its SHA-256; evals and turns name it in `prompt_sha256`.
 

@@ -9,6 +9,13 @@ so to the estimate (the tests get wider, never narrower, because of it), and the
 estimate is cut at 0 from below, which over the pull requests errs upwards. What it
 cannot do is see drift in a run whose evals all pass or all fail (they carry no
 information): then sigma² is 0 and the tests assume exchangeable runs.
+
+An eval's own change is part of that spread: one eval that dropped far widens every
+test, its own most of all, and could pass for drift. `two_run_variance_without` is
+sigma² from the other evals' runs, for that eval's own test: under "no change" for it
+the others' drift is independent of its samples, so its test keeps its level while a
+change of its own no longer widens it. With fewer than `MIN_OTHER_EVALS` informative
+other evals that estimate is too noisy to trust, and the estimate over all is used.
 """
 
 from __future__ import annotations
@@ -25,6 +32,20 @@ MIN_HISTORY_RUNS = 2
 """Fewer stored runs of main than this cannot show drift: the two sides are used."""
 
 
+MIN_OTHER_EVALS = 5
+"""Informative evals (neither all passed nor all failed over both runs) the estimate
+without one eval needs (`two_run_variance_without`)."""
+
+
 def two_run_variance(pairs: Sequence[RunPair]) -> float:
     """sigma² from one base run and one head run of each eval (see the module docstring)."""
     return between_run_variance([[base, head] for base, head in pairs])
+
+
+def two_run_variance_without(pairs: Sequence[RunPair], index: int) -> float | None:
+    """sigma² from every eval's two runs but `pairs[index]`'s; None when fewer than
+    `MIN_OTHER_EVALS` of the others carry information (see the module docstring)."""
+    others = [pair for at, pair in enumerate(pairs) if at != index]
+    informative = sum(1 for (base_passes, base_n), (head_passes, head_n) in others
+                      if 0 < base_passes + head_passes < base_n + head_n)
+    return None if informative < MIN_OTHER_EVALS else two_run_variance(others)
