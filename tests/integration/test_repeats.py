@@ -25,8 +25,10 @@ def _three_of_five(server: ScriptedServer) -> None:
 
 
 def _stable(report: Report) -> str:
-    # Timestamps apart (the run's start and, without --price-timestamp, its price instant).
+    # Timestamps and the run id apart (the run's start and, without --price-timestamp,
+    # its price instant).
     data = report.model_dump(mode="json", exclude={"started_at": True, "duration_s": True,
+                                                   "run_id": True,
                                                    "price_source": {"timestamp"}})
     return json.dumps(data, sort_keys=True)
 
