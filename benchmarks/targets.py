@@ -490,13 +490,18 @@ async def python_target_times(folder: Path, function: str, turns: int
     return through, direct
 
 
+def bench_target_folder(folder: Path) -> Path:
+    """A new folder holding the benchmark's python target module."""
+    folder.mkdir()
+    (folder / "bench_target.py").write_text(BENCH_MODULE)
+    return folder
+
+
 def python_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
     print(f"\n== 3. python target: {args.python_turns} turns, one at a time, "
           f"best of {args.repeat}")
     print_load()
-    folder = tmp / "python-target"
-    folder.mkdir()
-    (folder / "bench_target.py").write_text(BENCH_MODULE)
+    folder = bench_target_folder(tmp / "python-target")
     rows = []
     for function, direct_call in (("answer_async", "await f()"),
                                   ("answer_sync", "f(), in the event loop's thread")):
@@ -569,9 +574,7 @@ def python_concurrent_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
     print(f"\n== 3b. python target: {args.python_turns} turns, {concurrency} conversations "
           f"at once, best of {args.repeat}")
     print_load()
-    folder = tmp / "python-concurrent"
-    folder.mkdir()
-    (folder / "bench_target.py").write_text(BENCH_MODULE)
+    folder = bench_target_folder(tmp / "python-concurrent")
     rows = []
     for function in ("answer_async", "answer_sync"):
         added = []

@@ -13,7 +13,8 @@ by `compare_reports`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from turncheck.compare.rows import (
     count_rows,
@@ -124,16 +125,25 @@ def _scorer_changes(old: ProtocolTurn | None, new: ProtocolTurn | None,
     after = {r.id: r for r in new.scorers} if new else {}
     either = new or old
     turn = either.id if either is not None else ""
-    changes = []
-    for scorer_id in [*after, *(i for i in before if i not in after)]:
-        b, h = before.get(scorer_id), after.get(scorer_id)
-        shown = h or b
+    return [ScorerChange(
+        **change(b.score if b else None, h.score if h else None).model_dump(),
+        id=scorer_id, name=names.get((turn, scorer_id), scorer_id), type=shown.type,
+        turn=turn, scale=_scale(h, b), base_rating=_rating(b), head_rating=_rating(h))
+        for scorer_id, b, h, shown in _head_first(before, after)]
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+def _head_first(before: Mapping[K, V], after: Mapping[K, V]
+                ) -> Iterator[tuple[K, V | None, V | None, V]]:
+    """Each key of either side (head's order, then base's only ones): its base value,
+    its head value, and the one to show (head's, else base's)."""
+    for key in [*after, *(k for k in before if k not in after)]:
+        b, h = before.get(key), after.get(key)
+        shown = h if h is not None else b
         assert shown is not None
-        changes.append(ScorerChange(
-            **change(b.score if b else None, h.score if h else None).model_dump(),
-            id=scorer_id, name=names.get((turn, scorer_id), scorer_id), type=shown.type,
-            turn=turn, scale=_scale(h, b), base_rating=_rating(b), head_rating=_rating(h)))
-    return changes
+        yield key, b, h, shown
 
 
 def _turns(base: CaseResult | None, head: CaseResult | None,
@@ -251,16 +261,11 @@ def _scorer_means(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | 
                   ) -> list[ScorerChange]:
     """Every declared scorer's mean over the cases, base → head (head's order first)."""
     before, after = _declared_scorers(base), _declared_scorers(head)
-    rows = []
-    for key in [*after, *(k for k in before if k not in after)]:
-        b, h = before.get(key), after.get(key)
-        shown = h or b
-        assert shown is not None
-        rows.append(ScorerChange(
-            **change(b.mean_score if b else None, h.mean_score if h else None).model_dump(),
-            id=shown.id, name=shown.name, type=shown.type, turn=key[0], scale=shown.scale,
-            base_rating=b.mean_rating if b else None, head_rating=h.mean_rating if h else None))
-    return rows
+    return [ScorerChange(
+        **change(b.mean_score if b else None, h.mean_score if h else None).model_dump(),
+        id=shown.id, name=shown.name, type=shown.type, turn=key[0], scale=shown.scale,
+        base_rating=b.mean_rating if b else None, head_rating=h.mean_rating if h else None)
+        for key, b, h, shown in _head_first(before, after)]
 
 
 def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | None
