@@ -12,6 +12,10 @@ benchmarks/targets.py --help); the script exits 1 when a target is missed:
    what recording stored. Recording's figure includes writing the cassette at the end
    (its CPU divided by the calls recorded). Target: <= 1.2 x the pass-through's CPU per call, at
    concurrency 1 and 64. The median latency added at concurrency 1 is printed too.
+1b. proxy-instructions (`--only proxy-instructions`, opt-in: minutes under valgrind):
+   the same proxies, plus one without a cassette (live), counted in user-space
+   instructions per call with callgrind, which repeat exactly run after run where CPU
+   time on a loaded machine does not.
 2. app (`--only app`): E conversations x T turns through an HTTP target and the proxy
    (`forwards_header: true`) against the scripted server at 100 ms, against the same
    workload sent by a bare aiohttp client straight to the app, with the app calling the
@@ -34,6 +38,8 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,10 +92,13 @@ class Child:
 
 
 @contextmanager
-def child(*arguments: str, env: dict[str, str] | None = None) -> Iterator[Child]:
-    """This file with `arguments` in a subprocess that prints its port, until stdin closes."""
-    process = subprocess.Popen([sys.executable, __file__, *arguments], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, env=env)
+def child(*arguments: str, env: dict[str, str] | None = None,
+          prefix: tuple[str, ...] = ()) -> Iterator[Child]:
+    """This file with `arguments` in a subprocess that prints its port, until stdin closes
+    (`prefix`: a command it runs under, such as valgrind)."""
+    process = subprocess.Popen([*prefix, sys.executable, __file__, *arguments],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env=env, stderr=subprocess.DEVNULL if prefix else None)
     assert process.stdin is not None and process.stdout is not None
     try:
         line = process.stdout.readline().strip()
@@ -150,16 +159,17 @@ async def turncheck_proxy(kind: str, upstream: str, cassette_path: str) -> None:
     path = Path(cassette_path)
     # As a run opens it (`open_cassette`): the key the proxy sends upstream is a secret
     # every answer is searched for.
-    cassette: Cassette = CassetteTransport(path, "record", secrets=[FAKE_KEY],
-                                           suite_path="bench.eval.yaml") \
+    cassette: Cassette | None = CassetteTransport(path, "record", secrets=[FAKE_KEY],
+                                                  suite_path="bench.eval.yaml") \
         if kind == "record" else Cassette(path, "replay", secrets=[FAKE_KEY],
-                                          suite_path="bench.eval.yaml")
+                                          suite_path="bench.eval.yaml") \
+        if kind == "replay" else None  # live: passed through, nothing recorded
     proxy = RecordingProxy(cassette, Upstreams(upstream, ANTHROPIC_DEFAULT, FAKE_KEY, None))
     await proxy.start()
     print(proxy.port, flush=True)
     await until_stdin_closes()
     await proxy.stop()
-    if kind == "record":
+    if isinstance(cassette, CassetteTransport):
         cpu = time.process_time()
         cassette.save()
         print(json.dumps({"save_cpu_s": time.process_time() - cpu,
@@ -274,6 +284,62 @@ def proxy_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
                             ratio <= PROXY_RATIO_TARGET))
     for kind in ("minimal", "record", "replay"):
         print(f"added p50 latency at C=1, {kind}: {best[kind].p50_ms - direct:.3f} ms")
+    return rows
+
+
+INSTRUCTION_KINDS = ("minimal", "live", "record", "replay")
+
+
+def instructions_of(kind: str, server: Server, cassette: Path, calls: int) -> int:
+    """The user-space instructions (valgrind's callgrind) a proxy child executes from its
+    start to its end, `calls` calls after the warm ones."""
+    counted = cassette.with_suffix(f".{kind}.{calls}.callgrind")
+    valgrind = ("valgrind", "--tool=callgrind", f"--callgrind-out-file={counted}")
+    with child("--proxy", kind, server.base_url, str(cassette), prefix=valgrind) as proxy:
+        url = f"http://127.0.0.1:{proxy.port}/openai/v1/chat/completions"
+        asyncio.run(send_calls(url, range(50), 1))
+        if calls:
+            asyncio.run(send_calls(url, range(50, 50 + calls), 1))
+    found = re.search(r"^summary:\s*(\d+)", counted.read_text(), re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"callgrind wrote no summary for the {kind} proxy")
+    return int(found.group(1))
+
+
+def proxy_instructions_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    """1, counted instead of timed: instructions per call are the same run after run,
+    whatever else the machine does (CPU time on a loaded 2-core machine moves by 20 %).
+    Each kind runs twice, with `--calls` calls and with none: the difference is theirs.
+    User space only (the system calls, alike for every kind, are left out), so these
+    ratios are above the CPU-time ones."""
+    if shutil.which("valgrind") is None:
+        print("\n== 1b. proxy instructions per call: skipped (no valgrind)")
+        return []
+    calls = min(args.calls, 300)
+    print(f"\n== 1b. proxy instructions per call (callgrind), {calls} calls at C=1")
+    per_call: dict[str, float] = {}
+    with scripted(1, 0.0, False) as server:
+        for kind in INSTRUCTION_KINDS:
+            cassette = tmp / "instructions.cassette.yaml"
+            if kind == "record":
+                cassette.unlink(missing_ok=True)
+            idle = instructions_of(kind, server, cassette, 0)
+            if kind == "record":
+                cassette.unlink(missing_ok=True)
+            busy = instructions_of(kind, server, cassette, calls)
+            per_call[kind] = (busy - idle) / calls
+            print(f"  {kind:8}: {per_call[kind] / 1000:,.0f} k instructions per call")
+    floor = per_call["minimal"]
+    rows = []
+    for kind in ("live", "record", "replay"):
+        ratio = per_call[kind] / floor
+        judged = kind != "live"  # no cassette: what recording starts from, shown
+        target = f"ratio <= {PROXY_RATIO_TARGET}" if judged else "information"
+        print(f"{kind}: {ratio:.2f} x the pass-through's instructions ({target})")
+        rows.append(Row(f"proxy instructions/call, {kind}, C=1",
+                        f"{per_call[kind] / 1000:,.0f} k",
+                        f"pass-through {floor / 1000:,.0f} k, {target}", ratio,
+                        ratio <= PROXY_RATIO_TARGET or not judged))
     return rows
 
 
@@ -596,6 +662,8 @@ def python_concurrent_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 
 MEASUREMENTS = ("proxy", "app", "python", "python-concurrent")
+OPT_IN = ("proxy-instructions",)
+"""Run only when asked for (`--only`): minutes under valgrind."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -610,7 +678,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call (2)")
     parser.add_argument("--python-turns", type=int, default=20000, help="turns (3)")
     parser.add_argument("--repeat", type=int, default=3, help="runs; the best is kept")
-    parser.add_argument("--only", choices=MEASUREMENTS, action="append")
+    parser.add_argument("--only", choices=MEASUREMENTS + OPT_IN, action="append")
     args = parser.parse_args(argv)
     counts = (args.calls, args.evals, args.turns, args.concurrency, args.python_turns,
               args.repeat, *args.proxy_concurrency)
@@ -641,6 +709,8 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="turncheck-bench-") as tmp:
         if "proxy" in only:
             rows += proxy_run(args, Path(tmp))
+        if "proxy-instructions" in only:
+            rows += proxy_instructions_run(args, Path(tmp))
         if "app" in only:
             rows.append(app_run(args, Path(tmp)))
         if "python" in only:
