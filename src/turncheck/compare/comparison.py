@@ -64,12 +64,6 @@ from turncheck.stats.drift import (
 from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.rates import turn_distribution
-from turncheck.stats.suite_looks import (
-    EvalLaws,
-    joint_eval_laws,
-    look_laws,
-    suite_sequential_test,
-)
 from turncheck.stats.tests import ShiftTest
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
@@ -395,35 +389,8 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
                                          for item in kept):
             found.append(pooled_suite_evidence(suite, kept, base_pool, variance, settings))
             continue
-        found.append(joint_suite_evidence(kept, settings))
+        found.append(suite_evidence([testable_outcomes(item) for item in kept], settings))
     return found
-
-
-def joint_suite_evidence(kept: Sequence[EvalComparison], settings: VerdictSettings
-                         ) -> Evidence:
-    """The suite-level evidence of evals whose both sides were sampled: the stratified
-    test of their testable outcomes (`testable_outcomes`) when no eval was sampled by
-    the joint design; else the test of the summed centered score sums against their
-    bounded law (`stats.suite_looks`), which uses every look of the jointly sampled
-    evals, with the effect over all their samples."""
-    designs = [joint_design(item) for item in kept]
-    if all(design is None for design in designs):
-        return suite_evidence([testable_outcomes(item) for item in kept], settings)
-    laws: list[EvalLaws] = []
-    strata: list[tuple[list[int | None], list[int | None]]] = []
-    for item, design in zip(kept, designs, strict=True):
-        law = None if design is None else joint_eval_laws(*design)
-        if law is not None and item.base is not None and item.head is not None:
-            strata.append((side_outcomes(item.base), side_outcomes(item.head)))
-        else:
-            strata.append(testable_outcomes(item))
-            law = look_laws(*strata[-1])
-        if law is not None:
-            laws.append(law)
-    evidence = suite_evidence(strata, settings)
-    if evidence.empty:
-        return evidence
-    return replace(evidence, test=suite_sequential_test(laws))
 
 
 def testable_outcomes(item: EvalComparison) -> tuple[list[int | None], list[int | None]]:

@@ -12,22 +12,29 @@ null mean (`adaptive.Moments.mean`). Given all of M, P(T >= t | M) is a valid p-
 but M after the observed stop is never seen. The paths that stop at or before the
 observed stop depend on the seen looks only and are enumerated exactly (the dynamic
 program of `looks.sequential_law`, keeping the paths that stop at each look instead of
-conditioning on one); the paths that would have gone on get the largest value their
-unseen looks allow (`look_bound` per look), or the smallest for the "better" direction.
-That law lies above (below) the true one path by path, so tail probabilities under it
-are at least the exact ones: the p-values are conservative, P(p <= a) <= a under "no
-change". Evals are independent given their pooled outcomes, so the suite's law is the
-convolution of the evals' bounded laws. Values are put on a grid of `GRID` score units,
-rounded up (down for "better") both in the law and in the observed value, which keeps
-the bound.
+conditioning on one); the paths that would have gone on get a law above (below) every
+law their unseen looks could give: the largest (smallest) partial sum of independent
+increments, each look's increment at its largest value (`look_bound`), or, for an eval
+whose samples can only pass or fail, drawn from the largest tail over every pooled
+count of failures (`increment_bound`). That law lies stochastically above (below) the
+true one given every look's pooled outcomes, so tail probabilities under it are at least
+the exact ones: the p-values are conservative, P(p <= a) <= a under "no change".
+Evals are independent given their pooled outcomes, so the suite's law is the convolution
+of the evals' bounded laws. Values are put on a grid of `GRID` score units, rounded up
+(down for "better") both in the law and in the observed value, which keeps the bound.
 
 Unlike the test conditional on each eval's stopping look, the evidence of an eval's
 first look is kept when the eval went on (conditioning on "it went on" would discard
 exactly the evidence that made it go on).
+
+Not used by `compare` (measured with benchmarks/verdicts.py, docs/statistics.md): the
+bound on the unseen looks costs about what the later looks gain, so on a diffuse drop
+it tests no better than the first looks alone.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -77,6 +84,76 @@ class EvalLaws:
     observed_better: int
 
 
+def _mix(first: GridLaw, first_mass: float, second: GridLaw, second_mass: float) -> GridLaw:
+    import numpy as np
+    low = min(first.offset, second.offset)
+    high = max(first.offset + len(first.chances), second.offset + len(second.chances))
+    chances = np.zeros(high - low)
+    chances[first.offset - low:first.offset - low + len(first.chances)] += \
+        first_mass * first.chances
+    chances[second.offset - low:second.offset - low + len(second.chances)] += \
+        second_mass * second.chances
+    return GridLaw(low, chances / chances.sum())
+
+
+@functools.lru_cache(maxsize=256)
+def increment_bound(size: int, up: bool, step: int) -> GridLaw:
+    """A law above (below) one look's gridded centered increment whatever the look's
+    pooled pass/fail outcomes: the largest survival (distribution) function over every
+    pooled count of failures. Pass/fail only: ties of several turns give other laws."""
+    import numpy as np
+    tails = []
+    low, high = 0, 0
+    laws: list[GridLaw] = []
+    for fails in range(2 * size + 1):
+        pooled: list[Outcome] = [1] * (2 * size - fails) + [None] * fails
+        base_scores, head_scores = look_scores(pooled[:size], pooled[size:])
+        law = _sum_law([*base_scores, *head_scores], size)
+        moments = Moments().add(base_scores, head_scores)
+        possible = np.nonzero(law > 0)[0]
+        grid = _grid_law(possible - moments.mean, law[possible], up, step)
+        laws.append(grid)
+        low, high = min(low, grid.offset), max(high, grid.offset + len(grid.chances))
+    for grid in laws:
+        dense = np.zeros(high - low)
+        dense[grid.offset - low:grid.offset - low + len(grid.chances)] = grid.chances
+        tails.append(np.cumsum(dense[::-1])[::-1] if up else np.cumsum(dense))
+    bound = np.max(np.array(tails), axis=0)
+    chances = bound - (np.append(bound[1:], 0.0) if up else np.insert(bound[:-1], 0, 0.0))
+    return GridLaw(low, np.clip(chances, 0.0, None))
+
+
+def _clamp(law: GridLaw, up: bool) -> GridLaw:
+    """The law of max(0, X) (`up`) or min(0, X) of X with law `law`."""
+    import numpy as np
+    values = np.arange(law.offset, law.offset + len(law.chances))
+    moved = np.maximum(values, 0) if up else np.minimum(values, 0)
+    low = int(moved.min())
+    chances: np.ndarray = np.bincount(moved - low, weights=law.chances)
+    return GridLaw(low, chances)
+
+
+@functools.lru_cache(maxsize=256)
+def future_law(sizes: tuple[int, ...], up: bool, step: int, pass_fail: bool) -> GridLaw:
+    """A law above (below) the sum of the centered increments of the looks of `sizes`
+    a side that sampling goes on to, however it stops: the largest (smallest) partial
+    sum of independent increments each above (below) its look's law
+    (`increment_bound`), R_k = Y_k + max(0, R_k+1). Without `pass_fail`, each
+    increment is put at its largest (smallest) value, `look_bound`."""
+    import numpy as np
+    rest: GridLaw | None = None
+    for size in reversed(sizes):
+        one = increment_bound(size, up, step) if pass_fail else \
+            GridLaw(_cell(look_bound(size) if up else -look_bound(size), up, step), np.ones(1))
+        if rest is None:
+            rest = one
+            continue
+        clamped = _clamp(rest, up)
+        rest = GridLaw(one.offset + clamped.offset, np.convolve(one.chances, clamped.chances))
+    assert rest is not None
+    return rest
+
+
 def _grid_law(values: np.ndarray, chances: np.ndarray, up: bool, step: int) -> GridLaw:
     import numpy as np
     cells = _cells(values, up, step)
@@ -98,10 +175,12 @@ def _cell(value: float, up: bool, step: int) -> int:
 
 
 def joint_eval_laws(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[Outcome]],
-                    max_repeat: int, step: int = GRID) -> EvalLaws | None:
+                    max_repeat: int, pass_fail: bool = False, step: int = GRID
+                    ) -> EvalLaws | None:
     """The bounded laws of one eval sampled by the joint design (`base`/`head`: each
-    side's outcomes per look). None when the looks are not the design's (as
-    `looks.sequential_law`)."""
+    side's outcomes per look; `pass_fail`: its samples can only pass on turn 1 or fail,
+    whatever the unseen looks held, so `increment_bound`'s pass/fail law bounds them).
+    None when the looks are not the design's (as `looks.sequential_law`)."""
     import numpy as np
     planned = joint_looks(max_repeat)
     sizes = [b - a for a, b in itertools.pairwise([0, *planned])]
@@ -124,7 +203,6 @@ def joint_eval_laws(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[O
         values.append(stopped - moments.mean)
         chances.append(state[stopped])
         if index == reached - 1:
-            later = sum(look_bound(size) for size in sizes[reached:])
             on = np.nonzero(going & (state > 0))[0]
             rest_values = on - moments.mean
             observed = moments.head_sum
@@ -133,9 +211,16 @@ def joint_eval_laws(base: Sequence[Sequence[Outcome]], head: Sequence[Sequence[O
             stopped_values, stopped_chances = np.concatenate(values), np.concatenate(chances)
             laws = []
             for up in (True, False):
-                shifted = rest_values + (later if up else -later)
-                laws.append(_grid_law(np.concatenate([stopped_values, shifted]),
-                                      np.concatenate([stopped_chances, state[on]]), up, step))
+                stopped_law = _grid_law(stopped_values, stopped_chances, up, step)
+                if not len(on):
+                    laws.append(stopped_law)
+                    continue
+                going_law = _grid_law(rest_values, state[on], up, step)
+                future = future_law(tuple(sizes[reached:]), up, step, pass_fail)
+                laws.append(_mix(stopped_law, float(stopped_chances.sum()),
+                                 GridLaw(going_law.offset + future.offset,
+                                         np.convolve(going_law.chances, future.chances)),
+                                 float(state[on].sum())))
             centered = observed - moments.mean
             return EvalLaws(laws[0], laws[1], _cell(centered, True, step),
                             _cell(centered, False, step))
