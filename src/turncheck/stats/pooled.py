@@ -282,8 +282,7 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
     own = (variance - common) * (1 + 1 / runs)
     steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
     width = sum(int(found.max()) + 1 for found, _ in steps)
-    size = 1 << (width - 1).bit_length()
-    spectrum = np.ones((len(shifts), size // 2 + 1), dtype=complex)
+    placed_laws = []
     observed = 0
     for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
         chances = _shifted_chances(base, shifts)
@@ -294,12 +293,26 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
         placed = np.zeros((len(shifts), int(found.max()) + 1))
         for column, index in enumerate(found):
             placed[:, index] += law[:, column]
-        spectrum *= np.fft.rfft(placed, size, axis=1)
+        placed_laws.append(placed)
         observed += seen
-    mixed = np.clip(weights @ np.fft.irfft(spectrum, size, axis=1)[:, :width], 0.0, None)
+    summed = _convolve_rows(placed_laws)
+    mixed = np.zeros(width)
+    mixed[:summed.shape[1]] = np.clip(weights @ summed, 0.0, None)
     mixed[mixed < 1e-15 * mixed.max()] = 0.0
     mixed /= mixed.sum()
     return _sum_test(mixed, observed)
+
+
+def _convolve_rows(laws: Sequence[np.ndarray]) -> np.ndarray:
+    """Row by row, the convolution of every law in `laws` (each one row per shift): in
+    pairs, so each is transformed at about its own length rather than the sum's."""
+    from scipy.signal import fftconvolve
+    found = list(laws)
+    while len(found) > 1:
+        paired = [fftconvolve(found[i], found[i + 1], axes=1)
+                  for i in range(0, len(found) - 1, 2)]
+        found = paired + found[len(paired) * 2:]
+    return found[0]
 
 
 def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, int]:
