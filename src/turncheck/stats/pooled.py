@@ -69,21 +69,24 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
 
 def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
     """(S - S_0, c v²) of every informative eval (see `between_run_variance`)."""
-    terms = []
-    for runs in history:
-        counted = [(x, n) for x, n in runs if n > 0]
-        total = sum(n for _, n in counted)
-        if len(counted) < 2 or total < 2:
-            continue
-        rate = sum(x for x, _ in counted) / total
-        if rate <= 0.0 or rate >= 1.0:
-            continue
-        spread = rate * (1 - rate) * total / (total - 1)
-        squares = sum((x - n * rate) ** 2 for x, n in counted)
-        expected = sum((1 - n / total) * n * spread for _, n in counted)
-        slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
-        terms.append((squares - expected, slope * spread * spread))
-    return terms
+    return [term for runs in history if (term := drift_term(runs)) is not None]
+
+
+def drift_term(runs: RunCounts) -> tuple[float, float] | None:
+    """(S - S_0, c v²) of one eval (see `between_run_variance`); None when it carries no
+    information (fewer than two runs with samples, or it always passed or failed)."""
+    counted = [(x, n) for x, n in runs if n > 0]
+    total = sum(n for _, n in counted)
+    if len(counted) < 2 or total < 2:
+        return None
+    rate = sum(x for x, _ in counted) / total
+    if rate <= 0.0 or rate >= 1.0:
+        return None
+    spread = rate * (1 - rate) * total / (total - 1)
+    squares = sum((x - n * rate) ** 2 for x, n in counted)
+    expected = sum((1 - n / total) * n * spread for _, n in counted)
+    slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
+    return squares - expected, slope * spread * spread
 
 
 def shared_run_variance(history: Sequence[RunCounts]) -> float:
