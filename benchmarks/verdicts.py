@@ -662,6 +662,17 @@ def size_for(scenario: Scenario, prs: int) -> int:
     return prs
 
 
+HALF_SIZE = (f"null 50 mixture, drift {DRIFT:g} per eval",
+             f"diffuse 0.95->0.85 over 20, drift {DRIFT:g} per eval",
+             f"diffuse 0.95->0.85 over 20 | {ONE_RUN_AUTO_30.label}")
+"""Scenarios (or one cell, by its key) run at half size, for CPU: each 50-eval PR costs
+2.5 times a 20-eval one. The 50-eval drift cells' false regressions measured 1.5-2.8 %
+at 400 PRs against a 5 % target: at 200 PRs a true 2.8 % shows above 5 % in about 3 %
+of runs (binomial), and the 20- and 100-eval cells beside them bracket them. The diffuse drop
+under drift with the sides apart, and against a pooled base of one run, are
+information (no target): 200 PRs put a rate near 20 % within about ± 3 %."""
+
+
 POOLED_SCENARIOS = (
     "null 1 eval at 0.9", "null 20 mixture", "null 20 mixture, 3 turns", "null 20 at 0.5",
     "null 20 mixture, drift 0.25", "0.9->0.5 in 20 mixture", "0.9->0.7 in 20 mixture",
@@ -734,6 +745,9 @@ def cells(prs: int, seed: int, only: str | Sequence[str] | None = None,
             if sampling.pooled and (scenario.name not in POOLED_FULL_SIZE
                                     or sampling.repeat is not None) \
                     and sampling not in DRIFT_POOLED_CELLS.get(scenario.name, []):
+                size = max(2, size // 2)
+            if scenario.name in HALF_SIZE \
+                    or f"{scenario.name} | {sampling.label}" in HALF_SIZE:
                 size = max(2, size // 2)
             cell = Cell(scenario, sampling, 1 if smoke else size, seed)
             if not wanted or any(text in cell.key for text in wanted):

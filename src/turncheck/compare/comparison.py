@@ -59,7 +59,7 @@ from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.drift import (
     MIN_HISTORY_RUNS,
     two_run_variance,
-    two_run_variance_without,
+    two_run_variances_without,
 )
 from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
@@ -148,7 +148,7 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
     if joint is not None:  # the effects over every sample, the design's own test
         base, head = side_outcomes(item.base), side_outcomes(item.head)
     evidence = outcome_evidence(base, head, settings, base_lost=base_lost,
-                                head_lost=head_lost)
+                                head_lost=head_lost, test=joint)
     if evidence.empty or joint is None:
         return evidence
     return replace(evidence, test=joint)
@@ -294,13 +294,9 @@ def own_variances(suites: Sequence[SuiteComparison], base_pool: BasePool
     if base_pool.history_runs >= MIN_HISTORY_RUNS:
         return {}
     keyed = two_run_pairs(suites, base_pool)
-    pairs = [pair for _, pair in keyed]
-    found = {}
-    for index, (key, _) in enumerate(keyed):
-        without = two_run_variance_without(pairs, index)
-        if without is not None:
-            found[key] = without
-    return found
+    withouts = two_run_variances_without([pair for _, pair in keyed])
+    return {key: without for (key, _), without in zip(keyed, withouts, strict=True)
+            if without is not None}
 
 
 # --- base and head sampled in separate runs ----------------------------------------

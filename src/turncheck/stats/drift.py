@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from turncheck.stats.pooled import between_run_variance
+from turncheck.stats.pooled import between_run_variance, drift_term
 
 RunPair = tuple[tuple[int, int], tuple[int, int]]
 """((passes, usable samples) of the base run, (passes, usable samples) of the head run)
@@ -49,3 +49,24 @@ def two_run_variance_without(pairs: Sequence[RunPair], index: int) -> float | No
     informative = sum(1 for (base_passes, base_n), (head_passes, head_n) in others
                       if 0 < base_passes + head_passes < base_n + head_n)
     return None if informative < MIN_OTHER_EVALS else two_run_variance(others)
+
+
+def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
+    """`two_run_variance_without` of every eval at once: each eval's drift term is
+    computed once and left out of the sums (linear in the evals, not quadratic)."""
+    terms = [drift_term([base, head]) for base, head in pairs]
+    informative = [0 < base_passes + head_passes < base_n + head_n
+                   for (base_passes, base_n), (head_passes, head_n) in pairs]
+    spreads = sum(term[0] for term in terms if term is not None)
+    weights = sum(term[1] for term in terms if term is not None)
+    counted = sum(term is not None for term in terms)
+    found: list[float | None] = []
+    for term, own in zip(terms, informative, strict=True):
+        if sum(informative) - own < MIN_OTHER_EVALS:
+            found.append(None)
+            continue
+        others = counted - (term is not None)
+        spread, weight = (spreads, weights) if term is None else \
+            (spreads - term[0], weights - term[1])
+        found.append(max(0.0, spread / weight) if others and weight > 0 else 0.0)
+    return found

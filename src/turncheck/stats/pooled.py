@@ -69,21 +69,24 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
 
 def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
     """(S - S_0, c v²) of every informative eval (see `between_run_variance`)."""
-    terms = []
-    for runs in history:
-        counted = [(x, n) for x, n in runs if n > 0]
-        total = sum(n for _, n in counted)
-        if len(counted) < 2 or total < 2:
-            continue
-        rate = sum(x for x, _ in counted) / total
-        if rate <= 0.0 or rate >= 1.0:
-            continue
-        spread = rate * (1 - rate) * total / (total - 1)
-        squares = sum((x - n * rate) ** 2 for x, n in counted)
-        expected = sum((1 - n / total) * n * spread for _, n in counted)
-        slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
-        terms.append((squares - expected, slope * spread * spread))
-    return terms
+    return [term for runs in history if (term := drift_term(runs)) is not None]
+
+
+def drift_term(runs: RunCounts) -> tuple[float, float] | None:
+    """(S - S_0, c v²) of one eval (see `between_run_variance`); None when it carries no
+    information (fewer than two runs with samples, or it always passed or failed)."""
+    counted = [(x, n) for x, n in runs if n > 0]
+    total = sum(n for _, n in counted)
+    if len(counted) < 2 or total < 2:
+        return None
+    rate = sum(x for x, _ in counted) / total
+    if rate <= 0.0 or rate >= 1.0:
+        return None
+    spread = rate * (1 - rate) * total / (total - 1)
+    squares = sum((x - n * rate) ** 2 for x, n in counted)
+    expected = sum((1 - n / total) * n * spread for _, n in counted)
+    slope = sum((1 - n / total) * n * (n - 1) for _, n in counted)
+    return squares - expected, slope * spread * spread
 
 
 def shared_run_variance(history: Sequence[RunCounts]) -> float:
@@ -282,8 +285,7 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
     own = (variance - common) * (1 + 1 / runs)
     steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
     width = sum(int(found.max()) + 1 for found, _ in steps)
-    size = 1 << (width - 1).bit_length()
-    spectrum = np.ones((len(shifts), size // 2 + 1), dtype=complex)
+    placed_laws = []
     observed = 0
     for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
         chances = _shifted_chances(base, shifts)
@@ -294,12 +296,26 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
         placed = np.zeros((len(shifts), int(found.max()) + 1))
         for column, index in enumerate(found):
             placed[:, index] += law[:, column]
-        spectrum *= np.fft.rfft(placed, size, axis=1)
+        placed_laws.append(placed)
         observed += seen
-    mixed = np.clip(weights @ np.fft.irfft(spectrum, size, axis=1)[:, :width], 0.0, None)
+    summed = _convolve_rows(placed_laws)
+    mixed = np.zeros(width)
+    mixed[:summed.shape[1]] = np.clip(weights @ summed, 0.0, None)
     mixed[mixed < 1e-15 * mixed.max()] = 0.0
     mixed /= mixed.sum()
     return _sum_test(mixed, observed)
+
+
+def _convolve_rows(laws: Sequence[np.ndarray]) -> np.ndarray:
+    """Row by row, the convolution of every law in `laws` (each one row per shift): in
+    pairs, so each is transformed at about its own length rather than the sum's."""
+    from scipy.signal import fftconvolve
+    found = list(laws)
+    while len(found) > 1:
+        paired = [fftconvolve(found[i], found[i + 1], axes=1)
+                  for i in range(0, len(found) - 1, 2)]
+        found = paired + found[len(paired) * 2:]
+    return found[0]
 
 
 def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, int]:

@@ -114,10 +114,11 @@ def _null_law(sums: np.ndarray, chances: np.ndarray, worse: bool
     """(p-value, probability) of every attainable value of a one-sided test whose
     statistic has the law (`sums`, `chances`): large sums are worse."""
     import numpy as np
-    values = np.unique(sums)
-    mass = np.array([chances[sums == v].sum() for v in values])
+    values, inverse = np.unique(np.asarray(sums), return_inverse=True)
+    mass = np.bincount(inverse.ravel(), weights=np.asarray(chances, dtype=np.float64).ravel(),
+                       minlength=len(values))
     tails = np.cumsum(mass[::-1])[::-1] if worse else np.cumsum(mass)
-    return tuple((float(min(1.0, p)), float(m)) for p, m in zip(tails, mass, strict=True))
+    return tuple(zip(np.minimum(tails, 1.0).tolist(), mass.tolist(), strict=True))
 
 
 MAX_CATEGORY_SPLITS = 2_000_000
