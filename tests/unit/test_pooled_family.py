@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.special import betaln
 
 from turncheck.compare.comparison import compare_reports
@@ -14,7 +16,11 @@ from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
 from turncheck.render.comment import CommentContext, render_comment
 from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
-from turncheck.stats.drift import two_run_variance
+from turncheck.stats.drift import (
+    two_run_variance,
+    two_run_variance_without,
+    two_run_variances_without,
+)
 from turncheck.stats.multiplicity import discrete_holm
 from turncheck.stats.pooled import (
     PooledBase,
@@ -150,3 +156,18 @@ def test_the_shared_part_of_the_drift_is_told_from_each_evals_own() -> None:
     assert 0.15 < shared < 0.35  # sigma_s² = 0.25
     assert own_only < 0.05
     assert shared_run_variance([[(9, 10)], [(5, 10)]]) == 0.0  # one run: no estimate
+
+
+@given(st.lists(st.tuples(st.tuples(st.integers(0, 20), st.just(20)),
+                          st.tuples(st.integers(0, 20), st.just(20))),
+                min_size=1, max_size=30))
+def test_every_evals_leave_one_out_drift_at_once_is_each_computed_alone(
+        pairs: list[tuple[tuple[int, int], tuple[int, int]]]) -> None:
+    """The linear form `compare` uses gives each eval the drift of the others, as the
+    quadratic one (recomputed without it) does."""
+    together = two_run_variances_without(pairs)
+    for index, found in enumerate(together):
+        alone = two_run_variance_without(pairs, index)
+        assert (found is None) == (alone is None)
+        if found is not None and alone is not None:
+            assert abs(found - alone) <= 1e-9 * max(1.0, abs(alone))
