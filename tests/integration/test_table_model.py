@@ -109,7 +109,7 @@ def test_a_side_that_does_not_exist_reads_a_dash_and_counts_zero_in_token_deltas
     head = Spend(tokens=100, judge_tokens=20, cost_usd=0.4, judge_cost_usd=0.1,
                  total_cost_usd=0.5)
     money = Money(None, head, has_base=True)
-    assert money.tokens() == MoneyLine("Tokens (model + judge)", "—", "120", "+120")
+    assert money.tokens() == MoneyLine("Tokens (model + judge)", "—", "120", "+120", "new")
     total = money.total()
     assert (total.base, total.head, total.delta) == ("—", "$0.500", "—")
     assert [line.label for line in money.lines()] == [

@@ -369,7 +369,8 @@ def test_an_unpriced_model_gets_a_tokens_row_not_rows_of_unpriced(tmp_path: Path
     cli(str(base), str(head), "--markdown", str(tmp_path / "c.md"))
     body = (tmp_path / "c.md").read_text(encoding="utf-8")
     table = body[body.index("| | base | head |"):body.index("</details>", body.index("Cost"))]
-    assert "| Tokens (model + judge) | 20 | 40 | +20 |  |" in table
+    # Unpriced, the tokens are the only change shown: with their Δ %, like a cost.
+    assert "| Tokens (model + judge) | 20 | 40 | +20 | +100.0% |" in table
     assert "unpriced" not in table.split("\n\n")[0]  # the rows; the note below says why
     assert "Model" not in table and "**Total**" not in table
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
 from turncheck.report.run import CheckResult, Status
 from turncheck.text.lines import terminal_safe
-from turncheck.text.money import MoneyRow, signed_int, usd
+from turncheck.text.money import MoneyRow, percent_change, signed_int, usd
 
 if TYPE_CHECKING:  # comparisons load scipy.stats
     from turncheck.report.spend import Spend
@@ -235,23 +235,24 @@ class Money:
                    for side in (self.base, self.head))
 
     def simulator_tokens(self) -> MoneyLine:
-        before = None if self.base is None else self.base.simulator_tokens
-        after = None if self.head is None else self.head.simulator_tokens
-        delta = None if before is None and after is None else (after or 0) - (before or 0)
-        return MoneyLine(SIMULATOR_TOKENS_LABEL,
-                         DASH if before is None or not self.has_base else f"{before:,}",
-                         or_dash(after, lambda n: f"{n:,}"),
-                         signed_int(delta) if self.has_base else DASH)
+        return self._count(SIMULATOR_TOKENS_LABEL, lambda side: side.simulator_tokens)
 
     def tokens(self, label: str = TOKENS_LABEL) -> MoneyLine:
         """Model plus judge tokens."""
-        before = None if self.base is None else self.base.tokens + self.base.judge_tokens
-        after = None if self.head is None else self.head.tokens + self.head.judge_tokens
+        return self._count(label, lambda side: side.tokens + side.judge_tokens)
+
+    def _count(self, label: str, pick: Callable[[Spend], int]) -> MoneyLine:
+        before = None if self.base is None else pick(self.base)
+        after = None if self.head is None else pick(self.head)
+        if (before is None and after is None) or not self.has_base:
+            return MoneyLine(label, DASH, or_dash(after, lambda n: f"{n:,}"),
+                             DASH if not self.has_base else "n/a",
+                             DASH if not self.has_base else "n/a")
         # A missing side counts as zero, as in every spend delta (compare/spend.py).
-        delta = None if before is None and after is None else (after or 0) - (before or 0)
-        return MoneyLine(label, DASH if before is None or not self.has_base else f"{before:,}",
+        return MoneyLine(label, DASH if before is None else f"{before:,}",
                          or_dash(after, lambda n: f"{n:,}"),
-                         signed_int(delta) if self.has_base else DASH)
+                         signed_int((after or 0) - (before or 0)),
+                         percent_change(before or 0, after or 0))
 
     def lines(self) -> list[MoneyLine]:
         """Model, judge (when there is one) and total cost — less the lines priced on
