@@ -147,11 +147,8 @@ def eval_evidence(item: EvalComparison, settings: VerdictSettings = DEFAULT_SETT
     head = [o for look in looks for o in look.head]
     if joint is not None:  # the effects over every sample, the design's own test
         base, head = side_outcomes(item.base), side_outcomes(item.head)
-    evidence = outcome_evidence(base, head, settings, base_lost=base_lost,
-                                head_lost=head_lost, test=joint)
-    if evidence.empty or joint is None:
-        return evidence
-    return replace(evidence, test=joint)
+    return outcome_evidence(base, head, settings, base_lost=base_lost,
+                            head_lost=head_lost, test=joint)
 
 
 def joint_design(item: EvalComparison) -> tuple[list[list[int | None]],
@@ -289,7 +286,7 @@ def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> f
 def own_variances(suites: Sequence[SuiteComparison], base_pool: BasePool
                   ) -> dict[EvalKey, float]:
     """With the drift from the two sides (fewer than two stored runs), each eval's own
-    test widened by the drift the other evals show (`two_run_variance_without`), so
+    test widened by the drift the other evals show (`two_run_variances_without`), so
     its own change does not pass for drift; evals left out use `pooled_variance`."""
     if base_pool.history_runs >= MIN_HISTORY_RUNS:
         return {}

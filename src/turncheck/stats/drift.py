@@ -11,8 +11,8 @@ cannot do is see drift in a run whose evals all pass or all fail (they carry no
 information): then sigma² is 0 and the tests assume exchangeable runs.
 
 An eval's own change is part of that spread: one eval that dropped far widens every
-test, its own most of all, and could pass for drift. `two_run_variance_without` is
-sigma² from the other evals' runs, for that eval's own test: under "no change" for it
+test, its own most of all, and could pass for drift. `two_run_variances_without` gives
+each eval sigma² from the other evals' runs, for that eval's own test: under "no change" for it
 the others' drift is independent of its samples, so its test keeps its level while a
 change of its own no longer widens it. With fewer than `MIN_OTHER_EVALS` informative
 other evals that estimate is too noisy to trust, and the estimate over all is used.
@@ -34,7 +34,7 @@ MIN_HISTORY_RUNS = 2
 
 MIN_OTHER_EVALS = 5
 """Informative evals (neither all passed nor all failed over both runs) the estimate
-without one eval needs (`two_run_variance_without`)."""
+without one eval needs (`two_run_variances_without`)."""
 
 
 def two_run_variance(pairs: Sequence[RunPair]) -> float:
@@ -42,31 +42,22 @@ def two_run_variance(pairs: Sequence[RunPair]) -> float:
     return between_run_variance([[base, head] for base, head in pairs])
 
 
-def two_run_variance_without(pairs: Sequence[RunPair], index: int) -> float | None:
-    """sigma² from every eval's two runs but `pairs[index]`'s; None when fewer than
-    `MIN_OTHER_EVALS` of the others carry information (see the module docstring)."""
-    others = [pair for at, pair in enumerate(pairs) if at != index]
-    informative = sum(1 for (base_passes, base_n), (head_passes, head_n) in others
-                      if 0 < base_passes + head_passes < base_n + head_n)
-    return None if informative < MIN_OTHER_EVALS else two_run_variance(others)
-
-
 def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
-    """`two_run_variance_without` of every eval at once: each eval's drift term is
-    computed once and left out of the sums (linear in the evals, not quadratic)."""
+    """For each eval, sigma² from every other eval's two runs (`two_run_variance` without
+    it); None when fewer than `MIN_OTHER_EVALS` of the others carry information. Each
+    eval's drift term is computed once and left out of the sums: linear in the evals."""
     terms = [drift_term([base, head]) for base, head in pairs]
     informative = [0 < base_passes + head_passes < base_n + head_n
                    for (base_passes, base_n), (head_passes, head_n) in pairs]
+    everyone = sum(informative)
     spreads = sum(term[0] for term in terms if term is not None)
     weights = sum(term[1] for term in terms if term is not None)
-    counted = sum(term is not None for term in terms)
     found: list[float | None] = []
     for term, own in zip(terms, informative, strict=True):
-        if sum(informative) - own < MIN_OTHER_EVALS:
+        if everyone - own < MIN_OTHER_EVALS:
             found.append(None)
             continue
-        others = counted - (term is not None)
         spread, weight = (spreads, weights) if term is None else \
             (spreads - term[0], weights - term[1])
-        found.append(max(0.0, spread / weight) if others and weight > 0 else 0.0)
+        found.append(max(0.0, spread / weight) if weight > 0 else 0.0)
     return found
