@@ -1,10 +1,11 @@
 """Issue 34, item 5: `turncheck init --target http|python|command` writes a workflow that
-runs turncheck as a step on the runner, next to the app (`pip install turncheck`, then
+runs turncheck as a step on the runner, next to the app (the action's `setup` step, then
 `exec turncheck action`), actionlint-clean, every job bounded; and every workflow init
 writes checks out without persisting a token where an app could read it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 import yaml
 
 from tests.support.workflow_lint import lint
-from turncheck import __version__
 
 WORKFLOW = ".github/workflows/turncheck.yml"
 
@@ -40,9 +40,8 @@ def test_init_target_writes_a_runner_step_workflow_next_to_the_app(
     for job in ("evals", "baseline"):
         assert isinstance(workflow["jobs"][job]["timeout-minutes"], int)
         steps = steps_of(workflow, job)
-        assert not any(str(s.get("uses", "")).startswith("turncheck/") for s in steps)
-        runs = [str(s.get("run", "")) for s in steps]
-        assert f'pip install "turncheck=={__version__}"' in runs
+        assert not any(str(s.get("uses", "")).startswith("turncheck/turncheck@") for s in steps)
+        assert "turncheck/turncheck/setup@v1" in [s.get("uses") for s in steps]
         [step] = [s for s in steps if s.get("run") == "exec turncheck action"]
         assert step["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
         [checkout] = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout")]
@@ -74,3 +73,22 @@ def test_every_example_workflow_checkout_persists_no_credentials() -> None:
             for step in job["steps"]:
                 if str(step.get("uses", "")).startswith("actions/checkout"):
                     assert step.get("with", {}).get("persist-credentials") is False, path.name
+
+
+def test_init_target_http_writes_a_starter_app_suite_that_replays_without_a_key(
+        tmp_path: Path) -> None:
+    """Issue 44, item 8: the starter has a `target:` (a stand-in app with its recorded
+    model calls), and the advice records with the app's key, not OpenRouter's."""
+    done = init(tmp_path, "--target", "http")
+    assert done.returncode == 0, done.stderr
+    assert "OPENROUTER" not in done.stdout
+    assert "turncheck record evals/   with the key your app's provider needs" in done.stdout
+    suite = yaml.safe_load((tmp_path / "evals/starter.eval.yaml").read_text())
+    assert suite["metadata"]["target"]["http"]["path"] == "/chat"
+    env = {name: value for name, value in os.environ.items()
+           if not name.endswith(("_API_KEY", "_BASE_URL"))}
+    ran = subprocess.run([sys.executable, "-m", "turncheck", "run", "evals"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "via http target, replay" in ran.stdout
+    assert "App model calls: starter: 2 in 2 turns" in ran.stdout

@@ -1,12 +1,12 @@
-"""The pull-request workflow `turncheck init --target http|python|command` writes: turncheck
-runs as a step on the runner (`pip install turncheck`, then `exec turncheck action`), next
-to the app, whose toolchain and dependencies the job installs (docs/action.md, "App
+"""The pull-request workflow `turncheck init --target http|python|command` writes:
+turncheck runs as a step on the runner (installed by the action's `setup` step from the
+action's own files at the reference the workflow names, then `exec turncheck action`),
+next to the app, whose toolchain and dependencies the job installs (docs/action.md, "App
 targets"). The fork poster and the trusted run are the same as without a target: the
 trusted run never starts a fork's app (docs/trust-model.md, "App targets")."""
 
 from __future__ import annotations
 
-from turncheck import __version__
 from turncheck.cli.init_files import WORKFLOW
 
 TARGET_KINDS = ("http", "python", "command")
@@ -35,10 +35,11 @@ RUNNER_STEPS = """\
       - uses: actions/setup-python@v6
         with:
           python-version: "3.12"
+      # turncheck at the action's reference, from the action's own files, every
+      # dependency at requirements.lock's version and hash (into this Python).
+      - uses: @SETUP_ACTION@
       - name: Install the app's dependencies (replace with your app's own setup)
         run: if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
-      - name: Install turncheck
-        run: pip install "turncheck==@VERSION@"
       - name: turncheck
         run: exec turncheck action
         env:
@@ -59,6 +60,6 @@ def _app_template() -> str:
 
 def app_workflow(target: str) -> str:
     """The workflow's template for an app `target` (the placeholders of `init_files.fill`
-    left in, `@TARGET@`, `@TARGET_NOTE@` and `@VERSION@` filled)."""
-    return (_app_template().replace("@TARGET_NOTE@", TARGET_NOTES[target])
-            .replace("@TARGET@", target).replace("@VERSION@", __version__))
+    left in, `@TARGET@` and `@TARGET_NOTE@` filled)."""
+    return _app_template().replace("@TARGET_NOTE@", TARGET_NOTES[target]).replace(
+        "@TARGET@", target)

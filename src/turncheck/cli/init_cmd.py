@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from turncheck.cli import init_files
+from turncheck.cli import init_files, init_starter_app
 from turncheck.cli.common import one_line
 from turncheck.cli.init_app_workflow import TARGET_KINDS, app_workflow
 from turncheck.config import CONFIG_FILE, find_config
@@ -34,6 +34,7 @@ from turncheck.formats.discovery import (
 )
 from turncheck.formats.validation import validate_files
 from turncheck.formats.vibecheck import globs_for, missed_suites
+from turncheck.providers.cassettes import cassette_path_for
 from turncheck.text.counts import counted
 
 
@@ -105,7 +106,9 @@ def handle_init(args: argparse.Namespace) -> int:
     for path, what in done.items():
         print(f"  {what:<9} {path}")
     print_left_out(checked.left_out, done.get(init_files.CONFIG_PATH))
-    print_next_steps(root, files, detected, args.action_ref)
+    print_next_steps(root, files, detected, args.action_ref, args.target)
+    if args.target:
+        print(setup_advice(args.action_ref))
     return 0
 
 
@@ -162,12 +165,23 @@ def planned_files(root: Path, detected: list[str], branch: str,
                                     (init_files.TRUSTED_WORKFLOW_PATH,
                                      init_files.TRUSTED_WORKFLOW))]
     if not checked.valid:
-        files.append(Planned(init_files.STARTER_PATH, init_files.STARTER))
+        files += starter_files(target)
     existing = find_config(root, stop=root)
     if existing is None or existing.name == CONFIG_FILE:
         files.append(Planned(init_files.CONFIG_PATH,
                              config_text(root, detected, checked.left_out)))
     return files
+
+
+def starter_files(target: str | None) -> list[Planned]:
+    """The starter suite: for an http target, one whose `target:` starts a stand-in app,
+    with the cassette of its model calls (it replays with no key); else a model's."""
+    if target != "http":
+        return [Planned(init_files.STARTER_PATH, init_files.STARTER)]
+    cassette = str(cassette_path_for(Path(init_files.STARTER_PATH)))
+    return [Planned(init_files.STARTER_PATH, init_starter_app.SUITE),
+            Planned(init_starter_app.APP_PATH, init_starter_app.APP),
+            Planned(cassette, init_starter_app.cassette())]
 
 
 def config_text(root: Path, detected: list[str], left_out: list[LeftOut]) -> str:
@@ -290,7 +304,8 @@ def write(root: Path, item: Planned, force: bool) -> str:
 
 
 def print_next_steps(root: Path, files: list[Planned], detected: list[str],
-                     action_ref: str = init_files.DEFAULT_ACTION_REF) -> None:
+                     action_ref: str = init_files.DEFAULT_ACTION_REF,
+                     target: str | None = None) -> None:
     kept = [f.path for f in files
             if (root / f.path).read_text(encoding="utf-8", errors="replace") != f.content]
     if kept:
@@ -301,10 +316,18 @@ def print_next_steps(root: Path, files: list[Planned], detected: list[str],
     starter = any(f.path == init_files.STARTER_PATH for f in files)
     suites, key = ("evals/", "OPENAI_API_KEY") if starter else (
         ".", "OPENROUTER_API_KEY (or OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+    if target is not None:
+        key = ("the key your app's provider needs (OPENAI_API_KEY or ANTHROPIC_API_KEY; "
+               "the app gets turncheck's proxy and a placeholder key)")
     label = init_files.TRUSTED_LABEL
+    record = ("Record the suites' answers once (calls the provider; cassettes are written "
+              "beside them):")
+    if any(f.path == init_starter_app.APP_PATH for f in files):
+        record = ("The starter suite replays as written (`turncheck run evals/`). Point its\n"
+                  "     target (start, ready, http) at your app, then record its model calls:")
     print(f"""
 Next:
-  1. Record the suites' answers once (calls the provider; cassettes are written beside them):
+  1. {record}
        turncheck record {suites}   with {key} set
   2. Check that they replay offline, with no key:  turncheck run
   3. Commit the suites, their *.cassette.yaml files, turncheck.toml and .github/workflows/.
@@ -317,6 +340,13 @@ Next:
      cassettes too) and add the label `{label}` (create it once:
      gh label create {label}) to run turncheck-trusted.yml, which sets the verdict.""")
     print(action_ref_advice(action_ref))
+
+
+def setup_advice(action_ref: str) -> str:
+    """What the app workflow's install step does, for `init --target`."""
+    return (f"\n{init_files.WORKFLOW_PATH} installs turncheck on the runner with "
+            f"{init_files.ACTION_REPOSITORY}/setup@{action_ref}: the action's own files at that "
+            "reference, every dependency at requirements.lock's version and hash.")
 
 
 def action_ref_advice(action_ref: str) -> str:

@@ -1,6 +1,7 @@
 """What `turncheck init` writes: the workflows, a starter suite and the configuration.
 
-`@BRANCH@` is the repository's default branch; `@ACTION@` the action reference;
+`@BRANCH@` is the repository's default branch; `@ACTION@` the action reference
+(`@SETUP_ACTION@` its `setup` action, which installs turncheck on the runner);
 `@LABEL@` the label that approves a fork's pull request. Every file names the check run
 `turncheck` as the required check, never a job (docs/trust-model.md).
 """
@@ -200,6 +201,7 @@ def fill(template: str, action_ref: str, branch: str) -> str:
     """`template` with its placeholders: the action at `action_ref`, the default branch."""
     return (template.replace("@REQUIRED@", REQUIRED_CHECK_NOTE)
             .replace("@ACTION_NOTE@", ACTION_REF_NOTE)
+            .replace("@SETUP_ACTION@", f"{ACTION_REPOSITORY}/setup@{action_ref}")
             .replace("@ACTION@", f"{ACTION_REPOSITORY}@{action_ref}")
             .replace("@BRANCH@", branch).replace("@LABEL@", TRUSTED_LABEL))
 
