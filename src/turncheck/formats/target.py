@@ -155,6 +155,10 @@ class Target(_Strict):
     http: HttpTarget | None = None
     python: Annotated[StrictStr, Field(pattern=_FUNCTION.pattern)] | None = Field(
         default=None, description="package.module:function, called in-process.")
+    path: list[NonEmpty] | None = Field(
+        default=None, description="python targets: folders (relative to the suite's folder, "
+        "inside the repository) searched for the module before the suite's folder and the "
+        "repository's root.")
     command: Command | None = Field(
         default=None, description="A process speaking JSON lines: one turn in, one reply out.")
     session: Literal["client"] | SessionFromReply | None = Field(
@@ -193,6 +197,15 @@ class Target(_Strict):
                                  "proxy); a suite may not set it")
         return value
 
+    @field_validator("path")
+    @classmethod
+    def _relative_folders(cls, value: list[str] | None) -> list[str] | None:
+        for folder in value or []:
+            if folder.startswith(("/", "\\")) or ":" in folder:
+                raise ValueError(f"path {folder!r}: give a folder relative to the suite's "
+                                 "folder (each side imports from its own tree)")
+        return value
+
     @model_validator(mode="after")
     def _one_kind(self) -> Target:
         kinds = [kind for kind in TARGET_KINDS if getattr(self, kind) is not None]
@@ -204,6 +217,8 @@ class Target(_Strict):
         if self.forwards_header and self.http is None:
             raise ValueError("forwards_header needs an http target (the header comes with "
                              "each turn's request)")
+        if self.path is not None and self.python is None:
+            raise ValueError("path is for python targets (where the module is imported from)")
         if self.concurrent is not None and self.http is not None:
             raise ValueError("concurrent is for python and command targets; an http target's "
                              "turns run concurrently with forwards_header")

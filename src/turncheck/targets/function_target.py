@@ -1,6 +1,8 @@
 """`python` targets: `package.module:function`, called in-process for each turn.
 
-The module is imported with the suite's folder first on `sys.path`. The function takes
+The module is found as Python developers expect: in the target's `path:` folders, then
+the suite's folder, then the repository's root (the nearest folder holding `.git`), each
+in the side's own tree, so a base commit's suite calls the base commit's code. The function takes
 any of `messages`, `last_message`, `vars`, `session_id`, `openai_base_url` and
 `anthropic_base_url` as keyword arguments (it names the ones it wants), sync or async,
 and returns the reply: text, or `{text, tool_calls, usage, session_id}`.
@@ -19,7 +21,7 @@ import functools
 import importlib
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -34,8 +36,10 @@ ARGUMENTS = ("messages", "last_message", "vars", "session_id", "openai_base_url"
 
 
 class FunctionKind:
-    def __init__(self, reference: str, threads: int = 1) -> None:
+    def __init__(self, reference: str, threads: int = 1, path: Sequence[str] = ()) -> None:
         self.reference = reference
+        self.path = tuple(path)
+        """The target's `path:` folders, relative to the suite's folder."""
         self.threads = max(1, threads)
         """Sync functions' worker threads: the most turns in flight at once."""
         self._function: Callable[..., Any] | None = None
@@ -48,11 +52,14 @@ class FunctionKind:
     async def start(self, runtime: Runtime) -> None:
         self._runtime = runtime
         module_name, _, name = self.reference.partition(":")
+        folders = module_folders(runtime.folder.resolve(), self.path)
         try:
-            module = _import_from(runtime.folder.resolve(), module_name)
+            module = _import_from(folders, module_name)
         except Exception as exc:  # the app's import-time errors are the app's
+            looked = ", ".join(_shown(f) for f in folders)
             raise AppError(f"cannot import {module_name} for the python target: "
-                           f"{type(exc).__name__}: {exc}") from None
+                           f"{type(exc).__name__}: {exc} (looked in {looked}, then "
+                           "Python's own path)") from None
         function = getattr(module, name, None)
         if not callable(function):
             raise AppError(f"{self.reference}: {module_name} has no function {name}")
@@ -93,21 +100,56 @@ _TARGET_FOLDERS: set[Path] = set()
 """Folders python targets were imported from (a base and a head tree, say)."""
 
 
-def _import_from(folder: Path, module_name: str) -> ModuleType:
-    """`module_name` as `folder` holds it. A module of that name imported from another
-    target's folder (the other side's tree holds the same `bot.py`) is forgotten first,
-    so each side calls its own code; the function keeps its own module's globals."""
+def repository_root(folder: Path) -> Path | None:
+    """The nearest folder from `folder` up holding `.git` (a base commit's work tree has
+    a `.git` file): the root of the tree this side runs from."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def module_folders(folder: Path, path: Sequence[str] = ()) -> list[Path]:
+    """Where a python target's module is looked for, first to last: the `path:` folders
+    (relative to the suite's `folder`), the suite's folder, the repository's root."""
+    root = repository_root(folder)
+    found: list[Path] = []
+    for relative in path:
+        named = (folder / relative).resolve()
+        if not named.is_relative_to(root or folder):
+            raise AppError(f"python target path {relative!r} leads outside the repository "
+                           f"({_shown(named)})")
+        found.append(named)
+    found += [folder] + ([root] if root is not None else [])
+    return list(dict.fromkeys(found))
+
+
+def _shown(folder: Path) -> str:
+    """`folder` relative to the working directory when it is under it, else whole."""
+    try:
+        shown = folder.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return shown.rstrip("/") + "/"
+
+
+def _import_from(folders: list[Path], module_name: str) -> ModuleType:
+    """`module_name` as `folders` hold it (the first first). A module of that name
+    imported from another target's folders (the other side's tree holds the same
+    `bot.py`) is forgotten first, so each side calls its own code; the function keeps
+    its own module's globals."""
     top = module_name.split(".")[0]
     for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
         file = getattr(sys.modules[name], "__file__", None)
         origin = Path(file).resolve() if file else None
-        if origin is not None and not origin.is_relative_to(folder) and \
+        if origin is not None and not any(origin.is_relative_to(f) for f in folders) and \
                 any(origin.is_relative_to(other) for other in _TARGET_FOLDERS):
             del sys.modules[name]
-    _TARGET_FOLDERS.add(folder)
-    if str(folder) in sys.path:
-        sys.path.remove(str(folder))
-    sys.path.insert(0, str(folder))
+    _TARGET_FOLDERS.update(folders)
+    for folder in reversed(folders):
+        if str(folder) in sys.path:
+            sys.path.remove(str(folder))
+        sys.path.insert(0, str(folder))
     importlib.invalidate_caches()
     return importlib.import_module(module_name)
 

@@ -77,9 +77,9 @@ async def _answer(kind: FunctionKind, line: str) -> None:
     sys.stdout.flush()
 
 
-async def _serve(reference: str, threads: int) -> int:
+async def _serve(reference: str, threads: int, path: list[str]) -> int:
     urls = {name: os.environ[var] for name, var in PROXY_URLS.items() if var in os.environ}
-    kind = FunctionKind(reference, threads)
+    kind = FunctionKind(reference, threads, path)
     try:
         await kind.start(Runtime(Path.cwd(), dict(os.environ), None, urls))
     except AppError as exc:
@@ -92,9 +92,9 @@ async def _serve(reference: str, threads: int) -> int:
     return 0
 
 
-def serve(reference: str, threads: int = 1) -> int:
+def serve(reference: str, threads: int = 1, path: list[str] | None = None) -> int:
     # One loop for every turn: the app may keep clients.
-    return asyncio.run(_serve(reference, threads))
+    return asyncio.run(_serve(reference, threads, path or []))
 
 
 def _threads(argv: list[str]) -> int:
@@ -103,5 +103,10 @@ def _threads(argv: list[str]) -> int:
     return 1
 
 
+def _path(argv: list[str]) -> list[str]:
+    """The target's `path:` folders, one `--path FOLDER` each."""
+    return [argv[i + 1] for i, word in enumerate(argv[:-1]) if word == "--path"]
+
+
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], _threads(sys.argv[2:])))
+    sys.exit(serve(sys.argv[1], _threads(sys.argv[2:]), _path(sys.argv[2:])))

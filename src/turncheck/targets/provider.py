@@ -214,10 +214,12 @@ def _kind_of(target: Target, policy: AppPolicy) -> TargetKind:
         return HttpKind(target.http, target.session)
     if target.python is not None and policy.isolate:
         worker = [sys.executable, "-m", FUNCTION_WORKER, target.python,
-                  "--threads", str(max(1, policy.concurrency))]
+                  "--threads", str(max(1, policy.concurrency)),
+                  *(word for folder in target.path or () for word in ("--path", folder))]
         return CommandKind(worker, DEFAULT_TURN_TIMEOUT_S, concurrent)
     if target.python is not None:
-        return FunctionKind(target.python, policy.concurrency if concurrent else 1)
+        return FunctionKind(target.python, policy.concurrency if concurrent else 1,
+                            target.path or ())
     assert target.command is not None
     return CommandKind(target.command, DEFAULT_TURN_TIMEOUT_S, concurrent)
 
