@@ -30,11 +30,27 @@ def calls_change(calls: AppCalls) -> str:
     return f"{total} ({per_turn} per turn)"
 
 
-def run_app_calls_lines(suites: Sequence[SuiteResult]) -> list[str]:
-    """The run's console: each app-target suite's model calls, and what its spend is."""
+NOTHING_RECORDED = (
+    "Warning: {name}: the app made no model call through turncheck's proxy in {turns}, so "
+    "nothing of its model was recorded and a replay will not have it. If it calls a model, "
+    "its client does not use the OPENAI_BASE_URL / ANTHROPIC_BASE_URL turncheck gives it: "
+    "a client built before turncheck set them (in the process that starts the app) or a "
+    "base URL written in the code (docs/targets.md, \"Replay stays on the machine\")")
+
+
+def run_app_calls_lines(suites: Sequence[SuiteResult], mode: str = "replay") -> list[str]:
+    """The run's console: each app-target suite's model calls, and what its spend is; in
+    record mode, a warning for a suite whose app made none through the proxy."""
     counted = [(suite.name, found) for suite in suites if (found := suite.app_calls())]
     lines = [f"App model calls: {name}: {calls_in_turns(*found)}" for name, found in counted]
+    if mode == "record":
+        lines += [NOTHING_RECORDED.format(name=name, turns=counted_turns(turns))
+                  for name, (calls, turns) in counted if calls == 0]
     return [*lines, f"Note: {APP_CALLS_NOTE}"] if lines else []
+
+
+def counted_turns(turns: int) -> str:
+    return f"{turns:,} turn" + ("" if turns == 1 else "s")
 
 
 def calls_in_turns(calls: int, turns: int) -> str:

@@ -161,7 +161,7 @@ def summary(report: Report, out: TextIO) -> None:
     if report.totals.unpriced_models:
         unpriced = terminal_safe(", ".join(report.totals.unpriced_models))
         print(f"Unpriced (no known price): {unpriced}", file=out)
-    for line in [*run_app_calls_lines(report.suites), *error_lines(report)]:
+    for line in [*run_app_calls_lines(report.suites, report.mode), *error_lines(report)]:
         print(line, file=out)
     for line in budget_lines(report):
         print(line, file=out)

@@ -16,6 +16,7 @@ model calls carry its id (`turn_header.py`), which the proxy attributes them by.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import importlib
@@ -28,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from turncheck.targets.base import AppReply, Runtime, TargetError, Turn, reply_of
+from turncheck.targets.offline import AppEnvironment, refused_message, refusing_network
 from turncheck.targets.process import AppError
 from turncheck.targets.turn_header import install, naming_turn, proxy_addresses
 
@@ -36,10 +38,14 @@ ARGUMENTS = ("messages", "last_message", "vars", "session_id", "openai_base_url"
 
 
 class FunctionKind:
-    def __init__(self, reference: str, threads: int = 1, path: Sequence[str] = ()) -> None:
+    def __init__(self, reference: str, threads: int = 1, path: Sequence[str] = (),
+                 offline: bool = False) -> None:
         self.reference = reference
         self.path = tuple(path)
         """The target's `path:` folders, relative to the suite's folder."""
+        self.offline = offline
+        """Replay: the app's connections to other hosts are refused (`offline.py`)."""
+        self._environment: AppEnvironment | None = None
         self.threads = max(1, threads)
         """Sync functions' worker threads: the most turns in flight at once."""
         self._function: Callable[..., Any] | None = None
@@ -53,8 +59,17 @@ class FunctionKind:
         self._runtime = runtime
         module_name, _, name = self.reference.partition(":")
         folders = module_folders(runtime.folder.resolve(), self.path)
+        # A client the module builds at import reads its URL and key from the
+        # environment: the proxy's, before the import.
+        self._environment = AppEnvironment(runtime.env)
+        self._environment.enter()
         try:
-            module = _import_from(folders, module_name)
+            with self._guard() as blocked:
+                module = _import_from(folders, module_name)
+            if blocked:
+                raise AppError(f"importing {module_name}: {refused_message(blocked)}")
+        except AppError:
+            raise
         except Exception as exc:  # the app's import-time errors are the app's
             looked = ", ".join(_shown(f) for f in folders)
             raise AppError(f"cannot import {module_name} for the python target: "
@@ -73,6 +88,9 @@ class FunctionKind:
 
     async def stop(self) -> None:
         self._function = None
+        if self._environment is not None:
+            environment, self._environment = self._environment, None
+            environment.leave()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)  # a hung function is not waited for
@@ -82,18 +100,31 @@ class FunctionKind:
         available = {**turn.context(), "session_id": turn.session_id,
                      **self._runtime.proxy_urls}
         arguments = {name: available.get(name) for name in self._wanted}
-        try:
-            with naming_turn(turn.turn_id, self._proxy):
-                if self._is_async:
-                    result = await self._function(**arguments)
-                else:
-                    assert self._pool is not None
-                    call = functools.partial(contextvars.copy_context().run, self._function,
-                                             **arguments)
-                    result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
-        except Exception as exc:
-            raise TargetError(f"{self.reference} raised {type(exc).__name__}: {exc}") from None
+        failed: Exception | None = None
+        with self._guard() as blocked:
+            try:
+                result = await self._call(turn, arguments)
+            except Exception as exc:
+                failed = exc
+        if blocked:
+            raise TargetError(f"{self.reference}: {refused_message(blocked)}")
+        if failed is not None:
+            raise TargetError(f"{self.reference} raised {type(failed).__name__}: "
+                              f"{failed}") from None
         return reply_of(result)
+
+    async def _call(self, turn: Turn, arguments: dict[str, Any]) -> Any:
+        assert self._function is not None
+        with naming_turn(turn.turn_id, self._proxy):
+            if self._is_async:
+                return await self._function(**arguments)
+            assert self._pool is not None
+            call = functools.partial(contextvars.copy_context().run, self._function,
+                                     **arguments)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    def _guard(self) -> contextlib.AbstractContextManager[list[str]]:
+        return refusing_network() if self.offline else contextlib.nullcontext([])
 
 
 _TARGET_FOLDERS: set[Path] = set()

@@ -20,6 +20,7 @@ from typing import Any
 
 from turncheck.targets.base import Runtime, TargetError, Turn
 from turncheck.targets.function_target import FunctionKind
+from turncheck.targets.offline import refuse_network_in_process
 from turncheck.targets.process import AppError
 
 PROXY_URLS = {"openai_base_url": "OPENAI_BASE_URL", "anthropic_base_url": "ANTHROPIC_BASE_URL"}
@@ -77,9 +78,11 @@ async def _answer(kind: FunctionKind, line: str) -> None:
     sys.stdout.flush()
 
 
-async def _serve(reference: str, threads: int, path: list[str]) -> int:
+async def _serve(reference: str, threads: int, path: list[str], offline: bool) -> int:
     urls = {name: os.environ[var] for name, var in PROXY_URLS.items() if var in os.environ}
-    kind = FunctionKind(reference, threads, path)
+    if offline:  # this process is only the app: every thread of it stays on the machine
+        refuse_network_in_process()
+    kind = FunctionKind(reference, threads, path, offline)
     try:
         await kind.start(Runtime(Path.cwd(), dict(os.environ), None, urls))
     except AppError as exc:
@@ -92,9 +95,10 @@ async def _serve(reference: str, threads: int, path: list[str]) -> int:
     return 0
 
 
-def serve(reference: str, threads: int = 1, path: list[str] | None = None) -> int:
+def serve(reference: str, threads: int = 1, path: list[str] | None = None,
+          offline: bool = False) -> int:
     # One loop for every turn: the app may keep clients.
-    return asyncio.run(_serve(reference, threads, path or []))
+    return asyncio.run(_serve(reference, threads, path or [], offline))
 
 
 def _threads(argv: list[str]) -> int:
@@ -109,4 +113,5 @@ def _path(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], _threads(sys.argv[2:]), _path(sys.argv[2:])))
+    sys.exit(serve(sys.argv[1], _threads(sys.argv[2:]), _path(sys.argv[2:]),
+                   "--offline" in sys.argv[2:]))

@@ -91,7 +91,8 @@ class TargetProvider:
         self.env = env
         self.variables = dict(variables)
         self.openai_base = openai_base
-        self.kind = _kind_of(target, policy)
+        self.kind = _kind_of(target, policy,
+                             offline=cassette is not None and cassette.mode == "replay")
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
         self._started = False
@@ -208,18 +209,21 @@ class TargetProvider:
         await self.kind.start(Runtime(self.folder, env, port, proxy_urls))
 
 
-def _kind_of(target: Target, policy: AppPolicy) -> TargetKind:
+def _kind_of(target: Target, policy: AppPolicy, offline: bool = False) -> TargetKind:
+    """The target's kind; `offline` (replay): a python target's connections to other
+    hosts are refused."""
     concurrent = target.runs_concurrently
     if target.http is not None:
         return HttpKind(target.http, target.session)
     if target.python is not None and policy.isolate:
         worker = [sys.executable, "-m", FUNCTION_WORKER, target.python,
                   "--threads", str(max(1, policy.concurrency)),
-                  *(word for folder in target.path or () for word in ("--path", folder))]
+                  *(word for folder in target.path or () for word in ("--path", folder)),
+                  *(["--offline"] if offline else [])]
         return CommandKind(worker, DEFAULT_TURN_TIMEOUT_S, concurrent)
     if target.python is not None:
         return FunctionKind(target.python, policy.concurrency if concurrent else 1,
-                            target.path or ())
+                            target.path or (), offline)
     assert target.command is not None
     return CommandKind(target.command, DEFAULT_TURN_TIMEOUT_S, concurrent)
 

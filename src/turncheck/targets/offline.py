@@ -1,0 +1,130 @@
+"""Replay keeps a python target on the machine (docs/targets.md, "Replay stays on the
+machine").
+
+A python target runs Python, so its environment and its sockets can be held to what
+replay promises: before its module is imported, the process's `OPENAI_BASE_URL`,
+`ANTHROPIC_BASE_URL` and keys are the proxy's URLs and placeholder keys (a module-level
+`client = OpenAI()`, the SDKs' usual pattern, then talks to the proxy), every other
+provider key or base URL is out of its reach, and in replay an audit hook refuses any
+connection the app tries to a host other than this machine, at once, with an error that
+names the host. The environment is put back when the target stops, if still as set.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+PROXY_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+"""What the app is given to reach the proxy (`RecordingProxy.app_env`)."""
+_PROVIDER_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE")
+"""Other providers' keys and endpoints (OPENROUTER_API_KEY, OPENAI_API_BASE, ...)."""
+
+_BLOCKED: ContextVar[list[str] | None] = ContextVar("turncheck_offline_blocked", default=None)
+_process_blocked: list[str] | None = None
+"""Set in a process that is only the app (the action's python worker): every thread."""
+_hooked = False
+
+
+class AppEnvironment:
+    """The process environment a python target is imported and called with."""
+
+    def __init__(self, app_env: Mapping[str, str]) -> None:
+        self._set = {name: app_env[name] for name in PROXY_ENV if name in app_env}
+        self._saved: dict[str, str | None] = {}
+
+    def enter(self) -> None:
+        hidden = [name for name in os.environ
+                  if name.endswith(_PROVIDER_SUFFIXES) and name not in self._set]
+        for name in [*self._set, *hidden]:
+            self._saved[name] = os.environ.get(name)
+        for name in hidden:
+            del os.environ[name]
+        os.environ.update(self._set)
+
+    def leave(self) -> None:
+        """Put back what `enter` changed, unless something changed it since."""
+        for name, before in self._saved.items():
+            if os.environ.get(name) != self._set.get(name):
+                continue
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+        self._saved.clear()
+
+
+def install() -> None:
+    """The audit hook (once per process: hooks cannot be removed; it does nothing
+    outside `refusing_network`)."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def refuse_network_in_process() -> None:
+    """Every connection of this process (all threads) to another host is refused."""
+    global _process_blocked
+    install()
+    _process_blocked = []
+
+
+@contextmanager
+def refusing_network() -> Iterator[list[str]]:
+    """Within: this context's connections to another host are refused; yields the list
+    the refused `host:port`s are added to."""
+    install()
+    blocked: list[str] = []
+    token = _BLOCKED.set(blocked)
+    try:
+        yield blocked
+    finally:
+        _BLOCKED.reset(token)
+        if _process_blocked:
+            blocked.extend(_process_blocked)
+            _process_blocked.clear()
+
+
+def refused_message(blocked: list[str]) -> str:
+    return (f"the app tried to reach {blocked[0]} directly: in replay nothing leaves the "
+            "machine; its model calls must go through turncheck's proxy (the "
+            "OPENAI_BASE_URL / ANTHROPIC_BASE_URL it is given, or the openai_base_url / "
+            "anthropic_base_url arguments), see docs/targets.md")
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event not in ("socket.getaddrinfo", "socket.connect"):
+        return
+    blocked = _BLOCKED.get()
+    if blocked is None:
+        blocked = _process_blocked
+    if blocked is None:
+        return
+    address = args[0:2] if event == "socket.getaddrinfo" else args[1]
+    if not isinstance(address, tuple) or len(address) < 2:
+        return  # a Unix socket
+    host, port = address[0], address[1]
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str) or _on_this_machine(host):
+        return
+    where = f"{host}:{port}" if port is not None else host
+    blocked.append(where)
+    raise ConnectionRefusedError(f"turncheck replay: connection to {where} refused: "
+                                 "nothing leaves the machine in replay")
+
+
+def _on_this_machine(host: str) -> bool:
+    name = host.strip("[]").lower()
+    if name in ("localhost", "") or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name.split("%")[0]).is_loopback
+    except ValueError:
+        return False
