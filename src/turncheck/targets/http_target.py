@@ -50,7 +50,15 @@ class HttpKind:
 
         self._runtime = runtime
         self._env = sandboxed_environment()
+        # A connection per turn (force_close): what an app's server does with a
+        # connection after a turn never reaches the next one. uvicorn answers an app's
+        # exception with a whole HTTP 500 and then closes the connection; pooled, the
+        # next eval's request went out on it and was reset ("Connection reset by peer",
+        # ServerDisconnectedError). Its 5 s keep-alive, shorter than aiohttp's 15 s,
+        # races the same way after a slow judge. Opening one on loopback costs
+        # microseconds.
         self._client = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(force_close=True),
             cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=True)
 
     async def stop(self) -> None:
