@@ -42,7 +42,7 @@ def open_suite_session(suite_file: SuiteFile, suite: Suite | ProtocolSuite,
                        settings: RunSettings) -> SuiteSession:
     return open_session(suite_file.source, suite, settings.mode, settings.provider,
                         settings.base_url, settings.env, settings.session, settings.variables,
-                        shown_as=suite_file.path)
+                        shown_as=suite_file.path, repeat=settings.repeat)
 
 
 def sent_system_prompt(suite: Suite | ProtocolSuite, session: SuiteSession,

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
-from turncheck.engine.repeats import sample_seed
+from turncheck.engine.repeats import RepeatSetting, sample_seed
 from turncheck.formats import templates
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
@@ -215,15 +215,18 @@ def _metadata_problem(metadata: Metadata, field_name: str, reason: str) -> str:
 
 
 def record_command(suite_path: Path, provider: str | None, base_url: str | None,
-                   variables: Mapping[str, str]) -> str:
+                   variables: Mapping[str, str], repeat: RepeatSetting | None = None) -> str:
     """The `turncheck record` command that repeats this run's requests for `suite_path`:
-    with the options that shaped them (provider, base URL, vars), and `--prune`, so the
+    with the options that shaped them (provider, base URL, vars, the run's `--repeat`,
+    without which samples after the first are not recorded), and `--prune`, so the
     answers the changed requests replace leave the cassette instead of piling up."""
     words = ["turncheck", "record"]
     if provider:
         words += ["--provider", provider]
     if base_url:
         words += ["--base-url", base_url]
+    if repeat is not None:
+        words += ["--repeat", str(repeat)]
     for name, value in variables.items():
         words += ["--var", f"{name}={value}"]
     return shlex.join([*words, str(suite_path), "--prune"])
@@ -397,11 +400,14 @@ def open_session(
     settings: SessionSettings,
     variables: Mapping[str, str] | None = None,
     shown_as: str | None = None,
+    repeat: RepeatSetting | None = None,
 ) -> SuiteSession:
     """`variables` are the run's (`--var`); they override the suite's `vars`. `shown_as`:
     the suite's path relative to the run's root, which messages (a replay miss's record
-    command) name instead of `suite_path`, wherever the file was read from."""
-    hint = record_command(Path(shown_as or suite_path), provider, base_url, variables or {})
+    command) name instead of `suite_path`, wherever the file was read from; `repeat`
+    the run's `--repeat`, which that command repeats."""
+    hint = record_command(Path(shown_as or suite_path), provider, base_url, variables or {},
+                          repeat)
     declared = declared_secrets(suite)
     secrets = secret_values(suite, env, declared)
     merged = {**(suite.metadata.vars or {}), **(variables or {})}

@@ -393,14 +393,32 @@ class Cassette:
         """The stored request bodies, as recorded (secrets scrubbed)."""
         return (interaction.request_body for interaction in self._interactions)
 
-    def replay_reply(self, method: str, url: str, body: bytes, usable: object) -> Reply:
+    def replay_reply(self, method: str, url: str, body: bytes, usable: object,
+                     any_base: bool = False) -> Reply:
         """Replay mode's answer as a `Reply`, without httpx's request and response objects
         (the replay path of `JsonHttpClient`); the same answer `CassetteTransport`'s
-        `handle_async_request` gives."""
+        `handle_async_request` gives. `any_base`: no upstream was named for this call, so
+        the same request recorded against one other base URL (a gateway, a local server)
+        answers it."""
         if self.load_error is not None:
             raise CassetteFormatError(self.load_error)
         key, _, match_body = self._key_of(method, url, body)
+        if any_base and key not in self._index:
+            elsewhere = self._recorded_elsewhere(key)
+            if elsewhere is None:  # not recorded anywhere: the base URL is not why
+                raise RecordingMissing(self._missing_message(key, match_body, False))
+            key = elsewhere
         return self._replay(key, usable, match_body).to_reply()
+
+    def _recorded_elsewhere(self, key: Key) -> Key | None:
+        """`key` at the one other base URL the same request (same endpoint, body and
+        sample) was recorded against; None when none or several."""
+        method, url, *rest = key
+        endpoint = url.removeprefix(_base_url(url))
+        found = {i.key for i in self._interactions
+                 if i.key[0] == method and list(i.key[2:]) == rest
+                 and i.key[1].removeprefix(_base_url(i.key[1])) == endpoint}
+        return found.pop() if len(found) == 1 else None
 
     def save(self, *, finished: bool = True) -> bool:
         """Write the cassette atomically if this run recorded anything; True if written.
@@ -529,18 +547,19 @@ class Cassette:
         self._used.add(id(hit))
         return hit
 
-    def _missing_message(self, key: Key, body: str | bytes) -> str:
+    def _missing_message(self, key: Key, body: str | bytes, other_base: bool = True) -> str:
         method, url, body_digest, sample = key
         digest = body_digest.hex()
         model = _model_of(body)
         what = f"model {model}, " if model else ""
         what += f"sample {sample}, " if sample else ""
-        elsewhere = self._recorded_base_url(key)
-        if elsewhere is not None:  # recorded with `record --base-url`, replayed without
+        elsewhere = self._recorded_base_url(key) if other_base else None
+        if elsewhere is not None:  # recorded against another upstream than the one named
             return (
                 f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
                 f"{self.shown}, whose recordings were made against {elsewhere}: replay with "
-                f"--base-url {elsewhere} (or record it with: {self.record_command})"
+                f"{_naming_upstream(url, elsewhere)} (or record it with: "
+                f"{self.record_command})"
             )
         return (
             f"no recording for {method} {url} ({what}body sha256 {digest[:12]}) in "
@@ -684,6 +703,14 @@ def _read_cassette(path: Path, max_bytes: int, scrubber: Scrubber,
 
 ENDPOINTS = ("/chat/completions", "/embeddings", "/messages")
 """Paths providers append to a base URL (OpenAI-compatible, Anthropic)."""
+
+
+def _naming_upstream(url: str, base: str) -> str:
+    """How a replay names the upstream `base`: Anthropic's is its SDK's environment
+    variable (host only; a suite cannot set it), OpenAI's the `--base-url` option."""
+    if url.split("?", 1)[0].endswith("/messages"):
+        return f"ANTHROPIC_BASE_URL={base.removesuffix('/v1')} in turncheck's environment"
+    return f"--base-url {base}"
 
 
 def _base_url(uri: str) -> str:

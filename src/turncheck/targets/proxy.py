@@ -116,16 +116,25 @@ class Upstreams:
     anthropic_base: str
     openai_key: str | None
     anthropic_key: str | None
+    named: frozenset[Api] = frozenset({"openai", "anthropic"})
+    """The APIs whose upstream was named (an option, the suite, the environment); a
+    replayed call of another answers from whatever upstream it was recorded against."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], openai_base: str | None = None) -> Upstreams:
         """`openai_base` (the run's `--base-url` or the suite's `base_url`) wins over
         `OPENAI_BASE_URL`, as it does for turncheck's own OpenAI-compatible calls."""
+        openai = openai_base or env.get("OPENAI_BASE_URL")
+        anthropic = env.get("ANTHROPIC_BASE_URL")
+        bases: tuple[tuple[Api, str | None], ...] = (("openai", openai),
+                                                     ("anthropic", anthropic))
+        named = frozenset(api for api, base in bases if base)
         return cls(
-            (openai_base or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/"),
-            _anthropic_host(env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT),
+            (openai or OPENAI_DEFAULT).rstrip("/"),
+            _anthropic_host(anthropic or ANTHROPIC_DEFAULT),
             env.get("OPENAI_API_KEY") or None,
             env.get("ANTHROPIC_API_KEY") or None,
+            named,
         )
 
     def url(self, api: Api, rest: str) -> str:
@@ -284,7 +293,8 @@ class RecordingProxy:
         cassette = self._cassette
         method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
-            return self._whole(call, cassette.replay_reply(method, url, body, None),
+            any_base = call.api not in self._upstreams.named
+            return self._whole(call, cassette.replay_reply(method, url, body, None, any_base),
                                _model_of(body))
         network = _network()
         sent = call.request.headers
