@@ -79,7 +79,7 @@ def test_an_anthropic_miss_names_anthropic_base_url_and_following_it_works(
 
 
 def test_a_repeat_miss_names_the_repeat_its_record_needs(tmp_path: Path) -> None:
-    folder, base = recorded_suite(tmp_path, "chat")
+    folder, _ = recorded_suite(tmp_path, "chat")
     replayed = turncheck(folder, clean_env(), "run", "bot.eval.yaml", "--repeat", "3")
     assert replayed.returncode != 0
     command = "turncheck record --repeat 3 bot.eval.yaml --prune"
