@@ -15,6 +15,7 @@ from turncheck.diagnostics import Diagnostic, error, warning
 from turncheck.formats import templates
 from turncheck.formats.model_families import family_warnings
 from turncheck.formats.suite import Metadata
+from turncheck.formats.target import session_warnings
 from turncheck.formats.tools import Tool, ToolChoice, ToolResults
 from turncheck.formats.yamlsource import Path, Pos, Positions
 from turncheck.text.suggest import did_you_mean
@@ -160,6 +161,9 @@ class SuiteReporter(Reporter):
                                  if key in known})
         for key, message in family_warnings(metadata):
             self.warning_at(self.positions.value((*path, key)), "model-family", message)
+        for message in session_warnings(getattr(metadata, "target", None)):
+            self.warning_at(self.positions.value((*path, "target", "session")),
+                            "unseen-session", message)
         return metadata
 
     # -- tools ---------------------------------------------------------------

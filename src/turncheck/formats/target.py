@@ -240,3 +240,31 @@ class Target(_Strict):
     @property
     def kind(self) -> str:
         return next(kind for kind in TARGET_KINDS if getattr(self, kind) is not None)
+
+
+_SESSION_NAME = re.compile(r"\bsession_id\b")
+
+
+def places_session(spec: HttpTarget) -> bool:
+    """Whether a template of the http target (url, headers, body) names `session_id`."""
+    texts = [spec.url or "", *(spec.headers or {}).values(), *_templated_strings(spec.body)]
+    return any(_SESSION_NAME.search(text) for text in texts if "{" in text)
+
+
+def session_warnings(target: Target | None) -> list[str]:
+    """A session the app will never see: an http target whose conversations have a
+    session id that no template places (and that is not sent back in a header)."""
+    if target is None or target.http is None or target.session is None:
+        return []
+    if places_session(target.http):
+        return []
+    if target.session == "client":
+        return ['session: "client" gives each conversation an id, but no template of '
+                "http (url, headers, body) places {{ session_id }}: the app never sees it "
+                "and cannot tell conversations apart"]
+    kind, where = target.session.source
+    if kind == "json":
+        return [f'session: {{from: "json:{where}"}} reads the id from the first reply, but '
+                "no template of http (url, headers, body) places {{ session_id }}: it is "
+                "never sent back, so the app opens a new session each turn"]
+    return []

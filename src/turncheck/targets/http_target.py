@@ -13,7 +13,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from turncheck.formats.target import HttpTarget, SessionFromReply
+from turncheck.formats.target import HttpTarget, SessionFromReply, places_session
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.targets.base import (
     MAX_REPLY_BYTES,
@@ -39,6 +39,10 @@ class HttpKind:
     def __init__(self, spec: HttpTarget, session: SessionFromReply | str | None) -> None:
         self.spec = spec
         self.session_from = session.source if isinstance(session, SessionFromReply) else None
+        self.session_header = self.session_from[1] if self.session_from is not None and \
+            self.session_from[0] == "header" and not places_session(spec) else None
+        """`session: {from: "header:NAME"}` with no template placing `session_id`: the id
+        goes back in that header."""
         self._client: aiohttp.ClientSession | None = None
         self._env: jinja2.Environment | None = None
         self._runtime: Runtime | None = None
@@ -83,6 +87,8 @@ class HttpKind:
                    for name, value in (self.spec.headers or {}).items()}
         if turn.turn_id is not None:
             headers[TURN_HEADER] = turn.turn_id
+        if self.session_header is not None and turn.session_id:
+            headers[self.session_header] = turn.session_id
         body = None if self.spec.body is None else self._body(self.spec.body, context)
         data = body if isinstance(body, str) else None
         started = time.perf_counter()

@@ -112,11 +112,15 @@ class TargetProvider:
         async with self._one_turn:
             assert self.proxy is not None
             scope = self.proxy.open_turn(turn_id)
+            refusals = self.proxy.refusals
             started = time.perf_counter()
             try:
                 reply = await self._answer(turn)
-            except ProviderError:
+            except ProviderError as exc:
                 _raise_for(scope)  # a replay miss is why the app failed: name the request
+                if self.proxy.refusals > refusals and self.proxy.last_refusal:
+                    raise ProviderError(f"{self.proxy.last_refusal} (then {exc.message})"
+                                        ) from None
                 raise
             finally:
                 self.proxy.close_turn(turn_id)

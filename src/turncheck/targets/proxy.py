@@ -172,6 +172,10 @@ class RecordingProxy:
         """The open turns by id, when the app forwards the turn header."""
         self.unattributed: list[ModelCall] = []
         """Calls made outside any turn (while the app starts, say)."""
+        self.refusals = 0
+        self.last_refusal: str | None = None
+        """Calls refused because no turn could be named (a missing or stale turn header):
+        the app's failed turn is explained by the proxy's reason, not the app's 500."""
 
     @property
     def openai_base_url(self) -> str:
@@ -267,6 +271,8 @@ class RecordingProxy:
         url = self._url_of(api, rest, request.query_string)
         scope, problem = self._scope_of(request)
         if problem is not None:
+            self.refusals += 1
+            self.last_refusal = problem
             return _error(400, problem)
         use_sample(scope.sample if scope is not None else 0)
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
