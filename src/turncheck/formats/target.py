@@ -100,6 +100,11 @@ class HttpTarget(_Strict):
         "a list of {name, arguments}.")
     timeout: Seconds = Field(default=DEFAULT_TURN_TIMEOUT_S,
                              description="Seconds one turn's reply may take.")
+    then: HttpTarget | None = Field(
+        default=None, description="A second request of the same turn, for an app that "
+        "answers in two (POST the message, then GET /stream): the same keys; its templates "
+        "also see `first_reply` (the first reply's JSON, or its text), and the turn's "
+        "answer is its reply.")
 
     @field_validator("url", "headers", "body")
     @classmethod
@@ -121,7 +126,13 @@ class HttpTarget(_Strict):
     def _one_address(self) -> HttpTarget:
         if (self.path is None) == (self.url is None):
             raise ValueError("http needs exactly one of path (on the started app) or url")
+        if self.then is not None and self.then.then is not None:
+            raise ValueError("http.then may not have a then of its own (two requests a turn)")
         return self
+
+    def requests(self) -> list[HttpTarget]:
+        """This request, then its `then`."""
+        return [self] if self.then is None else [self, self.then]
 
 
 class SessionFromReply(_Strict):
@@ -222,7 +233,8 @@ class Target(_Strict):
         if self.concurrent is not None and self.http is not None:
             raise ValueError("concurrent is for python and command targets; an http target's "
                              "turns run concurrently with forwards_header")
-        if self.http is not None and self.http.path is not None and self.start is None:
+        if self.http is not None and self.start is None and \
+                any(step.path is not None for step in self.http.requests()):
             raise ValueError("http.path needs start (turncheck starts the app on a port it "
                              "picks); give http.url for an app turncheck does not start")
         return self
@@ -247,7 +259,8 @@ _SESSION_NAME = re.compile(r"\bsession_id\b")
 
 def places_session(spec: HttpTarget) -> bool:
     """Whether a template of the http target (url, headers, body) names `session_id`."""
-    texts = [spec.url or "", *(spec.headers or {}).values(), *_templated_strings(spec.body)]
+    texts = [text for step in spec.requests() for text in
+             (step.url or "", *(step.headers or {}).values(), *_templated_strings(step.body))]
     return any(_SESSION_NAME.search(text) for text in texts if "{" in text)
 
 

@@ -70,50 +70,65 @@ class HttpKind:
             client, self._client = self._client, None
             await client.close()
 
-    def url(self) -> str:
+    def url(self, spec: HttpTarget | None = None) -> str:
+        spec = spec or self.spec
         assert self._runtime is not None
-        if self.spec.path is not None:
-            return f"http://127.0.0.1:{self._runtime.port}{self.spec.path}"
-        assert self.spec.url is not None
-        return self.spec.url
+        if spec.path is not None:
+            return f"http://127.0.0.1:{self._runtime.port}{spec.path}"
+        assert spec.url is not None
+        return spec.url
 
     async def answer(self, turn: Turn) -> AppReply:
+        context = turn.context()
+        started = time.perf_counter()
+        spec = self.spec
+        raw, content_type, first_ms, session = await self._send(spec, turn, context, started)
+        if spec.then is not None:  # the turn's second request sees the first's reply
+            first = _json(raw)
+            context = {**context, "first_reply": first if first is not None
+                       else raw.decode("utf-8", "replace")}
+            spec = spec.then
+            raw, content_type, first_ms, then_session = await self._send(
+                spec, turn, context, started)
+            session = session or then_session
+        reply = self._parse(raw, content_type, spec)
+        return AppReply(reply.text, reply.tool_calls, session_id=session or reply.session_id,
+                        first_token_ms=first_ms)
+
+    async def _send(self, spec: HttpTarget, turn: Turn, context: dict[str, Any],
+                    started: float) -> tuple[bytes, str, float | None, str | None]:
+        """One request of the turn: its body, content type, milliseconds from the turn's
+        start to its first byte, and the session id of its headers."""
         import aiohttp
 
         assert self._client is not None
-        context = turn.context()
-        url = self._render(self.url(), context)
+        url = self._render(self.url(spec), context)
         headers = {name: self._render(value, context)
-                   for name, value in (self.spec.headers or {}).items()}
+                   for name, value in (spec.headers or {}).items()}
         if turn.turn_id is not None:
             headers[TURN_HEADER] = turn.turn_id
         if self.session_header is not None and turn.session_id:
             headers[self.session_header] = turn.session_id
-        body = None if self.spec.body is None else self._body(self.spec.body, context)
+        body = None if spec.body is None else self._body(spec.body, context)
         data = body if isinstance(body, str) else None
-        started = time.perf_counter()
         try:
             async with self._client.request(
-                self.spec.method, url, headers=headers, data=data,
+                spec.method, url, headers=headers, data=data,
                 json=None if data is not None or body is None else body,
-                timeout=aiohttp.ClientTimeout(total=self.spec.timeout),
+                timeout=aiohttp.ClientTimeout(total=spec.timeout),
                 allow_redirects=False,
             ) as response:
                 raw, first_ms = await _read_capped(response, started)
                 content_type = response.headers.get("content-type", "")
                 if response.status >= 400:
                     raise TargetError(f"the app answered HTTP {response.status} to "
-                                      f"{self.spec.method} {url}: {_excerpt(raw)}")
-                header_session = self._header_session(response)
+                                      f"{spec.method} {url}: {_excerpt(raw)}")
+                return raw, content_type, first_ms, self._header_session(response)
         except TimeoutError:
-            raise TargetError(f"the app did not answer {self.spec.method} {url} within "
-                              f"{self.spec.timeout:g}s") from None
+            raise TargetError(f"the app did not answer {spec.method} {url} within "
+                              f"{spec.timeout:g}s") from None
         except aiohttp.ClientError as exc:
             raise self._gone(url, exc) from None
-        reply = self._parse(raw, content_type)
-        session = header_session or reply.session_id
-        return AppReply(reply.text, reply.tool_calls, session_id=session,
-                        first_token_ms=first_ms)
 
     def _gone(self, url: str, exc: Exception) -> TargetError:
         return AppGone(f"cannot reach the app at {url}: {type(exc).__name__}: {exc}")
@@ -144,28 +159,27 @@ class HttpKind:
             return None
         return response.headers.get(self.session_from[1])
 
-    def _parse(self, raw: bytes, content_type: str) -> AppReply:
+    def _parse(self, raw: bytes, content_type: str, spec: HttpTarget) -> AppReply:
         if "event-stream" in content_type:
-            return self._assembled(_sse_data(raw))
+            return self._assembled(_sse_data(raw), spec)
         if "ndjson" in content_type or "jsonl" in content_type:
-            return self._assembled([line for line in raw.splitlines() if line.strip()])
+            return self._assembled([line for line in raw.splitlines() if line.strip()], spec)
         text = raw.decode("utf-8", "replace")
-        if self.spec.reply is None and self.spec.tool_calls is None and \
+        if spec.reply is None and spec.tool_calls is None and \
                 (self.session_from is None or self.session_from[0] != "json"):
             return AppReply(text)
         payload = _json(raw)
         if payload is None:
             raise TargetError(f"the app's reply is not JSON: {_excerpt(raw)}")
-        return self._from_json(payload, text)
+        return self._from_json(payload, text, spec)
 
-    def _from_json(self, payload: Any, whole: str) -> AppReply:
-        answer = whole if self.spec.reply is None else at_path(payload, self.spec.reply)
+    def _from_json(self, payload: Any, whole: str, spec: HttpTarget) -> AppReply:
+        answer = whole if spec.reply is None else at_path(payload, spec.reply)
         if answer is None:
-            raise TargetError(f'the app\'s reply has nothing at "{self.spec.reply}": '
+            raise TargetError(f'the app\'s reply has nothing at "{spec.reply}": '
                               f"{_excerpt(whole.encode())}")
         text = answer if isinstance(answer, str) else json.dumps(answer)
-        calls = tool_calls_of(at_path(payload, self.spec.tool_calls)) \
-            if self.spec.tool_calls else ()
+        calls = tool_calls_of(at_path(payload, spec.tool_calls)) if spec.tool_calls else ()
         return AppReply(text, calls, session_id=self._json_session(payload))
 
     def _json_session(self, payload: Any) -> str | None:
@@ -175,7 +189,7 @@ class HttpKind:
         return str(value) if isinstance(value, str | int) and not isinstance(value, bool) \
             else None
 
-    def _assembled(self, pieces: list[bytes]) -> AppReply:
+    def _assembled(self, pieces: list[bytes], spec: HttpTarget) -> AppReply:
         """A streamed reply in one: each piece's text (by `reply`'s path when it is JSON)."""
         texts: list[str] = []
         calls: tuple[Any, ...] = ()
@@ -186,13 +200,13 @@ class HttpKind:
                 texts.append(piece.decode("utf-8", "replace"))
                 continue
             session = session or self._json_session(payload)
-            if self.spec.tool_calls:
-                calls = calls or tool_calls_of(at_path(payload, self.spec.tool_calls))
-            if self.spec.reply is None:
+            if spec.tool_calls:
+                calls = calls or tool_calls_of(at_path(payload, spec.tool_calls))
+            if spec.reply is None:
                 texts.append(payload if isinstance(payload, str)
                              else piece.decode("utf-8", "replace"))
                 continue
-            value = at_path(payload, self.spec.reply)
+            value = at_path(payload, spec.reply)
             if isinstance(value, str):
                 texts.append(value)
         return AppReply("".join(texts), calls, session_id=session)
