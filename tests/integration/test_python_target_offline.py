@@ -89,7 +89,7 @@ def test_a_module_level_client_records_through_the_proxy_and_replays_offline(
         env = own_environment(server.base_url)
         recorded = turncheck(folder, env, "record")
         assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        assert "App model calls: helpdesk: 1 in 1 turns" in recorded.stdout
+        assert "App model calls: helpdesk: 1 in 1 turn (1 per turn)" in recorded.stdout
         assert "Warning" not in recorded.stdout
         # The proxy, not the app, sent turncheck's key upstream; the app had a placeholder.
         [request] = server.requests

@@ -55,7 +55,8 @@ def counted_turns(turns: int) -> str:
 
 def calls_in_turns(calls: int, turns: int) -> str:
     """One side's app model calls, e.g. `8 in 5 turns (1.6 per turn)`."""
-    return f"{calls:,} in {turns:,} turns ({_per_turn(calls / turns if turns else None)} per turn)"
+    per_turn = _per_turn(calls / turns if turns else None)
+    return f"{calls:,} in {counted_turns(turns)} ({per_turn} per turn)"
 
 
 def eval_app_calls(base: int | None, head: int | None) -> str | None:

@@ -34,6 +34,8 @@ ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "
 """The variables of turncheck's environment an app inherits; nothing else does."""
 OUTPUT_TAIL_BYTES = 4_000
 STOP_GRACE_S = 5.0
+DRAIN_WAIT_S = 1.0
+"""How long an exited app's last output may take to be read."""
 READY_POLL_S = 0.05
 _LIVE_GROUPS: set[int] = set()
 
@@ -187,6 +189,13 @@ class AppProcess:
             while chunk := await stream.read(65536):
                 self.tail.add(chunk)
 
+    async def drained(self) -> None:
+        """Wait (briefly) until what the exited app wrote is read: its exit is seen
+        before its last output (a traceback on stderr) is drained."""
+        pending = [task for task in self._drains if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=DRAIN_WAIT_S)
+
     def exit_message(self, when: str) -> str:
         code = self.process.returncode if self.process is not None else None
         how = f"was killed by signal {-code}" if code is not None and code < 0 else \
@@ -208,6 +217,7 @@ class AppProcess:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE_S)
         await _until_gone(group, STOP_GRACE_S)
+        await self.drained()
         for task in self._drains:
             task.cancel()
         await asyncio.gather(*self._drains, return_exceptions=True)
@@ -283,6 +293,7 @@ async def wait_ready(app: AppProcess | None, url: str, timeout_s: float) -> None
     async with aiohttp.ClientSession() as client:
         while True:
             if app is not None and app.exited:
+                await app.drained()
                 raise AppError(app.exit_message("before it was ready"))
             with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
                 async with client.get(url, timeout=aiohttp.ClientTimeout(total=2)) as answer:

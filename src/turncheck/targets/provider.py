@@ -156,6 +156,7 @@ class TargetProvider:
     async def _answer(self, turn: Turn) -> AppReply:
         for app in self._processes():
             if app.exited:
+                await app.drained()
                 raise AppError(app.exit_message("during an earlier turn"))
         try:
             return await self.kind.answer(turn)
@@ -165,6 +166,7 @@ class TargetProvider:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(app.process.wait(), EXIT_WAIT_S)
                     if app.exited:
+                        await app.drained()
                         raise AppError(app.exit_message("during this turn")) from None
             raise exc
 
