@@ -3,6 +3,8 @@ sides not like-for-like (docs/suites.md, "Simulated users")."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from turncheck.compare.comparison import compare_evals, simulator_change
@@ -158,3 +160,17 @@ def test_the_comment_cost_table_shows_the_simulator_apart() -> None:
                       SIMULATOR_TOKENS_LABEL]
     plain = Spend(tokens=45, cost_usd=0.001, total_cost_usd=0.001)
     assert SIMULATOR_TOKENS_LABEL not in [line.label for line in Money(plain, plain, True).lines()]
+
+
+@pytest.mark.parametrize("reason", ["goal_met", "goal met", "Goal met.", "gave up", "Gave_up!"])
+def test_a_stop_reason_that_only_names_the_ending_is_not_repeated_as_its_detail(
+        reason: str) -> None:
+    """Issue 44, item 8: "Ended: goal met after 2 turns — goal met"."""
+    decision = parse_decision(json.dumps({"message": "", "stop": True, "reason": reason}))
+    assert decision.detail is None
+
+
+def test_a_stop_reason_that_says_more_is_the_detail() -> None:
+    decision = parse_decision(json.dumps({"message": "", "stop": True,
+                                          "reason": "the refund was confirmed"}))
+    assert decision.detail == "the refund was confirmed"

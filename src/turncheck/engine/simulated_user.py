@@ -130,6 +130,13 @@ class Decision:
     reason: str
 
     @property
+    def detail(self) -> str | None:
+        """The reason, unless it only names the ending ("goal met", "Gave up."): "Ended:
+        goal met after 2 turns" is not followed by "— goal met"."""
+        words = self.reason.lower().replace(" ", "_").strip("._!")
+        return self.reason if self.reason and words not in STOP_REASONS else None
+
+    @property
     def ending(self) -> Ending:
         words = self.reason.lower().replace(" ", "_")
         return Ending.GAVE_UP if "gave_up" in words or "give_up" in words else Ending.GOAL_MET
@@ -292,8 +299,7 @@ class SimulatedConversation(Generic[State]):
                       + (f" ({decision.reason})" if decision.reason else ""))
             self._end(Ending.MIN_TURNS_NOT_REACHED, detail)
             raise SimulatorUnusable(detail)
-        said = decision.reason if decision.reason.lower() not in STOP_REASONS else None
-        return await self._judged(decision.ending, said or None)
+        return await self._judged(decision.ending, decision.detail)
 
     async def _judged(self, ending: Ending, detail: str | None) -> tuple[Status, int | None]:
         """The success checks on the whole conversation, then the review; the status."""
