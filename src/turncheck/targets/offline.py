@@ -7,7 +7,7 @@ replay promises: before its module is imported, the process's `OPENAI_BASE_URL`,
 `client = OpenAI()`, the SDKs' usual pattern, then talks to the proxy), every other
 provider key or base URL is out of its reach, and in replay an audit hook refuses any
 connection the app tries to a host other than this machine, at once, with an error that
-names the host. The environment is put back when the target stops, if still as set.
+names the host. The environment is put back when the last such target stops.
 """
 
 from __future__ import annotations
@@ -31,32 +31,43 @@ _process_blocked: list[str] | None = None
 _hooked = False
 
 
+_ACTIVE: list[AppEnvironment] = []
+"""The python targets' environments in force, oldest first."""
+_ORIGINAL: dict[str, str | None] = {}
+"""What those variables were before the first (None: unset)."""
+
+
 class AppEnvironment:
-    """The process environment a python target is imported and called with."""
+    """The process environment a python target is imported and called with. Several
+    may be active at once (suites run concurrently): the newest one's values are set,
+    and what was there before the first is put back when the last leaves."""
 
     def __init__(self, app_env: Mapping[str, str]) -> None:
         self._set = {name: app_env[name] for name in PROXY_ENV if name in app_env}
-        self._saved: dict[str, str | None] = {}
 
     def enter(self) -> None:
         hidden = [name for name in os.environ
                   if name.endswith(_PROVIDER_SUFFIXES) and name not in self._set]
         for name in [*self._set, *hidden]:
-            self._saved[name] = os.environ.get(name)
+            _ORIGINAL.setdefault(name, os.environ.get(name))
         for name in hidden:
             del os.environ[name]
         os.environ.update(self._set)
+        _ACTIVE.append(self)
 
     def leave(self) -> None:
-        """Put back what `enter` changed, unless something changed it since."""
-        for name, before in self._saved.items():
-            if os.environ.get(name) != self._set.get(name):
-                continue
+        if self not in _ACTIVE:
+            return
+        _ACTIVE.remove(self)
+        if _ACTIVE:
+            os.environ.update(_ACTIVE[-1]._set)
+            return
+        for name, before in _ORIGINAL.items():
             if before is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = before
-        self._saved.clear()
+        _ORIGINAL.clear()
 
 
 def install() -> None:
