@@ -159,7 +159,11 @@ class HttpKind:
             return None
         return response.headers.get(self.session_from[1])
 
-    def _parse(self, raw: bytes, content_type: str, spec: HttpTarget) -> AppReply:
+    def _parse(self, raw: bytes, content_type: str, spec: HttpTarget | None = None
+               ) -> AppReply:
+        """The reply of `spec` (by default the turn's first request: without `then`, its
+        only one)."""
+        spec = spec or self.spec
         if "event-stream" in content_type:
             return self._assembled(_sse_data(raw), spec)
         if "ndjson" in content_type or "jsonl" in content_type:
