@@ -50,7 +50,9 @@ from turncheck.targets.http_target import HttpKind
 from turncheck.targets.process import (
     AppError,
     AppProcess,
+    adopt_orphans,
     app_environment,
+    end_escaped_processes,
     free_port,
     hide_own_environment,
     run_setup,
@@ -135,6 +137,7 @@ class TargetProvider:
             await self.kind.stop()
         if self.app is not None:
             await self.app.stop()
+        end_escaped_processes()
         if self.proxy is not None:
             await self.proxy.stop()
 
@@ -189,6 +192,7 @@ class TargetProvider:
         if self.policy.refused is not None:
             raise AppError(self.policy.refused)
         hide_own_environment()
+        adopt_orphans()
         self.proxy = RecordingProxy(self.cassette,
                                     Upstreams.from_env(self.env, self.openai_base))
         await self.proxy.start()

@@ -1,0 +1,98 @@
+"""Issue 46, item 1: an app process that leaves its group and session does not outlive
+the run, and finds no token while it runs.
+
+A fork's app (`tests/support/target_apps/escaping_app.py`) forks twice and `setsid()`s
+on its first turn; the escaped process polls every `/proc/<pid>/environ` and `cmdline`
+for the job's planted credentials and writes to the step's files when it learns their
+paths. When `turncheck action` exits, it is gone, and it found nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_app_fork_safety import digests, eval_result, planted
+from tests.support.action_harness import run_pull_request
+from tests.support.git_repo import GitRepo
+from tests.support.github_fake import FakeGitHub
+from tests.support.target_helpers import APPS
+from turncheck.targets.process import hide_own_environment
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="a child subreaper and /proc are Linux's")
+
+
+@pytest.fixture(autouse=True)
+def runner_out_of_reach() -> None:
+    """pytest plays the runner, out of a job's reach (see test_app_fork_safety)."""
+    hide_own_environment()
+
+
+def escaping_suite(report: Path, credentials: dict[str, str]) -> str:
+    return f"""\
+metadata:
+  name: escape
+  target:
+    start: {sys.executable} escaping_app.py {{port}}
+    ready: /health
+    http: {{path: /chat, body: {{message: "{{{{ last_message }}}}"}}, reply: reply}}
+    env: {{HUNT_DIGESTS: "{digests(credentials)}", HUNT_REPORT: "{report}",
+           HUNT_SECONDS: "20"}}
+evals:
+  - name: escapes
+    prompt: Look around.
+    checks:
+      - match: "clean"
+"""
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def findings_of(report: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in report.read_text().splitlines()]
+
+
+def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
+        tmp_path: Path, github_fake: FakeGitHub) -> None:
+    credentials = planted()
+    report = tmp_path / "findings.jsonl"
+    repo = GitRepo(tmp_path / "workspace")
+    repo.write("README.md", "widgets")
+    base = repo.commit("base")
+    repo.branch("feature", checkout=True)
+    for name in ("escaping_app.py", "token_hunter.py"):
+        repo.write(f"bot/{name}", (APPS / name).read_text())
+    repo.write("bot/escape.eval.yaml", escaping_suite(report, credentials))
+    head = repo.commit("a fork adds an app")
+    (tmp_path / "tmp").mkdir()
+    github_fake.writes_forbidden = True
+    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+                           {"github-token": credentials["INPUT_GITHUB-TOKEN"]}, fork=True,
+                           extra_env={**credentials, "TMPDIR": str(tmp_path / "tmp")})
+    hunter = int(Path(f"{report}.pid").read_text())
+    try:
+        assert not running(hunter), "the escaped process outlived turncheck"
+        findings = findings_of(report)
+        assert [f for f in findings if "found" in f or "wrote" in f] == []
+        assert findings[0]["own_step_files"] == []
+        assert not any(f.get("finished") for f in findings)  # it was ended, not done
+        assert "escaped=yes" not in (tmp_path / "runner" / "output.txt").read_text()
+        assert "escaped=yes" not in run.summary
+        assert "Traceback" not in run.stderr, run.stderr
+        assert "Event loop is closed" not in run.stderr, run.stderr
+        assert eval_result(run)["status"] == "pass", run.stdout + run.stderr
+    finally:
+        if running(hunter):
+            os.kill(hunter, 9)
