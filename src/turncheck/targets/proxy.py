@@ -53,6 +53,14 @@ from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
 from turncheck.targets.base import TURN_HEADER
+from turncheck.targets.proxy_gate import (
+    TOKEN_PREFIX,
+    AnswerScrubber,
+    log_refusal,
+    new_token,
+    refusal,
+    server_logger,
+)
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
@@ -64,8 +72,9 @@ if TYPE_CHECKING:
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
-PLACEHOLDER_KEY = "turncheck-proxy-placeholder-key"
-"""The key the app is given: the proxy puts turncheck's own in its place upstream."""
+PLACEHOLDER_KEY = TOKEN_PREFIX
+"""How the key the app is given begins (the rest is made for the run, `proxy_gate.py`):
+the proxy puts turncheck's own in its place upstream."""
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 UPSTREAM_TIMEOUT_S = 300.0
 _PREFIXES: dict[str, Api] = {"/openai": "openai", "/anthropic": "anthropic"}
@@ -156,6 +165,9 @@ class RecordingProxy:
         self._timeout: aiohttp.ClientTimeout | None = None
         self._urls: dict[tuple[str, str, str], str] = {}
         self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
+        self.token = new_token()
+        """The app's placeholder key: the proxy serves only requests bearing it."""
+        self._scrub = AnswerScrubber([upstreams.openai_key, upstreams.anthropic_key])
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -174,9 +186,9 @@ class RecordingProxy:
 
     def app_env(self) -> dict[str, str]:
         """What the app is given to reach the proxy: base URLs and placeholder keys."""
-        return {"OPENAI_BASE_URL": self.openai_base_url, "OPENAI_API_KEY": PLACEHOLDER_KEY,
+        return {"OPENAI_BASE_URL": self.openai_base_url, "OPENAI_API_KEY": self.token,
                 "ANTHROPIC_BASE_URL": self.anthropic_base_url,
-                "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
+                "ANTHROPIC_API_KEY": self.token}
 
     async def start(self) -> None:
         # aiohttp's low-level server: one handler for every path, so no application,
@@ -188,7 +200,8 @@ class RecordingProxy:
             return web.BaseRequest(message, payload, protocol, writer, task, loop,
                                    client_max_size=MAX_REQUEST_BYTES)
 
-        server = web.Server(self._handle, request_factory=request_of, access_log=None)
+        server = web.Server(self._handle, request_factory=request_of, access_log=None,
+                            logger=server_logger())
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -250,6 +263,10 @@ class RecordingProxy:
         return self.turn, None
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        reason = refusal(request.method, request.raw_path, request.headers, self.token)
+        if reason is not None:
+            log_refusal(request.method, request.raw_path, reason)
+            return _error(403, reason)
         api, rest = _route(request.path)
         if api is None:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
@@ -319,10 +336,12 @@ class RecordingProxy:
                                                                headers=returned)
                 await response.prepare(call.request)
                 chunks = []
+                scrub = self._scrub.stream()
                 async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
                     chunks.append(chunk)
-                    await response.write(chunk)
-                await response.write_eof()
+                    if passed := scrub.feed(chunk):
+                        await response.write(passed)
+                await response.write_eof(scrub.end())
                 content = b"".join(chunks)
             else:
                 content = await network.read_bounded(upstream, network.max_answer_bytes)
@@ -334,12 +353,13 @@ class RecordingProxy:
         self._count(call, model, answer, parsed)
         if call.streaming is not None:
             return call.streaming
-        return web.Response(status=answer.status_code, body=answer.content, headers=returned)
+        return web.Response(status=answer.status_code, body=self._scrub.whole(answer.content),
+                            headers=returned)
 
     def _whole(self, call: _Call, reply: Reply, model: str | None) -> web.Response:
         """An answer read whole (from the cassette, or through a test's transport)."""
         self._count(call, model, reply, _UNPARSED)
-        return web.Response(status=reply.status_code, body=reply.content,
+        return web.Response(status=reply.status_code, body=self._scrub.whole(reply.content),
                             headers=_returned_headers(reply.headers))
 
     def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:

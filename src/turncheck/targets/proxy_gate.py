@@ -1,0 +1,143 @@
+"""What the recording proxy serves, and what the app gets back (docs/targets.md, "What
+the proxy relays").
+
+The proxy sends the app's calls upstream with turncheck's own keys, so it relays only
+the model APIs a suite can use, with their documented method: `POST` Chat Completions,
+Responses and embeddings (OpenAI), Messages and its token count (Anthropic), each at
+exactly its path under the proxy's prefix. The path is compared as the app sent it,
+undecoded, so `..`, `%2e%2e`, `//` or an encoded line break never reach the upstream's
+URL. Only the app turncheck started is served: its placeholder key is a token made for
+the run (`new_token`), which its SDK sends as its API key; another local process does
+not know it. Everything else is answered 403 with one line in the log.
+
+Whatever the upstream answers, the app never gets turncheck's keys back: an answer (an
+error's too, in every mode) has every form of them replaced (`AnswerScrubber`), a
+streamed one chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+
+from turncheck.providers.secret_forms import FormRedactor
+
+logger = logging.getLogger(__name__)
+
+TOKEN_PREFIX = "turncheck-proxy-placeholder-key"
+SERVED: frozenset[str] = frozenset({
+    "POST /openai/v1/chat/completions",
+    "POST /openai/v1/responses",
+    "POST /openai/v1/embeddings",
+    "POST /anthropic/v1/messages",
+    "POST /anthropic/v1/messages/count_tokens",
+})
+"""Each model API call the proxy relays: its method and its path as the app sends it."""
+REDACTED = "[REDACTED]"
+MIN_KEY_CHARS = 8
+
+
+def new_token() -> str:
+    """The app's placeholder key for one run: the proxy serves only requests bearing it."""
+    return f"{TOKEN_PREFIX}-{secrets.token_urlsafe(24)}"
+
+
+def refusal(method: str, raw_path: str, headers: Mapping[str, str], token: str
+            ) -> str | None:
+    """Why the proxy refuses a request (None: it serves it)."""
+    path = raw_path.split("?", 1)[0]
+    if f"{method} {path}" not in SERVED:
+        return (f"the turncheck proxy relays only model API calls (POST chat/completions, "
+                f"responses, embeddings; messages), not {method} {path[:200]!r}")
+    if not _bears(headers, token):
+        return ("the turncheck proxy serves only the app turncheck started (its API key is "
+                "the placeholder key turncheck gave it)")
+    return None
+
+
+def _bears(headers: Mapping[str, str], token: str) -> bool:
+    bearer = headers.get("authorization", "")
+    sent = [headers.get("x-api-key", ""), bearer.removeprefix("Bearer ").strip()]
+    return any(hmac.compare_digest(value.encode(errors="replace"), token.encode())
+               for value in sent if value)
+
+
+def log_refusal(method: str, raw_path: str, reason: str) -> None:
+    logger.warning("turncheck proxy: refused %s %r (403): %s", method[:20], raw_path[:200],
+                   reason)
+
+
+class AnswerScrubber:
+    """Every form of turncheck's keys (`secret_forms`) replaced in what the app gets."""
+
+    def __init__(self, keys: Iterable[str | None]) -> None:
+        self._redactor = FormRedactor([k for k in keys if k], REDACTED, MIN_KEY_CHARS)
+        self._forms = [form.encode() for form in self._redactor.forms]
+
+    def __bool__(self) -> bool:
+        return bool(self._redactor)
+
+    def whole(self, content: bytes) -> bytes:
+        if not self._redactor:
+            return content
+        text = content.decode("utf-8", "surrogateescape")
+        return self._redactor.text(text).encode("utf-8", "surrogateescape")
+
+    def stream(self) -> StreamScrubber:
+        return StreamScrubber(self)
+
+    def held_back(self, data: bytes) -> int:
+        """How many bytes at the end of `data` could begin a key's form: they wait for
+        the next chunk, so a key split between two chunks is still found."""
+        longest = 0
+        for form in self._forms:
+            for size in range(min(len(form) - 1, len(data)), longest, -1):
+                if data.endswith(form[:size]):
+                    longest = size
+                    break
+        return longest
+
+
+class StreamScrubber:
+    """A streamed answer scrubbed chunk by chunk: `feed` returns what may go out now."""
+
+    def __init__(self, scrubber: AnswerScrubber) -> None:
+        self._scrubber = scrubber
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        if not self._scrubber:
+            return chunk
+        data = self._scrubber.whole(self._pending + chunk)
+        held = self._scrubber.held_back(data)
+        self._pending = data[len(data) - held:] if held else b""
+        return data[:len(data) - held] if held else data
+
+    def end(self) -> bytes:
+        rest, self._pending = self._pending, b""
+        return self._scrubber.whole(rest) if rest else b""
+
+
+class _OneLine(logging.Filter):
+    """aiohttp logs a request it cannot parse (a line break or a space in the path, a
+    bad header) with its traceback; here it is one warning line, the request's fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            problem = " ".join(str(record.exc_info[1]).split())[:200]
+            record.msg = f"turncheck proxy: refused a malformed request: {problem}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def server_logger() -> logging.Logger:
+    """The logger of the proxy's HTTP server: every problem one line, no traceback."""
+    server = logging.getLogger("turncheck.proxy.server")
+    if not any(isinstance(f, _OneLine) for f in server.filters):
+        server.addFilter(_OneLine())
+    return server
