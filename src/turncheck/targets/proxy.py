@@ -33,6 +33,7 @@ calls, and they are keyed by its sample.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -101,6 +102,19 @@ class TurnScope:
     errors: list[str] = field(default_factory=list)
     refused: ProviderError | None = None
     """What the gate raised (a budget stop): the turn ends with it, as the engine's own."""
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """The request (URL and body digest) of each of `errors`, in the same order."""
+
+    def fail(self, request: tuple[str, str], message: str) -> None:
+        self.errors.append(message)
+        self.failed.append(request)
+
+    def succeeded(self, request: tuple[str, str]) -> None:
+        """A call that failed, retried by the app and answered, counts as the success it
+        was: its earlier failures are no longer the turn's errors."""
+        kept = [(r, e) for r, e in zip(self.failed, self.errors, strict=True) if r != request]
+        self.failed = [r for r, _ in kept]
+        self.errors[:] = [e for _, e in kept]
 
     def guarded_gate(self) -> Callable[[], None] | None:
         gate = self.gate
@@ -290,7 +304,7 @@ class RecordingProxy:
                 return _error(400, f"turncheck's budget refused this call: {exc}")
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             if scope is not None:
-                scope.errors.append(f"{request.method} {url}: {message}")
+                scope.fail(call.request_key, f"{request.method} {url}: {message}")
             if call.streaming is not None:  # part of it is out: the app sees it cut short
                 if request.transport is not None:
                     request.transport.close()
@@ -365,6 +379,8 @@ class RecordingProxy:
     def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
         if not 200 <= reply.status_code < 300:
             return
+        if call.scope is not None and call.scope.failed:
+            call.scope.succeeded(call.request_key)
         usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
                          reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
                          parsed=parsed if isinstance(parsed, dict) else None)
@@ -404,6 +420,11 @@ class _Call:
     scope: TurnScope | None
     streaming: web.StreamResponse | None = None
     """The answer being passed on chunk by chunk, once its first bytes are out."""
+
+    @property
+    def request_key(self) -> tuple[str, str]:
+        """The same request sent again (an SDK's retry) has the same key."""
+        return self.url, hashlib.sha256(self.body).hexdigest()
 
 
 def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
