@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from turncheck.providers.common import well_formed
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.targets.base import (
     MAX_REPLY_BYTES,
@@ -123,7 +124,7 @@ class CommandKind:
     async def _write(self, line: dict[str, Any]) -> None:
         stdin = self._process().stdin
         assert stdin is not None
-        data = json.dumps(line, ensure_ascii=False).encode() + b"\n"
+        data = well_formed(json.dumps(line, ensure_ascii=False)).encode() + b"\n"
         try:
             async with self._writing:  # whole lines, in the order they were sent
                 stdin.write(data)

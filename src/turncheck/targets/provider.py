@@ -42,6 +42,7 @@ from turncheck.targets.base import (
     TargetKind,
     TargetResponse,
     Turn,
+    well_formed_reply,
 )
 from turncheck.targets.command_target import CommandKind
 from turncheck.targets.conversation import current_conversation
@@ -156,7 +157,7 @@ class TargetProvider:
             if app.exited:
                 raise AppError(app.exit_message("during an earlier turn"))
         try:
-            return await self.kind.answer(turn)
+            return well_formed_reply(await self.kind.answer(turn))
         except AppGone as exc:
             for app in self._processes():
                 if app.process is not None:
