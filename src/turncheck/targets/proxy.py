@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -57,12 +58,17 @@ from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.proxy_gate import (
     TOKEN_PREFIX,
     AnswerScrubber,
+    CappedServer,
+    connection_cap,
     log_refusal,
     new_token,
+    quiet_accept_errors,
     refusal,
     server_logger,
 )
 from turncheck.targets.usage import ModelCall, usage_of
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -180,6 +186,7 @@ class RecordingProxy:
         self._urls: dict[tuple[str, str, str], str] = {}
         self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
         self.token = new_token()
+        self._refused_connections = 0
         """The app's placeholder key: the proxy serves only requests bearing it."""
         self._scrub = AnswerScrubber([upstreams.openai_key, upstreams.anthropic_key])
         self.port = 0
@@ -214,14 +221,28 @@ class RecordingProxy:
             return web.BaseRequest(message, payload, protocol, writer, task, loop,
                                    client_max_size=MAX_REQUEST_BYTES)
 
-        server = web.Server(self._handle, request_factory=request_of, access_log=None,
-                            logger=server_logger())
+        quiet_accept_errors(loop)
+        server = CappedServer(self._handle, request_factory=request_of, access_log=None,
+                              logger=server_logger(), cap=connection_cap(),
+                              on_refused=self._too_many_connections)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listening.bind(("127.0.0.1", 0))
         self.port = listening.getsockname()[1]
         await web.SockSite(self._runner, listening).start()
+
+    def _too_many_connections(self) -> None:
+        """The app holds more connections than the proxy serves at once: each open turn
+        ends in an error saying so (once), and the log has one line."""
+        message = (f"the app held more than {connection_cap()} connections to the "
+                   "turncheck proxy at once; the rest were refused")
+        scopes = [self.turn, *self.turns.values()]
+        for scope in [s for s in scopes if s is not None and message not in s.errors]:
+            scope.fail(("", "connections"), message)
+        if not self._refused_connections:
+            logger.warning("turncheck proxy: %s", message)
+        self._refused_connections += 1
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -17,10 +17,14 @@ streamed one chunk by chunk.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from aiohttp import web
 
 from turncheck.providers.secret_forms import FormRedactor
 
@@ -141,3 +145,66 @@ def server_logger() -> logging.Logger:
     if not any(isinstance(f, _OneLine) for f in server.filters):
         server.addFilter(_OneLine())
     return server
+
+
+MAX_CONNECTIONS = 512
+"""The most connections the app may hold to the proxy at once (an SDK's pool holds a
+few dozen): more would take the file descriptors turncheck needs for its own work."""
+
+
+def connection_cap() -> int:
+    """`MAX_CONNECTIONS`, or a quarter of this process's descriptor limit when lower."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(16, min(MAX_CONNECTIONS, soft // 4))
+
+
+class CappedServer(web.Server):
+    """aiohttp's low-level server, refusing a connection over `cap` open ones: it is
+    closed at once and `on_refused` is told."""
+
+    def __init__(self, *args: Any, cap: int, on_refused: Callable[[], None],
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cap = cap
+        self._on_refused = on_refused
+
+    def __call__(self) -> Any:
+        if len(self.connections) >= self.cap:
+            self._on_refused()
+            return _Refused()
+        return super().__call__()
+
+
+class _Refused(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Out of descriptors, asyncio logs each failed `accept()` of a server with its
+    traceback; here it is one warning line (the turn that caused it fails on its own
+    calls with a clear error). Other problems go to the loop's handler as before."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "turncheck_quiet", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        problem = context.get("exception")
+        if isinstance(problem, OSError) and "accept" in str(context.get("message", "")):
+            logger.warning("turncheck proxy: cannot accept a connection: %s (out of file "
+                           "descriptors?)", problem.strerror or problem)
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.turncheck_quiet = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
