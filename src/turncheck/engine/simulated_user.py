@@ -20,6 +20,7 @@ from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.judge import (
     VERDICT_ANSWER,
     JudgeAnswerError,
+    grader_like,
     parse_verdict,
     transcript,
     unfenced,
@@ -330,8 +331,13 @@ class SimulatedConversation(Generic[State]):
                                error=f"review call failed: {exc.message}")
         except JudgeAnswerError as exc:
             return CheckResult(type="review", passed=False, detail="review", error=str(exc))
-        return CheckResult(type="review", passed=verdict.passed,
-                           detail=f"review: {verdict.reason}")
+        injected = grader_like(shown)
+        warning = None if injected is None else (
+            f"the conversation's assistant text holds an instruction to a grader ({injected}):"
+            " this review and the simulator's own judgement may follow it")
+        return CheckResult(type="review", passed=verdict.passed, warning=warning,
+                           detail=f"review: {verdict.reason}" + (
+                               f" (warning: {warning})" if warning else ""))
 
     def _end(self, ending: Ending, detail: str | None, *, turns: int | None = None,
              success: list[CheckResult] | None = None, review: CheckResult | None = None
