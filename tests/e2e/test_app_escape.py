@@ -96,3 +96,46 @@ def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
     finally:
         if running(hunter):
             os.kill(hunter, 9)
+
+
+def test_an_escaped_process_is_gone_when_turncheck_is_interrupted_mid_turn(
+        tmp_path: Path) -> None:
+    """SIGTERM while the app's first turn is in flight: turncheck exits, and the process
+    the app moved out of its session is gone with it."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.support.action_harness import TURNCHECK
+
+    credentials = planted()
+    report = tmp_path / "findings.jsonl"
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    for name in ("escaping_app.py", "token_hunter.py"):
+        (folder / name).write_text((APPS / name).read_text())
+    suite = escaping_suite(report, credentials).replace(
+        'HUNT_SECONDS: "20"', 'HUNT_SECONDS: "20", HANG_SECONDS: "60"')
+    (folder / "escape.eval.yaml").write_text(suite)
+    run = subprocess.Popen([str(TURNCHECK), "run", "escape.eval.yaml"], cwd=folder,
+                           env={**os.environ, **credentials}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    pid_file = Path(f"{report}.pid")
+    hunter = 0
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                pid_file.exists() and pid_file.read_text().strip()):
+            time.sleep(0.05)
+        hunter = int(pid_file.read_text())
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=60)
+        assert run.returncode == 143, stderr
+        assert not running(hunter), "the escaped process outlived the interrupted run"
+        assert [f for f in findings_of(report) if "found" in f] == []
+        assert "Traceback" not in stderr and "Event loop is closed" not in stderr, stderr
+    finally:
+        if run.poll() is None:
+            run.kill()
+        if hunter and running(hunter):
+            os.kill(hunter, 9)

@@ -4,7 +4,8 @@ started, and its parent is gone. The hunter then polls every `/proc/<pid>/enviro
 `cmdline` it can read for `HUNT_SECONDS` (the git processes turncheck starts after the
 apps stop included), appending what it finds to `$HUNT_REPORT` as JSON lines, and writes
 to the step's output and summary files when it learns their paths. Its pid is in
-`$HUNT_REPORT.pid`. Run as `escaping_app.py PORT` (an HTTP target).
+`$HUNT_REPORT.pid`. With `HANG_SECONDS`, the first turn then waits that long. Run as
+`escaping_app.py PORT` (an HTTP target).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
             Handler.escaped = True
             escape()
             time.sleep(0.5)  # the hunter is on its own before the turn ends
+            time.sleep(float(os.environ.get("HANG_SECONDS", "0")))  # a turn in flight
         self._send(json.dumps({"reply": "clean"}).encode())
 
     def _send(self, body: bytes) -> None:
