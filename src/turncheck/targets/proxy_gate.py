@@ -79,6 +79,7 @@ class AnswerScrubber:
     def __init__(self, keys: Iterable[str | None]) -> None:
         self._redactor = FormRedactor([k for k in keys if k], REDACTED, MIN_KEY_CHARS)
         self._forms = [form.encode() for form in self._redactor.forms]
+        self._form_bytes = frozenset(b"".join(self._forms))
 
     def __bool__(self) -> bool:
         return bool(self._redactor)
@@ -95,6 +96,8 @@ class AnswerScrubber:
     def held_back(self, data: bytes) -> int:
         """How many bytes at the end of `data` could begin a key's form: they wait for
         the next chunk, so a key split between two chunks is still found."""
+        if not data or data[-1] not in self._form_bytes:
+            return 0  # a stream's chunk ends an event ("\n\n"): nothing to hold
         longest = 0
         for form in self._forms:
             for size in range(min(len(form) - 1, len(data)), longest, -1):
