@@ -74,6 +74,7 @@ def test_a_key_the_upstream_echoes_is_scrubbed_from_what_the_app_gets_in_live_mo
     ("/openai/v1/%2e%2e/%2e%2e/admin", 403),
     ("//openai/v1/chat/completions", 403),
     ("/openai/v1/chat completions", 400),  # a request line no parser takes
+    ("/openai/v1/chat/completions?x=%0d%0a%00", 502),  # sent as is (nothing listens)
 ])
 def test_a_hostile_path_is_refused_without_a_traceback(
         raw_path: str, status: int, caplog: pytest.LogCaptureFixture) -> None:
@@ -95,4 +96,4 @@ def test_a_hostile_path_is_refused_without_a_traceback(
     assert asyncio.run(send()) == status
     assert "Traceback" not in caplog.text and "Error handling request" not in caplog.text
     assert all(record.exc_info is None for record in caplog.records)
-    assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage()
+    assert len(caplog.records) <= 1 and all("\n" not in r.getMessage() for r in caplog.records)

@@ -307,7 +307,11 @@ class RecordingProxy:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
                                f"not {request.path}")
         body = await request.read()
-        url = self._url_of(api, rest, request.query_string)
+        try:  # the query as the app sent it: decoded, it could hold a line break
+            url = self._url_of(api, rest, request.raw_path.partition("?")[2])
+        except ValueError as exc:
+            log_refusal(request.method, request.raw_path, str(exc))
+            return _error(400, f"turncheck proxy: not a URL to send upstream: {exc}")
         scope, problem = self._scope_of(request)
         if problem is not None:
             return _error(400, problem)
