@@ -97,3 +97,24 @@ def test_a_hostile_path_is_refused_without_a_traceback(
     assert "Traceback" not in caplog.text and "Error handling request" not in caplog.text
     assert all(record.exc_info is None for record in caplog.records)
     assert len(caplog.records) <= 1 and all("\n" not in r.getMessage() for r in caplog.records)
+
+
+def test_a_flood_of_refused_requests_writes_a_bounded_log(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def flood() -> list[int]:
+        proxy = RecordingProxy(None, Upstreams("http://127.0.0.1:9/v1", ANTHROPIC_DEFAULT,
+                                               KEY, None))
+        await proxy.start()
+        try:
+            async with aiohttp.ClientSession() as client:
+                statuses = []
+                for _ in range(50):
+                    async with client.get(f"{proxy.openai_base_url}/files") as answer:
+                        statuses.append(answer.status)
+                return statuses
+        finally:
+            await proxy.stop()
+
+    assert set(asyncio.run(flood())) == {403}
+    lines = [r.getMessage() for r in caplog.records if "turncheck proxy" in r.getMessage()]
+    assert len(lines) == 21 and "further refusals are not logged" in lines[-1]

@@ -59,8 +59,8 @@ from turncheck.targets.proxy_gate import (
     TOKEN_PREFIX,
     AnswerScrubber,
     CappedServer,
+    RefusalLog,
     connection_cap,
-    log_refusal,
     new_token,
     quiet_accept_errors,
     refusal,
@@ -187,6 +187,7 @@ class RecordingProxy:
         self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
         self.token = new_token()
         self._refused_connections = 0
+        self._log_refusal = RefusalLog()
         """The app's placeholder key: the proxy serves only requests bearing it."""
         self._scrub = AnswerScrubber([upstreams.openai_key, upstreams.anthropic_key])
         self.port = 0
@@ -300,7 +301,7 @@ class RecordingProxy:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         reason = refusal(request.method, request.raw_path, request.headers, self.token)
         if reason is not None:
-            log_refusal(request.method, request.raw_path, reason)
+            self._log_refusal(request.method, request.raw_path, reason)
             return _error(403, reason)
         api, rest = _route(request.path)
         if api is None:
@@ -310,7 +311,7 @@ class RecordingProxy:
         try:  # the query as the app sent it: decoded, it could hold a line break
             url = self._url_of(api, rest, request.raw_path.partition("?")[2])
         except ValueError as exc:
-            log_refusal(request.method, request.raw_path, str(exc))
+            self._log_refusal(request.method, request.raw_path, str(exc))
             return _error(400, f"turncheck proxy: not a URL to send upstream: {exc}")
         scope, problem = self._scope_of(request)
         if problem is not None:

@@ -68,9 +68,25 @@ def _bears(headers: Mapping[str, str], token: str) -> bool:
                for value in sent if value)
 
 
-def log_refusal(method: str, raw_path: str, reason: str) -> None:
-    logger.warning("turncheck proxy: refused %s %r (403): %s", method[:20], raw_path[:200],
-                   reason)
+MAX_LOGGED_REFUSALS = 20
+"""Refusals logged per proxy: an app sending a million requests does not write a million
+lines (the count goes on in the last line)."""
+
+
+class RefusalLog:
+    """One warning line per refused request, up to `MAX_LOGGED_REFUSALS`."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, method: str, raw_path: str, reason: str) -> None:
+        self.count += 1
+        if self.count <= MAX_LOGGED_REFUSALS:
+            logger.warning("turncheck proxy: refused %s %r: %s", method[:20],
+                           raw_path[:200], reason)
+        if self.count == MAX_LOGGED_REFUSALS:
+            logger.warning("turncheck proxy: %d requests refused; further refusals are "
+                           "not logged", self.count)
 
 
 class AnswerScrubber:
