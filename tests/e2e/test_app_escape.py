@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +66,57 @@ def findings_of(report: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in report.read_text().splitlines()]
 
 
+UNPRIVILEGED = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+"""turncheck run as `nobody`, as on a runner whose job is not root."""
+
+
+def _folder_for(user: str, tmp_path: Path) -> Path:
+    if user == "as-started":
+        return tmp_path
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("running turncheck as another user needs root and setpriv")
+    import subprocess
+
+    reachable = subprocess.run([*UNPRIVILEGED, "/bin/sh", "-c", '"$0" -c pass',
+                                sys.executable], capture_output=True, check=False)
+    if reachable.returncode != 0:
+        pytest.skip(f"nobody cannot run {sys.executable} here")
+    folder = Path(tempfile.mkdtemp(prefix="turncheck-escape-", dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
+def _hand_to_nobody(folder: Path) -> None:
+    """The runner's folder is nobody's; the checkout stays the test's (it reads the
+    commits), open to all, and git trusts it through nobody's `$HOME/.gitconfig`."""
+    runner = folder / "runner"
+    runner.mkdir()
+    (runner / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    for name in ("output.txt", "summary.md"):  # the harness writes them as they are
+        (runner / name).write_text("")
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o777 if path.is_dir() else 0o666)
+    for path in [runner, *runner.iterdir()]:
+        os.chown(path, 65534, 65534)
+
+
+@pytest.mark.parametrize("user", ["as-started", "unprivileged"])
 def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
-        tmp_path: Path, github_fake: FakeGitHub) -> None:
+        tmp_path: Path, github_fake: FakeGitHub, user: str) -> None:
+    folder = _folder_for(user, tmp_path)
+    try:
+        _escape_during_a_pull_request_run(folder, github_fake, user)
+    finally:
+        if folder != tmp_path:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _escape_during_a_pull_request_run(folder: Path, github_fake: FakeGitHub,
+                                      user: str) -> None:
     credentials = planted()
-    report = tmp_path / "findings.jsonl"
-    repo = GitRepo(tmp_path / "workspace")
+    report = folder / "findings.jsonl"
+    repo = GitRepo(folder / "workspace")
     repo.write("README.md", "widgets")
     base = repo.commit("base")
     repo.branch("feature", checkout=True)
@@ -76,11 +124,15 @@ def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
         repo.write(f"bot/{name}", (APPS / name).read_text())
     repo.write("bot/escape.eval.yaml", escaping_suite(report, credentials))
     head = repo.commit("a fork adds an app")
-    (tmp_path / "tmp").mkdir()
+    (folder / "tmp").mkdir()
+    if user == "unprivileged":
+        _hand_to_nobody(folder)
     github_fake.writes_forbidden = True
-    run = run_pull_request(repo, tmp_path / "runner", github_fake, base, head,
+    run = run_pull_request(repo, folder / "runner", github_fake, base, head,
                            {"github-token": credentials["INPUT_GITHUB-TOKEN"]}, fork=True,
-                           extra_env={**credentials, "TMPDIR": str(tmp_path / "tmp")})
+                           extra_env={**credentials, "TMPDIR": str(folder / "tmp")},
+                           wrapper=UNPRIVILEGED if user == "unprivileged" else ())
+    assert Path(f"{report}.pid").exists(), run.stdout + run.stderr
     hunter = int(Path(f"{report}.pid").read_text())
     try:
         assert not running(hunter), "the escaped process outlived turncheck"
@@ -88,7 +140,7 @@ def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
         assert [f for f in findings if "found" in f or "wrote" in f] == []
         assert findings[0]["own_step_files"] == []
         assert not any(f.get("finished") for f in findings)  # it was ended, not done
-        assert "escaped=yes" not in (tmp_path / "runner" / "output.txt").read_text()
+        assert "escaped=yes" not in (folder / "runner" / "output.txt").read_text()
         assert "escaped=yes" not in run.summary
         assert "Traceback" not in run.stderr, run.stderr
         assert "Event loop is closed" not in run.stderr, run.stderr
