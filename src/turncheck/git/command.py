@@ -130,7 +130,9 @@ GIT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_
            "GIT_CEILING_DIRECTORIES", "GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND",
            "SSH_AUTH_SOCK", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "SSL_CERT_FILE",
            "SSL_CERT_DIR", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-           "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
+           "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+           "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA",
+           "WINDIR", "COMSPEC", "PATHEXT")
 """The variables of turncheck's environment git inherits; nothing else does. An app's
 escaped process could read a git process's `/proc/<pid>/environ`, and git needs no token:
 a fetch authenticates with what actions/checkout left in the repository's config. An
