@@ -49,6 +49,8 @@ def escaped(spared: Collection[int] = ()) -> list[int]:
     """The processes below this one outside its session, but for the trees of `spared`
     (the apps still running)."""
     processes = _processes()
+    if not processes:  # no /proc (macOS, Windows): nothing to find
+        return []
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in processes.items():
         children.setdefault(parent, []).append(pid)
