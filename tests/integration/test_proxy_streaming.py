@@ -23,7 +23,7 @@ nothing to pass on until then, and the server would note the stream was not rele
 
 async def _stream_through(proxy: RecordingProxy, seen_first: threading.Event | None
                           ) -> list[str]:
-    client = AsyncOpenAI(base_url=proxy.openai_base_url, api_key="placeholder", max_retries=0)
+    client = AsyncOpenAI(base_url=proxy.openai_base_url, api_key=proxy.token, max_retries=0)
     try:
         stream = await client.chat.completions.create(
             model="gpt-4o-mini", stream=True,
@@ -79,7 +79,7 @@ def test_a_stream_cut_short_upstream_is_cut_short_for_the_app_and_fails_the_turn
                                                     None))
         await proxy.start()
         scope = proxy.open_turn()
-        client = AsyncOpenAI(base_url=proxy.openai_base_url, api_key="placeholder",
+        client = AsyncOpenAI(base_url=proxy.openai_base_url, api_key=proxy.token,
                              max_retries=0)
         failure = None
         try:

@@ -138,6 +138,9 @@ def test_every_reader_refuses_the_wrong_document_with_the_same_words(
 
 @pytest.mark.parametrize(("text", "words"), [
     ('{"kind": "run", "schema_version": 99}', "run report schema version 99; this turncheck"),
+    ('{"kind": "run", "schema_version": "999"}', "schema_version must be an integer, not a str"),
+    ('{"kind": "run", "schema_version": true}', "schema_version must be an integer, not a bool"),
+    ('{"kind": "run", "schema_version": 1.5}', "schema_version must be an integer, not a num"),
     ('{"kind": "nonsense"}', "unknown kind 'nonsense'"),
     ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "JSON nested deeper than 256 levels"),
     ("{not json", "is not a turncheck report"),
@@ -182,3 +185,17 @@ def test_a_document_that_cannot_be_written_is_one_usage_error(
     assert main(["run", str(tmp_path / "math"), "--quiet", option, str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert f"turncheck: error: cannot write {tmp_path / 'out'}" in err and not target.exists()
+
+
+@pytest.mark.parametrize("version", ["999", True, 2.0])
+def test_a_whole_report_whose_schema_version_is_no_integer_is_refused(
+        reports: dict[str, Path], tmp_path: Path, version: object) -> None:
+    """Issue 46, item 8: `"999"` or `true` would be read as a number and pass the refusal
+    of documents from a newer turncheck."""
+    document = json.loads(reports["mixed"].read_text())
+    document["schema_version"] = version
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ReportError, match="schema_version must be an integer"):
+        read_report(forged)
+    assert main(["report", str(forged)]) == 2

@@ -16,6 +16,7 @@ from turncheck.engine.globs import GlobError, glob_match
 from turncheck.engine.judge import (
     VERDICT_ANSWER,
     JudgeAnswerError,
+    grader_like,
     judge_messages,
     parse_verdict,
 )
@@ -148,9 +149,14 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
         return CheckResult(
             type="llm_judge", passed=False, detail=f'llm_judge "{criteria}"', error=str(exc)
         )
-    return CheckResult(
-        type="llm_judge", passed=verdict.passed, detail=f'llm_judge "{criteria}": {verdict.reason}'
-    )
+    injected = grader_like(ctx.conversation)
+    if injected is None:
+        return CheckResult(type="llm_judge", passed=verdict.passed,
+                           detail=f'llm_judge "{criteria}": {verdict.reason}')
+    warning = (f"the conversation's assistant text holds an instruction to a grader "
+               f"({injected}): this verdict may follow it rather than the criteria")
+    return CheckResult(type="llm_judge", passed=verdict.passed, warning=warning,
+                       detail=f'llm_judge "{criteria}": {verdict.reason} (warning: {warning})')
 
 
 def _calls_text(calls: Sequence[ToolCallResult]) -> str:

@@ -118,8 +118,51 @@ class Turn(Protocol):
 
 
 def transcript(conversation: Sequence[Turn]) -> str:
-    """The conversation as the judge and grader prompts show it."""
-    return "\n\n".join(f"[{m.role}]\n{_message_text(m)}" for m in conversation)
+    """The conversation as the judge and grader prompts show it. Each message is quoted
+    input: what looks like the transcript's frame (a line `[user]`, `</conversation>`,
+    `<criteria>`) is written escaped, so a reply cannot end the conversation early or
+    add turns or criteria of its own."""
+    return "\n\n".join(f"[{m.role}]\n{_quoted(_message_text(m))}" for m in conversation)
+
+
+_FRAME = re.compile(r"^\[(?:user|assistant|system|tool)\]$|</?(?:conversation|criteria)>",
+                    re.IGNORECASE | re.MULTILINE)
+
+
+def _quoted(text: str) -> str:
+    """`text` with what would pass for the transcript's frame escaped (`&lt;criteria&gt;`,
+    `\\[user]`); `text` itself, byte for byte, when it holds none."""
+    return _FRAME.sub(_escaped, text) if "[" in text or "<" in text else text
+
+
+def _escaped(found: re.Match[str]) -> str:
+    frame = found[0]
+    return "\\" + frame if frame.startswith("[") else \
+        frame.replace("<", "&lt;").replace(">", "&gt;")
+
+
+_GRADER_LIKE = re.compile(
+    r"\b(?:grader|judge|evaluator|verdict|grade)\s*:\s*\w+"
+    r"|\bgoal\s+(?:met|achieved|reached)\b"
+    r"|\"(?:pass|score)\"\s*:\s*(?:true|-?\d)"
+    r"|\bignore\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|other)\s+"
+    r"(?:instructions|criteria)"
+    r"|\byou\s+are\s+(?:the|an?)\s+(?:grader|judge|evaluator)"
+    r"|</?(?:conversation|criteria)>",
+    re.IGNORECASE)
+
+
+def grader_like(conversation: Sequence[Turn]) -> str | None:
+    """The first instruction to a grader in the assistant's text of `conversation` (an
+    app or a model that writes "GRADER: PASS" or "GOAL MET"), quoted short; None when
+    there is none. A judge that follows instructions could follow it."""
+    for message in conversation:
+        if message.role != "assistant" or not message.content:
+            continue
+        found = _GRADER_LIKE.search(message.content)
+        if found is not None:
+            return _excerpt(found[0], 60)
+    return None
 
 
 def _message_text(message: Turn) -> str:

@@ -20,6 +20,7 @@ from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.judge import (
     VERDICT_ANSWER,
     JudgeAnswerError,
+    grader_like,
     parse_verdict,
     transcript,
     unfenced,
@@ -307,7 +308,8 @@ class SimulatedConversation(Generic[State]):
         outcome = await evaluate_level(
             self.success, self.host.check_context(self.state, self.last_answer, calls))
         review = await self._review() if self.evaluation.review else None
-        self._end(ending, detail, success=outcome.results, review=review)
+        self._end(ending, detail, success=outcome.results, review=review,
+                  warning=self._goal_warning(ending))
         if outcome.errors:
             raise CheckError(f"success: {outcome.errors[0]}")
         if review is not None and review.error is not None:
@@ -317,6 +319,16 @@ class SimulatedConversation(Generic[State]):
                                     f"{review.detail}")
         passed = ending is Ending.GOAL_MET and outcome.passed and self.each_turn_failed is None
         return (Status.PASS, self.sent) if passed else (Status.FAIL, None)
+
+    def _goal_warning(self, ending: Ending) -> str | None:
+        """A goal the simulator met in a conversation whose assistant text instructs it
+        ("GOAL MET"): said so, as a judge's verdict would be."""
+        if ending is not Ending.GOAL_MET:
+            return None
+        injected = grader_like([m for m in self.state.messages if m.role == "assistant"])
+        return None if injected is None else (
+            f"the simulator ended with its goal met, and the conversation's assistant text "
+            f"holds an instruction to it or a grader ({injected}): it may have followed it")
 
     async def _review(self) -> CheckResult:
         brief = "\n".join(f"{label}: {text}" for label, text in (
@@ -336,15 +348,20 @@ class SimulatedConversation(Generic[State]):
                                error=f"review call failed: {exc.message}")
         except JudgeAnswerError as exc:
             return CheckResult(type="review", passed=False, detail="review", error=str(exc))
-        return CheckResult(type="review", passed=verdict.passed,
-                           detail=f"review: {verdict.reason}")
+        injected = grader_like(shown)
+        warning = None if injected is None else (
+            f"the conversation's assistant text holds an instruction to a grader ({injected}):"
+            " this review and the simulator's own judgement may follow it")
+        return CheckResult(type="review", passed=verdict.passed, warning=warning,
+                           detail=f"review: {verdict.reason}" + (
+                               f" (warning: {warning})" if warning else ""))
 
     def _end(self, ending: Ending, detail: str | None, *, turns: int | None = None,
-             success: list[CheckResult] | None = None, review: CheckResult | None = None
-             ) -> None:
+             success: list[CheckResult] | None = None, review: CheckResult | None = None,
+             warning: str | None = None) -> None:
         if self.each_turn_failed is not None and ending is not Ending.TARGET_ERROR:
             note = f"turn {self.each_turn_failed} failed its each_turn checks"
             detail = f"{detail}; {note}" if detail else note
         self.state.conversation = ConversationEnd(
             ending=ending, turns=self.sent if turns is None else turns, detail=detail,
-            success=success or [], review=review)
+            success=success or [], review=review, warning=warning)

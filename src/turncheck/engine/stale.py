@@ -13,6 +13,7 @@ was sent and recorded, not evals × files × megabytes of substring searches.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 
 from turncheck.formats.references import Reference
@@ -21,27 +22,43 @@ from turncheck.providers.json_limits import loads_bounded
 
 
 class RecordedTexts:
-    """The message contents of a cassette's recorded requests, read once on the first miss."""
+    """The message contents of a cassette's recorded requests, read once on the first miss,
+    kept as digests; and each referenced file's pieces' digests, computed once. Texts
+    are compared by digest: 200 files with the same 1 MiB text would otherwise be
+    compared byte by byte, each with each sent message, on every miss."""
 
     def __init__(self, bodies: Iterable[bytes]) -> None:
         self._bodies = bodies
-        self._texts: set[str] | None = None
+        self._texts: set[bytes] | None = None
         self._changed: dict[str, bool] = {}
+        self._pieces: dict[tuple[str, str], frozenset[bytes]] = {}
+        """By path and content digest."""
 
-    def texts(self) -> set[str]:
-        """Each recorded message's text, stripped."""
+    def texts(self) -> set[bytes]:
+        """Each recorded message's text, stripped, as its digest."""
         if self._texts is None:
-            self._texts = {text.strip() for body in self._bodies
+            self._texts = {text_digest(text) for body in self._bodies
                            for text in _message_texts(body)}
         return self._texts
+
+    def pieces(self, reference: Reference) -> frozenset[bytes]:
+        """The digests of the texts `reference` puts into requests."""
+        key = (reference.path, reference.digest or "")
+        found = self._pieces.get(key)
+        if found is None:
+            found = self._pieces[key] = frozenset(text_digest(t) for t in reference.texts)
+        return found
 
     def lacks(self, reference: Reference) -> bool:
         """True when no recorded request carries any text of `reference`."""
         if reference.path not in self._changed:
-            recorded = self.texts()
-            self._changed[reference.path] = not any(piece in recorded
-                                                    for piece in reference.texts)
+            self._changed[reference.path] = self.pieces(reference).isdisjoint(self.texts())
         return self._changed[reference.path]
+
+
+def text_digest(text: str) -> bytes:
+    """A text compared by its digest: one pass over it, then 32 bytes per comparison."""
+    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).digest()
 
 
 def _message_texts(body: bytes) -> list[str]:
@@ -59,8 +76,8 @@ def _message_texts(body: bytes) -> list[str]:
 def stale_reference_hint(references: Sequence[Reference], sent: Sequence[ChatMessage],
                          recorded: RecordedTexts) -> str | None:
     """A note naming the referenced files behind a missing recording, or None."""
-    carried = {message.content.strip() for message in sent}
-    involved = [r for r in references if any(piece in carried for piece in r.texts)]
+    carried = {text_digest(message.content) for message in sent}
+    involved = [r for r in references if not recorded.pieces(r).isdisjoint(carried)]
     if not involved:
         return None
     changed = [r.path for r in involved if recorded.lacks(r)]

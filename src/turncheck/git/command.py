@@ -22,18 +22,6 @@ _READ_CHUNK = 64 * 1024
 MAX_RECORD_BYTES = 1024 * 1024
 """One record of a listing (a path, a status, a tree entry) is far shorter."""
 
-# An inherited GIT_DIR (say, when run from a git hook) would silently override `repo`.
-_REPO_LOCATING_ENV = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-
 
 class GitError(Exception):
     """A git operation failed; the message is one line, meant for the user."""
@@ -136,8 +124,24 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.stdout.close()
 
 
+GIT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+           "LC_MESSAGES", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "XDG_CONFIG_HOME",
+           "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+           "GIT_CEILING_DIRECTORIES", "GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND",
+           "SSH_AUTH_SOCK", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "SSL_CERT_FILE",
+           "SSL_CERT_DIR", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+           "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+           "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA",
+           "WINDIR", "COMSPEC", "PATHEXT")
+"""The variables of turncheck's environment git inherits; nothing else does. An app's
+escaped process could read a git process's `/proc/<pid>/environ`, and git needs no token:
+a fetch authenticates with what actions/checkout left in the repository's config. An
+inherited `GIT_DIR` (say, when run from a git hook) is not passed either: it would
+silently override the repository turncheck names."""
+
+
 def git_env() -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in _REPO_LOCATING_ENV}
+    env = {name: os.environ[name] for name in GIT_ENV if name in os.environ}
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
 

@@ -129,7 +129,11 @@ def parse_report(data: bytes | str, source: str = "report",
     if len(data) > kind.max_bytes:
         raise ReportTooLarge(f"{source} is larger than {kind.max_bytes} bytes")
     version = envelope.schema_version
-    if isinstance(version, int) and version > kind.version:
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        # "999" or true would be read as a number below and pass the newer-version check.
+        raise ReportError(f"{source} is not a turncheck {kind.name}: schema_version must "
+                          f"be an integer, not {_json_type(version)}")
+    if version is not None and version > kind.version:
         raise ReportError(f"{source} has {kind.name} schema version {version}; this "
                           f"turncheck reads up to {kind.version}")
     try:
@@ -137,6 +141,12 @@ def parse_report(data: bytes | str, source: str = "report",
     except ValidationError as exc:
         raise ReportError(f"{source} is not a turncheck {kind.name}: "
                           f"{first_problem(exc)}") from None
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", str: "a string", float: "a number with a fraction",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 @overload

@@ -104,6 +104,9 @@ class ConversationEnd(ReportModel):
     """The `success` checks, judged on the whole conversation."""
     review: CheckResult | None = None
     """The `review` judge's verdict on the simulator, when asked."""
+    warning: str | None = Field(default=None, exclude_if=lambda given: given is None)
+    """Set when the simulator said its goal was met in a conversation whose assistant
+    text instructs a grader (docs/trust-model.md, "App text is data")."""
 
     @property
     def unusable(self) -> bool:
@@ -119,6 +122,9 @@ class CheckResult(ReportModel):
     """Nesting inside `or` groups, for display."""
     error: str | None = None
     """Set when the check could not be evaluated (judge unparseable, embedding failed)."""
+    warning: str | None = Field(default=None, exclude_if=lambda given: given is None)
+    """Set when the verdict may not be the judge's own: the conversation's assistant
+    text holds instructions to a grader (docs/trust-model.md, "App text is data")."""
 
 
 def _empty(value: object) -> bool:

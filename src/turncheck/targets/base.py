@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from turncheck.providers.base import ChatResponse, ProviderError, ToolCall
+from turncheck.providers.common import well_formed
 from turncheck.targets.usage import ModelCall
 
 TURN_HEADER = "X-Turncheck-Turn"
@@ -134,6 +136,17 @@ def reply_of(payload: Any) -> AppReply:
     return AppReply(text, tool_calls_of(payload.get("tool_calls")),
                     _count(usage.get("input_tokens")), _count(usage.get("output_tokens")),
                     session if isinstance(session, str) else None)
+
+
+def well_formed_reply(reply: AppReply) -> AppReply:
+    """The reply with lone surrogates replaced by U+FFFD, as in a model's answer: legal
+    in JSON escapes and Python strings, they cannot be encoded as UTF-8 (the next turn's
+    line, the report)."""
+    calls = tuple(ToolCall(well_formed(c.id), well_formed(c.name), well_formed(c.arguments))
+                  for c in reply.tool_calls)
+    session = well_formed(reply.session_id) if reply.session_id is not None else None
+    return dataclasses.replace(reply, text=well_formed(reply.text), tool_calls=calls,
+                               session_id=session)
 
 
 def _count(value: Any) -> int | None:

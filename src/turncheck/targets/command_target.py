@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
+import logging
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from turncheck.providers.common import well_formed
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.targets.base import (
     MAX_REPLY_BYTES,
@@ -30,6 +34,8 @@ from turncheck.targets.base import (
     reply_of,
 )
 from turncheck.targets.process import AppProcess
+
+logger = logging.getLogger(__name__)
 
 
 class CommandKind:
@@ -45,6 +51,9 @@ class CommandKind:
         self._closed: TargetError | None = None
         """Why no reply can come any more (the app closed its output)."""
         self._writing = asyncio.Lock()
+        self._line_numbers = itertools.count(1)
+        self._owed: deque[str] = deque()
+        """Lines whose turn timed out before their reply came, oldest first."""
 
     async def start(self, runtime: Runtime) -> None:
         self.app = AppProcess(self.command, runtime.folder, runtime.env, runtime.port,
@@ -64,35 +73,58 @@ class CommandKind:
     async def answer(self, turn: Turn) -> AppReply:
         if self.concurrent:
             return await self._answer_concurrently(turn)
-        process = self._process()
-        assert process.stdout is not None
+        line_id = f"line {next(self._line_numbers)}"
         await self._write(turn.context())
-        try:
-            raw = await asyncio.wait_for(process.stdout.readline(), self.timeout_s)
-        except TimeoutError:
-            raise self._late() from None
-        except (ValueError, asyncio.LimitOverrunError):
-            raise TargetError(f"the app's reply line is larger than {MAX_REPLY_BYTES:,} "
-                              "bytes and was refused") from None
-        if not raw.endswith(b"\n"):
-            raise AppGone("the app closed its output without a reply")
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        while self._late_reply(raw := await self._reply_line(line_id, deadline)):
+            pass
         try:
             payload = loads_bounded(raw)
         except (ValueError, UnicodeDecodeError):
             raise TargetError(f"the app's reply line is not JSON: {raw[:200]!r}") from None
         return reply_of(payload)
 
+    async def _reply_line(self, line_id: str, deadline: float) -> bytes:
+        """The next line the app writes, before `deadline`; a line that does not come in
+        time is owed, and dropped when it comes (`_late_reply`)."""
+        stdout = self._process().stdout
+        assert stdout is not None
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            raw = await asyncio.wait_for(stdout.readline(), max(remaining, 0.0))
+        except TimeoutError:
+            self._owed.append(line_id)
+            raise self._late() from None
+        except (ValueError, asyncio.LimitOverrunError):
+            raise TargetError(f"the app's reply line is larger than {MAX_REPLY_BYTES:,} "
+                              "bytes and was refused") from None
+        if not raw.endswith(b"\n"):
+            raise AppGone("the app closed its output without a reply")
+        return raw
+
+    def _late_reply(self, raw: bytes) -> bool:
+        """Whether a reply line answers an earlier line whose turn timed out: while
+        replies are owed, the next line is the oldest owed one's (one turn at a time, an
+        app answers in order). It is dropped, and said so; never another turn's reply."""
+        if not self._owed:
+            return False
+        answered = self._owed.popleft()
+        logger.warning("turncheck: dropped the command app's late reply to %s (its turn "
+                       "had timed out after %gs): %r", answered, self.timeout_s, raw[:120])
+        return True
+
     def _process(self) -> asyncio.subprocess.Process:
         assert self.app is not None and self.app.process is not None
         return self.app.process
 
     def _late(self) -> TargetError:
-        return TargetError(f"the app gave no reply line within {self.timeout_s:g}s")
+        return TargetError(f"the app gave no reply line within {self.timeout_s:g}s (a reply "
+                           "that comes later is dropped, never read as another turn's)")
 
     async def _write(self, line: dict[str, Any]) -> None:
         stdin = self._process().stdin
         assert stdin is not None
-        data = json.dumps(line, ensure_ascii=False).encode() + b"\n"
+        data = well_formed(json.dumps(line, ensure_ascii=False)).encode() + b"\n"
         try:
             async with self._writing:  # whole lines, in the order they were sent
                 stdin.write(data)
@@ -145,8 +177,11 @@ class CommandKind:
                 'each reply is a JSON object with the "id" of the line it answers)'))
             return
         waiting = self._pending.get(turn_id)
-        if waiting is not None and not waiting.done():  # else: a turn that timed out
+        if waiting is not None and not waiting.done():
             waiting.set_result(payload)
+        else:  # a turn that timed out, or an id never sent
+            logger.warning("turncheck: dropped the command app's reply to %s, which no "
+                           "turn waits for (timed out?): %r", turn_id[:40], raw[:120])
 
     def _fail_pending(self, error: TargetError) -> None:
         for waiting in self._pending.values():

@@ -31,7 +31,12 @@ from typing import Any
 from turncheck.targets.base import AppReply, Runtime, TargetError, Turn, reply_of
 from turncheck.targets.offline import AppEnvironment, refused_message, refusing_network
 from turncheck.targets.process import AppError
-from turncheck.targets.turn_header import install, naming_turn, proxy_addresses
+from turncheck.targets.turn_header import (
+    install,
+    naming_turn,
+    proxy_addresses,
+    register_proxy,
+)
 
 ARGUMENTS = ("messages", "last_message", "vars", "session_id", "openai_base_url",
              "anthropic_base_url")
@@ -83,6 +88,7 @@ class FunctionKind:
         self._is_async = inspect.iscoroutinefunction(function)
         self._proxy = proxy_addresses(runtime.proxy_urls.values())
         install()
+        register_proxy(self._proxy, runtime.env.get("OPENAI_API_KEY"))
         if not self._is_async:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="turncheck-app")
 

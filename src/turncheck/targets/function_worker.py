@@ -51,7 +51,9 @@ async def _reply_line(kind: FunctionKind, line: str) -> str:
                   "session_id": reply.session_id}
     if turn_id is not None:
         answer["id"] = turn_id
-    return json.dumps(answer, ensure_ascii=False, default=str)
+    # ASCII: a lone surrogate in the function's text is escaped (turncheck replaces it
+    # as in a model's answer); written as is, it would end the worker.
+    return json.dumps(answer, ensure_ascii=True, default=str)
 
 
 async def _answer_lines(kind: FunctionKind) -> None:

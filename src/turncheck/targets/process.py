@@ -8,7 +8,8 @@ app read them from turncheck's process: before the first app starts, turncheck m
 itself non-dumpable, so `/proc/<its pid>/environ` and `/mem` are closed to processes of
 the same user. The whole group is
 stopped at the end, on errors, on SIGTERM (the engine closes its sessions) and, as a
-last resort, when the interpreter exits.
+last resort, when the interpreter exits; so is every process the app moved out of its
+group or session (`orphans.py`: turncheck is the child subreaper of what it starts).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from turncheck.providers.base import ProviderError
+from turncheck.targets.orphans import end_escaped
 
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
                "TEMP", "TMP", "USER", "LOGNAME", "SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV",
@@ -38,6 +40,10 @@ DRAIN_WAIT_S = 1.0
 """How long an exited app's last output may take to be read."""
 READY_POLL_S = 0.05
 _LIVE_GROUPS: set[int] = set()
+_STARTED: set[int] = set()
+"""Every app process started (asyncio waits for each; `end_escaped` must not)."""
+_STARTING: list[object] = []
+"""Apps being started: forked, not yet in `_LIVE_GROUPS`."""
 
 
 class AppError(ProviderError):
@@ -46,6 +52,7 @@ class AppError(ProviderError):
 
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
 CONTAINER_CAPABILITIES = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
 """Docker's default capabilities (chown, dac_override, fowner, fsetid, kill, setgid,
 setuid, setpcap, net_bind_service, net_raw, sys_chroot, mknod, audit_write, setfcap): the
@@ -70,6 +77,18 @@ def hide_own_environment() -> bool:
     libc = _libc()
     try:
         return libc is not None and int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except AttributeError:
+        return False
+
+
+def adopt_orphans() -> bool:
+    """Make this process the child subreaper of everything it starts: a process of an
+    app's that leaves its group and session (`setsid()`) and whose parent exits is
+    adopted by turncheck rather than by init, so `end_escaped` still finds it. Returns
+    whether it could (Linux 3.4 and later)."""
+    libc = _libc()
+    try:
+        return libc is not None and int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except AttributeError:
         return False
 
@@ -167,6 +186,8 @@ class AppProcess:
         return self.process is not None and self.process.returncode is not None
 
     async def start(self) -> None:
+        starting = object()
+        _STARTING.append(starting)
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *argv_of(self.command, self.port), cwd=self.folder, env=self.env,
@@ -177,7 +198,10 @@ class AppProcess:
         except OSError as exc:
             raise AppError(f"cannot start the app ({describe(self.command)}): "
                            f"{exc.strerror or exc}") from None
+        finally:
+            _STARTING.remove(starting)
         _LIVE_GROUPS.add(self.process.pid)
+        _STARTED.add(self.process.pid)
         if not self.stdin:
             self._drains.append(asyncio.create_task(self._drain(self.process.stdout)))
         self._drains.append(asyncio.create_task(self._drain(self.process.stderr)))
@@ -211,17 +235,28 @@ class AppProcess:
             return
         group = process.pid
         _signal_group(group, signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        await _until_exited(process, STOP_GRACE_S)
         _signal_group(group, signal.SIGKILL)  # whatever of the group is left
+        await _until_exited(process, STOP_GRACE_S)
+        await _until_gone(group, STOP_GRACE_S)
+        _LIVE_GROUPS.discard(group)
+        # What the app moved out of its group: it may hold the app's output pipes, which
+        # `wait()` waits for (and a transport left open fails when the loop closes).
+        end_escaped_processes()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE_S)
-        await _until_gone(group, STOP_GRACE_S)
         await self.drained()
         for task in self._drains:
             task.cancel()
         await asyncio.gather(*self._drains, return_exceptions=True)
-        _LIVE_GROUPS.discard(group)
+
+
+async def _until_exited(process: asyncio.subprocess.Process, timeout_s: float) -> None:
+    """Wait until the process has exited (not `wait()`, which also waits until every
+    process holding its output pipes has closed them)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while process.returncode is None and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
 
 
 async def _until_gone(group: int, timeout_s: float) -> None:
@@ -312,8 +347,20 @@ def _not_ready(app: AppProcess | None, url: str, timeout_s: float) -> str:
             + (f"; its last output: {output}" if output else ""))
 
 
+def end_escaped_processes() -> None:
+    """End what stopped apps left outside their groups (`orphans.py`); the trees of the
+    apps still running are spared. Run on the event loop, so no app starts meanwhile;
+    while one is being started (forked, not yet known) it waits for a later call (the
+    next stop, or the interpreter's exit)."""
+    if not _STARTING:
+        end_escaped(_LIVE_GROUPS, _STARTED)
+
+
 @atexit.register
 def _kill_leftovers() -> None:
-    """A run that ends without closing its sessions (a crash) leaves no app behind."""
+    """A run that ends without closing its sessions (a crash) leaves no app behind, nor
+    any process an app moved out of its group."""
     for group in list(_LIVE_GROUPS):
         _signal_group(group, signal.SIGKILL)
+    if _STARTED:
+        end_escaped(never_reap=_STARTED)

@@ -42,6 +42,7 @@ from turncheck.targets.base import (
     TargetKind,
     TargetResponse,
     Turn,
+    well_formed_reply,
 )
 from turncheck.targets.command_target import CommandKind
 from turncheck.targets.conversation import current_conversation
@@ -50,7 +51,9 @@ from turncheck.targets.http_target import HttpKind
 from turncheck.targets.process import (
     AppError,
     AppProcess,
+    adopt_orphans,
     app_environment,
+    end_escaped_processes,
     free_port,
     hide_own_environment,
     run_setup,
@@ -140,6 +143,7 @@ class TargetProvider:
             await self.kind.stop()
         if self.app is not None:
             await self.app.stop()
+        end_escaped_processes()
         if self.proxy is not None:
             await self.proxy.stop()
 
@@ -159,7 +163,7 @@ class TargetProvider:
                 await app.drained()
                 raise AppError(app.exit_message("during an earlier turn"))
         try:
-            return await self.kind.answer(turn)
+            return well_formed_reply(await self.kind.answer(turn))
         except AppGone as exc:
             for app in self._processes():
                 if app.process is not None:
@@ -196,6 +200,7 @@ class TargetProvider:
         if self.policy.refused is not None:
             raise AppError(self.policy.refused)
         hide_own_environment()
+        adopt_orphans()
         self.proxy = RecordingProxy(self.cassette,
                                     Upstreams.from_env(self.env, self.openai_base))
         await self.proxy.start()

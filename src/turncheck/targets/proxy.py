@@ -33,6 +33,8 @@ calls, and they are keyed by its sample.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -53,7 +55,20 @@ from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
 from turncheck.targets.base import TURN_HEADER
+from turncheck.targets.proxy_gate import (
+    TOKEN_PREFIX,
+    AnswerScrubber,
+    CappedServer,
+    RefusalLog,
+    connection_cap,
+    new_token,
+    quiet_accept_errors,
+    refusal,
+    server_logger,
+)
 from turncheck.targets.usage import ModelCall, usage_of
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -64,8 +79,9 @@ if TYPE_CHECKING:
 Api = Literal["openai", "anthropic"]
 OPENAI_DEFAULT = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
-PLACEHOLDER_KEY = "turncheck-proxy-placeholder-key"
-"""The key the app is given: the proxy puts turncheck's own in its place upstream."""
+PLACEHOLDER_KEY = TOKEN_PREFIX
+"""How the key the app is given begins (the rest is made for the run, `proxy_gate.py`):
+the proxy puts turncheck's own in its place upstream."""
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 UPSTREAM_TIMEOUT_S = 300.0
 _PREFIXES: dict[str, Api] = {"/openai": "openai", "/anthropic": "anthropic"}
@@ -92,6 +108,19 @@ class TurnScope:
     errors: list[str] = field(default_factory=list)
     refused: ProviderError | None = None
     """What the gate raised (a budget stop): the turn ends with it, as the engine's own."""
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """The request (URL and body digest) of each of `errors`, in the same order."""
+
+    def fail(self, request: tuple[str, str], message: str) -> None:
+        self.errors.append(message)
+        self.failed.append(request)
+
+    def succeeded(self, request: tuple[str, str]) -> None:
+        """A call that failed, retried by the app and answered, counts as the success it
+        was: its earlier failures are no longer the turn's errors."""
+        kept = [(r, e) for r, e in zip(self.failed, self.errors, strict=True) if r != request]
+        self.failed = [r for r, _ in kept]
+        self.errors[:] = [e for _, e in kept]
 
     def guarded_gate(self) -> Callable[[], None] | None:
         gate = self.gate
@@ -165,6 +194,11 @@ class RecordingProxy:
         self._timeout: aiohttp.ClientTimeout | None = None
         self._urls: dict[tuple[str, str, str], str] = {}
         self._auth = {api: upstreams.auth(api) for api in ("openai", "anthropic")}
+        self.token = new_token()
+        self._refused_connections = 0
+        self._log_refusal = RefusalLog()
+        """The app's placeholder key: the proxy serves only requests bearing it."""
+        self._scrub = AnswerScrubber([upstreams.openai_key, upstreams.anthropic_key])
         self.port = 0
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
@@ -187,9 +221,9 @@ class RecordingProxy:
 
     def app_env(self) -> dict[str, str]:
         """What the app is given to reach the proxy: base URLs and placeholder keys."""
-        return {"OPENAI_BASE_URL": self.openai_base_url, "OPENAI_API_KEY": PLACEHOLDER_KEY,
+        return {"OPENAI_BASE_URL": self.openai_base_url, "OPENAI_API_KEY": self.token,
                 "ANTHROPIC_BASE_URL": self.anthropic_base_url,
-                "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
+                "ANTHROPIC_API_KEY": self.token}
 
     async def start(self) -> None:
         # aiohttp's low-level server: one handler for every path, so no application,
@@ -201,13 +235,28 @@ class RecordingProxy:
             return web.BaseRequest(message, payload, protocol, writer, task, loop,
                                    client_max_size=MAX_REQUEST_BYTES)
 
-        server = web.Server(self._handle, request_factory=request_of, access_log=None)
+        quiet_accept_errors(loop)
+        server = CappedServer(self._handle, request_factory=request_of, access_log=None,
+                              logger=server_logger(), cap=connection_cap(),
+                              on_refused=self._too_many_connections)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listening.bind(("127.0.0.1", 0))
         self.port = listening.getsockname()[1]
         await web.SockSite(self._runner, listening).start()
+
+    def _too_many_connections(self) -> None:
+        """The app holds more connections than the proxy serves at once: each open turn
+        ends in an error saying so (once), and the log has one line."""
+        message = (f"the app held more than {connection_cap()} connections to the "
+                   "turncheck proxy at once; the rest were refused")
+        scopes = [self.turn, *self.turns.values()]
+        for scope in [s for s in scopes if s is not None and message not in s.errors]:
+            scope.fail(("", "connections"), message)
+        if not self._refused_connections:
+            logger.warning("turncheck proxy: %s", message)
+        self._refused_connections += 1
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -263,12 +312,20 @@ class RecordingProxy:
         return self.turn, None
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        reason = refusal(request.method, request.raw_path, request.headers, self.token)
+        if reason is not None:
+            self._log_refusal(request.method, request.raw_path, reason)
+            return _error(403, reason)
         api, rest = _route(request.path)
         if api is None:
             return _error(404, f"the turncheck proxy serves /openai/... and /anthropic/..., "
                                f"not {request.path}")
         body = await request.read()
-        url = self._url_of(api, rest, request.query_string)
+        try:  # the query as the app sent it: decoded, it could hold a line break
+            url = self._url_of(api, rest, request.raw_path.partition("?")[2])
+        except ValueError as exc:
+            self._log_refusal(request.method, request.raw_path, str(exc))
+            return _error(400, f"turncheck proxy: not a URL to send upstream: {exc}")
         scope, problem = self._scope_of(request)
         if problem is not None:
             self.refusals += 1
@@ -288,7 +345,7 @@ class RecordingProxy:
                 return _error(400, f"turncheck's budget refused this call: {exc}")
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             if scope is not None:
-                scope.errors.append(f"{request.method} {url}: {message}")
+                scope.fail(call.request_key, f"{request.method} {url}: {message}")
             if call.streaming is not None:  # part of it is out: the app sees it cut short
                 if request.transport is not None:
                     request.transport.close()
@@ -335,10 +392,12 @@ class RecordingProxy:
                                                                headers=returned)
                 await response.prepare(call.request)
                 chunks = []
+                scrub = self._scrub.stream()
                 async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
                     chunks.append(chunk)
-                    await response.write(chunk)
-                await response.write_eof()
+                    if passed := scrub.feed(chunk):
+                        await response.write(passed)
+                await response.write_eof(scrub.end())
                 content = b"".join(chunks)
             else:
                 content = await network.read_bounded(upstream, network.max_answer_bytes)
@@ -350,17 +409,20 @@ class RecordingProxy:
         self._count(call, model, answer, parsed)
         if call.streaming is not None:
             return call.streaming
-        return web.Response(status=answer.status_code, body=answer.content, headers=returned)
+        return web.Response(status=answer.status_code, body=self._scrub.whole(answer.content),
+                            headers=returned)
 
     def _whole(self, call: _Call, reply: Reply, model: str | None) -> web.Response:
         """An answer read whole (from the cassette, or through a test's transport)."""
         self._count(call, model, reply, _UNPARSED)
-        return web.Response(status=reply.status_code, body=reply.content,
+        return web.Response(status=reply.status_code, body=self._scrub.whole(reply.content),
                             headers=_returned_headers(reply.headers))
 
     def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
         if not 200 <= reply.status_code < 300:
             return
+        if call.scope is not None and call.scope.failed:
+            call.scope.succeeded(call.request_key)
         usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
                          reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
                          parsed=parsed if isinstance(parsed, dict) else None)
@@ -400,6 +462,11 @@ class _Call:
     scope: TurnScope | None
     streaming: web.StreamResponse | None = None
     """The answer being passed on chunk by chunk, once its first bytes are out."""
+
+    @property
+    def request_key(self) -> tuple[str, str]:
+        """The same request sent again (an SDK's retry) has the same key."""
+        return self.url, hashlib.sha256(self.body).hexdigest()
 
 
 def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:

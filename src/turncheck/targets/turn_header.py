@@ -8,7 +8,9 @@ through) are wrapped once to add the header of the turn being answered in the ca
 a context variable, which follows the turn into the tasks it starts and, through
 `contextvars.copy_context`, into the worker thread of a sync function — to requests for
 the recording proxy only. A call made with another HTTP client reaches the proxy without
-the header and is refused, saying so (docs/targets.md, "Concurrent turns").
+the header and is refused, saying so (docs/targets.md, "Concurrent turns"). The same
+wrapper puts the proxy's placeholder key on those requests: a function run in
+turncheck's process builds its client from turncheck's environment.
 """
 
 from __future__ import annotations
@@ -83,9 +85,31 @@ def _wrap(httpx: Any) -> None:
 
 
 def _mark(request: Any) -> None:
+    address = f"{request.url.host}:{request.url.port}"
+    token = _PROXY_TOKENS.get(address)
+    if token is not None:
+        _bear(request.headers, token)
     current = _TURN.get()
     if current is None:
         return
     turn_id, proxy = current
-    if f"{request.url.host}:{request.url.port}" in proxy and TURN_HEADER not in request.headers:
+    if address in proxy and TURN_HEADER not in request.headers:
         request.headers[TURN_HEADER] = turn_id
+
+
+_PROXY_TOKENS: dict[str, str] = {}
+"""The placeholder key each proxy (`host:port`) serves: a function run in this process
+reads turncheck's environment, whose keys are not the proxy's."""
+
+
+def register_proxy(addresses: frozenset[str], token: str | None) -> None:
+    """Calls to the proxy at `addresses` from this process bear `token` as their key."""
+    if token:
+        _PROXY_TOKENS.update(dict.fromkeys(addresses, token))
+
+
+def _bear(headers: Any, token: str) -> None:
+    if "x-api-key" in headers:
+        headers["x-api-key"] = token
+    if "authorization" in headers or "x-api-key" not in headers:
+        headers["authorization"] = f"Bearer {token}"
