@@ -6,7 +6,7 @@ trusted run never starts a fork's app (docs/trust-model.md, "App targets")."""
 
 from __future__ import annotations
 
-from turncheck import __version__
+from turncheck._version import __version__
 from turncheck.cli.init_files import WORKFLOW
 
 TARGET_KINDS = ("http", "python", "command")
