@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons, parse_fail_on
+from turncheck.choices import Mode
+from turncheck.compare.policy import DEFAULT_FAIL_ON, parse_fail_on
+from turncheck.compare.verdict import Judgement, judged
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.runner import run_suites as run_files
-from turncheck.engine.session import Mode
 from turncheck.engine.settings import RunSettings
 from turncheck.formats.discovery import discover
 from turncheck.formats.validation import validate_files
@@ -44,6 +45,6 @@ def render_comment(comparison: Comparison, *, head: Report, base: Report | None 
     """The pull-request comment (GitHub Markdown) the action would post for `comparison`
     of `head` with `base`, its verdict failing by the `fail_on` conditions (as
     `--fail-on`)."""
-    reasons = fail_reasons(comparison, set(parse_fail_on(fail_on)))
-    return render_comment_with(comparison, CommentContext(fail_reasons=reasons, head=head,
-                                                          base=base))
+    verdict = judged(comparison, Judgement(set(parse_fail_on(fail_on))))
+    return render_comment_with(comparison, CommentContext(fail_reasons=verdict.reasons,
+                                                          head=head, base=base))

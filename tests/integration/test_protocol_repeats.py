@@ -301,7 +301,7 @@ def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs:
 
 
 def test_a_protocol_case_regression_is_annotated_at_its_line(coin_dirs: Path) -> None:
-    from turncheck.github.publish import collect_annotations
+    from turncheck.github.annotations import collect_annotations
 
     base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
     comparison = compare(base, head)

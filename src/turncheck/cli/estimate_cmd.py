@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from turncheck.choices import PROVIDER_NAMES
 from turncheck.cli.common import (
     UsageError,
     add_discovery_options,
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--price-timestamp", metavar="ISO8601",
                         help="price at this instant (default: now)")
     parser.add_argument("--provider",
-                        choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
+                        choices=PROVIDER_NAMES,
                         help="provider for every suite (default: from each suite's model id)")
     parser.add_argument("--base-url", metavar="URL",
                         help="the provider's base URL (without --provider: OpenAI-compatible)")

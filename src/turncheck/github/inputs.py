@@ -13,6 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
+from turncheck.choices import MODES as RUN_MODES
+from turncheck.choices import Mode
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
 from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.sharding import ShardError, ShardSpec
@@ -28,8 +30,8 @@ class CommentMode(StrEnum):
     NEVER = "never"
 
 
-ActionMode = Literal["replay", "record", "live", "estimate"]
-MODES: tuple[ActionMode, ...] = ("replay", "record", "live", "estimate")
+ActionMode = Literal[Mode, "estimate"]
+MODES: tuple[ActionMode, ...] = (*RUN_MODES, "estimate")
 BASELINE_MODES = ("auto", "artifact", "rerun")
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from turncheck.choices import Mode
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.session import Mode, SessionSettings
+from turncheck.engine.session import SessionSettings
 from turncheck.engine.settings import RunSettings
 from turncheck.formats.budget import BudgetLimits
 
