@@ -223,7 +223,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         mode=args.mode,
         concurrency=args.concurrency,
-        provider="openai" if args.base_url and not args.provider else args.provider,
+        provider=args.provider,
         base_url=args.base_url,
         variables=parse_vars(args.var),
         env=dict(os.environ),

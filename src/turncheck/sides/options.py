@@ -1,5 +1,7 @@
-"""What a user asks of a run — from the command line (`cli/`) or the action's inputs
-(`github/`) — and the one place it becomes the engine's `RunSettings`."""
+"""What a user asks of a run — from the command line (`cli/`), the action's inputs
+(`github/`) or the public API (`turncheck.run_suites`) — and the one place it becomes
+the engine's `RunSettings`. Each caller passes the environment suites may read (the
+process's, or the action's filtered copy): the engine reads no other."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class RunOptions:
     def settings(self, commit: str | None = None) -> RunSettings:
         """The engine's settings for a run of the files at `commit` (None: not a commit)."""
         return RunSettings(
-            mode=self.mode, concurrency=self.concurrency, provider=self.provider,
+            mode=self.mode, concurrency=self.concurrency, provider=self.provider_for_url(),
             base_url=self.base_url, variables=dict(self.variables), env=self.env,
             price_timestamp=self.price_timestamp, commit=commit,
             session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts,
@@ -48,6 +50,10 @@ class RunOptions:
                                     isolate_apps=self.isolate_apps),
             budget=self.budget, repeat=self.repeat,
         )
+
+    def provider_for_url(self) -> str | None:
+        """A base URL given with no provider means an OpenAI-compatible server."""
+        return "openai" if self.base_url and not self.provider else self.provider
 
     def for_base(self) -> RunOptions:
         """The base side of a comparison never records: what it would record goes to a
