@@ -35,6 +35,7 @@ from turncheck.compare.rows import (
     rounded,
     sample_stats,
     state_of,
+    transition_of,
     verdict_fields,
 )
 from turncheck.diagnostics import Diagnostic, warning
@@ -478,24 +479,11 @@ def simulator_change(base: EvalResult | None, head: EvalResult | None) -> str | 
     return f"the simulator's {', '.join(changed)} changed"
 
 
-def transition_of(base: EvalResult | None, head: EvalResult | None) -> Transition:
-    if simulator_change(base, head) is not None:
-        return Transition.NOT_LIKE_FOR_LIKE
-    if base is None:
-        return Transition.NEW
-    if head is None:
-        return Transition.REMOVED
-    if head.status is Status.SKIPPED:
-        return Transition.SKIPPED
-    if head.status is Status.ERROR:
-        return Transition.ERRORED
-    base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
-    if base_passed and head_passed:
-        same_turn = base.passed_on_turn == head.passed_on_turn
-        return Transition.UNCHANGED if same_turn else Transition.TURN_CHANGED
-    if head_passed:
-        return Transition.FIXED
-    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
+def eval_transition(base: EvalResult | None, head: EvalResult | None) -> Transition:
+    return transition_of(
+        base.status if base else None, head.status if head else None,
+        turns=(base.passed_on_turn if base else None, head.passed_on_turn if head else None),
+        like_for_like=simulator_change(base, head) is None)
 
 
 def _label(transition: Transition, base: EvalResult | None, head: EvalResult | None) -> str:
@@ -519,7 +507,7 @@ def compare_evals(suite_path: str, base: EvalResult | None, head: EvalResult | N
                   matched_by: MatchKey | None = None) -> EvalComparison:
     shown = head if head is not None else base
     assert shown is not None, "an eval comparison needs at least one side"
-    transition = transition_of(base, head)
+    transition = eval_transition(base, head)
     base_side = eval_side(base) if base is not None else None
     head_side = eval_side(head) if head is not None else None
     renamed = base is not None and head is not None and base.name != head.name

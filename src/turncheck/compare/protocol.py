@@ -23,6 +23,7 @@ from turncheck.compare.rows import (
     rounded,
     sample_stats,
     state_of,
+    transition_of,
     verdict_fields,
 )
 from turncheck.report.protocol import (
@@ -92,21 +93,6 @@ def change(base: float | None, head: float | None) -> ScoreChange:
 
 
 # -- cases ---------------------------------------------------------------------------
-
-
-def case_transition(base: CaseResult | None, head: CaseResult | None) -> Transition:
-    if base is None:
-        return Transition.NEW
-    if head is None:
-        return Transition.REMOVED
-    if head.status in (Status.ERROR, Status.SKIPPED):
-        return Transition.ERRORED if head.status is Status.ERROR else Transition.SKIPPED
-    base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
-    if base_passed and head_passed:
-        return Transition.UNCHANGED
-    if head_passed:
-        return Transition.FIXED
-    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
 
 
 def _rating(result: ScorerResult | None) -> float | None:
@@ -221,7 +207,7 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
     """`declared`: the aggregates the suite declares (others are not compared)."""
     shown = head if head is not None else base
     assert shown is not None, "a case comparison needs at least one side"
-    transition = case_transition(base, head)
+    transition = transition_of(base.status if base else None, head.status if head else None)
     base_spend = case_side(base) if base is not None else None
     head_spend = case_side(head) if head is not None else None
     return CaseComparison(

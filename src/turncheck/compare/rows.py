@@ -25,6 +25,29 @@ from turncheck.stats.verdicts import (
 )
 
 
+def transition_of(base: Status | None, head: Status | None, *,
+                  turns: tuple[int | None, int | None] = (None, None),
+                  like_for_like: bool = True) -> Transition:
+    """A row's base → head transition from each side's status (None: the row is not on
+    that side) and, for rows that pass on a turn (evals), the turn each side passed on."""
+    if not like_for_like:
+        return Transition.NOT_LIKE_FOR_LIKE
+    if base is None:
+        return Transition.NEW
+    if head is None:
+        return Transition.REMOVED
+    if head is Status.SKIPPED:
+        return Transition.SKIPPED
+    if head is Status.ERROR:
+        return Transition.ERRORED
+    base_passed, head_passed = base is Status.PASS, head is Status.PASS
+    if base_passed and head_passed:
+        return Transition.UNCHANGED if turns[0] == turns[1] else Transition.TURN_CHANGED
+    if head_passed:
+        return Transition.FIXED
+    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
+
+
 class _Pathed(Protocol):
     @property
     def path(self) -> str: ...
