@@ -10,7 +10,7 @@ from typing import Literal
 from turncheck.diagnostics import Diagnostic
 from turncheck.github.client import Annotation
 from turncheck.github.workflow import annotation_command, log
-from turncheck.render.severity import TITLE, Group, case_change, eval_change, eval_group
+from turncheck.render.severity import TITLE, Group, change_with_evidence, eval_group, row_change
 from turncheck.report.comparison import Comparison, EvalComparison
 from turncheck.report.run import EvalResult, Report, Status, TurnResult
 
@@ -72,7 +72,7 @@ def _case_annotations(comparison: Comparison, head: Report | None,
             if case.line is None or group not in ANNOTATED_GROUPS or group is Group.ERROR:
                 continue
             found.append(Annotation(prefix + path, case.line, case.line, "failure",
-                                    f"protocol case {case.id!r} {case_change(case)}",
+                                    f"protocol case {case.id!r} {change_with_evidence(case)}",
                                     f"turncheck: {_annotation_title(group)}: {case.id}"))
     return found
 
@@ -87,7 +87,7 @@ def _eval_annotation(item: EvalComparison, path: str,
     failing = item.head is not None and item.head.status in (Status.FAIL, Status.ERROR)
     if item.line is None or not (failing or group in ANNOTATED_GROUPS):
         return None
-    message = f"eval {item.name!r} {eval_change(item)}"
+    message = f"eval {item.name!r} {row_change(item)}"
     first_failure = _first_failed_check(result)
     if first_failure:
         message += f"; {first_failure}"

@@ -45,8 +45,7 @@ class Line(Generic[P]):
 
 def transition_cell(row: Compared) -> str:
     """The row's transition, with its verdict when that is news."""
-    label = row.label if isinstance(row, EvalComparison) else row.transition.value
-    return label + verdict_suffix(row)
+    return row.label + verdict_suffix(row)
 
 
 def row_columns(file: str, name: str) -> list[Column[Line[Any]]]:
