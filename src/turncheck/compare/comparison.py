@@ -31,8 +31,10 @@ from turncheck.compare.rows import (
     count_rows,
     decide_groups,
     pair_by_path,
+    pair_rows,
     previous_path,
     rounded,
+    row_sides,
     sample_stats,
     state_of,
     transition_of,
@@ -508,18 +510,15 @@ def compare_evals(suite_path: str, base: EvalResult | None, head: EvalResult | N
     shown = head if head is not None else base
     assert shown is not None, "an eval comparison needs at least one side"
     transition = eval_transition(base, head)
-    base_side = eval_side(base) if base is not None else None
-    head_side = eval_side(head) if head is not None else None
     renamed = base is not None and head is not None and base.name != head.name
+    sides = row_sides(base, head, eval_side)
+    base_side, head_side = sides["base"], sides["head"]
     return EvalComparison(
-        suite_path=suite_path, name=shown.name, prompt=shown.prompt,
-        line=head.line if head is not None else None,
+        suite_path=suite_path, name=shown.name, prompt=shown.prompt, **sides,
         transition=transition, label=_label(transition, base, head),
         regression=_is_regression(transition, base, head), matched_by=matched_by,
         previous_name=base.name if renamed and base is not None else None,
-        base=base_side, head=head_side, delta=spend_delta(base_side, head_side),
         turns_delta=head_side.turns - base_side.turns if head_side and base_side else None,
-        error=head.error if head is not None else None,
         not_like_for_like=simulator_change(base, head),
     )
 
@@ -530,27 +529,7 @@ EvalPair = tuple[EvalResult | None, EvalResult | None, MatchKey | None]
 
 def match_evals(base: Sequence[EvalResult], head: Sequence[EvalResult]) -> list[EvalPair]:
     """Head evals in order with their base match (by name, then prompt), then removed ones."""
-    unmatched = list(base)
-    found: list[tuple[EvalResult | None, MatchKey | None]] = [(None, None)] * len(head)
-    # All name matches first, so a prompt match cannot take another eval's namesake.
-    for key in MATCH_KEYS:
-        for index, result in enumerate(head):
-            match = _take(unmatched, key, result) if found[index][0] is None else None
-            if match is not None:
-                found[index] = (match, key)
-    pairs: list[EvalPair] = [
-        (match, result, key) for (match, key), result in zip(found, head, strict=True)
-    ]
-    pairs.extend((result, None, None) for result in unmatched)
-    return pairs
-
-
-def _take(candidates: list[EvalResult], key: MatchKey, wanted: EvalResult) -> EvalResult | None:
-    for candidate in candidates:
-        if getattr(candidate, key) == getattr(wanted, key):
-            candidates.remove(candidate)
-            return candidate
-    return None
+    return pair_rows(base, head, MATCH_KEYS)
 
 
 # --- suites -----------------------------------------------------------------------
