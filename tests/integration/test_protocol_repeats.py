@@ -311,3 +311,21 @@ def test_a_protocol_case_regression_is_annotated_at_its_line(coin_dirs: Path) ->
     assert annotation.start_line == verdicts(comparison)["coin"].line == 9  # "- id: coin"
     assert annotation.annotation_level == "failure"
     assert "'coin' now fails (was: passes) (mean score 1.00 → 0.47" in annotation.message
+
+
+def test_the_html_report_gives_a_case_its_p_value_and_reason_as_an_eval(
+        coin_dirs: Path) -> None:
+    """The HTML report's case rows are judged as eval rows are: where the case broke,
+    the adjusted p-value and the verdict's reason beside the figures."""
+    from turncheck.render.html_report import build_view
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    view = build_view(head=head, base=base, comparison=comparison)
+    [section] = [s for s in view.sections if s.kind == "cases"]
+    coin = next(row for row in section.rows if row.name == "coin")
+    p_value = verdicts(comparison)["coin"].p_value
+    assert coin.verdict == "regression" and coin.transition == "broken"
+    assert f"adjusted p = {p_value:.3g}" in coin.facts
+    assert coin.why == "worse, adjusted p ≤ 0.05"
+    assert coin.rank == 1  # right after errors, as the comment orders it
