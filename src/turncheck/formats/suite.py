@@ -315,7 +315,6 @@ CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
     "no_tool_call": NoToolCallCheck,
     "tool_order": ToolOrderCheck,
 }
-TOOL_CHECK_TYPES = ("tool_call", "no_tool_call", "tool_order")
 
 
 class FollowUp(_Node):

@@ -37,7 +37,6 @@ from turncheck.report.run import Report
 from turncheck.text.markdown import inline_code, md_text
 
 UNVERIFIED_CHECK_NAME = "turncheck (unverified fork report)"
-DEFAULT_TRUSTED_LABEL = "turncheck:trusted"
 HOLD_TITLE = "waiting for a maintainer: a fork's own report is not trusted"
 TRUSTED_RUN_EVENT = "pull_request_target"
 
