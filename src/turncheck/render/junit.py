@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from turncheck.formats.files import write_text_confined
-from turncheck.render.calibration_console import file_footer, file_lines
 from turncheck.render.console import eval_lines, overall
-from turncheck.render.protocol_console import case_lines, case_outcome
 from turncheck.report.calibration import CalibrationFileResult
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult, TurnResult
@@ -67,6 +65,8 @@ def _eval_message(result: EvalResult) -> str:
 
 def _protocol_suite(suite: ProtocolSuiteResult) -> _Suite:
     """The cases' lines are in the cases file when the suite has one."""
+    from turncheck.render.protocol_console import case_lines, case_outcome  # only for them
+
     file = suite.path if suite.cases_file is None else \
         (PurePosixPath(suite.path).parent / suite.cases_file).as_posix()
     labels = suite.labels()
@@ -79,6 +79,8 @@ def _protocol_suite(suite: ProtocolSuiteResult) -> _Suite:
 
 
 def _sample_file(result: CalibrationFileResult, mode: str) -> _Suite:
+    from turncheck.render.calibration_console import file_footer, file_lines  # only for them
+
     row = result.row()
     seconds = sum(grade.latency_ms for grade in result.samples) / 1000
     return _Suite(result.path, result.path, [
