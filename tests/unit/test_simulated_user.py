@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from turncheck.compare.comparison import compare_evals, simulator_change
+from turncheck.compare.evals import compare_evals, simulator_change
 from turncheck.engine.simulated_user import (
     SimulatorUnusable,
     parse_decision,
