@@ -84,6 +84,12 @@ def provider_spec(name: str) -> ProviderSpec | None:
     return _BY_NAME.get(name)
 
 
+def provider_for(provider: str | None, base_url: str | None) -> str | None:
+    """The provider a run asks for: a base URL given with no provider means an
+    OpenAI-compatible server (`--base-url` alone implies `--provider openai`)."""
+    return "openai" if base_url and not provider else provider
+
+
 def price_id(name: str, url: str | None) -> str | None:
     """The price-table id of calls to the provider `name` at `url` (None: the provider's
     own URL)."""

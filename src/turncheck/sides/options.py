@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from turncheck.choices import Mode
+from turncheck.choices import Mode, provider_for
 from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.session import SessionSettings
 from turncheck.engine.settings import RunSettings
@@ -42,7 +42,8 @@ class RunOptions:
     def settings(self, commit: str | None = None) -> RunSettings:
         """The engine's settings for a run of the files at `commit` (None: not a commit)."""
         return RunSettings(
-            mode=self.mode, concurrency=self.concurrency, provider=self.provider_for_url(),
+            mode=self.mode, concurrency=self.concurrency,
+            provider=provider_for(self.provider, self.base_url),
             base_url=self.base_url, variables=dict(self.variables), env=self.env,
             price_timestamp=self.price_timestamp, commit=commit,
             session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts,
@@ -50,10 +51,6 @@ class RunOptions:
                                     isolate_apps=self.isolate_apps),
             budget=self.budget, repeat=self.repeat,
         )
-
-    def provider_for_url(self) -> str | None:
-        """A base URL given with no provider means an OpenAI-compatible server."""
-        return "openai" if self.base_url and not self.provider else self.provider
 
     def for_base(self) -> RunOptions:
         """The base side of a comparison never records: what it would record goes to a
