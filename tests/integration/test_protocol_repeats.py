@@ -329,3 +329,16 @@ def test_the_html_report_gives_a_case_its_p_value_and_reason_as_an_eval(
     assert f"adjusted p = {p_value:.3g}" in coin.facts
     assert coin.why == "worse, adjusted p ≤ 0.05"
     assert coin.rank == 1  # right after errors, as the comment orders it
+
+
+def test_the_headline_gives_repeated_cases_their_sample_pass_rate_as_evals(
+        coin_dirs: Path) -> None:
+    """A PR of repeated protocol cases only: the heading's one figure is the share of
+    samples that passed, as for repeated evals (it counted whole cases passing)."""
+    from turncheck.render.comment import comment_headline
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    title = comment_headline(comparison, fail_reasons(comparison, {FailOn.REGRESSION})).title
+    assert "sample pass rate 100% → 65%" in title, title
+    assert "cases passing" not in title
