@@ -6,7 +6,7 @@ Simulates many pull requests and runs each one through the library's own decisio
 code: every sample becomes an `EvalResult` as the runner makes it, the engine's
 `combine` (engine/repeats.py) adds them up into the eval's status and repeat summary,
 `repeat: auto` asks the library's stopping rule (stats/adaptive.py) for every look,
-and `compare_reports` (compare/comparison.py: evidence, tests, multiplicity, tiers)
+and `compare_reports` (compare/evidence.py: evidence, tests, multiplicity, tiers)
 decides the verdicts. The check's outcome is `fail_reasons` (compare/policy.py) under
 `fail-on: regression` and under the default gate. Nothing of the decision is
 re-implemented here: the script only draws samples and counts.

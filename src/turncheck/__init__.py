@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
 __all__ = [
     "Comparison",
     "Report",
@@ -27,6 +25,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "__version__": "turncheck._version",
     "Comparison": "turncheck.report.comparison",
     "Report": "turncheck.report.run",
     "ReportBundle": "turncheck.report.bundle",
@@ -40,6 +39,7 @@ _HOMES = {
 
 if TYPE_CHECKING:
     from turncheck._api import render_comment, run_suites
+    from turncheck._version import __version__
     from turncheck.compare.comparison import compare_reports
     from turncheck.report.bundle import ReportBundle
     from turncheck.report.comparison import Comparison

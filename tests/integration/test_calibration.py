@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.support.scripted_server import ScriptedServer, last_user_text
+from turncheck.choices import Mode
 from turncheck.cli.main import main
 from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
@@ -23,7 +24,6 @@ from turncheck.engine.judge import (
     parse_verdict,
 )
 from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.engine.session import Mode
 from turncheck.formats.discovery import Globs
 from turncheck.formats.samples import load_samples
 from turncheck.git import ChangedFile

@@ -46,6 +46,9 @@ def _replayed(examples: Path, out: Path) -> Report:
 
 def _estimated(examples: Path, out: Path, *extra: str) -> Estimate:
     assert main(["estimate", str(examples), "--json", str(out), *extra]) == 0
+    document = json.loads(out.read_text())
+    # Named as every turncheck document is.
+    assert (document["kind"], document["schema_version"]) == ("estimate", 1)
     return Estimate.model_validate_json(out.read_text())
 
 

@@ -18,8 +18,8 @@ import pytest
 from tests.support.app_example_models import app_example_model
 from tests.support.engine_helpers import run_paths
 from tests.support.scripted_server import ScriptedServer
+from turncheck.choices import Mode
 from turncheck.compare.comparison import compare_reports
-from turncheck.engine.budget import Mode
 from turncheck.render.app_calls import app_call_suites
 from turncheck.render.html_report import render_report
 from turncheck.report.run import Report

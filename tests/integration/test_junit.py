@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.action_harness import record, suite_text
 from tests.support.scripted_server import ScriptedServer
+from turncheck.cli.main import main
 
 EVALS = """\
   - name: passes-first-try
@@ -45,6 +46,7 @@ EVALS = """\
       - match: "*yes*"
 """
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONTROL_REPLY = "ok \x00nul \x07bell \x1b[31mred\x1b[0m \x0bvt \x0cff \ufffeend"
 
 
@@ -188,3 +190,34 @@ def test_all_passing_run_has_no_failure_elements(suite_dir: Path, tmp_path: Path
     root = ET.parse(out).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "0", "0")
     assert not list(root.iter("failure")) and not list(root.iter("error"))
+
+
+def test_protocol_cases_and_sample_files_are_testcases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row of the run is a testcase: a protocol case at its line in the cases file,
+    failing with its score against the threshold; a graded sample file with its
+    agreement."""
+    for example in ("flow-gating", "support"):
+        shutil.copytree(EXAMPLES / example, tmp_path / example)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--quiet", "--junit", "junit.xml", "flow-gating", "support"])
+    assert code == 1, capsys.readouterr().err  # the three protocol cases fail
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    suites = {suite.get("file"): suite for suite in root.iter("testsuite")}
+    cases_file = "flow-gating/flow-gating.cases.yaml"
+    protocol = suites[cases_file]
+    assert (protocol.get("tests"), protocol.get("failures")) == ("3", "3")
+    by_name = {case.get("name"): case for case in protocol.iter("testcase")}
+    assert set(by_name) == {"t-cell-memory", "b-cell-maturation", "nk-monocyte"}
+    lines = (tmp_path / cases_file).read_text(encoding="utf-8").splitlines()
+    for name, case in by_name.items():
+        assert f"id: {name}" in lines[int(case.get("line", "0")) - 1]
+        failure = case.find("failure")
+        assert failure is not None and "< 0.5" in failure.get("message", "")
+        assert "Turn 1" in (case.findtext("system-out") or "")
+    for samples in ("support/greeting.samples.toml", "support/tone.samples.toml"):
+        [case] = suites[samples].iter("testcase")
+        assert case.find("failure") is None
+        assert "Agreement" in (case.findtext("system-out") or "")
+    assert root.get("tests") == str(2 + 3 + 2)  # two evals, three cases, two sample files

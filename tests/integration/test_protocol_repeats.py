@@ -301,7 +301,7 @@ def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs:
 
 
 def test_a_protocol_case_regression_is_annotated_at_its_line(coin_dirs: Path) -> None:
-    from turncheck.github.publish import collect_annotations
+    from turncheck.github.annotations import collect_annotations
 
     base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
     comparison = compare(base, head)
@@ -311,3 +311,34 @@ def test_a_protocol_case_regression_is_annotated_at_its_line(coin_dirs: Path) ->
     assert annotation.start_line == verdicts(comparison)["coin"].line == 9  # "- id: coin"
     assert annotation.annotation_level == "failure"
     assert "'coin' now fails (was: passes) (mean score 1.00 → 0.47" in annotation.message
+
+
+def test_the_html_report_gives_a_case_its_p_value_and_reason_as_an_eval(
+        coin_dirs: Path) -> None:
+    """The HTML report's case rows are judged as eval rows are: where the case broke,
+    the adjusted p-value and the verdict's reason beside the figures."""
+    from turncheck.render.html_report import build_view
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    view = build_view(head=head, base=base, comparison=comparison)
+    [section] = [s for s in view.sections if s.kind == "cases"]
+    coin = next(row for row in section.rows if row.name == "coin")
+    p_value = verdicts(comparison)["coin"].p_value
+    assert coin.verdict == "regression" and coin.transition == "broken"
+    assert f"adjusted p = {p_value:.3g}" in coin.facts
+    assert coin.why == "worse, adjusted p ≤ 0.05"
+    assert coin.rank == 1  # right after errors, as the comment orders it
+
+
+def test_the_headline_gives_repeated_cases_their_sample_pass_rate_as_evals(
+        coin_dirs: Path) -> None:
+    """A PR of repeated protocol cases only: the heading's one figure is the share of
+    samples that passed, as for repeated evals (it counted whole cases passing)."""
+    from turncheck.render.comment import comment_headline
+
+    base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
+    comparison = compare(base, head)
+    title = comment_headline(comparison, fail_reasons(comparison, {FailOn.REGRESSION})).title
+    assert "sample pass rate 100% → 65%" in title, title
+    assert "cases passing" not in title

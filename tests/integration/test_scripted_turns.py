@@ -18,7 +18,7 @@ from tests.support.engine_helpers import (
 from tests.support.scripted_server import ScriptedServer, ToolCalls
 from tests.support.target_helpers import comparable, http_target, memory_reply, upstream_env
 from turncheck.compare.comparison import compare_reports
-from turncheck.github.publish import collect_annotations
+from turncheck.github.annotations import collect_annotations
 from turncheck.render.compare_console import comparison_text
 from turncheck.render.console import eval_lines, failing_lines
 from turncheck.render.html_report import render_report

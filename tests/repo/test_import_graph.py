@@ -2,7 +2,10 @@
 formats → providers → targets → engine (+ stats) → compare → render → github / cli; `text`
 (Markdown escaping, money, the sandboxed Jinja environment) is usable by all; `git`
 (commands, changes, work trees) stands alone at the bottom, and `sides` (the
-two-commit runner) sits on the engine and git, below github and cli.
+two-commit runner) sits on the engine and git, below github and cli. The package face
+(`turncheck/__init__.py`, the public API in `_api.py`, `__main__`) sits above everything
+and nothing imports it; the project configuration (`config.py`) sits on compare, below
+github and cli; the other top-level modules (`_version`, `diagnostics`, …) are ground.
 
 Every `import` counts, wherever it stands (module level, inside a function, under
 `TYPE_CHECKING`): a lazy or type-only import still ties the two modules together.
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -20,9 +23,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "turncheck"
-# Which top-level parts each part may import (besides itself and the package's
-# top-level modules such as `turncheck.diagnostics`).
+# Which parts each part may import (besides itself, `text` and the ground).
 BELOW: dict[str, set[str]] = {
+    "ground": set(),
     "text": set(),
     "stats": set(),
     "formats": set(),
@@ -36,12 +39,19 @@ BELOW: dict[str, set[str]] = {
     "sides": {"formats", "providers", "targets", "stats", "report", "engine", "git"},
     "compare": {"formats", "providers", "targets", "stats", "report", "engine"},
     "render": {"formats", "providers", "targets", "stats", "report", "engine", "compare"},
+    # The project configuration checks its `fail_on` with compare's parser.
+    "config": {"formats", "providers", "targets", "stats", "report", "engine", "compare"},
     "github": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
-               "compare", "render"},
+               "compare", "render", "config"},
     "cli": {"formats", "providers", "targets", "stats", "report", "engine", "git", "sides",
-            "compare", "render", "github"},
+            "compare", "render", "github", "config"},
 }
-LAYERS = {layer: below | {"text"} for layer, below in BELOW.items()}
+BELOW["face"] = set().union(*BELOW.values()) | set(BELOW)
+LAYERS = {layer: below | {"text", "ground"} for layer, below in BELOW.items()}
+LAYERS["ground"] = {"ground"}
+TOP_LEVEL = {"turncheck": "face", "turncheck._api": "face", "turncheck.__main__": "face",
+             "turncheck.config": "config"}
+"""Top-level modules with a layer of their own; the others are ground."""
 
 
 def module_name(path: Path) -> str:
@@ -51,7 +61,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imported(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+def _imported(node: ast.AST, module: str, is_package: bool,
+              modules: Container[str]) -> Iterator[str]:
+    """What `node` imports: `from turncheck import git` imports the subpackage `git`
+    (and runs the face only as Python runs every parent package), `from turncheck import
+    __version__` imports the face."""
     if isinstance(node, ast.Import):
         yield from (alias.name for alias in node.names)
     elif isinstance(node, ast.ImportFrom):
@@ -61,8 +75,9 @@ def _imported(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
             prefix = ".".join(base + ([node.module] if node.module else []))
         else:
             prefix = node.module or ""
-        yield prefix
-        yield from (f"{prefix}.{alias.name}" for alias in node.names)
+        for alias in node.names:
+            submodule = f"{prefix}.{alias.name}"
+            yield submodule if submodule in modules else prefix
 
 
 @cache
@@ -72,7 +87,7 @@ def import_graph() -> dict[str, set[str]]:
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         targets = {name for node in ast.walk(tree)
-                   for name in _imported(node, module, path.name == "__init__.py")}
+                   for name in _imported(node, module, path.name == "__init__.py", files)}
         graph[module] = {t for t in targets if t in files and t != module}
     return graph
 
@@ -110,18 +125,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def part(module: str) -> str | None:
+def part(module: str) -> str:
     pieces = module.split(".")
-    return pieces[1] if len(pieces) > 2 or (len(pieces) == 2 and pieces[1] in LAYERS) else None
+    if len(pieces) > 2 or (len(pieces) == 2 and pieces[1] in BELOW):
+        return pieces[1]
+    return TOP_LEVEL.get(module, "ground")
 
 
 def test_no_import_cycles_between_turncheck_modules() -> None:
-    graph = import_graph()
-    # Package __init__ modules that re-export are left out: importing a submodule
-    # always runs its package's __init__ first, which is not a dependency of logic.
-    graph = {m: {t for t in targets if not PACKAGE.joinpath(*t.split(".")[1:], "__init__.py")
-                 .is_file()} for m, targets in graph.items()}
-    assert cycles(graph) == []
+    """Package `__init__`s (the face included) count like any module: a subpackage that
+    imports its parent's face while the face imports it is a cycle."""
+    assert cycles(import_graph()) == []
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))
@@ -130,9 +144,16 @@ def test_each_layer_imports_only_the_layers_below(layer: str) -> None:
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in import_graph().items() if part(module) == layer
-        for target in targets if part(target) is not None and part(target) not in allowed
+        for target in targets if part(target) not in allowed
     )
     assert wrong == []
+
+
+def test_every_top_level_module_has_a_layer() -> None:
+    """A new top-level module lands in the ground unless it says otherwise: then it may
+    import only ground modules, which the layer test checks."""
+    assert {part("turncheck"), part("turncheck._api"), part("turncheck._version")} == {
+        "face", "ground"}
 
 
 def test_the_graph_sees_lazy_and_type_only_imports() -> None:
@@ -155,9 +176,9 @@ def imported_names(module: str) -> Iterator[tuple[str, str]]:
             yield from ((node.module, alias.name) for alias in node.names)
 
 
-REPORT_TYPE_HOMES = ("report", "stats", None)
-"""Where compare and render may take the documents' models from (None: the package's
-top-level modules, such as `turncheck.diagnostics`)."""
+REPORT_TYPE_HOMES = ("report", "stats", "ground")
+"""Where compare and render may take the documents' models from (the ground: the
+package's top-level modules, such as `turncheck.diagnostics`)."""
 
 
 @pytest.mark.parametrize("layer", ["compare", "render"])

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.scripted_server import ScriptedServer
+from turncheck.choices import Mode
 from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.engine.session import Mode, SessionSettings
+from turncheck.engine.session import SessionSettings
 from turncheck.formats.suite_loader import load_suite
 from turncheck.report.run import EvalResult, Report
 

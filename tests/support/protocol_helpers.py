@@ -8,8 +8,8 @@ from typing import Any
 
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.support.scripted_server import Json, ScriptedServer
+from turncheck.choices import Mode
 from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.engine.session import Mode
 from turncheck.formats.suite_loader import load_suite
 from turncheck.report.run import Report
 

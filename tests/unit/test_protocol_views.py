@@ -57,3 +57,24 @@ def test_ratings_read_on_their_scale() -> None:
     assert rating_text(7, [0, 10]) == "7 on 0–10"
     assert rating_text(7.25, [1, 10], mean=True) == "7.2/10"
     assert rating_text(3, [1, 5], mean=True) == "3.0/5"
+
+
+def compared(base: Status | None, head: Status, error: str | None = None) -> str:
+    """What the comment, the check and the annotations say of a case base → head."""
+    from turncheck.compare.protocol import compare_cases
+    from turncheck.render.severity import row_change
+    from turncheck.report.protocol import CaseResult
+
+    side = None if base is None else CaseResult(id="q1", status=base)
+    return row_change(compare_cases(side, CaseResult(id="q1", status=head, error=error), []))
+
+
+def test_a_case_reads_like_an_eval_in_every_state() -> None:
+    """One change text for every kind of row: a case a budget stopped is not run (it
+    said `fails`), one that errored at base says so (it said `was: fails`)."""
+    assert compared(Status.PASS, Status.SKIPPED) == "not run: a budget stopped it"
+    assert compared(Status.ERROR, Status.PASS) == "now passes (was: errors)"
+    assert compared(Status.PASS, Status.FAIL) == "now fails (was: passes)"
+    assert compared(None, Status.PASS) == "new: passes"
+    assert compared(Status.FAIL, Status.FAIL) == "fails"
+    assert compared(Status.PASS, Status.ERROR, "timeout") == "errors: timeout"

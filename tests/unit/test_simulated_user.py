@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from turncheck.compare.comparison import compare_evals, simulator_change
+from turncheck.compare.evals import compare_evals, simulator_change
 from turncheck.engine.simulated_user import (
     SimulatorUnusable,
     parse_decision,

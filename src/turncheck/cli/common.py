@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from turncheck.choices import MODES, PROVIDER_NAMES
 from turncheck.cli.config import add_config_option
 from turncheck.diagnostics import Diagnostic
 from turncheck.formats.discovery import (
@@ -100,7 +101,7 @@ def add_provider_options(
     if with_mode:
         parser.add_argument(
             "--mode",
-            choices=("replay", "record", "live"),
+            choices=MODES,
             default="replay",
             help="replay (default, offline), record (fill cassette gaps), live (no cassettes)",
         )
@@ -108,7 +109,7 @@ def add_provider_options(
         "--concurrency", type=int, default=None, metavar="N", help=concurrency_help
     )
     parser.add_argument(
-        "--provider", choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
+        "--provider", choices=PROVIDER_NAMES,
         help=provider_help
     )
     parser.add_argument(
@@ -222,7 +223,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         mode=args.mode,
         concurrency=args.concurrency,
-        provider="openai" if args.base_url and not args.provider else args.provider,
+        provider=args.provider,
         base_url=args.base_url,
         variables=parse_vars(args.var),
         env=dict(os.environ),

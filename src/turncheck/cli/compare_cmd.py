@@ -17,8 +17,8 @@ from turncheck.cli.common import (
     write_output,
 )
 from turncheck.cli.config import add_config_option
-from turncheck.compare.comparison import compare_reports
-from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
+from turncheck.compare.policy import FailOn, parse_fail_on
+from turncheck.compare.verdict import Judgement, verdict_view
 from turncheck.render.compare_console import comparison_text, exit_line
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import Comparison, CostThresholds
@@ -90,11 +90,10 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
     `compare` and `diff`)."""
     try:
         conditions = conditions_from(args.fail_on)
-        thresholds = thresholds_from(args, conditions)
-        calibration = calibration_thresholds_from(args)
-        comparison = compare_reports(base, head, renames=renames, removed=removed,
-                                     thresholds=thresholds)
-        reasons = fail_reasons(comparison, conditions, calibration=calibration)
+        judgement = Judgement(conditions, thresholds_from(args, conditions),
+                              calibration_thresholds_from(args))
+        verdict = verdict_view(base, head, judgement, renames=renames, removed=removed)
+        comparison, reasons = verdict.comparison, verdict.reasons
         if args.json is not None:
             write_json(args.json, comparison)
         if args.html is not None:
@@ -113,7 +112,7 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
         print(f"turncheck: failing: {reason}", file=sys.stderr)
     sys.stderr.flush()
     print(exit_line(comparison, conditions, reasons), flush=True)
-    return 1 if reasons else 0
+    return verdict.exit_code
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from turncheck.choices import PROVIDER_NAMES, provider_for
 from turncheck.cli.common import (
     UsageError,
     add_discovery_options,
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--price-timestamp", metavar="ISO8601",
                         help="price at this instant (default: now)")
     parser.add_argument("--provider",
-                        choices=("openrouter", "openai", "anthropic", "azure", "gemini"),
+                        choices=PROVIDER_NAMES,
                         help="provider for every suite (default: from each suite's model id)")
     parser.add_argument("--base-url", metavar="URL",
                         help="the provider's base URL (without --provider: OpenAI-compatible)")
@@ -60,7 +61,7 @@ def handle_estimate(args: argparse.Namespace) -> int:
         result = estimate(
             validation.suites, pricer, history,
             history_name=None if args.history is None else str(args.history),
-            provider="openai" if args.base_url and not args.provider else args.provider,
+            provider=provider_for(args.provider, args.base_url),
             base_url=args.base_url, variables=parse_vars(args.var),
             sample_files=validation.samples,
         )

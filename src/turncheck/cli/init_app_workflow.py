@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from turncheck.cli.init_files import WORKFLOW
 
-TARGET_KINDS = ("http", "python", "command")
 TARGET_NOTES = {
     "http": "# The app is an HTTP server turncheck starts (`target.start`) and talks to.",
     "python": "# The app is a Python function (`target.python`); in the action it runs in a\n"

@@ -21,9 +21,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from turncheck.choices import TARGET_KINDS
 from turncheck.cli import init_files, init_starter_app
 from turncheck.cli.common import one_line
-from turncheck.cli.init_app_workflow import TARGET_KINDS, app_workflow
+from turncheck.cli.init_app_workflow import app_workflow
 from turncheck.config import CONFIG_FILE, find_config
 from turncheck.diagnostics import Diagnostic
 from turncheck.formats.discovery import (

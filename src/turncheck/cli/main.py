@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from turncheck import __version__
+from turncheck._version import __version__
 from turncheck.gc_pause import gc_paused
 
 

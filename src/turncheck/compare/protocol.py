@@ -19,10 +19,13 @@ from typing import TypeVar
 from turncheck.compare.rows import (
     count_rows,
     pair_by_path,
+    pair_rows,
     previous_path,
     rounded,
+    row_sides,
     sample_stats,
     state_of,
+    transition_of,
     verdict_fields,
 )
 from turncheck.report.protocol import (
@@ -92,21 +95,6 @@ def change(base: float | None, head: float | None) -> ScoreChange:
 
 
 # -- cases ---------------------------------------------------------------------------
-
-
-def case_transition(base: CaseResult | None, head: CaseResult | None) -> Transition:
-    if base is None:
-        return Transition.NEW
-    if head is None:
-        return Transition.REMOVED
-    if head.status in (Status.ERROR, Status.SKIPPED):
-        return Transition.ERRORED if head.status is Status.ERROR else Transition.SKIPPED
-    base_passed, head_passed = base.status is Status.PASS, head.status is Status.PASS
-    if base_passed and head_passed:
-        return Transition.UNCHANGED
-    if head_passed:
-        return Transition.FIXED
-    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
 
 
 def _rating(result: ScorerResult | None) -> float | None:
@@ -221,9 +209,7 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
     """`declared`: the aggregates the suite declares (others are not compared)."""
     shown = head if head is not None else base
     assert shown is not None, "a case comparison needs at least one side"
-    transition = case_transition(base, head)
-    base_spend = case_side(base) if base is not None else None
-    head_spend = case_side(head) if head is not None else None
+    transition = transition_of(base.status if base else None, head.status if head else None)
     return CaseComparison(
         id=shown.id, transition=transition, regression=transition is Transition.BROKEN,
         base_status=base.status if base else None, head_status=head.status if head else None,
@@ -233,8 +219,7 @@ def compare_cases(base: CaseResult | None, head: CaseResult | None,
                          getattr(head.aggregates, name) if head else None)
             for name in declared if name in AGGREGATES
         },
-        base=base_spend, head=head_spend, delta=spend_delta(base_spend, head_spend),
-        error=head.error if head else None, line=head.line if head else None,
+        **row_sides(base, head, case_side),
     )
 
 
@@ -276,12 +261,9 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
     labels = shown.labels()
     scorers = _scorer_means(base, head)
     names = {(s.turn, s.id): s.name for s in scorers}
-    before = {c.id: c for c in base.cases} if base else {}
-    after_ids = {c.id for c in head.cases} if head else set()
-    cases = [compare_cases(before.get(c.id), c, turn_ids, list(labels), names)
-             for c in (head.cases if head else [])]
-    cases += [compare_cases(c, None, turn_ids, list(labels), names)
-              for c in before.values() if c.id not in after_ids]
+    cases = [compare_cases(b, h, turn_ids, list(labels), names)
+             for b, h, _ in pair_rows(base.cases if base else [], head.cases if head else [],
+                                      ("id",))]
     base_spend, head_spend = spend_or_none(base), spend_or_none(head)
     return ProtocolSuiteComparison(
         path=shown.path, previous_path=previous_path(base, head), state=state_of(base, head),

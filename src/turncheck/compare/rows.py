@@ -9,20 +9,94 @@ its own columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from turncheck.report.comparison import ComparedRow
 from turncheck.report.results import USABLE, Status
 from turncheck.report.rows import RowCounts, SuiteState, Transition, VerdictRow
+from turncheck.report.spend import Spend, spend_delta
 from turncheck.stats.rates import pass_k_table, wilson_interval
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
     Evidence,
-    Verdict,
     VerdictSettings,
     decide,
 )
+
+
+def transition_of(base: Status | None, head: Status | None, *,
+                  turns: tuple[int | None, int | None] = (None, None),
+                  like_for_like: bool = True) -> Transition:
+    """A row's base → head transition from each side's status (None: the row is not on
+    that side) and, for rows that pass on a turn (evals), the turn each side passed on."""
+    if not like_for_like:
+        return Transition.NOT_LIKE_FOR_LIKE
+    if base is None:
+        return Transition.NEW
+    if head is None:
+        return Transition.REMOVED
+    if head is Status.SKIPPED:
+        return Transition.SKIPPED
+    if head is Status.ERROR:
+        return Transition.ERRORED
+    base_passed, head_passed = base is Status.PASS, head is Status.PASS
+    if base_passed and head_passed:
+        return Transition.UNCHANGED if turns[0] == turns[1] else Transition.TURN_CHANGED
+    if head_passed:
+        return Transition.FIXED
+    return Transition.BROKEN if base_passed else Transition.STILL_FAILING
+
+
+Matched = TypeVar("Matched")
+Key = TypeVar("Key", bound=str)
+
+
+def pair_rows(base: Sequence[Matched], head: Sequence[Matched], keys: Sequence[Key]
+              ) -> list[tuple[Matched | None, Matched | None, Key | None]]:
+    """Head rows in order with their base match and the key it matched by (the first key
+    for every row, then the next: a later key cannot take another row's match by an
+    earlier one), then the base rows left over (removed)."""
+    unmatched = list(base)
+    found: list[tuple[Matched | None, Key | None]] = [(None, None)] * len(head)
+    for key in keys:
+        for index, row in enumerate(head):
+            match = _take(unmatched, key, row) if found[index][0] is None else None
+            if match is not None:
+                found[index] = (match, key)
+    pairs = [(match, row, key) for (match, key), row in zip(found, head, strict=True)]
+    return [*pairs, *((row, None, None) for row in unmatched)]
+
+
+def _take(candidates: list[Matched], key: str, wanted: Matched) -> Matched | None:
+    for candidate in candidates:
+        if getattr(candidate, key) == getattr(wanted, key):
+            candidates.remove(candidate)
+            return candidate
+    return None
+
+
+class _Row(Protocol):
+    @property
+    def line(self) -> int: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+Row = TypeVar("Row", bound=_Row)
+Side = TypeVar("Side", bound=Spend)
+
+
+def row_sides(base: Row | None, head: Row | None, side: Callable[[Row], Side]
+              ) -> dict[str, Any]:
+    """The fields every kind's compared row fills alike: each side, the spend delta, and
+    the head's line and error."""
+    base_side = side(base) if base is not None else None
+    head_side = side(head) if head is not None else None
+    return {"base": base_side, "head": head_side, "delta": spend_delta(base_side, head_side),
+            "line": head.line if head is not None else None,
+            "error": head.error if head is not None else None}
 
 
 class _Pathed(Protocol):
@@ -101,7 +175,7 @@ def decide_groups(groups: Sequence[Sequence[Evidence]],
     return [[next(decided) for _ in group] for group in groups]
 
 
-def verdict_counts(rows: Iterable[VerdictRow | CountedRow]) -> dict[str, int]:
+def verdict_counts(rows: Iterable[VerdictRow | ComparedRow]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1
@@ -112,25 +186,10 @@ def verdict_counts(rows: Iterable[VerdictRow | CountedRow]) -> dict[str, int]:
 # -- counts --------------------------------------------------------------------------
 
 
-class CountedRow(Protocol):
-    @property
-    def transition(self) -> Transition: ...
-    @property
-    def regression(self) -> bool: ...
-    @property
-    def verdict(self) -> Verdict: ...
-    @property
-    def verdict_cause(self) -> str | None: ...
-    @property
-    def flaky(self) -> bool: ...
-    @property
-    def head_status(self) -> Status | None: ...
-
-
 Counted = TypeVar("Counted", bound=RowCounts)
 
 
-def count_rows(rows: Iterable[CountedRow], counts: Counted, heads: str) -> Counted:
+def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str) -> Counted:
     """`counts` filled from `rows`; `heads` names the field that counts head rows
     (removed rows have no head and are not counted there)."""
     rows = list(rows)

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TypeVar
 
+from turncheck.choices import Mode
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.tokens import input_token_bound
 from turncheck.formats.budget import BudgetLimits
 from turncheck.providers.base import NETWORK_GATE, ChatMessage, ProviderError
 from turncheck.report.run import BudgetOutcome, Usage
 
-Mode = Literal["replay", "record", "live"]
 Response = TypeVar("Response")
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096

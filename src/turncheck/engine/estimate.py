@@ -31,12 +31,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from turncheck.choices import embedding_provider, price_id
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
 from turncheck.engine.judge import JUDGE_SYSTEM_PROMPT, grader_messages, judge_messages
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.scorers.judge_scale import JUDGE_SCALE_SYSTEM_PROMPT
-from turncheck.engine.session import DEFAULT_EMBEDDING_MODEL, JUDGE_MAX_OUTPUT_TOKENS
+from turncheck.engine.session import JUDGE_MAX_OUTPUT_TOKENS
 from turncheck.engine.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
@@ -89,22 +90,14 @@ class _Models:
     embedding_price: str | None
 
 
-def _price_id(name: str, base_url: str | None) -> str | None:
-    if name == "openai":
-        return "openai" if base_url is None or "api.openai.com" in base_url else None
-    return {"gemini": "google"}.get(name, name)
-
-
 def _models(meta: Metadata, provider: str | None, base_url: str | None) -> _Models:
     base_url = base_url or meta.base_url
     provider = provider or meta.provider
     name, model = select_provider(meta.model, provider, base_url)
     judge_name, judge = select_provider(meta.judge_model or meta.model, provider, base_url)
-    embedding_name = "openai" if name == "anthropic" else name
-    default = f"openai/{DEFAULT_EMBEDDING_MODEL}" if embedding_name == "openrouter" \
-        else DEFAULT_EMBEDDING_MODEL
-    return _Models(model, _price_id(name, base_url), judge, _price_id(judge_name, base_url),
-                   meta.embedding_model or default, _price_id(embedding_name, base_url))
+    embedding_name, default = embedding_provider(name)
+    return _Models(model, price_id(name, base_url), judge, price_id(judge_name, base_url),
+                   meta.embedding_model or default, price_id(embedding_name, base_url))
 
 
 @dataclass
@@ -355,7 +348,7 @@ def estimate_sample_file(
         return None
     url = base_url or grader.base_url
     name, model = select_provider(grader.model, provider or grader.provider, url)
-    price = _price_id(name, url)
+    price = price_id(name, url)
     max_out = grader.max_output_tokens or JUDGE_MAX_OUTPUT_TOKENS
     worst, guess = Figures(), Figures()
     for sample in file.samples:

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turncheck import __version__
+from turncheck._version import __version__
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.budget import SKIP_REASON, BudgetExceeded, Ledger
 from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level

@@ -15,10 +15,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from turncheck.choices import Mode, embedding_provider
 from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
@@ -49,10 +50,8 @@ if TYPE_CHECKING:
     from turncheck.formats.grader import Grader  # Jinja: only for sample files
     from turncheck.formats.protocol import ProtocolSuite  # loads with a protocol suite
 
-Mode = Literal["replay", "record", "live"]
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 JUDGE_MAX_OUTPUT_TOKENS = 256
 SIMULATOR_MAX_OUTPUT_TOKENS = 512
 SIMULATOR_CALLER = "simulator"
@@ -453,12 +452,7 @@ def open_session(
     judge_name, judge_model = select_provider(
         metadata.judge_model or metadata.model, provider, base_url
     )
-    embedding_name = "openai" if name == "anthropic" else name
-    default_embedding = (
-        f"openai/{DEFAULT_EMBEDDING_MODEL}"
-        if embedding_name == "openrouter"
-        else DEFAULT_EMBEDDING_MODEL
-    )
+    embedding_name, default_embedding = embedding_provider(name)
     return SuiteSession(
         metadata=metadata,
         provider_name=chat_provider.name if metadata.target is not None else name,

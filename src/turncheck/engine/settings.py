@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from turncheck.choices import Mode
 from turncheck.engine.pairing import SideOfPair
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.session import Mode, SessionSettings
+from turncheck.engine.session import SessionSettings
 from turncheck.formats.budget import BudgetLimits
 
 

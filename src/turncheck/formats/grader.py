@@ -25,6 +25,7 @@ import jinja2
 from jinja2 import meta
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from turncheck.choices import PROVIDER_NAMES, ProviderName
 from turncheck.text.environment import sandboxed_environment
 from turncheck.text.template_limits import COMPILE_LIMIT_ERRORS, TOO_DEEP, limit_problems
 
@@ -46,7 +47,7 @@ class GraderTable(BaseModel):
     model: NonEmptyStr
     criteria: NonEmptyStr | None = None
     prompt: NonEmptyStr | None = None
-    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = None
+    provider: ProviderName | None = None
     base_url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")] | None = None
     temperature: Annotated[Number, Field(ge=0, le=2)] = DEFAULT_GRADER_TEMPERATURE
     seed: StrictInt | None = None
@@ -75,7 +76,7 @@ VALUE_SHAPES = {
     "model": "a non-empty string (the model id)",
     "criteria": "a non-empty string",
     "prompt": "a non-empty string (a Jinja template)",
-    "provider": 'one of "openrouter", "openai", "anthropic", "azure", "gemini"',
+    "provider": "one of " + ", ".join(f'"{name}"' for name in PROVIDER_NAMES),
     "base_url": "an http:// or https:// URL",
     "temperature": "a number from 0 to 2",
     "seed": "an integer",

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from turncheck.choices import ProviderName
 from turncheck.formats import templates
 from turncheck.formats.budget import BudgetLimits
 from turncheck.formats.target import Target
@@ -133,7 +134,7 @@ class Metadata(BaseModel):
     temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = None
     max_output_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: StrictInt | None = None
-    provider: Literal["openrouter", "openai", "anthropic", "azure", "gemini"] | None = Field(
+    provider: ProviderName | None = Field(
         default=None, description="Overrides the provider chosen from the model id.",
         json_schema_extra=_or_template,
     )
@@ -314,7 +315,6 @@ CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
     "no_tool_call": NoToolCallCheck,
     "tool_order": ToolOrderCheck,
 }
-TOOL_CHECK_TYPES = ("tool_call", "no_tool_call", "tool_order")
 
 
 class FollowUp(_Node):

@@ -30,12 +30,13 @@ from pydantic import (
     model_validator,
 )
 
+from turncheck.choices import TARGET_KINDS
+
 MAX_READY_TIMEOUT_S = 600.0
 DEFAULT_READY_TIMEOUT_S = 30.0
 DEFAULT_SETUP_TIMEOUT_S = 600.0
 DEFAULT_TURN_TIMEOUT_S = 120.0
 MAX_TEMPLATE_CHARS = 20_000
-TARGET_KINDS = ("http", "python", "command")
 _FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_ENV = frozenset({"PORT", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",

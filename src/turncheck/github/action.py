@@ -30,9 +30,8 @@ from turncheck.github.events.workflow_run import workflow_run_flow
 from turncheck.github.inputs import InputError, read_inputs
 from turncheck.github.job import ActionError, Job
 from turncheck.github.project_config import with_project_config
-from turncheck.github.publish import log
 from turncheck.github.trust import TRUSTED_RUN_EVENT
-from turncheck.github.workflow import add_mask, escape_data
+from turncheck.github.workflow import add_mask, escape_data, log
 from turncheck.providers.factory import API_KEY_ENV_VARS
 
 PULL_REQUEST_EVENTS = ("pull_request", TRUSTED_RUN_EVENT)

@@ -13,10 +13,10 @@ from turncheck.github.job import Job, trusted_baseline
 from turncheck.github.publish import (
     Published,
     explain_read_only,
-    log,
     post_comment,
     write_runner_files,
 )
+from turncheck.github.workflow import log
 from turncheck.render.comment import MARKER
 from turncheck.render.estimate_view import estimate_markdown
 from turncheck.sides.runner import price_instant

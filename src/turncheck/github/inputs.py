@@ -13,6 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
+from turncheck.choices import MODES as RUN_MODES
+from turncheck.choices import Mode
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, parse_fail_on
 from turncheck.engine.repeats import RepeatSetting
 from turncheck.engine.sharding import ShardError, ShardSpec
@@ -21,6 +23,9 @@ from turncheck.formats.suite import MAX_DEPTH, MAX_REPEAT
 from turncheck.github.baseline import BaselineMode
 from turncheck.github.bundle import BUNDLE_FILE_NAME
 
+DEFAULT_TRUSTED_LABEL = "turncheck:trusted"
+"""The label a maintainer puts on a fork's pull request to let its own report count."""
+
 
 class CommentMode(StrEnum):
     ALWAYS = "always"
@@ -28,8 +33,8 @@ class CommentMode(StrEnum):
     NEVER = "never"
 
 
-ActionMode = Literal["replay", "record", "live", "estimate"]
-MODES: tuple[ActionMode, ...] = ("replay", "record", "live", "estimate")
+ActionMode = Literal[Mode, "estimate"]
+MODES: tuple[ActionMode, ...] = (*RUN_MODES, "estimate")
 BASELINE_MODES = ("auto", "artifact", "rerun")
 
 
@@ -61,7 +66,7 @@ class ActionInputs:
     """Repository-root-relative globs whose change runs every suite."""
     max_cost_usd: float | None = None
     max_live_tokens: int | None = None
-    trusted_label: str = "turncheck:trusted"
+    trusted_label: str = DEFAULT_TRUSTED_LABEL
     pr_checkout: Path | None = None
     """pull_request_target: where the PR's files are checked out, read as data only."""
     repeat: RepeatSetting | None = None
@@ -220,7 +225,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         watch=tuple(_list(_raw(env, "watch"))),
         max_cost_usd=reader.amount("max-cost-usd"),
         max_live_tokens=reader.whole("max-live-tokens"),
-        trusted_label=_raw(env, "trusted-label") or "turncheck:trusted",
+        trusted_label=_raw(env, "trusted-label") or DEFAULT_TRUSTED_LABEL,
         pr_checkout=reader.path("pr-checkout", ".") if _raw(env, "pr-checkout") else None,
         repeat=reader.repeat(),
         min_kappa=reader.kappa("min-kappa"),

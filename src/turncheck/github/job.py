@@ -9,17 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from turncheck import git
+from turncheck.choices import Mode
+from turncheck.compare.verdict import Judgement
 from turncheck.engine.interruption import STOP
-from turncheck.engine.session import Mode
 from turncheck.formats.budget import BudgetLimits
 from turncheck.github.app_exposure import apps_refusal
 from turncheck.github.baseline import Trust, load_artifact_baseline
 from turncheck.github.client import GitHubApi, PyGithubApi
 from turncheck.github.context import GitHubContext
 from turncheck.github.inputs import ActionInputs, ActionMode
-from turncheck.github.publish import log
 from turncheck.github.trust import TRUSTED_RUN_EVENT
-from turncheck.github.workflow import escape_data
+from turncheck.github.workflow import escape_data, log
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import CostThresholds
@@ -107,6 +107,11 @@ class Job:
     def thresholds(self) -> CostThresholds:
         return CostThresholds(percent=self.inputs.cost_threshold_percent,
                               usd=self.inputs.cost_threshold_usd)
+
+    def judgement(self) -> Judgement:
+        """What the job's comparison is judged by (`fail-on` and its thresholds)."""
+        return Judgement(self.inputs.fail_on, self.thresholds(),
+                         self.calibration_thresholds())
 
     def runner(self, commits: Commits, changes: SuiteChanges,
                options: RunOptions | None = None) -> TwoCommitRun:

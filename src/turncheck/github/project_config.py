@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from turncheck.config import ConfigError, as_input_defaults, load_config
-from turncheck.github.publish import log
-from turncheck.github.workflow import annotation_command
+from turncheck.github.workflow import annotation_command, log
 
 
 def with_project_config(env: Mapping[str, str], workspace: Path) -> dict[str, str]:

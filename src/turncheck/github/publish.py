@@ -1,4 +1,6 @@
-"""Tell GitHub: the sticky comment, the check run (or a commit status), outputs, summary.
+"""Tell GitHub a bundle's verdict: the sticky comment, the check run (or a commit
+status), the HTML report, annotations, outputs and the step summary. Every flow that
+ends with a comparison publishes through `publish`.
 
 Every write degrades gracefully: a read-only token (fork pull requests) is
 reported in the log with what to do, and the results stay in the report file.
@@ -6,13 +8,18 @@ reported in the log with what to do, and the results stay in the report file.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Literal, TextIO
+from pathlib import Path
+from urllib.parse import quote
 
-from turncheck.diagnostics import Diagnostic
+from turncheck.formats.files import refusal_reason, write_text_confined
+from turncheck.github.annotations import (
+    collect_annotations,
+    only_linkable,
+    path_prefix,
+    print_annotations,
+)
+from turncheck.github.check_names import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID
 from turncheck.github.client import (
     Annotation,
     CheckConclusion,
@@ -21,23 +28,26 @@ from turncheck.github.client import (
     GitHubPermissionError,
 )
 from turncheck.github.inputs import CommentMode
-from turncheck.github.workflow import annotation_command, append_step_summary, write_outputs
-from turncheck.render.comment import comment_headline
-from turncheck.render.severity import TITLE, Group, case_change, eval_change, eval_group
-from turncheck.report.comparison import Comparison, EvalComparison
-from turncheck.report.run import EvalResult, Report, Status, TurnResult
-
-CHECK_NAME = "turncheck"
-AnnotationLevel = Literal["notice", "warning", "failure"]
-CommandLevel = Literal["error", "warning", "notice"]
-STATUS_CONTEXT = "turncheck"
-ANNOTATED_GROUPS = (Group.REGRESSION, Group.BROKEN, Group.LIKELY_REGRESSION,
-                    Group.LATER_TURN, Group.ERROR)
-ANNOTATION_TITLE = {Group.ERROR: "errors"}
-"""Short annotation titles where the comment's group title is long."""
-VERDICT_EXTERNAL_ID = "turncheck-verdict"
-"""Marks check runs turncheck created from a trusted run's own results. A fork's job
-may be *named* `turncheck` too, but a fork's read-only token cannot create check runs."""
+from turncheck.github.job import Job
+from turncheck.github.trust import (
+    UNVERIFIED_BASELINE_NOTE,
+    UNVERIFIED_CHECK_NAME,
+    VERIFIED,
+    Provenance,
+    hold_required_check,
+    unverified_banner,
+)
+from turncheck.github.verdict import bundle_verdict
+from turncheck.github.workflow import append_step_summary, escape_data, log, write_outputs
+from turncheck.render.comment import (
+    CommentContext,
+    comment_headline,
+    render_comment,
+    render_summary,
+)
+from turncheck.render.html_report import render_report
+from turncheck.report.bundle import ReportBundle
+from turncheck.report.comparison import Comparison
 
 
 @dataclass
@@ -45,137 +55,6 @@ class Published:
     comment_url: str = ""
     check_url: str = ""
     permission_denied: list[str] = field(default_factory=list)
-
-
-def log(message: str, stream: TextIO | None = None) -> None:
-    print(message, file=stream or sys.stdout, flush=True)
-
-
-def collect_annotations(comparison: Comparison, working_directory: str,
-                        head: Report | None = None) -> list[Annotation]:
-    """Validation problems, regressions (turn-of-pass shifts included, naming the check
-    that failed and its turn) and failing evals at file:line, repo-relative."""
-    prefix = path_prefix(working_directory)
-    found = [_diagnostic_annotation(d, prefix) for d in comparison.diagnostics]
-    results = {(s.path, e.name): e for s in head.suites for e in s.evals} if head else {}
-    for suite in comparison.suites:
-        for item in suite.evals:
-            annotation = _eval_annotation(item, prefix + suite.path,
-                                          results.get((suite.path, item.name)))
-            if annotation is not None:
-                found.append(annotation)
-    found += _case_annotations(comparison, head, prefix)
-    found += _calibration_annotations(comparison, prefix)
-    return found
-
-
-def path_prefix(working_directory: str) -> str:
-    """What turns a path relative to the working directory into a repository path."""
-    return "" if working_directory in ("", ".") else working_directory.rstrip("/") + "/"
-
-
-def only_linkable(items: list[Annotation], working_directory: str,
-                  linkable: frozenset[str] | None) -> list[Annotation]:
-    """An untrusted report's annotations at the commit's own files only."""
-    if linkable is None:
-        return items
-    prefix = path_prefix(working_directory)
-    return [a for a in items if a.path.startswith(prefix)
-            and a.path.removeprefix(prefix) in linkable]
-
-
-def _case_annotations(comparison: Comparison, head: Report | None,
-                      prefix: str) -> list[Annotation]:
-    """Protocol cases with a regression verdict, at the case's line (in the suite file, or
-    in its cases file)."""
-    if comparison.protocols is None:
-        return []
-    cases_files = {p.path: p.cases_file for p in head.protocols} if head else {}
-    found = []
-    for suite in comparison.protocols.suites:
-        cases_file = cases_files.get(suite.path)
-        path = suite.path if cases_file is None else \
-            (PurePosixPath(suite.path).parent / cases_file).as_posix()
-        for case in suite.cases:
-            group = eval_group(case)
-            if case.line is None or group not in ANNOTATED_GROUPS or group is Group.ERROR:
-                continue
-            found.append(Annotation(prefix + path, case.line, case.line, "failure",
-                                    f"protocol case {case.id!r} {case_change(case)}",
-                                    f"turncheck: {_annotation_title(group)}: {case.id}"))
-    return found
-
-
-def _annotation_title(group: Group) -> str:
-    return ANNOTATION_TITLE.get(group, TITLE[group].lower())
-
-
-def _eval_annotation(item: EvalComparison, path: str,
-                     result: EvalResult | None) -> Annotation | None:
-    group = eval_group(item)
-    failing = item.head is not None and item.head.status in (Status.FAIL, Status.ERROR)
-    if item.line is None or not (failing or group in ANNOTATED_GROUPS):
-        return None
-    message = f"eval {item.name!r} {eval_change(item)}"
-    first_failure = _first_failed_check(result)
-    if first_failure:
-        message += f"; {first_failure}"
-    level: AnnotationLevel = "failure" if group in ANNOTATED_GROUPS or failing else "warning"
-    line = _failed_turn_line(result) or item.line
-    return Annotation(path, line, line, level, message,
-                      f"turncheck: {_annotation_title(group)}: {item.name}")
-
-
-def _failed_turn(result: EvalResult | None) -> list[TurnResult]:
-    """Scripted turns: the turn that failed first; otherwise every turn."""
-    if result is None:
-        return []
-    failed = [t for t in result.turns if t.turn == result.failed_on_turn]
-    return failed or list(result.turns)
-
-
-def _failed_turn_line(result: EvalResult | None) -> int | None:
-    """Scripted turns: the line of the prompt of the turn that failed first."""
-    if result is None or result.failed_on_turn is None:
-        return None
-    return next((t.line for t in _failed_turn(result) if t.line is not None), None)
-
-
-def _first_failed_check(result: EvalResult | None) -> str | None:
-    for turn in _failed_turn(result):
-        for check in turn.checks:
-            if not check.passed:
-                why = f" ({check.error})" if check.error else ""
-                return f"turn {turn.turn}: check {check.detail} failed{why}"
-    return None
-
-
-def _calibration_annotations(comparison: Comparison, prefix: str) -> list[Annotation]:
-    """Samples the grader agreed with at base but not at head, at the sample's line."""
-    found = []
-    for item in comparison.calibration:
-        for row in item.flipped:
-            if not row.regression:
-                continue
-            now = row.head_error or f"scores {row.head_score}, label {row.label}"
-            found.append(Annotation(prefix + item.path, row.line, row.line, "warning",
-                                    f"sample {row.id!r}: the grader agreed at base, now {now}",
-                                    f"turncheck: {row.id}"))
-    return found
-
-
-def _diagnostic_annotation(diagnostic: Diagnostic, prefix: str) -> Annotation:
-    level: AnnotationLevel = "failure" if diagnostic.is_error else "warning"
-    return Annotation(prefix + diagnostic.file, diagnostic.line, diagnostic.line, level,
-                      diagnostic.message, f"turncheck: {diagnostic.code}")
-
-
-def print_annotations(items: Iterable[Annotation]) -> None:
-    """Also as workflow commands, so they show when no check run can be created."""
-    for item in items:
-        level: CommandLevel = "error" if item.annotation_level == "failure" else "warning"
-        log(annotation_command(level, item.message, file=item.path, line=item.start_line,
-                               title=item.title))
 
 
 def post_comment(api: GitHubApi, number: int, body: str, marker: str, mode: CommentMode,
@@ -289,3 +168,96 @@ def write_runner_files(output_path: Path | None, summary_path: Path | None,
 def check_title(comparison: Comparison, reasons: list[str]) -> str:
     """The comment's heading, so the check and the comment say the same thing."""
     return comment_headline(comparison, reasons).title
+
+
+def token_notes(bundle: ReportBundle, provenance: Provenance = VERIFIED) -> list[str]:
+    notes = [f"live tokens spent: {bundle.live_tokens:,}"]
+    if not provenance.verified:  # where a fork's base came from is only its claim
+        return [*notes, UNVERIFIED_BASELINE_NOTE]
+    if bundle.baseline is not None and (bundle.baseline.source == "artifact"
+                                        or bundle.baseline.rejected):
+        notes.append(bundle.baseline.describe())
+    return notes
+
+
+HTML_ARTIFACT = "turncheck-html-report"
+"""The artifact name our workflows (and `turncheck init`'s) upload the HTML report as."""
+
+CHECK_SUMMARY_LIMIT = 16_000
+"""The check run's summary is the brief form; its text carries the full detail."""
+
+
+def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison,
+                      reasons: list[str]) -> str | None:
+    """The browsable report beside the JSON report (`report-path` with `.html`), for the
+    workflow to upload as the `HTML_ARTIFACT` artifact; the artifact's name, if written.
+    `reasons` (why the check fails) make its banner the comment's heading."""
+    path = job.report_path.with_suffix(".html")
+    html = render_report(head=bundle.head, base=bundle.base, comparison=comparison,
+                         reasons=reasons)
+    try:
+        write_text_confined(path, html, root=job.context.workspace)
+    except OSError as exc:
+        log(f"::warning title=turncheck::HTML report not written: "
+            f"{escape_data(refusal_reason(exc))}")
+        return None
+    log(f"HTML report written to {job.inputs.report_path.with_suffix('.html')}")
+    return HTML_ARTIFACT
+
+
+def comment_context(job: Job, bundle: ReportBundle, reasons: list[str],
+                    banner: str | None = None,
+                    provenance: Provenance = VERIFIED,
+                    html: str | None = None) -> CommentContext:
+    workdir = path_prefix(bundle.working_directory)
+    blob = (f"{job.context.server_url}/{bundle.repository}/blob/{bundle.head_sha}/"
+            f"{quote(workdir, safe='/')}")
+    return CommentContext(fail_reasons=reasons, head=bundle.head, base=bundle.base,
+                          run_url=job.context.run_url, notes=token_notes(bundle, provenance),
+                          reasons=bundle.reasons, blob_url=blob, banner=banner,
+                          linkable=provenance.linkable, html_artifact=html)
+
+
+def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
+            provenance: Provenance = VERIFIED) -> int:
+    verdict = bundle_verdict(job, bundle, provenance)
+    comparison, reasons = verdict.comparison, verdict.reasons
+    banner = None if provenance.verified else unverified_banner(provenance.source,
+                                                                job.inputs.trusted_label)
+    # An unverified (fork) report is posted from its JSON only: no page of it is vouched for.
+    html = write_html_report(job, bundle, comparison, reasons) if provenance.verified else None
+    context = comment_context(job, bundle, reasons, banner, provenance, html)
+    items = only_linkable(collect_annotations(comparison, bundle.working_directory,
+                                              bundle.head),
+                          bundle.working_directory, provenance.linkable)
+    print_annotations(items)
+    published = Published()
+    summary = render_summary(comparison, context)
+    if bundle.pull_number is not None or bundle.event == "merge_group":
+        api = job.api()
+        if bundle.pull_number is not None:
+            body = render_comment(comparison, context)
+            # With nothing changed any more, only an earlier comment is updated (its old
+            # verdict must go); no new comment is created.
+            post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
+                         published, create=not nothing_changed)
+        title = check_title(comparison, reasons)  # the heading names a budget stop
+        brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
+        if provenance.verified:
+            post_check(api, bundle.head_sha, title, brief, bool(reasons), items,
+                       job.context.run_url, published, text=summary,
+                       incomplete=verdict.incomplete)
+        else:
+            post_check(api, bundle.head_sha, f"unverified: {title}", brief, bool(reasons),
+                       items, job.context.run_url, published, text=summary,
+                       name=UNVERIFIED_CHECK_NAME, verified=False)
+            if not published.permission_denied:  # else a fork's read-only token
+                hold_required_check(api, bundle.head_sha, job.inputs.trusted_label,
+                                    job.context.run_url)
+    explain_read_only(published, job.inputs.report_path)
+    write_runner_files(job.context.output_path, job.context.summary_path,
+                       outputs(comparison, job.inputs.report_path, published.comment_url),
+                       summary)
+    for reason in reasons:
+        log(f"::error title=turncheck::{escape_data(reason)}")
+    return verdict.exit_code

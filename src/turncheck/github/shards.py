@@ -13,9 +13,9 @@ from turncheck.github.job import (
     with_token_counts,
     write_bundle,
 )
-from turncheck.github.publish import log
+from turncheck.github.publish import publish
 from turncheck.github.trust import VERIFIED, Provenance
-from turncheck.github.verdict import publish
+from turncheck.github.workflow import log
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from turncheck.github.check_names import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID
 from turncheck.github.client import (
     GitHubApi,
     GitHubApiError,
@@ -30,13 +31,12 @@ from turncheck.github.client import (
     RepositoryTree,
 )
 from turncheck.github.context import PullRequest, WorkflowRun
-from turncheck.github.publish import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID, log
+from turncheck.github.workflow import log
 from turncheck.report.bundle import ReportBundle
 from turncheck.report.run import Report
 from turncheck.text.markdown import inline_code, md_text
 
 UNVERIFIED_CHECK_NAME = "turncheck (unverified fork report)"
-DEFAULT_TRUSTED_LABEL = "turncheck:trusted"
 HOLD_TITLE = "waiting for a maintainer: a fork's own report is not trusted"
 TRUSTED_RUN_EVENT = "pull_request_target"
 

@@ -8,9 +8,9 @@ from turncheck import git
 from turncheck.engine.interruption import STOP
 from turncheck.github.baseline import resolve_mode
 from turncheck.github.job import ActionError, Job, trusted_baseline, with_token_counts, write_bundle
-from turncheck.github.publish import log
+from turncheck.github.publish import publish
 from turncheck.github.trust import VERIFIED, Provenance
-from turncheck.github.verdict import publish
+from turncheck.github.workflow import log
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges

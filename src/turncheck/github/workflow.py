@@ -27,6 +27,11 @@ STEP_SUMMARY_TRUNCATION_NOTE = (
 _OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
+def log(message: str, stream: TextIO | None = None) -> None:
+    """A line of the job's log (trusted text only: see `print_untrusted`)."""
+    print(message, file=stream or sys.stdout, flush=True)
+
+
 def escape_data(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 

@@ -26,7 +26,6 @@ _HOMES = {
     "CassetteMode": "cassettes",
     "CassetteTransport": "cassette_transport",
     "cassette_path_for": "cassettes",
-    "Mode": "factory",
     "make_provider": "factory",
     "open_cassette": "factory",
     "select_provider": "factory",
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
         CassetteMode,
         cassette_path_for,
     )
-    from turncheck.providers.factory import Mode, make_provider, open_cassette, select_provider
+    from turncheck.providers.factory import make_provider, open_cassette, select_provider
     from turncheck.providers.http import RetryPolicy
 
 
@@ -75,7 +74,6 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "EmbeddingResponse",
-    "Mode",
     "Provider",
     "ProviderError",
     "RecordingMissing",

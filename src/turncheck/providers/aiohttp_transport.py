@@ -42,7 +42,7 @@ else:  # loaded on first use: a replay never opens a connection
 
 KEEPALIVE_SECONDS = 30.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
-"""The largest answer body accepted, counted after decompression (docs/limits.md)."""
+"""The largest answer body accepted, counted after decompression (docs/providers.md)."""
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from turncheck.choices import price_id
 from turncheck.providers.base import (
     ChatMessage,
     ChatRequest,
@@ -29,7 +30,7 @@ class AnthropicProvider:
     """Chat only: Anthropic has no embeddings endpoint. `seed` is not supported and ignored."""
 
     name = "anthropic"
-    price_provider_id: str | None = "anthropic"
+    price_provider_id: str | None = price_id("anthropic", None)
 
     def __init__(self, connection: Connection) -> None:
         self.base_url = (connection.base_url or _env_base_url(connection)

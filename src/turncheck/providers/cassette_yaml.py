@@ -50,7 +50,6 @@ _MAX_SIMPLE_KEY = 128
 _ONE_LINE_ASCII = re.compile(r"[ -~]*\Z")
 _STR_TAG = "tag:yaml.org,2002:str"
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
-_FLOW_INDICATORS = frozenset(",?[]{}")
 _RESOLVER = Resolver()
 _IMPLICIT_FIRST = frozenset(key for key in Resolver.yaml_implicit_resolvers if key)
 

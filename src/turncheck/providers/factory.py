@@ -17,32 +17,25 @@ is an OpenRouter id.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, cast
 
-from turncheck.providers.anthropic import AnthropicProvider
+from turncheck.choices import PROVIDER_NAMES, PROVIDERS, Mode, ProviderSpec, provider_spec
 from turncheck.providers.base import Provider, ProviderError
 from turncheck.providers.cassettes import Cassette, cassette_path_for
 from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
-from turncheck.providers.openai_compat import (
-    azure_openai,
-    gemini,
-    openai_compatible,
-    openrouter,
-)
 from turncheck.providers.secrets import SecretBinder
 from turncheck.text.credentials import BASE_URL_ENV, PROVIDER_KEY_ENV, url_credentials
 
 if TYPE_CHECKING:
     from turncheck.providers.http import Transport
 
-PROVIDER_NAMES = ("openrouter", "openai", "anthropic", "azure", "gemini")
 API_KEY_ENV_VARS = tuple(PROVIDER_KEY_ENV[name] for name in PROVIDER_NAMES)
-URL_PROVIDERS = ("openai", "azure", "gemini")
+URL_PROVIDERS = tuple(name for name, spec in PROVIDERS.items() if spec.takes_any_base_url)
 """Providers a `base_url` given with no provider points at (an OpenAI-compatible server)."""
-Mode = Literal["replay", "record", "live"]
 
 
 def select_provider(model: str, provider: str | None, base_url: str | None) -> tuple[str, str]:
@@ -97,11 +90,12 @@ def make_provider(
     A missing API key is reported when a request needs the network, not here.
     `secrets` (the suite's secret values) are kept out of error messages.
     """
-    builder = _BUILDERS.get(provider_name)
-    if builder is None:
+    spec = provider_spec(provider_name)
+    if spec is None:
         raise ProviderError(
             f"unknown provider {provider_name!r}; expected one of {', '.join(PROVIDER_NAMES)}"
         )
+    builder = builder_of(spec)
     connection = Connection(
         env=env, base_url=base_url, policy=policy, transport=transport, sleep=sleep,
         secrets=(*secrets, *url_credentials(base_url), *env_credentials(env)), binder=binder,
@@ -109,13 +103,11 @@ def make_provider(
     return builder(connection)
 
 
-_BUILDERS: dict[str, Callable[[Connection], Provider]] = {
-    "openrouter": openrouter,
-    "openai": openai_compatible,
-    "anthropic": AnthropicProvider,
-    "azure": azure_openai,
-    "gemini": gemini,
-}
+def builder_of(spec: ProviderSpec) -> Callable[[Connection], Provider]:
+    """The function (or class) the provider table names as the provider's builder."""
+    module, _, attribute = spec.builder.partition(":")
+    return cast("Callable[[Connection], Provider]",
+                getattr(importlib.import_module(module), attribute))
 
 
 def open_cassette(

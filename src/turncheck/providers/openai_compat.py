@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from turncheck.choices import price_id
 from turncheck.providers.base import (
     AnswerSchema,
     ChatMessage,
@@ -281,7 +282,7 @@ def openrouter(connection: Connection) -> OpenAICompatProvider:
         base_url=connection.base_url or OPENROUTER_BASE_URL,
         key_env=PROVIDER_KEY_ENV["openrouter"],
         key_required=True,
-        price_provider_id="openrouter",
+        price_provider_id=price_id("openrouter", None),
         # OpenRouter's app attribution headers; not part of cassette matching.
         extra_headers={"x-title": "turncheck"},
     )
@@ -298,7 +299,7 @@ def openai_compatible(connection: Connection) -> OpenAICompatProvider:
         base_url=url,
         key_env=PROVIDER_KEY_ENV["openai"],
         key_required=is_openai,
-        price_provider_id="openai" if is_openai else None,
+        price_provider_id=price_id("openai", url),
         token_limit_field="max_completion_tokens" if is_openai else "max_tokens",
     )
 
@@ -322,7 +323,7 @@ def azure_openai(connection: Connection) -> OpenAICompatProvider:
         base_url=url,
         key_env=PROVIDER_KEY_ENV["azure"],
         key_required=True,
-        price_provider_id="azure",
+        price_provider_id=price_id("azure", None),
         token_limit_field="max_completion_tokens",
         key_header="api-key",
         query=query,
@@ -339,6 +340,6 @@ def gemini(connection: Connection) -> OpenAICompatProvider:
         base_url=connection.base_url or GEMINI_BASE_URL,
         key_env=PROVIDER_KEY_ENV["gemini"],
         key_required=True,
-        price_provider_id="google",
+        price_provider_id=price_id("gemini", None),
     )
 

@@ -49,7 +49,6 @@ from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow
 
 COMMENT_LIMIT = 65_536
-SUMMARY_LIMIT = 1024 * 1024
 MARKER = "<!-- turncheck:comment -->"
 GROUP_CAP = 15
 """Rows per group in the comment; the step summary lists them all."""

@@ -14,14 +14,13 @@ from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
 from turncheck.render.severity import findings, verdict_suffix
-from turncheck.report.comparison import Comparison, EvalComparison, EvalSide, SuiteComparison
+from turncheck.report.comparison import ComparedRow, Comparison, SuiteComparison
 from turncheck.report.protocol_comparison import (
-    CaseComparison,
     ProtocolComparison,
     TurnScoreComparison,
 )
 from turncheck.report.results import Status
-from turncheck.report.rows import SuiteState
+from turncheck.report.rows import ComparedSide, SuiteState
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
 from turncheck.text.money import pct, score_change, score_text, signed_int, signed_usd, usd
@@ -30,7 +29,6 @@ P = TypeVar("P")
 
 MAX_CELL_CHARS = 40
 
-Compared = EvalComparison | CaseComparison
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,13 @@ class Line(Generic[P]):
     shows (a protocol case's turn; an eval is one line)."""
 
     file: str
-    row: Compared
+    row: ComparedRow
     part: P
 
 
-def transition_cell(row: Compared) -> str:
+def transition_cell(row: ComparedRow) -> str:
     """The row's transition, with its verdict when that is news."""
-    label = row.label if isinstance(row, EvalComparison) else row.transition.value
-    return label + verdict_suffix(row)
+    return row.label + verdict_suffix(row)
 
 
 def row_columns(file: str, name: str) -> list[Column[Line[Any]]]:
@@ -56,14 +53,9 @@ def row_columns(file: str, name: str) -> list[Column[Line[Any]]]:
             Column("TRANSITION", lambda line: transition_cell(line.row))]
 
 
-def _eval(line: Line[None]) -> EvalComparison:
-    assert isinstance(line.row, EvalComparison)
-    return line.row
-
-
 EVAL_COLUMNS: list[Column[Line[None]]] = [
     *row_columns("SUITE", "EVAL"),
-    Column("TURN", lambda line: f"{turn_cell(_eval(line).base)}→{turn_cell(_eval(line).head)}"),
+    Column("TURN", lambda line: f"{turn_cell(line.row.base)}→{turn_cell(line.row.head)}"),
     Column("TOKENS Δ", lambda line: signed_int(line.row.delta.tokens)),
     Column("COST Δ", lambda line: signed_usd(line.row.delta.cost_usd))]
 
@@ -156,8 +148,8 @@ def cell(text: str) -> str:
     return one_line(text, MAX_CELL_CHARS)
 
 
-def turn_cell(side: EvalSide | None) -> str:
-    if side is None:
+def turn_cell(side: ComparedSide | None) -> str:
+    if side is None or side.status is None:
         return "–"
     if side.status is Status.PASS:
         return str(side.passed_on_turn)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
+from turncheck.choices import provider_spec
 from turncheck.render.app_calls import run_app_calls_lines
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.columns import (
@@ -199,11 +200,10 @@ def key_hint(error: str, provider: str) -> str:
     refused = _REFUSED.search(error)
     if refused is None:
         return ""
-    from turncheck.providers.factory import API_KEY_ENV_VARS, PROVIDER_NAMES
-
-    variable = dict(zip(PROVIDER_NAMES, API_KEY_ENV_VARS, strict=True)).get(provider)
-    if variable is None:
+    spec = provider_spec(provider)
+    if spec is None:
         return ""
+    variable = spec.key_env
     problem = "missing or wrong" if refused.group(1) == "401" else "not allowed this call"
     return f" — check {variable}: the {provider} API key is {problem}"
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from turncheck.compare.policy import FailOn
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
-from turncheck.report.comparison import Comparison
-from turncheck.report.rows import SampleSide
+from turncheck.report.comparison import ComparedRow, Comparison
+from turncheck.report.rows import ComparedSide
 from turncheck.report.run import Status
 from turncheck.text.counts import counted
 from turncheck.text.money import MoneyRow
@@ -245,26 +245,24 @@ def _change(comparison: Comparison, found: Sequence[Finding]) -> list[_Cause]:
 
 def _metric(comparison: Comparison) -> str | None:
     """Codecov's one figure: `evals passing 285 → 284 of 300` (protocol cases when a PR
-    has no evals)."""
-    evals = [e for s in comparison.suites for e in s.evals]
+    has no evals); with repeats, the sample pass rate."""
+    evals: Sequence[ComparedRow] = [e for s in comparison.suites for e in s.evals]
+    cases: Sequence[ComparedRow] = [c for s in comparison.protocols.suites for c in s.cases] \
+        if comparison.protocols is not None else []
+    noun, rows = ("evals", evals) if evals else ("protocol cases", cases)
     if any(side is not None and side.samples + side.errored + side.skipped > 1
-           for e in evals for side in (e.base, e.head)):
-        return _sample_rate([e.base for e in evals if e.base is not None],
-                            [e.head for e in evals if e.head is not None])
-    if evals:
-        return _passing("evals", [(e.base.status if e.base else None,
-                                   e.head.status if e.head else None) for e in evals])
-    if comparison.protocols is not None:
-        cases = [c for s in comparison.protocols.suites for c in s.cases]
-        if cases:
-            return _passing("protocol cases", [(c.base_status, c.head_status) for c in cases])
+           for row in rows for side in (row.base, row.head)):
+        return _sample_rate([row.base for row in rows if row.base is not None],
+                            [row.head for row in rows if row.head is not None])
+    if rows:
+        return _passing(noun, [(row.base_status, row.head_status) for row in rows])
     return None
 
 
-def _sample_rate(base: Sequence[SampleSide], head: Sequence[SampleSide]) -> str | None:
+def _sample_rate(base: Sequence[ComparedSide], head: Sequence[ComparedSide]) -> str | None:
     """With repeats, the share of usable samples that passed: `sample pass rate 95% → 75%`
-    (an eval's pass/fail status hides most of what its samples say)."""
-    def rate(sides: Sequence[SampleSide]) -> float | None:
+    (a row's pass/fail status hides most of what its samples say)."""
+    def rate(sides: Sequence[ComparedSide]) -> float | None:
         samples = sum(s.samples for s in sides)
         return sum(s.passes for s in sides) / samples if samples else None
 

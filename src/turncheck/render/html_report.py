@@ -46,7 +46,7 @@ from turncheck.render.prompt_changes import (
 from turncheck.render.severity import ORDER, Group, broke_on, eval_group, findings
 from turncheck.render.table_model import pass_k_text
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
-from turncheck.report.comparison import Comparison
+from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
 from turncheck.report.results import CheckResult, ConversationEnd, Usage
 from turncheck.report.rows import Transition
@@ -384,7 +384,6 @@ def _calls_of(result: EvalResult | None) -> int | None:
 
 
 def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | None,
-             verdict: str | None = None, transition: str = "",
              sent: tuple[Sent | None, Sent | None] = (None, None),
              budget: DiffBudget | None = None) -> RowView:
     """`sent`: what base and head sent besides the turns' prompts, when both are known;
@@ -392,8 +391,8 @@ def eval_row(suite: str, name: str, base: EvalResult | None, head: EvalResult | 
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
     row = RowView(
-        key=f"eval:{suite}:{name}", suite=suite, name=name, verdict=verdict or status,
-        status=status, transition=transition, facts=_eval_facts(base, head),
+        key=f"eval:{suite}:{name}", suite=suite, name=name, verdict=status,
+        status=status, transition="", facts=_eval_facts(base, head),
         pairs=pair_turns(_informative_turns(base, failing_first=False),
                          _informative_turns(head, failing_first=True), budget),
         base_samples=_eval_samples(base), head_samples=_eval_samples(head),
@@ -445,15 +444,24 @@ def eval_rows(comparison: Comparison | None, base: Report | None,
             head_key = (suite.path, item.name)
             row = eval_row(
                 suite.path, item.name, base_evals.get(base_key), head_evals.get(head_key),
-                verdict=item.verdict.value, transition=_unless_same(item.label, item.verdict),
                 sent=(base_sent.get(base_key), head_sent.get(head_key)), budget=budget)
-            if item.p_value is not None:
-                row.facts.append(f"adjusted p = {item.p_value:.3g}")
-            row.why = _reason(row.verdict, item.verdict_reason)
-            row.has_base, row.has_head = item.base is not None, item.head is not None
-            row.rank = ORDER.index(eval_group(item))
-            rows.append(named(row, suite.name))
+            rows.append(named(judged(row, item), suite.name))
     return by_severity(rows)
+
+
+def judged(row: RowView, item: ComparedRow) -> RowView:
+    """A row with what the comparison says of it, whatever its kind: verdict and
+    transition, where a broken row broke, the adjusted p-value, why, its severity."""
+    row.verdict = item.verdict.value
+    row.transition = _unless_same(item.label, item.verdict)
+    drop = broke_on(item) if item.transition is Transition.BROKEN else None
+    row.facts += [drop] if drop else []
+    if item.p_value is not None:
+        row.facts.append(f"adjusted p = {item.p_value:.3g}")
+    row.why = _reason(row.verdict, item.verdict_reason)
+    row.has_base, row.has_head = item.base is not None, item.head is not None
+    row.rank = ORDER.index(eval_group(item))
+    return row
 
 
 def named(row: RowView, suite_name: str) -> RowView:
@@ -555,15 +563,14 @@ def _suite_sides(base: ProtocolSuiteResult | None, head: ProtocolSuiteResult | N
 
 
 def case_row(suite: str, case_id: str, base: CaseResult | None, head: CaseResult | None,
-             verdict: str | None = None, transition: str = "",
-             sides: _SuiteSides = _SuiteSides(), drop: str | None = None) -> RowView:
-    """`sides`: the suite's labels and setup changes; `drop`: where a broken case broke."""
+             sides: _SuiteSides = _SuiteSides()) -> RowView:
+    """`sides`: the suite's labels and setup changes."""
     main = head if head is not None else base
     status = main.status.value if main is not None else "unknown"
-    facts = _case_facts(base, head, sides.score_name) + ([drop] if drop else [])
     return RowView(
-        key=f"case:{suite}:{case_id}", suite=suite, name=case_id, verdict=verdict or status,
-        status=status, transition=transition, facts=facts, changes=list(sides.changes),
+        key=f"case:{suite}:{case_id}", suite=suite, name=case_id, verdict=status,
+        status=status, transition="", facts=_case_facts(base, head, sides.score_name),
+        changes=list(sides.changes),
         pairs=pair_turns(base.turns if base else [], head.turns if head else []),
         base_samples=_case_samples(base), head_samples=_case_samples(head),
         error=head.error if head is not None else None,
@@ -587,13 +594,8 @@ def case_rows(comparison: Comparison | None, base: Report | None,
                              budget)
         for item in suite.cases:
             row = case_row(suite.path, item.id, base_cases.get((base_path, item.id)),
-                           head_cases.get((suite.path, item.id)),
-                           verdict=item.verdict.value,
-                           transition=_unless_same(item.transition.value, item.verdict),
-                           sides=sides, drop=broke_on(item)
-                           if item.transition is Transition.BROKEN else None)
-            row.rank = ORDER.index(eval_group(item))
-            rows.append(named(row, suite.name))
+                           head_cases.get((suite.path, item.id)), sides=sides)
+            rows.append(named(judged(row, item), suite.name))
     return by_severity(rows)
 
 

@@ -13,14 +13,14 @@ annotations all read these groups, in this order of severity.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from turncheck.compare.policy import FailOn, FailReason
 from turncheck.render.table_model import SHOWN_K
-from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
-from turncheck.report.protocol_comparison import CaseComparison, CaseSide, ScorerChange
-from turncheck.report.rows import SampleSide
+from turncheck.report.comparison import ComparedRow, Comparison
+from turncheck.report.protocol_comparison import ScorerChange
+from turncheck.report.rows import ComparedSide
 from turncheck.report.run import Status
 
 
@@ -132,14 +132,14 @@ def fired(reasons: Sequence[str]) -> list[FailOn]:
     return list(dict.fromkeys(r.condition for r in reasons if isinstance(r, FailReason)))
 
 
-def eval_group(item: EvalComparison | CaseComparison) -> Group:
-    """The group of an eval or a protocol case: error or not run, else its verdict's."""
+def eval_group(item: ComparedRow) -> Group:
+    """The group of a row of any kind: error or not run, else its verdict's."""
     head, cause = item.head_status, item.verdict_cause
     if head is Status.ERROR or cause == "errors":
         return Group.ERROR
     if head is Status.SKIPPED or cause in ("budget", "skipped"):
         return Group.NOT_RUN  # a budget stopped it: neither a pass nor a fail
-    if isinstance(item, EvalComparison) and item.not_like_for_like is not None:
+    if item.not_like_for_like is not None:
         return Group.NOT_LIKE_FOR_LIKE
     group = _BY_VERDICT.get(item.verdict.value)
     return _quiet(head) if group is None else group
@@ -149,7 +149,9 @@ def _quiet(head: Status | None) -> Group:
     return Group.STILL_FAILING if head is Status.FAIL else Group.UNCHANGED
 
 
-def eval_change(item: EvalComparison) -> str:
+def row_change(item: ComparedRow) -> str:
+    """What happened to a row of any kind; a protocol case that passed at base adds the
+    turn and scorer that fell the most."""
     base, head = item.base, item.head
     if head is None:
         return "removed"
@@ -162,6 +164,13 @@ def eval_change(item: EvalComparison) -> str:
         return _not_run(head.turns)
     if item.not_like_for_like is not None:
         return f"not like-for-like: {item.not_like_for_like}; no verdict on the app"
+    change = _status_change(base, head)
+    fell = base is not None and base.status is Status.PASS and head.status is not Status.PASS
+    drop = broke_on(item) if fell else None
+    return change if drop is None else f"{change} · {drop}"
+
+
+def _status_change(base: ComparedSide | None, head: ComparedSide) -> str:
     if _taken(head) > 1 or (base is not None and _taken(base) > 1):
         return _repeated_change(base, head)
     now = _outcome(head.status, head.passed_on_turn, head.turns, head.failed_on_turn)
@@ -175,13 +184,15 @@ def eval_change(item: EvalComparison) -> str:
     return f"now {now} (was: {was})"
 
 
-def _not_run(turns: int) -> str:
+def _not_run(turns: int | None) -> str:
+    if turns is None:  # a protocol case: its turns are compared one by one
+        return "not run: a budget stopped it"
     if not turns:
         return "not run: a budget stopped it before its first turn"
     return f"not run: a budget stopped it after turn {turns} (the next turn was never sent)"
 
 
-def _repeated_change(base: EvalSide | None, head: EvalSide) -> str:
+def _repeated_change(base: ComparedSide | None, head: ComparedSide) -> str:
     """A repeated eval's status change: its samples pass on different turns, so no single
     turn is named (the evidence gives their distribution)."""
     now = _status_word(head.status)
@@ -192,15 +203,22 @@ def _repeated_change(base: EvalSide | None, head: EvalSide) -> str:
     return f"now {now} (was: {_status_word(base.status)})"
 
 
-def _status_word(status: Status) -> str:
-    return {Status.PASS: "passes", Status.FAIL: "fails", Status.ERROR: "errors",
-            Status.SKIPPED: "skipped (budget)"}[status]
+_STATUS_WORD: dict[Status | None, str] = {Status.PASS: "passes", Status.FAIL: "fails",
+                                          Status.SKIPPED: "skipped (budget)"}
 
 
-def _outcome(status: Status, passed_on: int | None, turns: int,
+def _status_word(status: Status | None) -> str:
+    return _STATUS_WORD.get(status, "errors")
+
+
+def _outcome(status: Status | None, passed_on: int | None, turns: int | None,
              failed_on: int | None = None) -> str:
+    """An eval's outcome names its turn; a protocol case's (no turn of pass) only passes
+    or fails."""
     if status is Status.PASS:
-        return f"passes on turn {passed_on}"
+        return "passes" if passed_on is None else f"passes on turn {passed_on}"
+    if status is Status.FAIL and turns is None:
+        return "fails"
     if status is Status.FAIL and failed_on is not None:  # scripted turns
         return f"fails on turn {failed_on} of {turns}"
     if status is Status.FAIL:
@@ -210,7 +228,7 @@ def _outcome(status: Status, passed_on: int | None, turns: int,
     return "errors"
 
 
-def _evidence(item: EvalComparison | CaseComparison) -> str | None:
+def _evidence(item: ComparedRow) -> str | None:
     """The statistics behind a repeated row's verdict: the pass rate base → head with its
     95 % interval, both p-values labelled, and (evals) the turn-of-pass distribution:
     `pass rate 100% [84–100%] → 45% [26–66%] (20/20 → 9/20 samples) · adjusted p =
@@ -227,21 +245,20 @@ def _evidence(item: EvalComparison | CaseComparison) -> str | None:
                 for n, what in ((found.errored, "errored"), (found.skipped, "skipped")) if n]
     if unusable:
         text += f" ({', '.join(unusable)}: not counted)"
-    if isinstance(item, CaseComparison) and isinstance(base, CaseSide) \
-            and isinstance(head, CaseSide) and None not in (base.mean_score, head.mean_score):
+    if base.mean_score is not None and head.mean_score is not None:
         text = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {text}"
     parts = [text]
     if item.p_value is not None:
         parts.append(p_values(item))
     if changed := _pass_k_change(base, head):
         parts.append(changed)
-    if isinstance(base, EvalSide) and isinstance(head, EvalSide) and head.turn_of_pass:
+    if head.turn_of_pass:
         parts.append(f"turn of pass: base {_turns(base.turn_of_pass)} → "
                      f"head {_turns(head.turn_of_pass)}")
     return " · ".join(parts)
 
 
-def p_values(item: EvalComparison | CaseComparison) -> str:
+def p_values(item: ComparedRow) -> str:
     """`adjusted p = 0.004 (raw p = 0.001)`: the verdict `regression` is decided on the
     first, `likely-regression` on the second."""
     adjusted = f"adjusted p {_p(item.p_value)}"
@@ -252,14 +269,14 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else "< 0.001" if value < 0.001 else f"= {value:.2g}"
 
 
-def _rate(side: SampleSide) -> str:
+def _rate(side: ComparedSide) -> str:
     if not side.samples:
         return "n/a"
     return f"{side.passes / side.samples:.0%} " \
         f"[{side.pass_rate_low * 100:.0f}–{side.pass_rate_high:.0%}]"
 
 
-def _pass_k_change(base: SampleSide, head: SampleSide) -> str:
+def _pass_k_change(base: ComparedSide, head: ComparedSide) -> str:
     """`pass^2 0.90 → 0.30, pass^4 0.81 → 0.05`: pass^k (k ≥ 2) on both sides, for the k
     both sides can estimate."""
     ks = [k for k in SHOWN_K if k in head.pass_hat_k and k in base.pass_hat_k]
@@ -272,17 +289,17 @@ def _turns(turn_of_pass: dict[str, int]) -> str:
                      for turn, n in turn_of_pass.items()) or "none"
 
 
-def _taken(side: SampleSide) -> int:
+def _taken(side: ComparedSide) -> int:
     return side.samples + side.errored + side.skipped
 
 
-def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
+def verdict_suffix(item: ComparedRow) -> str:
     """` · regression (9/10 → 2/10, adjusted p = 0.003 (raw p = 0.001))` for text tables:
     the tier when it is news, with the samples behind it (and a protocol case's mean
     scores) when repeated."""
     if item.verdict.value in ("unchanged", "new", "removed"):
         return ""
-    if isinstance(item, EvalComparison) and item.not_like_for_like is not None:
+    if item.not_like_for_like is not None:
         return ""  # not tested: its label says why
     label = f" · {item.verdict.value}"
     base, head = item.base, item.head
@@ -290,8 +307,7 @@ def verdict_suffix(item: EvalComparison | CaseComparison) -> str:
             or max(base.samples, head.samples) <= 1:
         return label
     figures = f"{base.passes}/{base.samples} → {head.passes}/{head.samples}, {p_values(item)}"
-    if isinstance(base, CaseSide) and isinstance(head, CaseSide) \
-            and base.mean_score is not None and head.mean_score is not None:
+    if base.mean_score is not None and head.mean_score is not None:
         figures = f"mean score {base.mean_score:.2f} → {head.mean_score:.2f}, {figures}"
     return f"{label} ({figures})"
 
@@ -321,24 +337,19 @@ def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
         )
 
 
-def _row_finding(suite: str, path: str, item: EvalComparison | CaseComparison) -> Finding:
-    """One row of either kind; an eval adds the turns it passed on."""
+def _row_finding(suite: str, path: str, item: ComparedRow) -> Finding:
+    """One row of any kind (the turns it passed on: an eval's)."""
     base, head = item.base, item.head
-    is_eval = isinstance(item, EvalComparison)
-    finding = Finding(
-        group=eval_group(item), kind="eval" if is_eval else "case", suite=suite, path=path,
-        name=item.name, line=item.line,
-        change=eval_change(item) if isinstance(item, EvalComparison)
-        else _case_status_change(item),
+    return Finding(
+        group=eval_group(item), kind=item.kind.value, suite=suite, path=path,
+        name=item.name, line=item.line, change=row_change(item),
         base_cost=base.total_cost_usd if base else None,
         head_cost=head.total_cost_usd if head else None, has_base=base is not None,
         flaky=item.flaky, evidence=_evidence(item), error=item.error,
-        head_failed=item.head_status is Status.FAIL)
-    if not isinstance(item, EvalComparison):
-        return finding
-    return replace(finding, base_turn=item.base.passed_on_turn if item.base else None,
-                   head_turn=item.head.passed_on_turn if item.head else None,
-                   head_turns=item.head.turns if item.head else 0)
+        head_failed=item.head_status is Status.FAIL,
+        base_turn=base.passed_on_turn if base else None,
+        head_turn=head.passed_on_turn if head else None,
+        head_turns=(head.turns or 0) if head else 0)
 
 
 def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
@@ -351,38 +362,19 @@ def _case_findings(comparison: Comparison) -> Iterator[Finding]:
         yield from (_row_finding(suite.name, suite.path, case) for case in suite.cases)
 
 
-case_group = eval_group
-"""One rule for both kinds."""
-
-
-def case_change(case: CaseComparison) -> str:
-    """What happened to a protocol case, with the statistics behind its verdict."""
-    change = _case_status_change(case)
-    evidence = _evidence(case)
+def change_with_evidence(item: ComparedRow) -> str:
+    """What happened to a row, with the statistics behind its verdict."""
+    change = row_change(item)
+    evidence = _evidence(item)
     return change if evidence is None else f"{change} ({evidence})"
 
 
-def _case_status_change(case: CaseComparison) -> str:
-    if case.head_status is None:
-        return "removed"
-    if case.head_status is Status.ERROR:
-        return f"errors: {case.error or 'unknown error'}"
-    now = "passes" if case.head_status is Status.PASS else "fails"
-    if case.base_status is None:
-        return f"new: {now}"
-    if case.base_status is case.head_status:
-        return now
-    change = f"now {now} (was: {'passes' if case.base_status is Status.PASS else 'fails'})"
-    drop = broke_on(case) if case.base_status is Status.PASS else None
-    return change if drop is None else f"{change} · {drop}"
-
-
-def broke_on(case: CaseComparison) -> str | None:
+def broke_on(case: ComparedRow) -> str | None:
     """Which turn and scorer fell the most, base → head: `broke on turn 2: correctness
     8 → 3` (a judge scale in its own ratings, other scorers as scores); None when no
     scorer of both sides fell."""
     fallen = [(scorer.delta, number, scorer)
-              for number, turn in enumerate(case.turns, 1) for scorer in turn.scorers
+              for number, turn in enumerate(case.scored_turns, 1) for scorer in turn.scorers
               if scorer.delta is not None and scorer.delta < 0]
     if not fallen:
         return None

@@ -248,7 +248,7 @@ class Money:
             return MoneyLine(label, DASH, or_dash(after, lambda n: f"{n:,}"),
                              DASH if not self.has_base else "n/a",
                              DASH if not self.has_base else "n/a")
-        # A missing side counts as zero, as in every spend delta (compare/spend.py).
+        # A missing side counts as zero, as in every spend delta (report/spend.py).
         return MoneyLine(label, DASH if before is None else f"{before:,}",
                          or_dash(after, lambda n: f"{n:,}"),
                          signed_int((after or 0) - (before or 0)),

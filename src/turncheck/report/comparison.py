@@ -5,16 +5,25 @@ totals, the cost alert and the protocol and calibration parts. `compare/` comput
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Sequence
+from typing import Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
 from turncheck.diagnostics import Diagnostic
 from turncheck.report.calibration_comparison import CalibrationComparison
 from turncheck.report.model import ReportModel
-from turncheck.report.protocol_comparison import ProtocolComparison
+from turncheck.report.protocol_comparison import ProtocolComparison, TurnScoreComparison
 from turncheck.report.results import Status
-from turncheck.report.rows import RowCounts, SampleSide, SuiteState, Transition, VerdictRow
+from turncheck.report.rows import (
+    ComparedSide,
+    RowCounts,
+    RowKind,
+    SampleSide,
+    SuiteState,
+    Transition,
+    VerdictRow,
+)
 from turncheck.report.run import PriceSource
 from turncheck.report.spend import Spend
 from turncheck.stats.verdicts import Verdict
@@ -55,6 +64,11 @@ class EvalSide(SampleSide):
     app_model_calls: int | None = Field(default=None, exclude_if=lambda value: value is None)
     """An app target's eval: the model calls the app made (every sample's turns)."""
 
+    @property
+    def mean_score(self) -> float | None:
+        """Evals pass or fail; they have no score (a protocol case's side has one)."""
+        return None
+
 
 class EvalComparison(VerdictRow):
     suite_path: str
@@ -85,8 +99,68 @@ class EvalComparison(VerdictRow):
     `the simulator's persona changed`; None: they are."""
 
     @property
+    def kind(self) -> RowKind:
+        return RowKind.EVAL
+
+    @property
     def head_status(self) -> Status | None:
         return None if self.head is None else self.head.status
+
+    @property
+    def base_status(self) -> Status | None:
+        return None if self.base is None else self.base.status
+
+    @property
+    def scored_turns(self) -> Sequence[TurnScoreComparison]:
+        """An eval's turns pass or fail on checks: none is scored."""
+        return ()
+
+
+class ComparedRow(Protocol):
+    """What every compared row answers, whatever its kind (an eval, a protocol case): the
+    views read rows through this and keep per kind only their own columns."""
+
+    @property
+    def kind(self) -> RowKind: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def transition(self) -> Transition: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def base_status(self) -> Status | None: ...
+    @property
+    def head_status(self) -> Status | None: ...
+    @property
+    def base(self) -> ComparedSide | None: ...
+    @property
+    def head(self) -> ComparedSide | None: ...
+    @property
+    def delta(self) -> Spend: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def not_like_for_like(self) -> str | None: ...
+    @property
+    def scored_turns(self) -> Sequence[TurnScoreComparison]: ...
+    @property
+    def regression(self) -> bool: ...
+    # The statistical verdict (`VerdictRow`):
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def verdict_cause(self) -> str | None: ...
+    @property
+    def verdict_reason(self) -> str: ...
+    @property
+    def p_value(self) -> float | None: ...
+    @property
+    def p_raw(self) -> float | None: ...
+    @property
+    def flaky(self) -> bool: ...
 
 
 class Counts(RowCounts):

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
@@ -13,6 +13,8 @@ from turncheck.report.run import PriceSource
 from turncheck.report.spend import Spent, Usage, add_costs
 
 ExpectedSource = Literal["history", "guess"]
+ESTIMATE_KIND: Final = "estimate"
+ESTIMATE_SCHEMA_VERSION = 1
 
 
 class Figures(Spent):
@@ -70,6 +72,9 @@ class SuiteEstimate(ReportModel):
 
 
 class Estimate(ReportModel):
+    kind: Literal["estimate"] = ESTIMATE_KIND
+    """Names the document, as every turncheck document does (docs/design.md)."""
+    schema_version: int = ESTIMATE_SCHEMA_VERSION
     price_source: PriceSource
     suites: list[SuiteEstimate] = Field(default_factory=list)
     worst: Figures = Field(default_factory=Figures)

@@ -9,6 +9,7 @@ from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.report.rows import (
     RowCounts,
+    RowKind,
     SampleSide,
     SuiteState,
     Transition,
@@ -61,6 +62,29 @@ class CaseSide(SampleSide):
     """`repeat: auto`: the samples of the first look. Each side stopped on its own
     samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
 
+    # What an eval's side says and a case's has no counterpart for (`ComparedSide`).
+    @property
+    def turn_of_pass(self) -> dict[str, int]:
+        return {}
+
+    @property
+    def passed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def failed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def turns(self) -> int | None:
+        """Unknown: a case's turns are compared one by one (`CaseComparison.turns`)."""
+        return None
+
+    @property
+    def error(self) -> str | None:
+        """The case's error is the row's (`CaseComparison.error`)."""
+        return None
+
 
 class CaseComparison(VerdictRow):
     id: str
@@ -84,6 +108,23 @@ class CaseComparison(VerdictRow):
     def name(self) -> str:
         """The case's id: what names a row of any kind."""
         return self.id
+
+    @property
+    def kind(self) -> RowKind:
+        return RowKind.CASE
+
+    @property
+    def label(self) -> str:
+        return self.transition.value
+
+    @property
+    def not_like_for_like(self) -> str | None:
+        """A protocol script has no simulated user: both sides are always comparable."""
+        return None
+
+    @property
+    def scored_turns(self) -> list[TurnScoreComparison]:
+        return self.turns
 
 
 class ProtocolCounts(RowCounts):

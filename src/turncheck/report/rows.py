@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from pydantic import Field
 
@@ -106,6 +107,43 @@ class SampleSide(Spend):
     def unusable(self) -> Unusable:
         return Unusable(errors=self.errored, skipped=self.skipped,
                         skip_reason=self.skip_reason or "skipped")
+
+
+class ComparedSide(Protocol):
+    """One side of a compared row, whatever its kind: what its samples add up to, its
+    spend, and the figures a kind may lack (None or empty there): a protocol case's mean
+    score, an eval's turn of pass."""
+
+    @property
+    def status(self) -> Status | None: ...
+    @property
+    def passes(self) -> int: ...
+    @property
+    def samples(self) -> int: ...
+    @property
+    def errored(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def pass_rate_low(self) -> float: ...
+    @property
+    def pass_rate_high(self) -> float: ...
+    @property
+    def pass_hat_k(self) -> dict[str, float]: ...
+    @property
+    def total_cost_usd(self) -> float | None: ...
+    @property
+    def mean_score(self) -> float | None: ...
+    @property
+    def turn_of_pass(self) -> dict[str, int]: ...
+    @property
+    def passed_on_turn(self) -> int | None: ...
+    @property
+    def failed_on_turn(self) -> int | None: ...
+    @property
+    def turns(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
 
 
 class VerdictRow(ReportModel):

@@ -1,13 +1,16 @@
-"""What a user asks of a run — from the command line (`cli/`) or the action's inputs
-(`github/`) — and the one place it becomes the engine's `RunSettings`."""
+"""What a user asks of a run — from the command line (`cli/`), the action's inputs
+(`github/`) or the public API (`turncheck.run_suites`) — and the one place it becomes
+the engine's `RunSettings`. Each caller passes the environment suites may read (the
+process's, or the action's filtered copy): the engine reads no other."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from turncheck.choices import Mode, provider_for
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.session import Mode, SessionSettings
+from turncheck.engine.session import SessionSettings
 from turncheck.engine.settings import RunSettings
 from turncheck.formats.budget import BudgetLimits
 
@@ -39,7 +42,8 @@ class RunOptions:
     def settings(self, commit: str | None = None) -> RunSettings:
         """The engine's settings for a run of the files at `commit` (None: not a commit)."""
         return RunSettings(
-            mode=self.mode, concurrency=self.concurrency, provider=self.provider,
+            mode=self.mode, concurrency=self.concurrency,
+            provider=provider_for(self.provider, self.base_url),
             base_url=self.base_url, variables=dict(self.variables), env=self.env,
             price_timestamp=self.price_timestamp, commit=commit,
             session=SessionSettings(timeout_s=self.timeout_s, attempts=self.attempts,

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Literal
 
 from turncheck import git
+from turncheck.choices import Mode
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.runner import Side, run_both_sides, run_suites
-from turncheck.engine.session import Mode
 from turncheck.engine.sharding import ShardSpec, select_shard
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files

@@ -2,8 +2,9 @@
 
 The providers read their API keys by these names, the redactor and the action's masks
 cover their values, and a suite's `secret()` may not name any of them (nor a variable
-of the runner or of the action: `RUNNER_CREDENTIAL_PREFIXES`). A provider added here
-is covered everywhere at once.
+of the runner or of the action: `RUNNER_CREDENTIAL_PREFIXES`). The provider keys come
+from the provider table (`turncheck.choices.PROVIDERS`): a provider added there is
+covered everywhere at once.
 """
 
 from __future__ import annotations
@@ -11,13 +12,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-PROVIDER_KEY_ENV = {
-    "openrouter": "OPENROUTER_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "azure": "AZURE_OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
+from turncheck.choices import PROVIDERS
+
+PROVIDER_KEY_ENV = {name: spec.key_env for name, spec in PROVIDERS.items()}
 """Provider name → the variable holding its API key."""
 OTHER_CREDENTIAL_ENV = ("GOOGLE_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN",
                         "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
@@ -28,7 +25,7 @@ RUNNER_CREDENTIAL_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_", "INPUT_")
 """Variables of the runner and of the action (tokens, the action's inputs)."""
 
 
-BASE_URL_ENV = ("OPENAI_BASE_URL", "AZURE_OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+BASE_URL_ENV = tuple(spec.base_url_env for spec in PROVIDERS.values() if spec.base_url_env)
 """Variables the providers read a base URL from: one may carry a credential in its query."""
 _CREDENTIAL_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session",
                                re.IGNORECASE)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from turncheck import git
 from turncheck.github.context import MergeGroup
 from turncheck.github.job import ActionError, Job
-from turncheck.github.publish import log
 from turncheck.github.shards import merged_flow
 from turncheck.github.two_commits import compare_flow, refuse_base_checkout
+from turncheck.github.workflow import log
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits
 from turncheck.text.counts import counted

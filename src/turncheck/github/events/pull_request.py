@@ -8,11 +8,10 @@ from turncheck import git
 from turncheck.github.context import PullRequest
 from turncheck.github.estimate import estimate_flow
 from turncheck.github.job import ActionError, Job
-from turncheck.github.publish import log
 from turncheck.github.shards import merged_flow
 from turncheck.github.trust import TRUSTED_RUN_EVENT, VERIFIED, Provenance, approval_problem
 from turncheck.github.two_commits import compare_flow, refuse_base_checkout
-from turncheck.github.workflow import escape_data
+from turncheck.github.workflow import escape_data, log
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits
 from turncheck.text.counts import counted

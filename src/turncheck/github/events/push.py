@@ -6,7 +6,7 @@ from __future__ import annotations
 from turncheck.engine.interruption import STOP
 from turncheck.formats.discovery import FileKind, discover
 from turncheck.github.job import Job, write_bundle
-from turncheck.github.verdict import publish
+from turncheck.github.publish import publish
 from turncheck.report.bundle import ReportBundle
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.runner import Commits

@@ -9,7 +9,7 @@ from turncheck.github.bundle import BundleError, BundleTooLarge, bundle_from_zip
 from turncheck.github.client import ArtifactTooLarge, GitHubApi
 from turncheck.github.context import WorkflowRun
 from turncheck.github.job import ActionError, Job
-from turncheck.github.publish import Published, log, post_check, post_comment
+from turncheck.github.publish import Published, post_check, post_comment, publish
 from turncheck.github.trust import (
     UNVERIFIED_CHECK_NAME,
     Provenance,
@@ -21,7 +21,7 @@ from turncheck.github.trust import (
     too_large_comment,
     vet_bundle,
 )
-from turncheck.github.verdict import publish
+from turncheck.github.workflow import log
 from turncheck.render.comment import MARKER
 from turncheck.report.bundle import MAX_BUNDLE_BYTES
 
