@@ -299,6 +299,7 @@ class _SuiteRun:
                 **answer.token_details,
                 app_model_calls=answer.app_model_calls,
                 first_token_ms=answer.first_token_ms,
+                app_calls=answer.app_calls,
             )
 
         try:

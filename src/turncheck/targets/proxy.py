@@ -52,6 +52,7 @@ from turncheck.providers.cassettes import Cassette, current_sample, use_sample
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
+from turncheck.targets.app_calls import with_record
 from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.usage import ModelCall, usage_of
 
@@ -318,8 +319,10 @@ class RecordingProxy:
                 response = call.streaming = web.StreamResponse(status=upstream.status,
                                                                headers=returned)
                 await response.prepare(call.request)
-                chunks = []
+                chunks: list[bytes] = []
                 async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
+                    if not chunks:
+                        call.first_token_ms = (time.perf_counter() - started) * 1000
                     chunks.append(chunk)
                     await response.write(chunk)
                 await response.write_eof()
@@ -331,7 +334,7 @@ class RecordingProxy:
         parsed = _json_of(returned["content-type"], content)
         if exchange is not None:
             answer = exchange.keep(answer, latency_ms, parsed)
-        self._count(call, model, answer, parsed)
+        self._count(call, model, answer, parsed, latency_ms)
         if call.streaming is not None:
             return call.streaming
         return web.Response(status=answer.status_code, body=answer.content, headers=returned)
@@ -342,12 +345,16 @@ class RecordingProxy:
         return web.Response(status=reply.status_code, body=reply.content,
                             headers=_returned_headers(reply.headers))
 
-    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
+    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any,
+               total_ms: float | None = None) -> None:
         if not 200 <= reply.status_code < 300:
             return
-        usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
-                         reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
-                         parsed=parsed if isinstance(parsed, dict) else None)
+        content_type = reply.headers.get("content-type", "")
+        parsed = parsed if isinstance(parsed, dict) else None
+        usage = usage_of(call.api, call.rest, model, content_type, reply.content,
+                         replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)), parsed=parsed)
+        usage = with_record(usage, call.api, call.rest, call.body, content_type, reply.content,
+                            parsed, (call.first_token_ms, total_ms))
         scope = call.scope
         (scope.calls if scope is not None else self.unattributed).append(usage)
 
@@ -384,6 +391,7 @@ class _Call:
     scope: TurnScope | None
     streaming: web.StreamResponse | None = None
     """The answer being passed on chunk by chunk, once its first bytes are out."""
+    first_token_ms: float | None = None
 
 
 def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:

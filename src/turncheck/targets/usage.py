@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turncheck.providers.json_limits import loads_bounded
+from turncheck.report.app_calls import AppCall
 
 JsonObject = dict[str, Any]
 
@@ -30,6 +31,8 @@ class ModelCall:
     output_tokens: int | None
     cached_input_tokens: int = 0
     replayed: bool = False
+    record: AppCall | None = None
+    """What the call sent and got (`targets/app_calls.py`), for the report."""
 
     @property
     def reported(self) -> bool:
