@@ -92,6 +92,7 @@ class TurnAnswer:
                  for c in response.calls]
         usage = chat_usage(response)
         self.add(response, usage, add_costs(costs) if costs else 0.0)
+        self.estimated = self.estimated or response.tokens_estimated
         self.app_model_calls = len(response.calls)
         self.app_calls = [call.record.model_copy(update={"cost_usd": cost})
                           for call, cost in zip(response.calls, costs, strict=True)

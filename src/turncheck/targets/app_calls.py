@@ -294,9 +294,43 @@ def with_record(usage: ModelCall, provider: str, path: str, body: bytes, content
     first, total = timing
     if first is None:  # read whole: its first token reached the app with the rest
         first = total
+    if usage.input_tokens is None:
+        usage = replace(usage, input_tokens=estimated_tokens(request_json(body)),
+                        output_tokens=estimated_tokens(_answer_payloads(content_type, content,
+                                                                        parsed), answer=True),
+                        estimated=True)
     record = described.model_copy(update={
+        "tokens_estimated": usage.estimated,
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "cached_input_tokens": usage.cached_input_tokens or None,
         "first_token_ms": None if first is None else round(first, 1),
         "total_ms": None if total is None else round(total, 1)})
     return replace(usage, record=record)
+
+
+CHARS_PER_TOKEN = 4
+"""The estimate of an answer that reports no usage: about 4 characters a token (English
+with the BPE tokenizers of OpenAI and Anthropic), as turncheck estimates elsewhere."""
+_ANSWER_KEYS = frozenset({"content", "text", "delta", "arguments", "partial_json"})
+_MAX_WALK_DEPTH = 12
+
+
+def estimated_tokens(value: Any, *, answer: bool = False) -> int:
+    """Tokens of the text in a request (every string but the model's name) or in an
+    answer's payloads (its text and tool arguments): at least 1."""
+    chars = _text_chars(value, answer, 0)
+    return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+def _text_chars(value: Any, answer: bool, depth: int, key: str = "") -> int:
+    if isinstance(value, str):
+        counted = key in _ANSWER_KEYS if answer else key not in ("model", "role", "type")
+        return len(value) if counted else 0
+    if depth >= _MAX_WALK_DEPTH:
+        return 0
+    if isinstance(value, dict):
+        return sum(_text_chars(item, answer, depth + 1, name)
+                   for name, item in value.items())
+    if isinstance(value, list):
+        return sum(_text_chars(item, answer, depth + 1, key) for item in value)
+    return 0

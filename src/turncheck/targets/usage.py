@@ -33,10 +33,12 @@ class ModelCall:
     replayed: bool = False
     record: AppCall | None = None
     """What the call sent and got (`targets/app_calls.py`), for the report."""
+    estimated: bool = False
+    """The answer reported no usage: the tokens are turncheck's estimate from the text."""
 
     @property
     def reported(self) -> bool:
-        return self.input_tokens is not None
+        return self.input_tokens is not None and not self.estimated
 
 
 @dataclass

@@ -7,7 +7,8 @@ answer. Its replies report no tool calls: only the recording proxy sees them.
 
 Environment: APP_API (chat | anthropic), APP_STREAM ("1" streams), APP_SYSTEM_PROMPT,
 APP_TOOLS (comma-separated tools offered, default both), APP_STREAM_OPTIONS ("0": a
-streamed chat call without `stream_options`, as OpenAI's quickstart does).
+streamed chat call without `stream_options`, as OpenAI's quickstart does; "off": with
+`include_usage: false`).
 Endpoints: GET /health, POST /chat {message, session_id} -> {reply, session_id}.
 """
 
@@ -77,8 +78,9 @@ def _chat_once(client: Any, messages: list[Any], tools: list[Any]
         return message.content or "", [
             {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
             for c in message.tool_calls or []]
-    if os.environ.get("APP_STREAM_OPTIONS") != "0":
-        extra["stream_options"] = {"include_usage": True}
+    options = os.environ.get("APP_STREAM_OPTIONS", "1")
+    if options != "0":
+        extra["stream_options"] = {"include_usage": options == "1"}
     text, calls = "", {}  # type: ignore[var-annotated]
     for chunk in client.chat.completions.create(model="gpt-4o-mini", messages=messages,
                                                 stream=True, **extra):
