@@ -28,15 +28,18 @@ def _system(body: Json) -> str:
 
 def refund_model(body: Json) -> str | ToolCalls:
     """The scripted model of the refund desk. Asked for a refund, it looks the order up,
-    then refunds it, then says so; only tools it is offered are called. A system prompt
-    holding LOOP makes it look the order up three times; REFUND_FIRST refunds before it
-    looks the order up."""
+    then refunds it, then says so; asked for an order's status, it looks it up. Only tools
+    it is offered are called. A system prompt holding LOOP makes it look the order up
+    three times; REFUND_FIRST refunds before it looks the order up; REFUND_ALWAYS refunds
+    when asked for the status too."""
     said = [m for m in conversation_of(body) if m.get("role") == "user"]
     asked = " ".join(str(m.get("content")) for m in said)
-    if "refund" not in asked.lower():
+    system = _system(body)
+    if "status" in asked and "REFUND_ALWAYS" not in system:
+        return _status(body)
+    if "refund" not in asked.lower() and "status" not in asked:
         return "Hello, how can I help?"
     plan = ["lookup_order", "issue_refund"]
-    system = _system(body)
     if "LOOP" in system:
         plan = ["lookup_order", "lookup_order", "lookup_order", "issue_refund"]
     if "REFUND_FIRST" in system:
@@ -50,6 +53,12 @@ def refund_model(body: Json) -> str | ToolCalls:
             arguments["amount"] = 42.0
         return ToolCalls.one(name, **arguments)
     return "Refunded 42.0 for order A1." if "issue_refund" in plan else "I cannot refund."
+
+
+def _status(body: Json) -> str | ToolCalls:
+    if not tool_results(body) and "lookup_order" in _offered(body):
+        return ToolCalls.one("lookup_order", order_id="A1")
+    return "Order A1 was delivered."
 
 
 REFUND_TURNS = """\

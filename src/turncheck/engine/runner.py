@@ -234,6 +234,7 @@ class _SuiteRun:
             judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
             tool_calls=tool_calls,
+            app_calls=[call for turn in state.turns for call in turn.app_calls],
         )
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
@@ -320,6 +321,9 @@ class _SuiteRun:
             judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
             tool_calls=answer.calls,
+            app_calls=answer.app_calls,
+            earlier_tool_calls=[call for turn in state.turns for call in turn.tool_calls],
+            earlier_app_calls=[call for turn in state.turns for call in turn.app_calls],
         )
         try:
             outcome = await evaluate_level(level, ctx)
