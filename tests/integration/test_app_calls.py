@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.engine_helpers import run_paths, write_suite
+from tests.support.engine_helpers import FAKE_KEY, run_paths, write_suite
 from tests.support.refund_helpers import refund_model, refund_target
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import upstream_env
@@ -73,3 +73,16 @@ def test_the_system_prompt_is_written_once_per_report_and_read_back(tmp_path: Pa
     text = report.model_dump_json()
     assert text.count("You are the refund desk of Example Co.") == 1
     assert calls_by_turn(Report.model_validate_json(text)) == calls_by_turn(report)
+
+
+def test_a_secret_the_app_sends_is_redacted_in_the_record_as_everywhere(
+        tmp_path: Path) -> None:
+    # The app puts turncheck's own key in its system prompt and in a tool result.
+    suite = write_suite(tmp_path, refund_target({
+        "APP_SYSTEM_PROMPT": f"You are the refund desk. Key: {FAKE_KEY}"}))
+    with ScriptedServer(default_reply=refund_model) as server:
+        report = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+    text = report.model_dump_json()
+    assert FAKE_KEY not in text
+    [first, *_] = calls_by_turn(report)[0]
+    assert first.system is not None and "[REDACTED]" in first.system
