@@ -103,3 +103,19 @@ def test_a_call_whose_usage_cannot_be_had_is_estimated_and_marked_never_zero(
     assert result.cost_usd
     assert json.loads(report.model_dump_json())["suites"][0]["evals"][0]["turns"][0][
         "app_calls"][0]["tokens_estimated"] is True
+
+
+def test_an_upstream_that_refuses_stream_options_gets_the_apps_own_request(
+        tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, refund_target({"APP_STREAM": "1", "APP_STREAM_OPTIONS": "0"}))
+    with ScriptedServer(default_reply=refund_model) as server:
+        server.add_rule(fault="bad_request", when=lambda body: "stream_options" in body)
+        report = run_paths([suite], server, "record", env=upstream_env(server.base_url))
+        answered = [request.json.get("stream_options") for request in server.requests]
+
+    [result] = report.suites[0].evals
+    assert result.status == Status.PASS, result.error
+    assert answered == [{"include_usage": True}, None] * 4  # refused, then the app's own
+    calls = [call for turn in result.turns for call in turn.app_calls]
+    assert len(calls) == 4
+    assert all(call.tokens_estimated and call.input_tokens and call.cost_usd for call in calls)

@@ -82,6 +82,8 @@ _FORWARDED_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "op
 _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 """Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
 _UNPARSED: Any = object()
+_REFUSED_OPTIONS = (400, 422)
+"""What an upstream answers a request whose `stream_options` it does not accept."""
 _REMEMBERED_URLS = 256
 
 
@@ -289,6 +291,16 @@ class RecordingProxy:
             return _error(502, f"turncheck proxy: {message}")
 
     async def _answer(self, call: _Call) -> web.StreamResponse:
+        answer = await self._answer_once(call)
+        if call.usage_filter is not None and answer.status in _REFUSED_OPTIONS \
+                and call.streaming is None:
+            # An upstream that refuses `stream_options` (an older OpenAI-compatible
+            # server): the app's own request instead, its usage then estimated.
+            call.body, call.usage_filter = call.app_body, None
+            return await self._answer_once(call)
+        return answer
+
+    async def _answer_once(self, call: _Call) -> web.StreamResponse:
         cassette = self._cassette
         method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
