@@ -43,8 +43,9 @@ def request_json(body: bytes) -> JsonObject:
 
 
 def described_call(provider: str, path: str, request: JsonObject, content_type: str,
-                   content: bytes, parsed: Any = None) -> AppCall:
-    """The call's record, tokens and cost left for the caller to fill in."""
+                   content: bytes, parsed: Any = None, **measured: Any) -> AppCall:
+    """The call's record; `measured`: its tokens and latency, when known (its cost is the
+    engine's to add)."""
     api = api_of(path)
     system = _system_of(api, request)
     kept, length, _ = kept_prompt(system) if system else (None, None, None)
@@ -56,7 +57,7 @@ def described_call(provider: str, path: str, request: JsonObject, content_type: 
         system_sha256=_sha256(system) if system else None, system=kept, system_chars=length,
         tools=_tools_offered(request.get("tools"))[:MAX_LISTED],
         tool_calls=_tool_calls(api, answer)[:MAX_LISTED],
-        tool_results=_tool_results(api, request)[-MAX_LISTED:])
+        tool_results=_tool_results(api, request)[-MAX_LISTED:], **measured)
 
 
 def _sha256(text: str) -> str:
@@ -289,22 +290,22 @@ def with_record(usage: ModelCall, provider: str, path: str, body: bytes, content
                 ) -> ModelCall:
     """`usage` with its record: what the call sent and got, its tokens, and (answered
     by the upstream now) its first-token and total latency."""
-    described = described_call(provider, path, request_json(body), content_type, content,
-                               parsed)
+    request = request_json(body)
     first, total = timing
     if first is None:  # read whole: its first token reached the app with the rest
         first = total
     if usage.input_tokens is None:
-        usage = replace(usage, input_tokens=estimated_tokens(request_json(body)),
+        usage = replace(usage, input_tokens=estimated_tokens(request),
                         output_tokens=estimated_tokens(_answer_payloads(content_type, content,
                                                                         parsed), answer=True),
                         estimated=True)
-    record = described.model_copy(update={
-        "tokens_estimated": usage.estimated,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cached_input_tokens": usage.cached_input_tokens or None,
-        "first_token_ms": None if first is None else round(first, 1),
-        "total_ms": None if total is None else round(total, 1)})
+    record = described_call(
+        provider, path, request, content_type, content, parsed,
+        tokens_estimated=usage.estimated,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens or None,
+        first_token_ms=None if first is None else round(first, 1),
+        total_ms=None if total is None else round(total, 1))
     return replace(usage, record=record)
 
 
