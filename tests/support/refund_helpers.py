@@ -33,7 +33,8 @@ def refund_model(body: Json) -> str | ToolCalls:
     three times; REFUND_FIRST refunds before it looks the order up; REFUND_ALWAYS refunds
     when asked for the status too."""
     said = [m for m in conversation_of(body) if m.get("role") == "user"]
-    asked = " ".join(str(m.get("content")) for m in said)
+    # What the user said: not the tool results an Anthropic request sends as user turns.
+    asked = " ".join(m["content"] for m in said if isinstance(m.get("content"), str))
     system = _system(body)
     if "status" in asked and "REFUND_ALWAYS" not in system:
         return _status(body)
