@@ -8,7 +8,7 @@ import json
 
 from tests.support.scripted_server import responses_payload, sse_events
 from turncheck.report.results import MAX_REPORT_ANSWER_CHARS, MAX_REPORT_PROMPT_CHARS
-from turncheck.targets.app_calls import MAX_LISTED, described_call
+from turncheck.targets.app_calls import MAX_LISTED, MAX_RESULT_CHARS, described_call
 
 RESPONSES_REQUEST = {
     "model": "gpt-4o-mini", "instructions": "You are the refund desk.",
@@ -74,7 +74,7 @@ def test_what_a_call_keeps_is_bounded() -> None:
     assert len(call.tools) == MAX_LISTED and len(call.tool_calls) == MAX_LISTED
     assert call.system is not None and len(call.system) < MAX_REPORT_PROMPT_CHARS + 200
     assert call.system_chars == MAX_REPORT_PROMPT_CHARS * 3
-    assert len(call.tool_results[0].content) < MAX_REPORT_ANSWER_CHARS + 200
+    assert len(call.tool_results[0].content) < MAX_RESULT_CHARS + 200
     assert all(isinstance(c.arguments, str) and len(c.arguments) < MAX_REPORT_ANSWER_CHARS + 200
                for c in call.tool_calls)
 

@@ -45,7 +45,7 @@ from turncheck.engine.simulated_user import (
 )
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
-from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
+from turncheck.engine.tool_rounds import MAX_APP_CALLS_KEPT, TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.suite import MAX_DEPTH, CheckList, Eval, Suite
@@ -300,7 +300,7 @@ class _SuiteRun:
                 **answer.token_details,
                 app_model_calls=answer.app_model_calls,
                 first_token_ms=answer.first_token_ms,
-                app_calls=answer.app_calls,
+                app_calls=answer.app_calls[:MAX_APP_CALLS_KEPT],
             )
 
         try:

@@ -29,8 +29,9 @@ MAX_TOOL_ROUND_BYTES = 16 * 1024 * 1024
 answer's cap. Every round resends the whole history, so a per-answer cap alone would let
 64 rounds of large arguments grow each request, and the run's memory, 64-fold."""
 
-MAX_APP_CALLS_KEPT = 256
-"""An app's model calls in one turn whose record the report keeps (all are counted)."""
+MAX_APP_CALLS_KEPT = 64
+"""An app's model calls in one turn whose record the report keeps (all are counted, and
+checks judge all)."""
 
 
 def _round_bytes(response: ChatResponse, results: Sequence[ChatMessage]) -> int:
@@ -96,7 +97,7 @@ class TurnAnswer:
         self.app_model_calls = len(response.calls)
         self.app_calls = [call.record.model_copy(update={"cost_usd": cost})
                           for call, cost in zip(response.calls, costs, strict=True)
-                          if call.record is not None][:MAX_APP_CALLS_KEPT]
+                          if call.record is not None]
         self.first_token_ms = response.first_token_ms
         self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
             call.arguments), by_app=True) for call in response.tool_calls]

@@ -3,8 +3,9 @@ on and the answer it passed back (docs/targets.md, "What the app sent").
 
 The same bytes are read whether the answer came from the upstream or from the cassette,
 so a replay gives the record the recording gave (but latency). Everything kept is
-bounded: a system prompt to `MAX_REPORT_PROMPT_CHARS`, each argument or tool result to
-`MAX_REPORT_ANSWER_CHARS`, and at most `MAX_LISTED` tools, tool calls and results.
+bounded: a system prompt to `MAX_REPORT_PROMPT_CHARS`, each call's arguments to
+`MAX_REPORT_ANSWER_CHARS`, each tool result to `MAX_RESULT_CHARS`, and at most
+`MAX_LISTED` tools, tool calls and results.
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ from turncheck.report.results import MAX_REPORT_ANSWER_CHARS, kept_prompt
 from turncheck.targets.usage import ModelCall, sse_json
 
 JsonObject = dict[str, Any]
-MAX_LISTED = 64
+MAX_LISTED = 32
 """Tools offered, tool calls asked for and tool results sent back that one call keeps."""
+MAX_RESULT_CHARS = 2_000
+"""Characters of each tool result a call keeps: the app's own data, which no check reads
+(arguments, which checks read, keep `MAX_REPORT_ANSWER_CHARS`)."""
 _APIS = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages",
          "/embeddings": "embeddings"}
 
@@ -242,7 +246,7 @@ def _names_by_id(items: list[JsonObject]) -> dict[str, str]:
 def _result(content: Any, call_id: str | None, names: dict[str, str]) -> AppToolResult:
     text = content if isinstance(content, str) else _text(content) if isinstance(
         content, list) else json.dumps(content)
-    return AppToolResult(content=_cut(text, "the tool result"),
+    return AppToolResult(content=_cut(text, "the tool result", MAX_RESULT_CHARS),
                          name=names.get(call_id) if call_id else None, id=call_id)
 
 
@@ -255,11 +259,10 @@ def _arguments(text: str) -> Any:
         return text
 
 
-def _cut(text: str, what: str) -> str:
-    if len(text) <= MAX_REPORT_ANSWER_CHARS:
+def _cut(text: str, what: str, keep: int = MAX_REPORT_ANSWER_CHARS) -> str:
+    if len(text) <= keep:
         return text
-    return (text[:MAX_REPORT_ANSWER_CHARS] + f"\n... [cut by turncheck: {what} had "
-            f"{len(text):,} characters]")
+    return text[:keep] + f"\n... [cut by turncheck: {what} had {len(text):,} characters]"
 
 
 def _list(value: Any) -> list[JsonObject]:
