@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from tests.support.scripted_server import responses_payload, sse_events
 from turncheck.report.results import MAX_REPORT_ANSWER_CHARS, MAX_REPORT_PROMPT_CHARS
 from turncheck.targets.app_calls import MAX_LISTED, MAX_RESULT_CHARS, described_call
 
@@ -22,10 +21,15 @@ RESPONSES_REQUEST = {
 
 
 def _responses_answer() -> dict[str, object]:
-    answer = responses_payload(RESPONSES_REQUEST, "", (10, 5))
-    answer["output"] = [{"type": "function_call", "call_id": "c2", "name": "issue_refund",
-                         "arguments": '{"order_id": "A1", "amount": 42}'}]
-    return answer
+    return {"id": "resp_1", "object": "response", "status": "completed",
+            "model": "gpt-4o-mini",
+            "output": [{"type": "function_call", "call_id": "c2", "name": "issue_refund",
+                        "arguments": '{"order_id": "A1", "amount": 42}'}],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+
+
+def _event(name: str, data: dict[str, object]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
 
 
 def test_a_responses_call_keeps_its_instructions_tools_calls_and_results() -> None:
@@ -44,11 +48,10 @@ def test_a_responses_call_keeps_its_instructions_tools_calls_and_results() -> No
 def test_a_streamed_responses_call_gives_the_same_record() -> None:
     request = {**RESPONSES_REQUEST, "stream": True}
     answer = _responses_answer()
-    answer["output"] = [{"type": "message", "id": "m", "status": "completed",
-                         "role": "assistant", "content": [{"type": "output_text",
-                                                           "text": "x", "annotations": []}]},
-                        *answer["output"]]  # type: ignore[misc]
-    streamed = sse_events("/v1/responses", request, answer)
+    streamed = (_event("response.created", {"response": {**answer, "output": []}})
+                + _event("response.function_call_arguments.delta",
+                         {"delta": '{"order_id"', "output_index": 0})
+                + _event("response.completed", {"response": answer}))
     call = described_call("openai", "/v1/responses", request, "text/event-stream", streamed)
     plain = described_call("openai", "/v1/responses", RESPONSES_REQUEST, "application/json",
                            json.dumps(_responses_answer()).encode())
