@@ -342,8 +342,10 @@ class RecordingProxy:
                     if not chunks:
                         call.first_token_ms = (time.perf_counter() - started) * 1000
                     chunks.append(chunk)
-                    await response.write(call.passed_on(chunk))
-                await response.write(call.passed_on_end())
+                    if passed := call.passed_on(chunk):
+                        await response.write(passed)
+                if rest := call.passed_on_end():
+                    await response.write(rest)
                 await response.write_eof()
                 content = b"".join(chunks)
             else:
