@@ -34,6 +34,11 @@ evals:
           - model_used: "gpt-4o*"
           - system_prompt: {contains: refund desk}
           - max_turn_tokens: 5000
+      - prompt: Thanks.
+        checks:
+          - max_model_calls: 1
+          - tool_sequence: [lookup_order, issue_refund]
+            scope: conversation
   - name: status
     prompt: What is the status of order A1?
     checks:
@@ -80,11 +85,13 @@ def test_the_checks_judge_the_apps_model_calls_when_the_app_reports_no_tool_call
                                    "model call 1",
                       "tool_sequence": "issue_refund(order_id=\"A1\", amount=42.0) at "
                                        "model call 1"},
+      ("refund", 3): {"tool_sequence": "tool_sequence (conversation)"},
       ("status", 1): {"tool_call": "no tool calls"}}),
     ({"APP_SYSTEM_PROMPT": BASE_PROMPT + " REFUND_FIRST"},
      {("refund", 2): {"tool_sequence": "called issue_refund(order_id=\"A1\", amount=42.0) "
                                        "at model call 1, lookup_order(order_id=\"A1\") at "
-                                       "model call 2"}}),
+                                       "model call 2"},
+      ("refund", 3): {"tool_sequence": "tool_sequence (conversation)"}}),
     ({"APP_SYSTEM_PROMPT": BASE_PROMPT + " LOOP"},
      {("refund", 2): {"no_loop": 'lookup_order(order_id="A1") 2 times in a row, model call '
                                  "1 to model call 2",

@@ -52,7 +52,7 @@ from turncheck.formats.suite import (
 )
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
 from turncheck.report.app_calls import AppCall
-from turncheck.report.run import CheckResult, ToolCallResult
+from turncheck.report.run import CheckResult, ToolCallResult, TurnResult
 
 
 @dataclass
@@ -69,15 +69,15 @@ class TurnContext:
     """The function calls made during this turn (tool checks judge these)."""
     app_calls: Sequence[AppCall] = ()
     """An app target's turn: the app's model calls the proxy saw."""
-    earlier_tool_calls: Sequence[ToolCallResult] = ()
-    """The conversation's earlier turns' function calls (checks with `scope: conversation`)."""
-    earlier_app_calls: Sequence[AppCall] = ()
+    earlier_turns: Sequence[TurnResult] = ()
+    """The conversation's earlier turns (checks with `scope: conversation`)."""
 
     def observed(self, scope: CheckScope = "turn") -> Observed:
         if scope == "turn":
             return Observed(self.tool_calls, self.app_calls)
-        return Observed([*self.earlier_tool_calls, *self.tool_calls],
-                        [*self.earlier_app_calls, *self.app_calls])
+        earlier = self.earlier_turns
+        return Observed([*(c for turn in earlier for c in turn.tool_calls), *self.tool_calls],
+                        [*(c for turn in earlier for c in turn.app_calls), *self.app_calls])
 
 
 @dataclass

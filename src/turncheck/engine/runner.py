@@ -322,8 +322,7 @@ class _SuiteRun:
             embed=lambda inputs: self._embed(inputs, state),
             tool_calls=answer.calls,
             app_calls=answer.app_calls,
-            earlier_tool_calls=[call for turn in state.turns for call in turn.tool_calls],
-            earlier_app_calls=[call for turn in state.turns for call in turn.app_calls],
+            earlier_turns=state.turns,
         )
         try:
             outcome = await evaluate_level(level, ctx)
