@@ -26,10 +26,10 @@ QUICKSTART = {"model": "gpt-4o-mini", "stream": True,
               "messages": [{"role": "user", "content": "Say something long, please."}]}
 
 
-async def _posted(base_url: str, body: dict[str, object]) -> bytes:
+async def _posted(base_url: str, body: dict[str, object], key: str = "placeholder") -> bytes:
     async with httpx.AsyncClient() as client:
         answer = await client.post(base_url + "/chat/completions", json=body,
-                                   headers={"authorization": "Bearer placeholder"})
+                                   headers={"authorization": f"Bearer {key}"})
         return answer.content
 
 
@@ -37,7 +37,7 @@ async def _through_proxy(cassette: Cassette, upstream: str) -> bytes:
     proxy = RecordingProxy(cassette, Upstreams(upstream, ANTHROPIC_DEFAULT, KEY, None))
     await proxy.start()
     try:
-        return await _posted(proxy.openai_base_url, QUICKSTART)
+        return await _posted(proxy.openai_base_url, QUICKSTART, proxy.token)
     finally:
         await proxy.stop()
 
