@@ -37,9 +37,25 @@ MIN_OTHER_EVALS = 5
 without one eval needs (`two_run_variances_without`)."""
 
 
+UNSEEN_DRIFT_VARIANCE = 0.25
+"""sigma² assumed when no eval can show drift between the two runs (sigma = 0.5 on the
+logit scale, the largest drift the false-alarm targets are set for): with one sample
+per side, a drift shared by the run's evals and a drop of the whole suite look alike,
+and an estimate of 0 would call every such drift a regression."""
+
+
 def two_run_variance(pairs: Sequence[RunPair]) -> float:
-    """sigma² from one base run and one head run of each eval (see the module docstring)."""
+    """sigma² from one base run and one head run of each eval (see the module docstring);
+    `UNSEEN_DRIFT_VARIANCE` when no eval has two samples in each run (`drift_unseen`)."""
+    if drift_unseen(pairs):
+        return UNSEEN_DRIFT_VARIANCE
     return between_run_variance([[base, head] for base, head in pairs])
+
+
+def drift_unseen(pairs: Sequence[RunPair]) -> bool:
+    """No eval has two samples or more in each run: a run of one sample shows its pass
+    chance and its drift only together, so the two runs cannot show drift at all."""
+    return not any(min(base[1], head[1]) >= 2 for base, head in pairs)
 
 
 def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:

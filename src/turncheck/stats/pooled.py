@@ -280,19 +280,16 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
     if len(bases) < 2:
         return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
     runs = min(max(1, b.runs) for b in bases)
-    common = variance if shared is None else min(shared, variance)
+    common, own = split_drift(variance, shared)
     shifts, weights = shift_nodes(common * (1 + 1 / runs))
-    own = (variance - common) * (1 + 1 / runs)
+    own *= 1 + 1 / runs
     steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
     width = sum(int(found.max()) + 1 for found, _ in steps)
     placed_laws = []
     observed = 0
     for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
-        chances = _shifted_chances(base, shifts)
-        spread = chances * (1 - chances)
-        concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
-        law = design_law(design_of(head.looks), chances * concentration,
-                         (1 - chances) * concentration)
+        law = conditional_law(base, head, shifts, own) if len(head.looks) == 1 \
+            else _predictive_rows(base, head, shifts, own)
         placed = np.zeros((len(shifts), int(found.max()) + 1))
         for column, index in enumerate(found):
             placed[:, index] += law[:, column]
@@ -304,6 +301,60 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
     mixed[mixed < 1e-15 * mixed.max()] = 0.0
     mixed /= mixed.sum()
     return _sum_test(mixed, observed)
+
+
+def split_drift(variance: float, shared: float | None) -> tuple[float, float]:
+    """(shared, own) drift variances of one eval's run. Without a separate estimate of
+    the shared part all of it is taken as shared (it spreads the suite's sum most). A
+    shared estimate above `variance` raises the total rather than being cut to it:
+    runs of one sample per eval show a shared drift (`shared_run_variance`) but no
+    eval's own (`between_run_variance` is 0 for them), and the total is not known to be
+    smaller than the part."""
+    if shared is None:
+        return variance, 0.0
+    return shared, max(0.0, variance - shared)
+
+
+def _predictive_rows(base: PooledBase, head: PooledHead, shifts: np.ndarray, own: float
+                     ) -> np.ndarray:
+    """The head design's results (columns) under each shift (rows): the predictive law of
+    `head_chance_law` with its mean moved by the shift."""
+    chances = _shifted_chances(base, shifts)
+    spread = chances * (1 - chances)
+    concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
+    return design_law(design_of(head.looks), chances * concentration,
+                      (1 - chances) * concentration)
+
+
+def conditional_law(base: PooledBase, head: PooledHead, shifts: np.ndarray, own: float
+                    ) -> np.ndarray:
+    """P(head passes = x), x = 0..n (columns), given the eval's pooled passes t = X + x
+    over both sides, under each shared shift s (rows), mixed over the eval's own drift
+    u ~ N(0, `own`). With pass chances moved on the logit scale, head's passes given t
+    follow Fisher's noncentral hypergeometric law with odds ratio e^(s + u), whatever
+    the eval's pass rate: the law holds for an unknown fixed rate, as the predictive
+    law (a Jeffreys posterior of the base's rate) does not when the base has few
+    samples. One sample per side: a discordant eval broke with chance expit(s + u), so
+    an eval's own drift, symmetric, costs nothing there."""
+    import numpy as np
+    from scipy.special import gammaln
+    n, size = head.samples, base.samples
+    pooled = base.passes + head.passes
+    x = np.arange(n + 1)
+    rest = pooled - x
+    valid = (rest >= 0) & (rest <= size)
+    safe = np.clip(rest, 0, size)
+    ways = np.where(valid, gammaln(n + 1) - gammaln(x + 1) - gammaln(n - x + 1)
+                    + gammaln(size + 1) - gammaln(safe + 1) - gammaln(size - safe + 1),
+                    -np.inf)
+    nodes, node_weights = shift_nodes(own)
+    odds = shifts[:, None, None] + nodes[None, :, None]
+    logs = ways[None, None, :] + odds * x[None, None, :]
+    logs = logs - logs.max(axis=2, keepdims=True)
+    chances = np.exp(logs)
+    chances /= chances.sum(axis=2, keepdims=True)
+    mixed: np.ndarray = np.tensordot(node_weights, chances, axes=([0], [1]))
+    return mixed
 
 
 def _convolve_rows(laws: Sequence[np.ndarray]) -> np.ndarray:
@@ -323,7 +374,8 @@ def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, in
     design's lowest (so from 0), and the observed result's step."""
     import numpy as np
     design = design_of(head.looks)
-    mean = (base.passes + 0.5) / (base.samples + 1)
+    mean = (base.passes + head.passes) / (base.samples + head.samples) \
+        if len(head.looks) == 1 else (base.passes + 0.5) / (base.samples + 1)
     values = np.rint((design.passes - design.samples * mean) * GRID).astype(int)
     low = int(values.min())
     seen = round((head.passes - head.samples * mean) * GRID)
