@@ -65,13 +65,17 @@ def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
     terms = [drift_term([base, head]) for base, head in pairs]
     informative = [0 < base_passes + head_passes < base_n + head_n
                    for (base_passes, base_n), (head_passes, head_n) in pairs]
+    seeing = [min(base[1], head[1]) >= 2 for base, head in pairs]
     everyone = sum(informative)
     spreads = sum(term[0] for term in terms if term is not None)
     weights = sum(term[1] for term in terms if term is not None)
     found: list[float | None] = []
-    for term, own in zip(terms, informative, strict=True):
+    for term, own, sees in zip(terms, informative, seeing, strict=True):
         if everyone - own < MIN_OTHER_EVALS:
             found.append(None)
+            continue
+        if sum(seeing) - sees == 0:  # `drift_unseen` among the others
+            found.append(UNSEEN_DRIFT_VARIANCE)
             continue
         spread, weight = (spreads, weights) if term is None else \
             (spreads - term[0], weights - term[1])
