@@ -66,6 +66,7 @@ from turncheck.report.run import (  # noqa: E402
 from turncheck.stats import adaptive  # noqa: E402
 from turncheck.stats.rates import wilson_interval  # noqa: E402
 from turncheck.stats.verdicts import Verdict  # noqa: E402
+from turncheck.text.counts import counted  # noqa: E402
 
 MIXTURE = (1.0,) * 8 + (0.99,) * 2 + (0.95,) * 3 + (0.9,) * 3 + (0.8,) * 2 + (0.7, 0.5)
 """The realistic 20-eval suite of issue 22."""
@@ -151,6 +152,11 @@ class Sampling:
     """The base side is `history_runs` runs of main pooled (`compare.pool`); only the
     head is sampled, alone (`repeat: auto` stops on the head's own samples)."""
     history_runs: int = HISTORY_RUNS
+    history_repeat: int = HISTORY_REPEAT
+    """Samples per eval of each stored run of main."""
+    base_commit_runs: int | None = None
+    """Stored runs of the base commit itself (pooled); the others are earlier commits'
+    (drift only). None: all of them (the figures of issues 36 and before)."""
     separate: bool = False
     """`repeat: auto` on both sides in two separate runs (each stops on its own)."""
     mode: str = "live"
@@ -166,6 +172,11 @@ class Sampling:
         if not self.pooled:
             return plain
         runs = "" if self.history_runs == HISTORY_RUNS else f" of {self.history_runs} run"
+        if self.base_commit_runs is not None:
+            runs = f" of {counted(self.history_runs, 'run')} ({self.base_commit_runs} of " \
+                "the base commit)"
+        if self.history_repeat != HISTORY_REPEAT:
+            runs += f" x {self.history_repeat}"
         return f"pooled base{runs}, head {plain}"
 
     @property
@@ -353,14 +364,24 @@ def run_ids(scenario: Scenario, sampling: Sampling) -> tuple[str, str]:
 HISTORY_PLAN = RepeatPlan(HISTORY_REPEAT, HISTORY_REPEAT, None)
 
 
-def pooled_base(scenario: Scenario, history: np.ndarray) -> tuple[Report, BasePool]:
-    """The library's pooled base of main's runs; `history`: (HISTORY_RUNS, evals,
-    MAX_SAMPLES) streams, each run's first HISTORY_REPEAT samples taken."""
+def pooled_base(scenario: Scenario, history: np.ndarray, sampling: Sampling
+                ) -> tuple[Report, BasePool]:
+    """The library's pooled base of main's runs; `history`: (history_runs, evals,
+    MAX_SAMPLES) streams, each run's first `history_repeat` samples taken (one sample:
+    an unrepeated run, as the live default makes it). With `base_commit_runs` only the
+    first runs are of the base commit, the others of earlier commits."""
     runs = []
-    for run in history:
-        suite = [combined(f"e{i}", sorted(int(t) for t in run[i][:HISTORY_REPEAT]), None,
-                          HISTORY_PLAN) for i in range(scenario.evals)]
-        runs.append(report_of(suite, commit="base"))
+    repeat = sampling.history_repeat
+    plan = RepeatPlan(repeat, repeat, None)
+    for index, run in enumerate(history):
+        if repeat == 1:
+            suite = [sample_of(f"e{i}", int(run[i][0]), None) for i in range(scenario.evals)]
+        else:
+            suite = [combined(f"e{i}", sorted(int(t) for t in run[i][:repeat]), None, plan)
+                     for i in range(scenario.evals)]
+        own = sampling.base_commit_runs is None or index < sampling.base_commit_runs
+        runs.append(report_of(suite, commit="base" if own else f"earlier-{index}",
+                              run_id=f"main-{index}"))
     return pool_reports(runs, base_commit="base")
 
 
@@ -398,8 +419,9 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
             turns = len((scenario.base, scenario.head)[side][index])
             calls[side] += calls_of(np.asarray(outcomes, dtype=int), turns, faults[side])
     if sampling.pooled:
-        base_report, pool = pooled_base(scenario, base)
-        comparison = compare_reports(base_report, report_of(suites[1]), base_pool=pool)
+        base_report, pool = pooled_base(scenario, base, sampling)
+        comparison = compare_reports(base_report, report_of(suites[1], run_id="pr"),
+                                     base_pool=pool)
     else:
         base_run, head_run = run_ids(scenario, sampling)
         comparison = compare_reports(report_of(suites[0], mode=sampling.mode, run_id=base_run),
@@ -565,7 +587,54 @@ def scenarios() -> dict[str, Scenario]:
     put(same("budget stop at head, 1 eval at 1.0", [1.0], fault="budget"))
     for scenario in drift_scenarios():
         put(scenario)
+    for scenario in live_scenarios():
+        put(scenario)
     return found
+
+
+# -- issue 45 item 1: the live default path -------------------------------------------
+
+LIVE_DRIFT = 0.5
+NEVER_AND_06 = (0.0,) * 10 + (0.6,) * 10
+"""Ten never-passing evals beside ten at 0.6 (issue 45's heavy-tailed suite)."""
+
+
+def live_scenarios() -> list[Scenario]:
+    """Identical PRs of low pass rates, never-passing evals and drift up to sigma = 0.5
+    (shared by a run's evals, or each eval's own), for the live default path: one sample
+    per side against main's stored runs (`LIVE_SAMPLINGS`). Named `live ...` so that the
+    earlier sections' filters leave them to `live_default_path`."""
+    found = [same(f"live null 20 at {rate:g}", [rate] * 20) for rate in (0.3, 0.4, 0.5)]
+    found.append(same("live null 10 never + 10 at 0.6", NEVER_AND_06))
+    for sigma in (0.25, LIVE_DRIFT):
+        for per_eval in (False, True):
+            kind = " per eval" if per_eval else " shared"
+            found.append(same(f"live null 20 at 0.5, drift {sigma:g}{kind}", [0.5] * 20,
+                              drift=sigma, per_eval=per_eval))
+    for per_eval in (False, True):
+        kind = " per eval" if per_eval else " shared"
+        found.append(same(f"live null 10 never + 10 at 0.6, drift {LIVE_DRIFT:g}{kind}",
+                          NEVER_AND_06, drift=LIVE_DRIFT, per_eval=per_eval))
+    return found
+
+
+LIVE_SAMPLINGS = tuple(Sampling(1, 1, pooled=True, history_runs=runs, history_repeat=1,
+                                base_commit_runs=1) for runs in (1, 2, 5))
+"""The live default: one sample per side, the base from main's stored runs of one sample
+per eval: the base commit's run, plus earlier commits' runs for the drift (1, 2, 5 runs
+in all)."""
+
+
+def live_default_path(results: Results, printed: Printed) -> None:
+    """Issue 45 item 1: the default gate on identical PRs of the live default path."""
+    print("\nIssue 45 item 1: the live default path (one sample per side, the base from "
+          "main's stored runs): the default gate on identical PRs; ± Monte Carlo standard "
+          "error")
+    for key, tally in results.items():
+        if key.startswith("live null"):
+            printed.row(key, f"{rate_text(tally.default_gate, tally.prs)} "
+                        f"± {standard_error(tally.default_gate, tally.prs):.1%}", "<= 5%",
+                        at_most(tally.default_gate, tally.prs, 0.05))
 
 
 # -- issue 36 items 1, 2: the pooled path's full family, and drift ---------------------
@@ -738,11 +807,14 @@ def cells(prs: int, seed: int, only: str | Sequence[str] | None = None,
                 samplings = [*(Sampling(n, n) for n in MONOTONE_REPEATS),
                              *(Sampling(None, n) for n in MONOTONE_REPEATS)]
         samplings += DRIFT_POOLED_CELLS.get(scenario.name, [])
+        if scenario.name.startswith("live "):
+            samplings = list(LIVE_SAMPLINGS)
         for sampling in samplings:
             size = size_for(scenario, prs)
             if scenario.name in DOUBLE_SIZE and not sampling.pooled:
                 size *= 2
-            if sampling.pooled and (scenario.name not in POOLED_FULL_SIZE
+            if sampling.pooled and not scenario.name.startswith("live ") \
+                    and (scenario.name not in POOLED_FULL_SIZE
                                     or sampling.repeat is not None) \
                     and sampling not in DRIFT_POOLED_CELLS.get(scenario.name, []):
                 size = max(2, size // 2)
@@ -968,7 +1040,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"seed {args.seed}; rates with their Wilson 95 % interval over the PRs")
     results = run_all(planned, args.workers)
     printed = Printed()
-    for section in (false_alarms, drift_and_pooled, detection, faults, monotone, calls):
+    for section in (false_alarms, drift_and_pooled, live_default_path, detection, faults,
+                    monotone, calls):
         section(results, printed)
     elapsed, cpu = time.perf_counter() - started, cpu_seconds()
     print("\nTime")

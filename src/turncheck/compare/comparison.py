@@ -65,6 +65,7 @@ from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.rates import turn_distribution
 from turncheck.stats.tests import ShiftTest
+from turncheck.stats.turn_hazards import drifting_turn_test
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -241,11 +242,32 @@ def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], varia
     test against a new run of the base (`stats.pooled.predictive_test`)."""
     assert item.base is not None and item.head is not None
     counts = pooled_counts(item, runs)
-    test = None if counts is None else predictive_test(
-        counts[0], variance, counts[1].passes, counts[1].samples, counts[1].looks)
-    return outcome_evidence(side_outcomes(item.base), head_design(item.head)[0], settings,
-                            base_lost=item.base.unusable, head_lost=item.head.unusable,
-                            test=test)
+    test = None if counts is None else pooled_eval_test(item, counts, variance)
+    evidence = outcome_evidence(side_outcomes(item.base), head_design(item.head)[0],
+                                settings, base_lost=item.base.unusable,
+                                head_lost=item.head.unusable, test=test)
+    return replace(evidence, allowance=drift_allowance(variance))
+
+
+def drift_allowance(variance: float) -> str | None:
+    """What a test against another run allowed for, in words (`Evidence.allowance`)."""
+    if variance <= 0:
+        return None
+    return f"the drift between runs (σ ≈ {math.sqrt(variance):.2f} on the logit scale)"
+
+
+def pooled_eval_test(item: EvalComparison, counts: tuple[PooledBase, PooledHead],
+                     variance: float) -> ShiftTest:
+    """A head of a fixed number of samples: compared with the base turn by turn, so a
+    later turn of pass is tested too (`stats.turn_hazards.drifting_turn_test`, the drift
+    of the head run against the K pooled runs' average, sigma² (1 + 1/K)); a two-stage
+    `repeat: auto` head: the predictive test of its pass rate for that design."""
+    assert item.base is not None and item.head is not None
+    base, head = counts
+    if len(head.looks) == 1:
+        return drifting_turn_test(side_outcomes(item.base), head_design(item.head)[0],
+                                  variance * (1 + 1 / base.runs))
+    return predictive_test(base, variance, head.passes, head.samples, head.looks)
 
 
 def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool | None
