@@ -159,19 +159,22 @@ class Sampling:
     (drift only). None: all of them (the figures of issues 36 and before)."""
     separate: bool = False
     """`repeat: auto` on both sides in two separate runs (each stops on its own)."""
+    apart: bool = False
+    """A fixed repeat on both sides in two separate runs (two run ids), drift or not."""
     mode: str = "live"
     """The runs' mode; `replay` gives head the base's recorded answers."""
 
     @property
     def label(self) -> str:
         plain = f"repeat {self.repeat}" if self.repeat else f"auto<={self.max_repeat}"
-        if self.separate:
+        if self.separate or self.apart:
             plain += " separate runs"
         if self.mode != "live":
             plain += f" {self.mode}"
         if not self.pooled:
             return plain
-        runs = "" if self.history_runs == HISTORY_RUNS else f" of {self.history_runs} run"
+        runs = "" if self.history_runs == HISTORY_RUNS \
+            else f" of {counted(self.history_runs, 'run')}"
         if self.base_commit_runs is not None:
             runs = f" of {counted(self.history_runs, 'run')} ({self.base_commit_runs} of " \
                 "the base commit)"
@@ -357,7 +360,8 @@ def run_ids(scenario: Scenario, sampling: Sampling) -> tuple[str, str]:
     sampled apart (two `turncheck run`s compared): drift cells not `sides_together`, and
     `repeat: auto` in separate runs. Without drift the draws are the same either way:
     those cells are the action's, one run."""
-    apart = sampling.separate or (scenario.drift > 0 and not scenario.sides_together)
+    apart = sampling.separate or sampling.apart \
+        or (scenario.drift > 0 and not scenario.sides_together)
     return ("base-run", "head-run") if apart else ("one-run", "one-run")
 
 
@@ -589,6 +593,10 @@ def scenarios() -> dict[str, Scenario]:
         put(scenario)
     for scenario in live_scenarios():
         put(scenario)
+    for scenario in margin_scenarios():
+        put(scenario)
+    for scenario in every_path_scenarios():
+        put(scenario)
     return found
 
 
@@ -623,6 +631,105 @@ LIVE_SAMPLINGS = tuple(Sampling(1, 1, pooled=True, history_runs=runs, history_re
 """The live default: one sample per side, the base from main's stored runs of one sample
 per eval: the base commit's run, plus earlier commits' runs for the drift (1, 2, 5 runs
 in all)."""
+
+
+# -- issue 45 item 2: drift estimated with a margin ------------------------------------
+
+
+def margin_scenarios() -> list[Scenario]:
+    """Identical PRs under drift sigma = 0.5, shared by a run's evals or each eval's own,
+    measured against pooled bases of 2 and 5 stored runs and between two separate runs
+    (`MARGIN_SAMPLINGS`). Named `margin ...` (`drift_margin` prints them)."""
+    found = []
+    for name, rates in (("20 at 0.5", [0.5] * 20), ("20 mixture", MIXTURE),
+                        ("10 never + 10 at 0.6", NEVER_AND_06)):
+        for per_eval in (False, True):
+            kind = "per eval" if per_eval else "shared"
+            found.append(same(f"margin null {name}, drift {LIVE_DRIFT:g} {kind}", rates,
+                              drift=LIVE_DRIFT, per_eval=per_eval))
+    return found
+
+
+MARGIN_SAMPLINGS = (
+    FIXED_20,  # drift, sides apart: two separately run reports
+    *(Sampling(20, 20, pooled=True, history_runs=runs) for runs in (2, 5)),
+    *(Sampling(None, 30, pooled=True, history_runs=runs) for runs in (2, 5)),
+    *(Sampling(20, 20, pooled=True, history_runs=runs, base_commit_runs=1)
+      for runs in (2, 5)),
+)
+"""Two separate runs (fixed 20 a side); pooled bases of 2 and 5 runs of the base commit
+(head fixed 20, or `auto` up to 30); the usual set-up: one run of the base commit plus
+earlier commits' runs (2 and 5 in all), head fixed 20."""
+
+
+def drift_margin(results: Results, printed: Printed) -> None:
+    """Issue 45 item 2: false regressions with drift sigma = 0.5."""
+    print("\nIssue 45 item 2: false regressions (`fail-on: regression`) with drift sigma = "
+          f"{LIVE_DRIFT:g}, shared or per eval: two separate runs, pooled bases of 2 and 5 "
+          "runs; ± Monte Carlo standard error")
+    for key, tally in results.items():
+        if key.startswith("margin null"):
+            printed.row(key, f"{rate_text(tally.flagged, tally.prs)} "
+                        f"± {standard_error(tally.flagged, tally.prs):.1%}", "<= 5%",
+                        at_most(tally.flagged, tally.prs, 0.05))
+
+
+# -- issue 45 items 3 and 5: 3-turn shifts on every path; the usual set-up's power ----
+
+LATE_BASE, LATE_HEAD = (0.9, 0.9, 1.0), (0.05, 0.05, 1.0)
+"""A 3-turn eval that passes every sample, nearly always on turn 1 at base and on turn 3
+at head."""
+MIXTURE_3 = tuple(turn_chances(r, 3) for r in MIXTURE[:-1])
+
+
+def every_path_scenarios() -> list[Scenario]:
+    """The 1 -> 3 turn shift inside the 3-turn mixture, its null twin under drift 0.5
+    (shared and per eval), and the usual set-up's detection cells (`EVERY_PATH`)."""
+    return [
+        Scenario("path turn shift 1->3 in 20 mixture, 3 turns", (*MIXTURE_3, LATE_BASE),
+                 (*MIXTURE_3, LATE_HEAD), changed=19),
+        Scenario("path null 20 mixture, 3 turns, drift 0.5 shared", (*MIXTURE_3, LATE_BASE),
+                 (*MIXTURE_3, LATE_BASE), drift=LIVE_DRIFT),
+        Scenario("path null 20 mixture, 3 turns, drift 0.5 per eval",
+                 (*MIXTURE_3, LATE_BASE), (*MIXTURE_3, LATE_BASE), drift=LIVE_DRIFT,
+                 drift_per_eval=True),
+        changed("path 0.9->0.5 in 20 mixture", MIXTURE, in_mixture(0.9), 0.5),
+        changed("path 1->0.8 in 20 mixture", MIXTURE, in_mixture(1.0), 0.8),
+        Scenario("path diffuse 0.95->0.85 over 20", (turn_chances(0.95, 1),) * 20,
+                 (turn_chances(0.85, 1),) * 20),
+    ]
+
+
+USUAL_5 = Sampling(20, 20, pooled=True, history_runs=5, base_commit_runs=1)
+USUAL_5_AUTO = Sampling(None, 30, pooled=True, history_runs=5, base_commit_runs=1)
+EVERY_PATH = (FIXED_20, Sampling(20, 20, apart=True), AUTO_20, POOLED_FIXED_20,
+              POOLED_AUTO_30, USUAL_5, USUAL_5_AUTO)
+"""Both sides together (fixed 20, `auto`), two separate runs (fixed 20), a pooled base of
+5 runs of the base commit (head fixed 20 or `auto` up to 30) and the usual set-up: one
+run of the base commit plus 4 earlier commits' runs."""
+
+
+def every_path(results: Results, printed: Printed) -> None:
+    """Issue 45 items 3 and 5: what each path catches, misses printed as well as hits."""
+    print("\nIssue 45 items 3 and 5: the 1 -> 3 turn shift on every path, its null twin "
+          f"under drift {LIVE_DRIFT:g}, and the usual set-up (1 run of the base commit + 4 "
+          "earlier) beside 5 runs of the base commit")
+    for key, tally in results.items():
+        if not key.startswith("path "):
+            continue
+        if key.startswith("path null"):
+            printed.row(key, rate_text(tally.flagged, tally.prs), "<= 5%",
+                        at_most(tally.flagged, tally.prs, 0.05))
+            continue
+        diffuse = "diffuse" in key
+        hits = tally.flagged if diffuse else tally.changed_regression
+        printed.row(f"{key}: {'PR flagged' if diffuse else 'caught'}",
+                    rate_text(hits, tally.prs), "info")
+        printed.row("  ... missed", rate_text(tally.prs - hits, tally.prs), "info")
+        if not diffuse:
+            printed.row("  ... PRs with a regression on an unchanged eval",
+                        rate_text(tally.false_regression, tally.prs), "<= 5%",
+                        at_most(tally.false_regression, tally.prs, 0.05))
 
 
 def live_default_path(results: Results, printed: Printed) -> None:
@@ -809,11 +916,15 @@ def cells(prs: int, seed: int, only: str | Sequence[str] | None = None,
         samplings += DRIFT_POOLED_CELLS.get(scenario.name, [])
         if scenario.name.startswith("live "):
             samplings = list(LIVE_SAMPLINGS)
+        if scenario.name.startswith("margin "):
+            samplings = list(MARGIN_SAMPLINGS)
+        if scenario.name.startswith("path "):
+            samplings = list(EVERY_PATH)
         for sampling in samplings:
             size = size_for(scenario, prs)
             if scenario.name in DOUBLE_SIZE and not sampling.pooled:
                 size *= 2
-            if sampling.pooled and not scenario.name.startswith("live ") \
+            if sampling.pooled and not scenario.name.startswith(("live ", "margin ", "path ")) \
                     and (scenario.name not in POOLED_FULL_SIZE
                                     or sampling.repeat is not None) \
                     and sampling not in DRIFT_POOLED_CELLS.get(scenario.name, []):
@@ -1040,8 +1151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"seed {args.seed}; rates with their Wilson 95 % interval over the PRs")
     results = run_all(planned, args.workers)
     printed = Printed()
-    for section in (false_alarms, drift_and_pooled, live_default_path, detection, faults,
-                    monotone, calls):
+    for section in (false_alarms, drift_and_pooled, live_default_path, drift_margin,
+                    every_path, detection, faults, monotone, calls):
         section(results, printed)
     elapsed, cpu = time.perf_counter() - started, cpu_seconds()
     print("\nTime")

@@ -300,8 +300,8 @@ def two_run_pairs(suites: Sequence[SuiteComparison], base_pool: BasePool
 def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
     """The run-level drift variance the pooled tests are widened by: main's history's
     estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
-    if base_pool.history_runs >= MIN_HISTORY_RUNS:
-        return base_pool.drift_variance
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:  # at least the part every eval shares
+        return max(base_pool.drift_variance, base_pool.shared_variance or 0.0)
     return two_run_variance([pair for _, pair in two_run_pairs(suites, base_pool)])
 
 

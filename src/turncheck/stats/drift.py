@@ -20,9 +20,10 @@ other evals that estimate is too noisy to trust, and the estimate over all is us
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from turncheck.stats.pooled import between_run_variance, drift_term
+from turncheck.stats.pooled import DRIFT_CEILING, between_run_variance, drift_term
 
 RunPair = tuple[tuple[int, int], tuple[int, int]]
 """((passes, usable samples) of the base run, (passes, usable samples) of the head run)
@@ -37,7 +38,7 @@ MIN_OTHER_EVALS = 5
 without one eval needs (`two_run_variances_without`)."""
 
 
-UNSEEN_DRIFT_VARIANCE = 0.25
+UNSEEN_DRIFT_VARIANCE = DRIFT_CEILING
 """sigma² assumed when no eval can show drift between the two runs (sigma = 0.5 on the
 logit scale, the largest drift the false-alarm targets are set for): with one sample
 per side, a drift shared by the run's evals and a drop of the whole suite look alike,
@@ -49,7 +50,7 @@ def two_run_variance(pairs: Sequence[RunPair]) -> float:
     `UNSEEN_DRIFT_VARIANCE` when no eval has two samples in each run (`drift_unseen`)."""
     if drift_unseen(pairs):
         return UNSEEN_DRIFT_VARIANCE
-    return between_run_variance([[base, head] for base, head in pairs])
+    return between_run_variance([[base, head] for base, head in pairs], cautious=True)
 
 
 def drift_unseen(pairs: Sequence[RunPair]) -> bool:
@@ -67,8 +68,8 @@ def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
                    for (base_passes, base_n), (head_passes, head_n) in pairs]
     seeing = [min(base[1], head[1]) >= 2 for base, head in pairs]
     everyone = sum(informative)
-    spreads = sum(term[0] for term in terms if term is not None)
-    weights = sum(term[1] for term in terms if term is not None)
+    known = [term for term in terms if term is not None]
+    sums = _Sums.of(known)
     found: list[float | None] = []
     for term, own, sees in zip(terms, informative, seeing, strict=True):
         if everyone - own < MIN_OTHER_EVALS:
@@ -77,7 +78,35 @@ def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
         if sum(seeing) - sees == 0:  # `drift_unseen` among the others
             found.append(UNSEEN_DRIFT_VARIANCE)
             continue
-        spread, weight = (spreads, weights) if term is None else \
-            (spreads - term[0], weights - term[1])
-        found.append(max(0.0, spread / weight) if weight > 0 else 0.0)
+        found.append((sums if term is None else sums.without(term)).cautious())
     return found
+
+
+class _Sums:
+    """The sums over evals' drift terms (e, w) that `between_run_variance`'s cautious
+    estimate needs, so that one eval can be left out of them at once."""
+
+    def __init__(self, spread: float, weight: float, squares: float, cross: float,
+                 weights_squared: float) -> None:
+        self.spread, self.weight, self.squares = spread, weight, squares
+        self.cross, self.weights_squared = cross, weights_squared
+
+    @classmethod
+    def of(cls, terms: Sequence[tuple[float, float]]) -> _Sums:
+        return cls(sum(e for e, _ in terms), sum(w for _, w in terms),
+                   sum(e * e for e, _ in terms), sum(e * w for e, w in terms),
+                   sum(w * w for _, w in terms))
+
+    def without(self, term: tuple[float, float]) -> _Sums:
+        e, w = term
+        return _Sums(self.spread - e, self.weight - w, self.squares - e * e,
+                     self.cross - e * w, self.weights_squared - w * w)
+
+    def cautious(self) -> float:
+        """The estimate cut at 0 plus its standard error (`between_run_variance`)."""
+        if self.weight <= 0:
+            return 0.0
+        estimate = self.spread / self.weight
+        residual = self.squares - 2 * estimate * self.cross \
+            + estimate * estimate * self.weights_squared
+        return max(0.0, estimate) + math.sqrt(max(0.0, residual)) / self.weight

@@ -41,7 +41,32 @@ RunCounts = Sequence[tuple[int, int]]
 """(passes, usable samples) of one eval in each run."""
 
 
-def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -> float:
+DRIFT_CEILING = 0.25
+"""The largest drift variance a margin widens an estimate to (sigma = 0.5 on the logit
+scale, the largest drift the false-alarm targets are set for): with few runs the margin
+alone would otherwise exceed any drift seen, and an estimate above it is kept as is."""
+MARGIN_LEVEL = 0.975
+
+
+def run_margin(runs: int) -> float:
+    """How much wider a drift variance estimated from `runs` runs is taken: the squared
+    ratio of Student's t quantile on runs − 1 degrees of freedom to the normal's at
+    `MARGIN_LEVEL` (a new run's shift, standardised by a variance estimated from the
+    runs, is t-distributed). About 1.5 for 8 runs, 2 for 5, 42 for 2."""
+    from scipy.stats import norm, t
+    return float((t.ppf(MARGIN_LEVEL, max(1, runs - 1)) / norm.ppf(MARGIN_LEVEL)) ** 2)
+
+
+def with_margin(estimate: float, noise: float, runs: int) -> float:
+    """A drift variance `estimate` from `runs` runs whose shift estimates also carry
+    sampling `noise` (variance), widened by `run_margin`: (estimate + noise) × margin −
+    noise, at most `DRIFT_CEILING` unless the estimate itself is above it."""
+    widened = (estimate + noise) * run_margin(runs) - noise
+    return max(estimate, min(widened, DRIFT_CEILING))
+
+
+def between_run_variance(history: Sequence[RunCounts], cautious: bool = False,
+                         runs_margin: bool = False) -> float:
     """Estimated run-level drift variance sigma² (logit scale) from several runs' pass
     counts per eval (one `RunCounts` per eval). 0 without evidence of drift.
 
@@ -55,7 +80,10 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
 
     `cautious`: the estimate plus its standard error (from the spread of the evals'
     terms around it), so that a history that happens to look calm does not narrow the
-    tests: what the tests are widened by."""
+    tests: what the tests are widened by. That error treats the evals as independent;
+    a drift shared by a run's evals makes them move together, so `runs_margin` also
+    widens the estimate by `with_margin` for the number of runs (what predicting a new
+    run from K runs costs, whatever the number of evals)."""
     terms = _drift_terms(history)
     weight = sum(w for _, w in terms)
     if weight <= 0:
@@ -64,7 +92,11 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
     if not cautious:
         return max(0.0, estimate)
     error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
-    return max(0.0, estimate) + error
+    found = max(0.0, estimate) + error
+    if runs_margin:
+        runs = max(sum(n > 0 for _, n in eval_runs) for eval_runs in history)
+        found = max(found, with_margin(max(0.0, estimate), 0.0, runs))
+    return found
 
 
 def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
@@ -89,14 +121,15 @@ def drift_term(runs: RunCounts) -> tuple[float, float] | None:
     return squares - expected, slope * spread * spread
 
 
-def shared_run_variance(history: Sequence[RunCounts]) -> float:
+def shared_run_variance(history: Sequence[RunCounts], margin: bool = False) -> float:
     """The part of the drift variance shared by every eval of a run (logit scale), from
     several runs' pass counts per eval aligned by run (`history[i][k]`: eval i in run k;
     (0, 0) when the run lacks it). Each run's shift is estimated from all its evals at
     once, e_k = sum_i (x_ik - n_ik m_i) / W_k with W_k = sum_i n_ik m_i (1 - m_i) (the
     delta method), whose variance without a shared drift is about 1 / W_k; the estimate
     is the spread of the e_k beyond that, 0 when none. Each eval's own drift adds to the
-    spread too, so it errs upwards. Fewer than two runs: 0."""
+    spread too, so it errs upwards. Fewer than two runs: 0. `margin`: widened for the
+    number of runs it comes from (`with_margin`, the e_k's noise included)."""
     import numpy as np
     informative = []
     for runs in history:
@@ -114,7 +147,8 @@ def shared_run_variance(history: Sequence[RunCounts]) -> float:
             noise.append(1 / weight)
     if len(shifts) < 2:
         return 0.0
-    return max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
+    estimate = max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
+    return with_margin(estimate, float(np.mean(noise)), len(shifts)) if margin else estimate
 
 
 @dataclass(frozen=True)
