@@ -366,6 +366,29 @@ def separate_runs_note(pool: BasePool, variance: float) -> list[Diagnostic]:
         "together (`turncheck diff`, or the action) for the tighter tests"))]
 
 
+RECORD_MIXED = "record-mixed-sampling"
+
+
+def record_mode_note(base: Report | None, head: Report, suites: Sequence[SuiteComparison]
+                     ) -> list[Diagnostic]:
+    """Record mode runs both sides at once, but a side whose answers were recorded
+    earlier replays them while the other records fresh ones: the two sides' samples may
+    come from different times, and no test here can tell a drift between then and now
+    from a change of the pull request. Said once, when a repeated eval is judged."""
+    if base is None or "record" not in (base.mode, head.mode):
+        return []
+    repeated = [(suite, item) for suite in suites for item in suite.evals
+                if item.base is not None and item.head is not None
+                and min(item.base.samples, item.head.samples) >= MIN_SEPARATE_SAMPLES]
+    if not repeated:
+        return []
+    return [warning(repeated[0][0].path, 1, 1, RECORD_MIXED, (
+        "record mode: a side whose answers were recorded earlier replays them while the "
+        "other records fresh ones, so a drift of the model between the recording and now "
+        "cannot be told from a change of the pull request; for verdicts that allow for "
+        "drift compare live runs (the action's default), or record both sides afresh"))]
+
+
 def suites_evidence(suites: Sequence[SuiteComparison],
                     settings: VerdictSettings = DEFAULT_SETTINGS,
                     base_pool: BasePool | None = None, variance: float = 0.0,
@@ -740,7 +763,8 @@ def compare_reports(
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
         price_note=price_note(base, head),
         diagnostics=[*head.diagnostics, *separate_auto_warning(suites, pool),
-                     *([] if apart is None else separate_runs_note(apart, variance))],
+                     *([] if apart is None else separate_runs_note(apart, variance)),
+                     *record_mode_note(base, head, suites)],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
         calibration=compare_calibrations(
