@@ -203,7 +203,7 @@ def separately_adaptive(suites: Sequence[SuiteComparison]
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
     """The head outcomes a predictive test may use, and the design they were taken by
-    (`stats.pooled.outcome_law`): all of a fixed side's samples in one look; for
+    (`stats.pooled.design_of`): all of a fixed side's samples in one look; for
     `repeat: auto` alone, the first look and its top-up (a top-up that could have
     been taken counts even when the look stopped). When the first look did not stop
     although it all passed (on different turns), only that look is used: the

@@ -9,11 +9,13 @@ drift on the logit scale, `logit p_run = logit p + sigma * Z`.
 
 - `between_run_variance` estimates sigma² from main's history (each run's pass count
   per eval; a method-of-moments beta-binomial estimate pooled over the evals).
-- `predictive_test` is the test: the head's pass chance follows a Beta law with the
-  pooled base's mean (Jeffreys posterior: (X + ½) / (N + 1)) whose variance adds the
-  uncertainty of that mean (the posterior's, and the base runs' own drift averaged
-  over K runs) to the head run's drift (delta method: sigma² (p(1-p))²). The head's
-  passes then follow a beta-binomial law: the predictive null. Its p-value is the
+- `predictive_test` is the test of a two-stage `repeat: auto` head: the head's pass
+  chance follows the Jeffreys posterior of the pooled base's rate ((X + ½) / (N + 1),
+  concentration N + 1) with its mean moved on the logit scale by the head run's drift
+  against the K base runs' average, s ~ N(0, sigma² (1 + 1/K)), mixed over s. The
+  head's passes then follow a mixture of beta-binomial laws: the predictive null. (A
+  head of fixed size is tested by its conditional law instead: `conditional_law`, and
+  `stats.turn_hazards` for the turn of pass.) Its p-value is the
   predictive probability of a result at least as bad (calibrated on average over
   the base's uncertainty, not exact given the true rate: `benchmarks/verdicts.py`
   measures the family-wise rate it gives).
@@ -160,17 +162,6 @@ class PooledBase:
     runs: int
 
 
-def head_chance_law(base: PooledBase, variance: float) -> tuple[float, float]:
-    """(a, b) of the Beta law of a new run's pass chance (see the module docstring)."""
-    mean = (base.passes + 0.5) / (base.samples + 1)
-    spread = mean * (1 - mean)
-    of_mean = spread / (base.samples + 2)
-    drift = variance * spread * spread * (1 + 1 / max(1, base.runs))
-    concentration = spread / (of_mean + drift) - 1
-    return mean * concentration, (1 - mean) * concentration
-
-
-
 @dataclass(frozen=True)
 class Design:
     """Every result a head design can give: result r has pass rate `rates[r]` and, under a
@@ -226,28 +217,26 @@ def design_law(design: Design, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return normalised
 
 
-def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(pass rates, probabilities) of every result of the head's design (`design_of`)
-    under a Beta(a, b) pass chance."""
-    import numpy as np
-    design = design_of(tuple(looks))
-    return design.rates, design_law(design, np.asarray([a]), np.asarray([b]))[0]
-
-
 def predictive_test(base: PooledBase, variance: float, head_passes: int, head_samples: int,
                     looks: Sequence[int]) -> ShiftTest:
     """One-sided predictive p-values for the head's pass rate (`head_passes` of
     `head_samples`, taken by the design `looks`, see `design_of`: a two-stage head
     that stopped after its first look has taken fewer than `sum(looks)`) against a new
     run of the pooled base, with the run-level drift `variance`
-    (`between_run_variance`).
+    (`between_run_variance`): the head run's pass chance is the Jeffreys posterior's,
+    its mean moved on the logit scale by a shift ~ N(0, variance (1 + 1/K)) and mixed
+    over it (Gauss–Hermite), so a drift near a rate of 0 or 1 keeps its long tail
+    toward 0.5, which a delta-method widening of the Beta law would narrow.
 
     The predictive law is handed on as the test's null law: the step-down procedure
     counts an always-passing eval by the chance its predictive law gives a small
     p-value, not by the bound t (docs/statistics.md, "Against a pooled base")."""
-    a, b = head_chance_law(base, variance)
-    rates, chances = outcome_law(a, b, looks)
-    return _rate_test(rates, chances, head_passes / head_samples)
+    import numpy as np
+    shifts, weights = shift_nodes(variance * (1 + 1 / max(1, base.runs)))
+    design = design_of(tuple(looks))
+    chances = np.clip(weights @ _predictive_rows(base, PooledHead(0, 0, tuple(looks)),
+                                                 shifts, 0.0), 0.0, None)
+    return _rate_test(design.rates, chances, head_passes / head_samples)
 
 
 def _rate_test(rates: np.ndarray, chances: np.ndarray, observed: float) -> ShiftTest:
@@ -307,8 +296,9 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
 
     `variance` is the drift variance of one eval (`between_run_variance`), `shared` the
     part of it every eval of a run shares (`shared_run_variance`); the rest is each
-    eval's own and widens its law like `head_chance_law`'s. Without `shared` all of it
-    is taken as shared: the cautious choice, as a shared drift spreads the sum most.
+    eval's own and widens its law (`conditional_law`, `_predictive_rows`). Without
+    `shared` all of it is taken as shared: the cautious choice, as a shared drift
+    spreads the sum most.
     Fewer than two evals: no test (p = 1)."""
     import numpy as np
     if len(bases) < 2:
@@ -352,7 +342,8 @@ def split_drift(variance: float, shared: float | None) -> tuple[float, float]:
 def _predictive_rows(base: PooledBase, head: PooledHead, shifts: np.ndarray, own: float
                      ) -> np.ndarray:
     """The head design's results (columns) under each shift (rows): the predictive law of
-    `head_chance_law` with its mean moved by the shift."""
+    the Jeffreys posterior with its mean moved by the shift, its variance widened by an
+    eval's `own` drift variance by the delta method (own (p(1-p))²)."""
     chances = _shifted_chances(base, shifts)
     spread = chances * (1 - chances)
     concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
