@@ -91,3 +91,20 @@ def test_an_inconclusive_drop_between_separate_runs_says_the_drift_was_allowed_f
     assert row.verdict is Verdict.INCONCLUSIVE
     assert row.verdict_reason.startswith("worse, but too few samples to tell with the drift "
                                          "between runs (σ ≈ ")
+
+
+def test_an_auto_head_that_stopped_says_its_turn_of_pass_was_not_tested() -> None:
+    rng = np.random.default_rng(8)
+    stored = [run(rng, 1, "base", "main-1"), run(rng, 1, "base", "main-2")]
+    pooled, pool = pool_reports(stored, base_commit="base")
+    head = run(rng, 1, "head", "pr")
+    late = [EvalResult(name="late", prompt="prompt of late", status=Status.PASS,
+                       passed_on_turn=3, error=None, usage=Usage(), cost_usd=0.0,
+                       judge_usage=Usage(), judge_cost_usd=None)] * 10
+    stopped = combine(late, RepeatPlan(None, 20, None), 1, [0] * 10)  # 10 alike: stopped
+    head = head.model_copy(update={"suites": [head.suites[0].model_copy(update={
+        "evals": [*head.suites[0].evals[:-1], stopped]})]})
+    [row] = [e for s in compare_reports(pooled, head, base_pool=pool).suites
+             for e in s.evals if e.name == "late"]
+    assert row.verdict is Verdict.INCONCLUSIVE
+    assert "the turn of pass is not tested" in row.verdict_reason

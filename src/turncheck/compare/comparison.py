@@ -246,7 +246,13 @@ def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], varia
     evidence = outcome_evidence(side_outcomes(item.base), head_design(item.head)[0],
                                 settings, base_lost=item.base.unusable,
                                 head_lost=item.head.unusable, test=test)
-    return replace(evidence, allowance=drift_allowance(variance))
+    stopped = counts is not None and len(counts[1].looks) > 1
+    return replace(evidence, allowance=drift_allowance(variance),
+                   untested=STOPPED_HEAD if stopped else None)
+
+
+STOPPED_HEAD = ("the turn of pass is not tested: the head (`repeat: auto`) stopped after "
+                "its first look, and only its pass rate is tested against this base")
 
 
 def drift_allowance(variance: float) -> str | None:

@@ -169,6 +169,8 @@ class Evidence:
     allowance: str | None = None
     """What the test allowed for besides sampling (the drift between separate runs), said
     when a change it shows stays inconclusive."""
+    untested: str | None = None
+    """What the test could not see (a stopped head's turn of pass), said likewise."""
 
 
 def missing_evidence(base_present: bool) -> Evidence:
@@ -343,7 +345,8 @@ def _too_few(direction: str, evidence: Evidence) -> str:
     """Why a material change stays inconclusive: too few samples, with what the test also
     allowed for."""
     allowed = f" with {evidence.allowance} allowed for" if evidence.allowance else ""
-    return f"{direction}, but too few samples to tell{allowed}"
+    untested = f"; {evidence.untested}" if evidence.untested else ""
+    return f"{direction}, but too few samples to tell{allowed}{untested}"
 
 
 def _shortfall_reason(evidence: Evidence) -> str:
