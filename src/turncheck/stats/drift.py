@@ -20,10 +20,14 @@ other evals that estimate is too noisy to trust, and the estimate over all is us
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from turncheck.stats.pooled import DRIFT_CEILING, between_run_variance, drift_term
+from turncheck.stats.pooled import (
+    DRIFT_CEILING,
+    between_run_variance,
+    cautious_estimate,
+    drift_term,
+)
 
 RunPair = tuple[tuple[int, int], tuple[int, int]]
 """((passes, usable samples) of the base run, (passes, usable samples) of the head run)
@@ -62,51 +66,23 @@ def drift_unseen(pairs: Sequence[RunPair]) -> bool:
 def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
     """For each eval, sigma² from every other eval's two runs (`two_run_variance` without
     it); None when fewer than `MIN_OTHER_EVALS` of the others carry information. Each
-    eval's drift term is computed once and left out of the sums: linear in the evals."""
+    eval's drift term is computed once; the cautious estimate over the others is then
+    summed again for each eval (quadratic in the evals, but in the same order as
+    `two_run_variance`, so the two agree to the last bit)."""
     terms = [drift_term([base, head]) for base, head in pairs]
     informative = [0 < base_passes + head_passes < base_n + head_n
                    for (base_passes, base_n), (head_passes, head_n) in pairs]
     seeing = [min(base[1], head[1]) >= 2 for base, head in pairs]
     everyone = sum(informative)
-    known = [term for term in terms if term is not None]
-    sums = _Sums.of(known)
     found: list[float | None] = []
-    for term, own, sees in zip(terms, informative, seeing, strict=True):
+    for index, (own, sees) in enumerate(zip(informative, seeing, strict=True)):
         if everyone - own < MIN_OTHER_EVALS:
             found.append(None)
             continue
         if sum(seeing) - sees == 0:  # `drift_unseen` among the others
             found.append(UNSEEN_DRIFT_VARIANCE)
             continue
-        found.append((sums if term is None else sums.without(term)).cautious())
+        others = [t for j, t in enumerate(terms) if j != index and t is not None]
+        found.append(cautious_estimate(others))
     return found
 
-
-class _Sums:
-    """The sums over evals' drift terms (e, w) that `between_run_variance`'s cautious
-    estimate needs, so that one eval can be left out of them at once."""
-
-    def __init__(self, spread: float, weight: float, squares: float, cross: float,
-                 weights_squared: float) -> None:
-        self.spread, self.weight, self.squares = spread, weight, squares
-        self.cross, self.weights_squared = cross, weights_squared
-
-    @classmethod
-    def of(cls, terms: Sequence[tuple[float, float]]) -> _Sums:
-        return cls(sum(e for e, _ in terms), sum(w for _, w in terms),
-                   sum(e * e for e, _ in terms), sum(e * w for e, w in terms),
-                   sum(w * w for _, w in terms))
-
-    def without(self, term: tuple[float, float]) -> _Sums:
-        e, w = term
-        return _Sums(self.spread - e, self.weight - w, self.squares - e * e,
-                     self.cross - e * w, self.weights_squared - w * w)
-
-    def cautious(self) -> float:
-        """The estimate cut at 0 plus its standard error (`between_run_variance`)."""
-        if self.weight <= 0:
-            return 0.0
-        estimate = self.spread / self.weight
-        residual = self.squares - 2 * estimate * self.cross \
-            + estimate * estimate * self.weights_squared
-        return max(0.0, estimate) + math.sqrt(max(0.0, residual)) / self.weight

@@ -93,12 +93,22 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False,
     estimate = sum(e for e, _ in terms) / weight
     if not cautious:
         return max(0.0, estimate)
-    error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
-    found = max(0.0, estimate) + error
+    found = cautious_estimate(terms)
     if runs_margin:
         runs = max(sum(n > 0 for _, n in eval_runs) for eval_runs in history)
         found = max(found, with_margin(max(0.0, estimate), 0.0, runs))
     return found
+
+
+def cautious_estimate(terms: Sequence[tuple[float, float]]) -> float:
+    """The estimate from evals' drift terms (S - S_0, c v²), cut at 0, plus its standard
+    error from the terms' spread around it (`between_run_variance`'s `cautious`)."""
+    weight = sum(w for _, w in terms)
+    if weight <= 0:
+        return 0.0
+    estimate = sum(e for e, _ in terms) / weight
+    error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
+    return max(0.0, estimate) + error
 
 
 def _drift_terms(history: Sequence[RunCounts]) -> list[tuple[float, float]]:
