@@ -9,7 +9,9 @@ import math
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.integrate import quad
 from scipy.special import betaln
+from scipy.stats import norm
 
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
@@ -25,7 +27,6 @@ from turncheck.stats.multiplicity import discrete_holm
 from turncheck.stats.pooled import (
     PooledBase,
     PooledHead,
-    head_chance_law,
     pooled_suite_test,
     predictive_test,
     shared_run_variance,
@@ -54,10 +55,18 @@ def report(evals: list[EvalResult], commit: str) -> Report:
 def test_an_always_passing_eval_hands_its_predictive_law_to_the_step_down() -> None:
     base = PooledBase(passes=100, samples=100, runs=5)
     test = predictive_test(base, 0.0625, 20, 20, [20])
-    a, b = head_chance_law(base, 0.0625)
-    # Its least p-value is the predictive chance of 0 passes of 20: B(a, b + 20) / B(a, b).
-    assert math.isclose(test.least_worse, math.exp(betaln(a, b + 20) - betaln(a, b)),
-                        rel_tol=1e-9)
+    # Its least p-value is the predictive chance of 0 passes of 20: B(a, b + 20) / B(a, b)
+    # for the Jeffreys posterior (a + b = N + 1) with its mean moved on the logit scale by
+    # the run's drift s ~ N(0, 0.0625 (1 + 1/5)), averaged over s.
+    mean, size, scale = 100.5 / 101, 101, math.sqrt(0.0625 * 1.2)
+
+    def none_pass(s: float) -> float:
+        moved = 1 / (1 + math.exp(-(math.log(mean / (1 - mean)) + s)))
+        a, b = moved * size, (1 - moved) * size
+        return math.exp(betaln(a, b + 20) - betaln(a, b)) * norm.pdf(s, scale=scale)
+
+    assert math.isclose(test.least_worse, quad(none_pass, -8 * scale, 8 * scale)[0],
+                        rel_tol=1e-6)
     assert test.worse == 1.0 and test.worse_null
     assert math.isclose(sum(mass for _, mass in test.worse_null), 1.0, rel_tol=1e-9)
     # Its chance of reaching p <= 0.01 is its law's, well under the bound 0.01.

@@ -97,3 +97,12 @@ def test_one_evals_own_drop_is_not_taken_for_drift_in_its_own_test() -> None:
     assert regressions(comparison) == ["e8"]
     # The drift the comparison reports is the one over all evals, the drop included.
     assert comparison.drift_sigma is not None and comparison.drift_sigma > 0.4
+
+
+def test_a_record_mode_comparison_says_it_cannot_tell_drift_from_change() -> None:
+    # Issue 45 item 8: head records fresh answers while base replays older ones.
+    recorded = drifted("one-run", "one-run", mode="record")
+    [note] = [d for d in recorded.diagnostics if d.code == "record-mixed-sampling"]
+    assert "cannot be told from a change" in note.message and not note.is_error
+    live = drifted("one-run", "one-run")
+    assert not [d for d in live.diagnostics if d.code == "record-mixed-sampling"]

@@ -235,7 +235,8 @@ FAIL_ON_NOTE = """\
 # What fails the `turncheck` check: the action's default. A pull request fails on files
 # that cannot run (invalid), evals that errored or have no recording (error), and evals
 # it made worse (regression, broken); an eval already failing on the default branch
-# does not fail every pull request. Add `failure` to fail whenever any eval fails."""
+# does not fail every pull request. Adding `failure` fails on any failing eval: on a
+# flaky suite that is most pull requests, even those that change nothing."""
 
 LEFT_OUT_NOTE = """\
 # Files init left out because they do not validate (deliberately invalid test fixtures,

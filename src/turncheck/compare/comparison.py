@@ -31,6 +31,7 @@ from turncheck.compare.evals import compare_suites, count
 from turncheck.compare.evidence import (
     own_variances,
     pooled_variance,
+    record_mode_note,
     sampled_apart,
     separate_auto_warning,
     separate_runs_note,
@@ -113,7 +114,8 @@ def compare_reports(
         has_base=base is not None, mode=head.mode, price_source=head.price_source,
         price_note=price_note(base, head),
         diagnostics=[*head.diagnostics, *separate_auto_warning(suites, pool),
-                     *([] if apart is None else separate_runs_note(apart, variance))],
+                     *([] if apart is None else separate_runs_note(apart, variance)),
+                     *record_mode_note(base, head, suites)],
         thresholds=thresholds, suites=suites, totals=totals,
         cost_delta_percent=percent, alert=alert, cost_note=cost_note(base, head, totals),
         calibration=compare_calibrations(

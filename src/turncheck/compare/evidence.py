@@ -31,6 +31,7 @@ from turncheck.stats.drift import (
 from turncheck.stats.looks import sequential_test, testable_looks
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
 from turncheck.stats.tests import ShiftTest
+from turncheck.stats.turn_hazards import drifting_turn_test
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,
     Decision,
@@ -116,7 +117,7 @@ def separately_adaptive(suites: Sequence[SuiteComparison]
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
     """The head outcomes a predictive test may use, and the design they were taken by
-    (`stats.pooled.outcome_law`): all of a fixed side's samples in one look; for
+    (`stats.pooled.design_of`): all of a fixed side's samples in one look; for
     `repeat: auto` alone, the first look and its top-up (a top-up that could have
     been taken counts even when the look stopped). When the first look did not stop
     although it all passed (on different turns), only that look is used: the
@@ -155,11 +156,38 @@ def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], varia
     test against a new run of the base (`stats.pooled.predictive_test`)."""
     assert item.base is not None and item.head is not None
     counts = pooled_counts(item, runs)
-    test = None if counts is None else predictive_test(
-        counts[0], variance, counts[1].passes, counts[1].samples, counts[1].looks)
-    return outcome_evidence(side_outcomes(item.base), head_design(item.head)[0], settings,
-                            base_lost=item.base.unusable, head_lost=item.head.unusable,
-                            test=test)
+    test = None if counts is None else pooled_eval_test(item, counts, variance)
+    evidence = outcome_evidence(side_outcomes(item.base), head_design(item.head)[0],
+                                settings, base_lost=item.base.unusable,
+                                head_lost=item.head.unusable, test=test)
+    stopped = counts is not None and len(counts[1].looks) > 1
+    return replace(evidence, allowance=drift_allowance(variance),
+                   untested=STOPPED_HEAD if stopped else None)
+
+
+STOPPED_HEAD = ("the turn of pass is not tested: the head (`repeat: auto`) stopped after "
+                "its first look, and only its pass rate is tested against this base")
+
+
+def drift_allowance(variance: float) -> str | None:
+    """What a test against another run allowed for, in words (`Evidence.allowance`)."""
+    if variance <= 0:
+        return None
+    return f"the drift between runs (σ ≈ {math.sqrt(variance):.2f} on the logit scale)"
+
+
+def pooled_eval_test(item: EvalComparison, counts: tuple[PooledBase, PooledHead],
+                     variance: float) -> ShiftTest:
+    """A head of a fixed number of samples: compared with the base turn by turn, so a
+    later turn of pass is tested too (`stats.turn_hazards.drifting_turn_test`, the drift
+    of the head run against the K pooled runs' average, sigma² (1 + 1/K)); a two-stage
+    `repeat: auto` head: the predictive test of its pass rate for that design."""
+    assert item.base is not None and item.head is not None
+    base, head = counts
+    if len(head.looks) == 1:
+        return drifting_turn_test(side_outcomes(item.base), head_design(item.head)[0],
+                                  variance * (1 + 1 / base.runs))
+    return predictive_test(base, variance, head.passes, head.samples, head.looks)
 
 
 def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool | None
@@ -192,8 +220,8 @@ def two_run_pairs(suites: Sequence[SuiteComparison], base_pool: BasePool
 def pooled_variance(suites: Sequence[SuiteComparison], base_pool: BasePool) -> float:
     """The run-level drift variance the pooled tests are widened by: main's history's
     estimate, or with fewer than two stored runs the two sides' (`stats.drift`)."""
-    if base_pool.history_runs >= MIN_HISTORY_RUNS:
-        return base_pool.drift_variance
+    if base_pool.history_runs >= MIN_HISTORY_RUNS:  # at least the part every eval shares
+        return max(base_pool.drift_variance, base_pool.shared_variance or 0.0)
     return two_run_variance([pair for _, pair in two_run_pairs(suites, base_pool)])
 
 
@@ -256,6 +284,29 @@ def separate_runs_note(pool: BasePool, variance: float) -> list[Diagnostic]:
         f"the runs, estimated from the two sides (σ ≈ {math.sqrt(variance):.2f} on the "
         "logit scale), so a change spread over many evals can pass for drift; run them "
         "together (`turncheck diff`, or the action) for the tighter tests"))]
+
+
+RECORD_MIXED = "record-mixed-sampling"
+
+
+def record_mode_note(base: Report | None, head: Report, suites: Sequence[SuiteComparison]
+                     ) -> list[Diagnostic]:
+    """Record mode runs both sides at once, but a side whose answers were recorded
+    earlier replays them while the other records fresh ones: the two sides' samples may
+    come from different times, and no test here can tell a drift between then and now
+    from a change of the pull request. Said once, when a repeated eval is judged."""
+    if base is None or "record" not in (base.mode, head.mode):
+        return []
+    repeated = [(suite, item) for suite in suites for item in suite.evals
+                if item.base is not None and item.head is not None
+                and min(item.base.samples, item.head.samples) >= MIN_SEPARATE_SAMPLES]
+    if not repeated:
+        return []
+    return [warning(repeated[0][0].path, 1, 1, RECORD_MIXED, (
+        "record mode: a side whose answers were recorded earlier replays them while the "
+        "other records fresh ones, so a drift of the model between the recording and now "
+        "cannot be told from a change of the pull request; for verdicts that allow for "
+        "drift compare live runs (the action's default), or record both sides afresh"))]
 
 
 def suites_evidence(suites: Sequence[SuiteComparison],

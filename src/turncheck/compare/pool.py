@@ -114,10 +114,11 @@ def pool_reports(reports: Sequence[Report], base_commit: str | None = None,
                                      runs=[run_counts(r) for r in found]))
         suites.append(suite.model_copy(update={"evals": evals}))
     stale = base_commit is not None and reference.commit != base_commit
+    shared = shared_run_variance(aligned_history(reports), margin=True)
     pool = BasePool(runs=len(same_commit), history_runs=len(reports),
                     drift_variance=round(history_variance(reports), 6),
-                    shared_variance=round(shared_run_variance(aligned_history(reports)), 6)
-                    if len(reports) >= 2 else None, stale=stale,
+                    shared_variance=round(shared, 6) if len(reports) >= 2 else None,
+                    stale=stale,
                     stale_hours=stale_hours if stale else None, evals=pooled)
     return reference.model_copy(update={"suites": suites}), pool
 
@@ -132,9 +133,10 @@ def aligned_history(reports: Sequence[Report]) -> list[list[tuple[int, int]]]:
 
 def history_variance(reports: Sequence[Report]) -> float:
     """Run-level drift variance from every report's runs, evals matched by identity: the
-    cautious estimate (plus its standard error) the pooled tests are widened by."""
+    cautious estimate (plus its standard error, and the margin predicting a new run from
+    so few runs costs) the pooled tests are widened by."""
     by_eval: dict[EvalIdentity, list[tuple[int, int]]] = {}
     for index in _indexed(reports):
         for key, result in index.items():
             by_eval.setdefault(key, []).append(run_counts(result))
-    return between_run_variance(list(by_eval.values()), cautious=True)
+    return between_run_variance(list(by_eval.values()), cautious=True, runs_margin=True)

@@ -22,7 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from turncheck.stats.pooled import between_run_variance, drift_term
+from turncheck.stats.pooled import (
+    DRIFT_CEILING,
+    between_run_variance,
+    cautious_estimate,
+    drift_term,
+)
 
 RunPair = tuple[tuple[int, int], tuple[int, int]]
 """((passes, usable samples) of the base run, (passes, usable samples) of the head run)
@@ -37,27 +42,47 @@ MIN_OTHER_EVALS = 5
 without one eval needs (`two_run_variances_without`)."""
 
 
+UNSEEN_DRIFT_VARIANCE = DRIFT_CEILING
+"""sigma² assumed when no eval can show drift between the two runs (sigma = 0.5 on the
+logit scale, the largest drift the false-alarm targets are set for): with one sample
+per side, a drift shared by the run's evals and a drop of the whole suite look alike,
+and an estimate of 0 would call every such drift a regression."""
+
+
 def two_run_variance(pairs: Sequence[RunPair]) -> float:
-    """sigma² from one base run and one head run of each eval (see the module docstring)."""
-    return between_run_variance([[base, head] for base, head in pairs])
+    """sigma² from one base run and one head run of each eval (see the module docstring);
+    `UNSEEN_DRIFT_VARIANCE` when no eval has two samples in each run (`drift_unseen`)."""
+    if drift_unseen(pairs):
+        return UNSEEN_DRIFT_VARIANCE
+    return between_run_variance([[base, head] for base, head in pairs], cautious=True)
+
+
+def drift_unseen(pairs: Sequence[RunPair]) -> bool:
+    """No eval has two samples or more in each run: a run of one sample shows its pass
+    chance and its drift only together, so the two runs cannot show drift at all."""
+    return not any(min(base[1], head[1]) >= 2 for base, head in pairs)
 
 
 def two_run_variances_without(pairs: Sequence[RunPair]) -> list[float | None]:
     """For each eval, sigma² from every other eval's two runs (`two_run_variance` without
     it); None when fewer than `MIN_OTHER_EVALS` of the others carry information. Each
-    eval's drift term is computed once and left out of the sums: linear in the evals."""
+    eval's drift term is computed once; the cautious estimate over the others is then
+    summed again for each eval (quadratic in the evals, but in the same order as
+    `two_run_variance`, so the two agree to the last bit)."""
     terms = [drift_term([base, head]) for base, head in pairs]
     informative = [0 < base_passes + head_passes < base_n + head_n
                    for (base_passes, base_n), (head_passes, head_n) in pairs]
+    seeing = [min(base[1], head[1]) >= 2 for base, head in pairs]
     everyone = sum(informative)
-    spreads = sum(term[0] for term in terms if term is not None)
-    weights = sum(term[1] for term in terms if term is not None)
     found: list[float | None] = []
-    for term, own in zip(terms, informative, strict=True):
+    for index, (own, sees) in enumerate(zip(informative, seeing, strict=True)):
         if everyone - own < MIN_OTHER_EVALS:
             found.append(None)
             continue
-        spread, weight = (spreads, weights) if term is None else \
-            (spreads - term[0], weights - term[1])
-        found.append(max(0.0, spread / weight) if weight > 0 else 0.0)
+        if sum(seeing) - sees == 0:  # `drift_unseen` among the others
+            found.append(UNSEEN_DRIFT_VARIANCE)
+            continue
+        others = [t for j, t in enumerate(terms) if j != index and t is not None]
+        found.append(cautious_estimate(others))
     return found
+

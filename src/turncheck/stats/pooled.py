@@ -9,11 +9,13 @@ drift on the logit scale, `logit p_run = logit p + sigma * Z`.
 
 - `between_run_variance` estimates sigma² from main's history (each run's pass count
   per eval; a method-of-moments beta-binomial estimate pooled over the evals).
-- `predictive_test` is the test: the head's pass chance follows a Beta law with the
-  pooled base's mean (Jeffreys posterior: (X + ½) / (N + 1)) whose variance adds the
-  uncertainty of that mean (the posterior's, and the base runs' own drift averaged
-  over K runs) to the head run's drift (delta method: sigma² (p(1-p))²). The head's
-  passes then follow a beta-binomial law: the predictive null. Its p-value is the
+- `predictive_test` is the test of a two-stage `repeat: auto` head: the head's pass
+  chance follows the Jeffreys posterior of the pooled base's rate ((X + ½) / (N + 1),
+  concentration N + 1) with its mean moved on the logit scale by the head run's drift
+  against the K base runs' average, s ~ N(0, sigma² (1 + 1/K)), mixed over s. The
+  head's passes then follow a mixture of beta-binomial laws: the predictive null. (A
+  head of fixed size is tested by its conditional law instead: `conditional_law`, and
+  `stats.turn_hazards` for the turn of pass.) Its p-value is the
   predictive probability of a result at least as bad (calibrated on average over
   the base's uncertainty, not exact given the true rate: `benchmarks/verdicts.py`
   measures the family-wise rate it gives).
@@ -41,7 +43,32 @@ RunCounts = Sequence[tuple[int, int]]
 """(passes, usable samples) of one eval in each run."""
 
 
-def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -> float:
+DRIFT_CEILING = 0.25
+"""The largest drift variance a margin widens an estimate to (sigma = 0.5 on the logit
+scale, the largest drift the false-alarm targets are set for): with few runs the margin
+alone would otherwise exceed any drift seen, and an estimate above it is kept as is."""
+MARGIN_LEVEL = 0.975
+
+
+def run_margin(runs: int) -> float:
+    """How much wider a drift variance estimated from `runs` runs is taken: the squared
+    ratio of Student's t quantile on runs − 1 degrees of freedom to the normal's at
+    `MARGIN_LEVEL` (a new run's shift, standardised by a variance estimated from the
+    runs, is t-distributed). About 1.5 for 8 runs, 2 for 5, 42 for 2."""
+    from scipy.stats import norm, t
+    return float((t.ppf(MARGIN_LEVEL, max(1, runs - 1)) / norm.ppf(MARGIN_LEVEL)) ** 2)
+
+
+def with_margin(estimate: float, noise: float, runs: int) -> float:
+    """A drift variance `estimate` from `runs` runs whose shift estimates also carry
+    sampling `noise` (variance), widened by `run_margin`: (estimate + noise) × margin −
+    noise, at most `DRIFT_CEILING` unless the estimate itself is above it."""
+    widened = (estimate + noise) * run_margin(runs) - noise
+    return max(estimate, min(widened, DRIFT_CEILING))
+
+
+def between_run_variance(history: Sequence[RunCounts], cautious: bool = False,
+                         runs_margin: bool = False) -> float:
     """Estimated run-level drift variance sigma² (logit scale) from several runs' pass
     counts per eval (one `RunCounts` per eval). 0 without evidence of drift.
 
@@ -55,7 +82,10 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
 
     `cautious`: the estimate plus its standard error (from the spread of the evals'
     terms around it), so that a history that happens to look calm does not narrow the
-    tests: what the tests are widened by."""
+    tests: what the tests are widened by. That error treats the evals as independent;
+    a drift shared by a run's evals makes them move together, so `runs_margin` also
+    widens the estimate by `with_margin` for the number of runs (what predicting a new
+    run from K runs costs, whatever the number of evals)."""
     terms = _drift_terms(history)
     weight = sum(w for _, w in terms)
     if weight <= 0:
@@ -63,6 +93,20 @@ def between_run_variance(history: Sequence[RunCounts], cautious: bool = False) -
     estimate = sum(e for e, _ in terms) / weight
     if not cautious:
         return max(0.0, estimate)
+    found = cautious_estimate(terms)
+    if runs_margin:
+        runs = max(sum(n > 0 for _, n in eval_runs) for eval_runs in history)
+        found = max(found, with_margin(max(0.0, estimate), 0.0, runs))
+    return found
+
+
+def cautious_estimate(terms: Sequence[tuple[float, float]]) -> float:
+    """The estimate from evals' drift terms (S - S_0, c v²), cut at 0, plus its standard
+    error from the terms' spread around it (`between_run_variance`'s `cautious`)."""
+    weight = sum(w for _, w in terms)
+    if weight <= 0:
+        return 0.0
+    estimate = sum(e for e, _ in terms) / weight
     error = math.sqrt(sum((e - estimate * w) ** 2 for e, w in terms)) / weight
     return max(0.0, estimate) + error
 
@@ -89,14 +133,15 @@ def drift_term(runs: RunCounts) -> tuple[float, float] | None:
     return squares - expected, slope * spread * spread
 
 
-def shared_run_variance(history: Sequence[RunCounts]) -> float:
+def shared_run_variance(history: Sequence[RunCounts], margin: bool = False) -> float:
     """The part of the drift variance shared by every eval of a run (logit scale), from
     several runs' pass counts per eval aligned by run (`history[i][k]`: eval i in run k;
     (0, 0) when the run lacks it). Each run's shift is estimated from all its evals at
     once, e_k = sum_i (x_ik - n_ik m_i) / W_k with W_k = sum_i n_ik m_i (1 - m_i) (the
     delta method), whose variance without a shared drift is about 1 / W_k; the estimate
     is the spread of the e_k beyond that, 0 when none. Each eval's own drift adds to the
-    spread too, so it errs upwards. Fewer than two runs: 0."""
+    spread too, so it errs upwards. Fewer than two runs: 0. `margin`: widened for the
+    number of runs it comes from (`with_margin`, the e_k's noise included)."""
     import numpy as np
     informative = []
     for runs in history:
@@ -114,7 +159,8 @@ def shared_run_variance(history: Sequence[RunCounts]) -> float:
             noise.append(1 / weight)
     if len(shifts) < 2:
         return 0.0
-    return max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
+    estimate = max(0.0, float(np.var(shifts, ddof=1)) - float(np.mean(noise)))
+    return with_margin(estimate, float(np.mean(noise)), len(shifts)) if margin else estimate
 
 
 @dataclass(frozen=True)
@@ -124,17 +170,6 @@ class PooledBase:
     passes: int
     samples: int
     runs: int
-
-
-def head_chance_law(base: PooledBase, variance: float) -> tuple[float, float]:
-    """(a, b) of the Beta law of a new run's pass chance (see the module docstring)."""
-    mean = (base.passes + 0.5) / (base.samples + 1)
-    spread = mean * (1 - mean)
-    of_mean = spread / (base.samples + 2)
-    drift = variance * spread * spread * (1 + 1 / max(1, base.runs))
-    concentration = spread / (of_mean + drift) - 1
-    return mean * concentration, (1 - mean) * concentration
-
 
 
 @dataclass(frozen=True)
@@ -192,28 +227,26 @@ def design_law(design: Design, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return normalised
 
 
-def outcome_law(a: float, b: float, looks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(pass rates, probabilities) of every result of the head's design (`design_of`)
-    under a Beta(a, b) pass chance."""
-    import numpy as np
-    design = design_of(tuple(looks))
-    return design.rates, design_law(design, np.asarray([a]), np.asarray([b]))[0]
-
-
 def predictive_test(base: PooledBase, variance: float, head_passes: int, head_samples: int,
                     looks: Sequence[int]) -> ShiftTest:
     """One-sided predictive p-values for the head's pass rate (`head_passes` of
     `head_samples`, taken by the design `looks`, see `design_of`: a two-stage head
     that stopped after its first look has taken fewer than `sum(looks)`) against a new
     run of the pooled base, with the run-level drift `variance`
-    (`between_run_variance`).
+    (`between_run_variance`): the head run's pass chance is the Jeffreys posterior's,
+    its mean moved on the logit scale by a shift ~ N(0, variance (1 + 1/K)) and mixed
+    over it (Gauss–Hermite), so a drift near a rate of 0 or 1 keeps its long tail
+    toward 0.5, which a delta-method widening of the Beta law would narrow.
 
     The predictive law is handed on as the test's null law: the step-down procedure
     counts an always-passing eval by the chance its predictive law gives a small
     p-value, not by the bound t (docs/statistics.md, "Against a pooled base")."""
-    a, b = head_chance_law(base, variance)
-    rates, chances = outcome_law(a, b, looks)
-    return _rate_test(rates, chances, head_passes / head_samples)
+    import numpy as np
+    shifts, weights = shift_nodes(variance * (1 + 1 / max(1, base.runs)))
+    design = design_of(tuple(looks))
+    chances = np.clip(weights @ _predictive_rows(base, PooledHead(0, 0, tuple(looks)),
+                                                 shifts, 0.0), 0.0, None)
+    return _rate_test(design.rates, chances, head_passes / head_samples)
 
 
 def _rate_test(rates: np.ndarray, chances: np.ndarray, observed: float) -> ShiftTest:
@@ -273,26 +306,24 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
 
     `variance` is the drift variance of one eval (`between_run_variance`), `shared` the
     part of it every eval of a run shares (`shared_run_variance`); the rest is each
-    eval's own and widens its law like `head_chance_law`'s. Without `shared` all of it
-    is taken as shared: the cautious choice, as a shared drift spreads the sum most.
+    eval's own and widens its law (`conditional_law`, `_predictive_rows`). Without
+    `shared` all of it is taken as shared: the cautious choice, as a shared drift
+    spreads the sum most.
     Fewer than two evals: no test (p = 1)."""
     import numpy as np
     if len(bases) < 2:
         return ShiftTest(1.0, 1.0, least_worse=1.0, least_better=1.0)
     runs = min(max(1, b.runs) for b in bases)
-    common = variance if shared is None else min(shared, variance)
+    common, own = split_drift(variance, shared)
     shifts, weights = shift_nodes(common * (1 + 1 / runs))
-    own = (variance - common) * (1 + 1 / runs)
+    own *= 1 + 1 / runs
     steps = [_deviation_steps(base, head) for base, head in zip(bases, heads, strict=True)]
     width = sum(int(found.max()) + 1 for found, _ in steps)
     placed_laws = []
     observed = 0
     for base, head, (found, seen) in zip(bases, heads, steps, strict=True):
-        chances = _shifted_chances(base, shifts)
-        spread = chances * (1 - chances)
-        concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
-        law = design_law(design_of(head.looks), chances * concentration,
-                         (1 - chances) * concentration)
+        law = conditional_law(base, head, shifts, own) if len(head.looks) == 1 \
+            else _predictive_rows(base, head, shifts, own)
         placed = np.zeros((len(shifts), int(found.max()) + 1))
         for column, index in enumerate(found):
             placed[:, index] += law[:, column]
@@ -304,6 +335,61 @@ def pooled_suite_test(bases: Sequence[PooledBase], heads: Sequence[PooledHead],
     mixed[mixed < 1e-15 * mixed.max()] = 0.0
     mixed /= mixed.sum()
     return _sum_test(mixed, observed)
+
+
+def split_drift(variance: float, shared: float | None) -> tuple[float, float]:
+    """(shared, own) drift variances of one eval's run. Without a separate estimate of
+    the shared part all of it is taken as shared (it spreads the suite's sum most). A
+    shared estimate above `variance` raises the total rather than being cut to it:
+    runs of one sample per eval show a shared drift (`shared_run_variance`) but no
+    eval's own (`between_run_variance` is 0 for them), and the total is not known to be
+    smaller than the part."""
+    if shared is None:
+        return variance, 0.0
+    return shared, max(0.0, variance - shared)
+
+
+def _predictive_rows(base: PooledBase, head: PooledHead, shifts: np.ndarray, own: float
+                     ) -> np.ndarray:
+    """The head design's results (columns) under each shift (rows): the predictive law of
+    the Jeffreys posterior with its mean moved by the shift, its variance widened by an
+    eval's `own` drift variance by the delta method (own (p(1-p))²)."""
+    chances = _shifted_chances(base, shifts)
+    spread = chances * (1 - chances)
+    concentration = spread / (spread / (base.samples + 2) + own * spread * spread) - 1
+    return design_law(design_of(head.looks), chances * concentration,
+                      (1 - chances) * concentration)
+
+
+def conditional_law(base: PooledBase, head: PooledHead, shifts: np.ndarray, own: float
+                    ) -> np.ndarray:
+    """P(head passes = x), x = 0..n (columns), given the eval's pooled passes t = X + x
+    over both sides, under each shared shift s (rows), mixed over the eval's own drift
+    u ~ N(0, `own`). With pass chances moved on the logit scale, head's passes given t
+    follow Fisher's noncentral hypergeometric law with odds ratio e^(s + u), whatever
+    the eval's pass rate: the law holds for an unknown fixed rate, as the predictive
+    law (a Jeffreys posterior of the base's rate) does not when the base has few
+    samples. One sample per side: a discordant eval broke with chance expit(s + u), so
+    an eval's own drift, symmetric, costs nothing there."""
+    import numpy as np
+    from scipy.special import gammaln
+    n, size = head.samples, base.samples
+    pooled = base.passes + head.passes
+    x = np.arange(n + 1)
+    rest = pooled - x
+    valid = (rest >= 0) & (rest <= size)
+    safe = np.clip(rest, 0, size)
+    ways = np.where(valid, gammaln(n + 1) - gammaln(x + 1) - gammaln(n - x + 1)
+                    + gammaln(size + 1) - gammaln(safe + 1) - gammaln(size - safe + 1),
+                    -np.inf)
+    nodes, node_weights = shift_nodes(own)
+    odds = shifts[:, None, None] + nodes[None, :, None]
+    logs = ways[None, None, :] + odds * x[None, None, :]
+    logs = logs - logs.max(axis=2, keepdims=True)
+    chances = np.exp(logs)
+    chances /= chances.sum(axis=2, keepdims=True)
+    mixed: np.ndarray = np.tensordot(node_weights, chances, axes=([0], [1]))
+    return mixed
 
 
 def _convolve_rows(laws: Sequence[np.ndarray]) -> np.ndarray:
@@ -323,7 +409,8 @@ def _deviation_steps(base: PooledBase, head: PooledHead) -> tuple[np.ndarray, in
     design's lowest (so from 0), and the observed result's step."""
     import numpy as np
     design = design_of(head.looks)
-    mean = (base.passes + 0.5) / (base.samples + 1)
+    mean = (base.passes + head.passes) / (base.samples + head.samples) \
+        if len(head.looks) == 1 else (base.passes + 0.5) / (base.samples + 1)
     values = np.rint((design.passes - design.samples * mean) * GRID).astype(int)
     low = int(values.min())
     seen = round((head.passes - head.samples * mean) * GRID)

@@ -166,6 +166,11 @@ class Evidence:
     """Head pass rate − base pass rate (or mean score change for scores)."""
     turn_shift: float | None = None
     """Mean turn-of-pass of head − base, over passing samples."""
+    allowance: str | None = None
+    """What the test allowed for besides sampling (the drift between separate runs), said
+    when a change it shows stays inconclusive."""
+    untested: str | None = None
+    """What the test could not see (a stopped head's turn of pass), said likewise."""
 
 
 def missing_evidence(base_present: bool) -> Evidence:
@@ -326,14 +331,22 @@ def _decide_one(evidence: Evidence, adjusted: tuple[float, float] | None,
             return decision(Verdict.REGRESSION, f"worse, adjusted p ≤ {settings.alpha:g}")
         if raw <= settings.likely_alpha:
             return decision(Verdict.LIKELY_REGRESSION, f"worse, raw p ≤ {settings.likely_alpha:g}")
-        return decision(Verdict.INCONCLUSIVE, "worse, but too few samples to tell")
+        return decision(Verdict.INCONCLUSIVE, _too_few("worse", evidence))
     if evidence.better_effect:
         if better <= settings.alpha:
             return decision(Verdict.IMPROVEMENT, f"better, adjusted p ≤ {settings.alpha:g}",
                             better, evidence.test.better)
-        return decision(Verdict.INCONCLUSIVE, "better, but too few samples to tell", better,
+        return decision(Verdict.INCONCLUSIVE, _too_few("better", evidence), better,
                         evidence.test.better)
     return decision(Verdict.UNCHANGED, "no change of at least the minimum effect")
+
+
+def _too_few(direction: str, evidence: Evidence) -> str:
+    """Why a material change stays inconclusive: too few samples, with what the test also
+    allowed for."""
+    allowed = f" with {evidence.allowance} allowed for" if evidence.allowance else ""
+    untested = f"; {evidence.untested}" if evidence.untested else ""
+    return f"{direction}, but too few samples to tell{allowed}{untested}"
 
 
 def _shortfall_reason(evidence: Evidence) -> str:
