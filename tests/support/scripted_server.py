@@ -561,16 +561,36 @@ def sse_events(path: str, body: Json, payload: Json) -> bytes:
 def _chat_events(body: Json, payload: Json) -> str:
     base = {"id": payload["id"], "object": "chat.completion.chunk", "created": 0,
             "model": payload["model"]}
-    text = payload["choices"][0]["message"].get("content") or ""
+    message = payload["choices"][0]["message"]
+    text = message.get("content") or ""
+    usage_asked = bool((body.get("stream_options") or {}).get("include_usage"))
+    if usage_asked:  # as OpenAI does: every other chunk then has `"usage": null`
+        base["usage"] = None
     events = [_event({**base, "choices": [{"index": 0, "delta": {"role": "assistant",
                                                                   "content": ""}}]})]
     events += [_event({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
                for piece in _pieces(text)]
+    events += [_event({**base, "choices": [{"index": 0, "delta": {"tool_calls": [part]}}]})
+               for part in _streamed_calls(message.get("tool_calls") or [])]
     events.append(_event({**base, "choices": [{"index": 0, "delta": {},
-                                               "finish_reason": "stop"}]}))
-    if (body.get("stream_options") or {}).get("include_usage"):
+                                               "finish_reason": payload["choices"][0][
+                                                   "finish_reason"]}]}))
+    if usage_asked:
         events.append(_event({**base, "choices": [], "usage": payload["usage"]}))
     return "".join(events) + "data: [DONE]\n\n"
+
+
+def _streamed_calls(calls: list[Json]) -> list[Json]:
+    """OpenAI's tool call deltas: the id and name first, then the arguments in pieces."""
+    parts: list[Json] = []
+    for index, call in enumerate(calls):
+        function = call["function"]
+        parts.append({"index": index, "id": call["id"], "type": "function",
+                      "function": {"name": function["name"], "arguments": ""}})
+        arguments = function["arguments"]
+        parts += [{"index": index, "function": {"arguments": arguments[i:i + 7]}}
+                  for i in range(0, len(arguments), 7)]
+    return parts
 
 
 def _messages_events(payload: Json) -> str:
@@ -584,9 +604,12 @@ def _messages_events(payload: Json) -> str:
     events += [_event({"type": "content_block_delta", "index": 0,
                        "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
                for piece in _pieces(text)]
-    events += [_event({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-               _event({"type": "message_delta",
-                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+    events.append(_event({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    for index, block in enumerate(payload["content"][1:] if text else payload["content"]):
+        if block.get("type") == "tool_use":
+            events += _tool_use_events(index + 1, block)
+    events += [_event({"type": "message_delta",
+                       "delta": {"stop_reason": payload["stop_reason"], "stop_sequence": None},
                        "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta"),
                _event({"type": "message_stop"}, "message_stop")]
     return "".join(events)
@@ -605,3 +628,15 @@ def _responses_events(payload: Json) -> str:
     events.append(_event({"type": "response.completed", "sequence_number": len(events) + 1,
                           "response": payload}, "response.completed"))
     return "".join(events)
+
+
+def _tool_use_events(index: int, block: Json) -> list[str]:
+    """A `tool_use` block as Anthropic streams it: its start, its input's JSON in pieces."""
+    arguments = json.dumps(block["input"])
+    start = {"type": "content_block_start", "index": index,
+             "content_block": {**block, "input": {}}}
+    return [_event(start, "content_block_start"),
+            *(_event({"type": "content_block_delta", "index": index,
+                      "delta": {"type": "input_json_delta", "partial_json": arguments[i:i + 7]}},
+                     "content_block_delta") for i in range(0, len(arguments), 7)),
+            _event({"type": "content_block_stop", "index": index}, "content_block_stop")]

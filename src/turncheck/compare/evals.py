@@ -53,6 +53,7 @@ def look_outcomes(result: EvalResult) -> list[list[int | None]]:
 
 def eval_side(result: EvalResult) -> EvalSide:
     outcomes = outcomes_of(result)
+    prompts, tools = result.app_requests()
     return EvalSide(
         **result.spend.model_dump(), status=result.status, passed_on_turn=result.passed_on_turn,
         turns=len(result.turns), failed_on_turn=result.failed_on_turn, error=result.error,
@@ -64,6 +65,7 @@ def eval_side(result: EvalResult) -> EvalSide:
         max_repeat=result.repeats.max_repeat
         if result.repeats is not None and result.repeats.adaptive else None,
         app_model_calls=None if (counted := result.app_calls()) is None else counted[0],
+        app_prompts=prompts, app_tools=tools,
     )
 
 

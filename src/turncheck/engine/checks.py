@@ -11,6 +11,8 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from turncheck.engine import app_checks
+from turncheck.engine.app_checks import Observed, SeenCall, calls_text, tool_calls_seen
 from turncheck.engine.budget import BudgetExceeded
 from turncheck.engine.globs import GlobError, glob_match
 from turncheck.engine.judge import (
@@ -24,22 +26,33 @@ from turncheck.engine.tools import args_match, arguments_text, shorten
 from turncheck.formats.suite import (
     Check,
     CheckList,
+    CheckScope,
     FollowUp,
     Item,
     LlmJudgeCheck,
     MatchCheck,
+    MaxModelCallsCheck,
     MaxTokensCheck,
+    MaxToolCallsCheck,
+    MaxTurnCostCheck,
+    MaxTurnTokensCheck,
     MinTokensCheck,
+    ModelUsedCheck,
+    NeverCalledCheck,
+    NoLoopCheck,
     NotMatchCheck,
     NoToolCallCheck,
     OrGroup,
     SemanticCheck,
+    SystemPromptCheck,
     ToolCallCheck,
     ToolOrderCheck,
+    ToolSequenceCheck,
     level_items,
 )
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
-from turncheck.report.run import CheckResult, ToolCallResult
+from turncheck.report.app_calls import AppCall
+from turncheck.report.run import CheckResult, ToolCallResult, TurnResult
 
 
 @dataclass
@@ -54,6 +67,17 @@ class TurnContext:
     embed: Callable[[list[str]], Awaitable[list[list[float]]]]
     tool_calls: Sequence[ToolCallResult] = ()
     """The function calls made during this turn (tool checks judge these)."""
+    app_calls: Sequence[AppCall] = ()
+    """An app target's turn: the app's model calls the proxy saw."""
+    earlier_turns: Sequence[TurnResult] = ()
+    """The conversation's earlier turns (checks with `scope: conversation`)."""
+
+    def observed(self, scope: CheckScope = "turn") -> Observed:
+        if scope == "turn":
+            return Observed(self.tool_calls, self.app_calls)
+        earlier = self.earlier_turns
+        return Observed([*(c for turn in earlier for c in turn.tool_calls), *self.tool_calls],
+                        [*(c for turn in earlier for c in turn.app_calls), *self.app_calls])
 
 
 @dataclass
@@ -153,15 +177,17 @@ async def _llm_judge(check: LlmJudgeCheck, ctx: TurnContext) -> CheckResult:
     )
 
 
-def _calls_text(calls: Sequence[ToolCallResult]) -> str:
+def _calls_text(calls: Sequence[SeenCall], note: str) -> str:
+    if note:  # the app's model calls: each named by where it was made
+        return calls_text(calls) + note
     if not calls:
         return "no tool calls"
-    return "called " + ", ".join(f"{shorten(call.name)}({shorten(arguments_text(call.arguments))})"
-                                 for call in calls)
+    return "called " + ", ".join(call.text for call in calls)
 
 
 def _tool_call(check: ToolCallCheck, ctx: TurnContext) -> CheckResult:
-    named = [call for call in ctx.tool_calls if call.name == check.tool_call]
+    calls, note = tool_calls_seen(ctx.observed(), check.source)
+    named = [call for call in calls if call.name == check.tool_call]
     matching = [call for call in named if check.args is None or (
         isinstance(call.arguments, dict) and args_match(check.args, call.arguments))]
     passed = len(matching) == check.times if check.times is not None else bool(matching)
@@ -171,26 +197,61 @@ def _tool_call(check: ToolCallCheck, ctx: TurnContext) -> CheckResult:
     if check.times is not None:
         wanted += f" × {check.times}"
     return CheckResult(type="tool_call", passed=passed,
-                       detail=f"tool_call {wanted}: {_calls_text(ctx.tool_calls)}")
+                       detail=f"tool_call {wanted}: {_calls_text(calls, note)}")
 
 
 def _no_tool_call(check: NoToolCallCheck, ctx: TurnContext) -> CheckResult:
     name = check.no_tool_call
-    offending = [c for c in ctx.tool_calls if name == "*" or c.name == name]
+    calls, note = tool_calls_seen(ctx.observed(), check.source)
+    offending = [c for c in calls if name == "*" or c.name == name]
     return CheckResult(type="no_tool_call", passed=not offending,
-                       detail=f"no_tool_call {name}: {_calls_text(ctx.tool_calls)}")
+                       detail=f"no_tool_call {name}: {_calls_text(calls, note)}")
 
 
 def _tool_order(check: ToolOrderCheck, ctx: TurnContext) -> CheckResult:
     """The named tools were called in this order; other calls may come between them."""
-    calls = iter(call.name for call in ctx.tool_calls)
-    passed = all(any(name == called for called in calls) for name in check.tool_order)
+    calls, note = tool_calls_seen(ctx.observed(), check.source)
+    names = iter(call.name for call in calls)
+    passed = all(any(name == called for called in names) for name in check.tool_order)
     return CheckResult(type="tool_order", passed=passed,
                        detail=f"tool_order {' → '.join(check.tool_order)}: "
-                       f"{_calls_text(ctx.tool_calls)}")
+                       f"{_calls_text(calls, note)}")
+
+
+def _trajectory(check: Check, ctx: TurnContext) -> CheckResult | None:
+    """A trajectory check's result; None for any other check."""
+    if not isinstance(check, ToolSequenceCheck | NeverCalledCheck | MaxToolCallsCheck
+                      | NoLoopCheck):
+        return None
+    calls, note = tool_calls_seen(ctx.observed(check.scope), check.source)
+    if isinstance(check, ToolSequenceCheck):
+        return app_checks.tool_sequence(check, calls, note)
+    if isinstance(check, NeverCalledCheck):
+        return app_checks.never_called(check, calls, note)
+    if isinstance(check, MaxToolCallsCheck):
+        return app_checks.max_tool_calls(check, calls, note)
+    return app_checks.no_loop(check, calls, note)
+
+
+def _app_call_check(check: Check, calls: Sequence[AppCall]) -> CheckResult | None:
+    """A check on the app's model calls' result; None for any other check."""
+    if isinstance(check, MaxModelCallsCheck):
+        return app_checks.max_model_calls(check, calls)
+    if isinstance(check, ModelUsedCheck):
+        return app_checks.model_used(check, calls)
+    if isinstance(check, SystemPromptCheck):
+        return app_checks.system_prompt(check, calls)
+    if isinstance(check, MaxTurnTokensCheck):
+        return app_checks.max_turn_tokens(check, calls)
+    if isinstance(check, MaxTurnCostCheck):
+        return app_checks.max_turn_cost(check, calls)
+    return None
 
 
 async def evaluate_check(check: Check, ctx: TurnContext) -> CheckResult:
+    judged = _trajectory(check, ctx) or _app_call_check(check, ctx.app_calls)
+    if judged is not None:
+        return judged
     if isinstance(check, ToolCallCheck):
         return _tool_call(check, ctx)
     if isinstance(check, NoToolCallCheck):
@@ -203,7 +264,9 @@ async def evaluate_check(check: Check, ctx: TurnContext) -> CheckResult:
         return await _tokens(check, ctx)
     if isinstance(check, SemanticCheck):
         return await _semantic(check, ctx)
-    return await _llm_judge(check, ctx)
+    if isinstance(check, LlmJudgeCheck):
+        return await _llm_judge(check, ctx)
+    raise AssertionError(f"no evaluation for {type(check).__name__}")  # every kind has one
 
 
 async def _evaluate_items(

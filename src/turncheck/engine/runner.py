@@ -45,7 +45,7 @@ from turncheck.engine.simulated_user import (
 )
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
-from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
+from turncheck.engine.tool_rounds import MAX_APP_CALLS_KEPT, TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.suite import MAX_DEPTH, CheckList, Eval, Suite
@@ -234,6 +234,7 @@ class _SuiteRun:
             judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
             tool_calls=tool_calls,
+            app_calls=[call for turn in state.turns for call in turn.app_calls],
         )
 
     async def _conversation(self, evaluation: Eval, state: _EvalState) -> tuple[Status, int | None]:
@@ -299,6 +300,7 @@ class _SuiteRun:
                 **answer.token_details,
                 app_model_calls=answer.app_model_calls,
                 first_token_ms=answer.first_token_ms,
+                app_calls=answer.app_calls[:MAX_APP_CALLS_KEPT],
             )
 
         try:
@@ -319,6 +321,8 @@ class _SuiteRun:
             judge=lambda messages, schema: self._judge(messages, schema, state),
             embed=lambda inputs: self._embed(inputs, state),
             tool_calls=answer.calls,
+            app_calls=answer.app_calls,
+            earlier_turns=state.turns,
         )
         try:
             outcome = await evaluate_level(level, ctx)

@@ -19,6 +19,7 @@ from turncheck.engine.tools import (
     parse_arguments,
 )
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
+from turncheck.report.app_calls import AppCall
 from turncheck.report.run import ToolCallResult, Usage
 from turncheck.targets.base import TargetResponse
 
@@ -27,6 +28,10 @@ MAX_TOOL_ROUND_BYTES = 16 * 1024 * 1024
 (answers that call tools, their calls' names and arguments, the tool results): one
 answer's cap. Every round resends the whole history, so a per-answer cap alone would let
 64 rounds of large arguments grow each request, and the run's memory, 64-fold."""
+
+MAX_APP_CALLS_KEPT = 64
+"""An app's model calls in one turn whose record the report keeps (all are counted, and
+checks judge all)."""
 
 
 def _round_bytes(response: ChatResponse, results: Sequence[ChatMessage]) -> int:
@@ -61,6 +66,8 @@ class TurnAnswer:
     app_model_calls: int | None = None
     """An app target's turn: the model calls the app made (through the proxy)."""
     first_token_ms: float | None = None
+    app_calls: list[AppCall] = field(default_factory=list)
+    """An app target's turn: what each of its model calls sent and got."""
 
     def add(self, response: ChatResponse, usage: Usage, cost: float | None) -> None:
         self.final = response
@@ -86,7 +93,11 @@ class TurnAnswer:
                  for c in response.calls]
         usage = chat_usage(response)
         self.add(response, usage, add_costs(costs) if costs else 0.0)
+        self.estimated = self.estimated or response.tokens_estimated
         self.app_model_calls = len(response.calls)
+        self.app_calls = [call.record.model_copy(update={"cost_usd": cost})
+                          for call, cost in zip(response.calls, costs, strict=True)
+                          if call.record is not None]
         self.first_token_ms = response.first_token_ms
         self.calls += [ToolCallResult(round=1, name=call.name, arguments=parse_app_arguments(
             call.arguments), by_app=True) for call in response.tool_calls]

@@ -47,7 +47,7 @@ from turncheck.formats.protocol import (
 )
 from turncheck.formats.protocol_templates import Analysis, Scope, check_expression, check_template
 from turncheck.formats.reporting import Reporter, SuiteReporter
-from turncheck.formats.suite import CHECK_TYPES
+from turncheck.formats.suite import APP_CHECK_TYPES, CHECK_TYPES, TRAJECTORY_CHECK_TYPES
 from turncheck.formats.yamlsource import Path, Pos, Positions, load_yaml
 from turncheck.text.user_regex import UserRegexError, compile_user_regex
 
@@ -57,7 +57,8 @@ CASE_FILE_KEYS = ("file",)
 CASE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 TURN_KEYS = ("id", "prompt", "variants", "scorers", "extract")
 VARIANT_KEYS = ("id", "when", "prompt")
-SCORER_KINDS = (*SCORER_SPECS, *CHECK_TYPES)
+SCORER_KINDS = (*SCORER_SPECS, *(kind for kind in CHECK_TYPES
+                                 if kind not in (*TRAJECTORY_CHECK_TYPES, *APP_CHECK_TYPES)))
 SCORER_KEYS = ("id", "label", "weight", *SCORER_KINDS)
 AGGREGATE_KEYS = ("final_f1", "self_correction", "self_assessment", "labels")
 _IDENTIFIER = re.compile(IDENTIFIER)

@@ -277,7 +277,24 @@ class LlmJudgeCheck(_FollowUpFields):
     llm_judge: JudgeSpec
 
 
-class ToolCallCheck(_FollowUpFields):
+ToolSource = Literal["app", "reply"]
+CheckScope = Literal["turn", "conversation"]
+_SOURCE = ("Whose tool calls: `app` (the model's, in the app's model calls the proxy saw) "
+           "or `reply` (those the app reports); default: the reply's when it reports any, "
+           "else the app's model calls.")
+_SCOPE = ("`turn` (default): this turn's calls; `conversation`: every call of the "
+          "conversation so far.")
+
+
+class _ToolSourceFields(_FollowUpFields):
+    source: ToolSource | None = Field(default=None, description=_SOURCE)
+
+
+class _TrajectoryFields(_ToolSourceFields):
+    scope: CheckScope = Field(default="turn", description=_SCOPE)
+
+
+class ToolCallCheck(_ToolSourceFields):
     tool_call: ToolName = Field(description="A tool the model must call during this turn.")
     args: dict[str, Any] | None = Field(
         default=None, description="Arguments one call must have (subset; strings are globs)."
@@ -287,21 +304,81 @@ class ToolCallCheck(_FollowUpFields):
     )
 
 
-class NoToolCallCheck(_FollowUpFields):
+class NoToolCallCheck(_ToolSourceFields):
     no_tool_call: Annotated[StrictStr, Field(pattern=r"^(\*|[A-Za-z0-9_-]{1,64})$")] = Field(
         description='A tool the model must not call during this turn ("*": no tool at all).'
     )
 
 
-class ToolOrderCheck(_FollowUpFields):
+class ToolOrderCheck(_ToolSourceFields):
     tool_order: Annotated[list[ToolName], Field(min_length=1)] = Field(
         description="Tools that must be called in this order (other calls may interleave)."
     )
 
 
+class ToolSequenceCheck(_TrajectoryFields):
+    tool_sequence: Annotated[list[ToolName], Field(min_length=1)] = Field(
+        description="Tools the model must call, judged as `order` says.")
+    order: Literal["exact", "in_order", "any_order"] = Field(
+        default="in_order", description="`exact`: these calls and no others, in this order; "
+        "`in_order` (default): in this order, others may come between; `any_order`: each "
+        "called, in any order.")
+
+
+class NeverCalledCheck(_TrajectoryFields):
+    never_called: ToolName = Field(description="A tool the model must never call.")
+
+
+class MaxToolCallsCheck(_TrajectoryFields):
+    max_tool_calls: Annotated[StrictInt, Field(ge=0)] = Field(
+        description="At most this many tool calls (of `tool`, else of any tool).")
+    tool: ToolName | None = Field(default=None, description="The tool counted (default: all).")
+
+
+class NoLoopCheck(_TrajectoryFields):
+    no_loop: Annotated[StrictInt, Field(ge=2)] = Field(
+        description="Fails when the same call (tool and arguments) comes this many times "
+        "in a row.")
+
+
+class MaxModelCallsCheck(_FollowUpFields):
+    max_model_calls: Annotated[StrictInt, Field(ge=0)] = Field(
+        description="An app target: at most this many model calls of the app in this turn.")
+
+
+class ModelUsedCheck(_FollowUpFields):
+    model_used: NonEmptyStr = Field(
+        description="An app target: every model call of the app in this turn asked for a "
+        "model matching this glob.")
+
+
+class ContainsSpec(_Node):
+    contains: NonEmptyStr
+
+
+class SystemPromptCheck(_FollowUpFields):
+    system_prompt: NonEmptyStr | ContainsSpec = Field(
+        description="An app target: a model call of the app in this turn sent a system "
+        "prompt matching this glob (or {contains: TEXT}).")
+
+
+class MaxTurnTokensCheck(_FollowUpFields):
+    max_turn_tokens: TokenCount = Field(
+        description="An app target: at most this many tokens (input and output) in the "
+        "app's model calls of this turn.")
+
+
+class MaxTurnCostCheck(_FollowUpFields):
+    max_turn_cost_usd: Annotated[StrictFloat | StrictInt, Field(ge=0)] = Field(
+        description="An app target: at most this cost (USD) of the app's model calls in "
+        "this turn.")
+
+
 Check: TypeAlias = (
     MatchCheck | NotMatchCheck | MinTokensCheck | MaxTokensCheck | SemanticCheck | LlmJudgeCheck
-    | ToolCallCheck | NoToolCallCheck | ToolOrderCheck
+    | ToolCallCheck | NoToolCallCheck | ToolOrderCheck | ToolSequenceCheck | NeverCalledCheck
+    | MaxToolCallsCheck | NoLoopCheck | MaxModelCallsCheck | ModelUsedCheck | SystemPromptCheck
+    | MaxTurnTokensCheck | MaxTurnCostCheck
 )
 
 CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
@@ -314,7 +391,20 @@ CHECK_TYPES: dict[str, type[_FollowUpFields]] = {
     "tool_call": ToolCallCheck,
     "no_tool_call": NoToolCallCheck,
     "tool_order": ToolOrderCheck,
+    "tool_sequence": ToolSequenceCheck,
+    "never_called": NeverCalledCheck,
+    "max_tool_calls": MaxToolCallsCheck,
+    "no_loop": NoLoopCheck,
+    "max_model_calls": MaxModelCallsCheck,
+    "model_used": ModelUsedCheck,
+    "system_prompt": SystemPromptCheck,
+    "max_turn_tokens": MaxTurnTokensCheck,
+    "max_turn_cost_usd": MaxTurnCostCheck,
 }
+TRAJECTORY_CHECK_TYPES = ("tool_sequence", "never_called", "max_tool_calls", "no_loop")
+APP_CHECK_TYPES = ("max_model_calls", "model_used", "system_prompt", "max_turn_tokens",
+                   "max_turn_cost_usd")
+"""Checks on what an app target sent: only in a suite or eval whose target is an app."""
 
 
 class FollowUp(_Node):

@@ -8,7 +8,7 @@ model. An invalid eval is reported and skipped; the others survive.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from turncheck.formats.files import read_diagnostic, read_text_bounded
 from turncheck.formats.references import Reference, resolve_references
 from turncheck.formats.reporting import SuiteReporter
 from turncheck.formats.suite import (
+    APP_CHECK_TYPES,
     CHECK_TYPES,
     EVAL_FORMS,
     MAX_DEPTH,
@@ -28,12 +29,15 @@ from turncheck.formats.suite import (
     Eval,
     FollowUp,
     Item,
+    MaxToolCallsCheck,
+    NeverCalledCheck,
     NoToolCallCheck,
     OrGroup,
     SimulatedUser,
     Suite,
     ToolCallCheck,
     ToolOrderCheck,
+    ToolSequenceCheck,
     Turn,
     check_type,
     level_items,
@@ -293,6 +297,7 @@ class _SuiteValidator(SuiteReporter):
         else:
             declared = self.declared_tools
             self.scripted(path, built.tool_results, built.tool_choice, declared)
+        self.app_checks(path, built)
         for check_path, check in _eval_tool_checks(path, built):
             for name, where in _named_tools(check_path, check):
                 if name == "*" and isinstance(check, NoToolCallCheck):
@@ -306,6 +311,19 @@ class _SuiteValidator(SuiteReporter):
                                         "tools)")
                 elif name not in declared:
                     self.unknown_tool(where, name, declared)
+
+    def app_checks(self, path: Path, built: Eval) -> None:
+        """Checks on what an app sent stand only where the conversation is with an app."""
+        if self.has_target or built.target is not None:
+            return
+        for check_path, check in _eval_checks(path, built, _is_app_check):
+            kind = check_type(check)
+            key = "source" if kind not in APP_CHECK_TYPES else kind
+            self.error_at_key((*check_path, key), "app-check-without-app",
+                              f'"{kind}"{" with source: app" if key == "source" else ""} '
+                              "checks the model calls an app target makes, but this "
+                              "suite's conversations are with a model, not an app (add a "
+                              "`target` to the metadata or the eval; docs/targets.md)")
 
     # -- checks --------------------------------------------------------------
 
@@ -457,32 +475,47 @@ class _SuiteValidator(SuiteReporter):
         return group
 
 
-def _tool_checks(path: Path, checks: CheckList) -> Iterator[tuple[Path, Check]]:
-    """Every tool check of a check list, nested follow-ups and `or` groups included,
-    with its path in the file."""
+def _checks(path: Path, checks: CheckList, wanted: Callable[[Check], bool]
+            ) -> Iterator[tuple[Path, Check]]:
+    """Every check of a check list that is `wanted`, nested follow-ups and `or` groups
+    included, with its path in the file."""
     items, is_or = level_items(checks)
     base = (*path, "or") if is_or else path
     for index, item in enumerate(items):
         where = (*base, index)
         if isinstance(item, OrGroup):
-            yield from _tool_checks(where, item)
+            yield from _checks(where, item, wanted)
             continue
         nested = item.checks
-        if isinstance(item, ToolCallCheck | NoToolCallCheck | ToolOrderCheck):
+        if not isinstance(item, FollowUp) and wanted(item):
             yield where, item
         if nested is not None:
-            yield from _tool_checks((*where, "checks"), nested)
+            yield from _checks((*where, "checks"), nested, wanted)
 
 
-def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
+def _is_tool_check(check: Check) -> bool:
+    return isinstance(check, ToolCallCheck | NoToolCallCheck | ToolOrderCheck
+                      | ToolSequenceCheck | NeverCalledCheck | MaxToolCallsCheck)
+
+
+def _is_app_check(check: Check) -> bool:
+    return check_type(check) in APP_CHECK_TYPES or getattr(check, "source", None) == "app"
+
+
+def _eval_checks(path: Path, built: Eval, wanted: Callable[[Check], bool]
+                 ) -> Iterator[tuple[Path, Check]]:
     if built.checks is not None:
-        yield from _tool_checks((*path, "checks"), built.checks)
+        yield from _checks((*path, "checks"), built.checks, wanted)
     for index, turn in enumerate(built.turns or ()):
-        yield from _tool_checks((*path, "turns", index, "checks"), turn.checks)
+        yield from _checks((*path, "turns", index, "checks"), turn.checks, wanted)
     for key in SIMULATED_KEYS:
         checks = getattr(built, key)
         if checks is not None:
-            yield from _tool_checks((*path, key), checks)
+            yield from _checks((*path, key), checks, wanted)
+
+
+def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
+    return _eval_checks(path, built, _is_tool_check)
 
 
 def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:
@@ -490,9 +523,15 @@ def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:
         yield check.tool_call, (*path, "tool_call")
     elif isinstance(check, NoToolCallCheck):
         yield check.no_tool_call, (*path, "no_tool_call")
-    elif isinstance(check, ToolOrderCheck):
-        for index, name in enumerate(check.tool_order):
-            yield name, (*path, "tool_order", index)
+    elif isinstance(check, ToolOrderCheck | ToolSequenceCheck):
+        names = check.tool_order if isinstance(check, ToolOrderCheck) else check.tool_sequence
+        key = check_type(check)
+        for index, name in enumerate(names):
+            yield name, (*path, key, index)
+    elif isinstance(check, NeverCalledCheck):
+        yield check.never_called, (*path, "never_called")
+    elif isinstance(check, MaxToolCallsCheck) and check.tool is not None:
+        yield check.tool, (*path, "tool")
 
 
 def _is_standalone_follow_up(raw: Any) -> bool:

@@ -27,6 +27,7 @@ from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.comment_transcript import transcripts
+from turncheck.render.cost_causes import answers_change, cost_causes
 from turncheck.render.headline import Headline, headline
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
@@ -242,9 +243,10 @@ def _cost_reason(item: EvalComparison) -> str:
     if head.app_model_calls != base.app_model_calls and head.app_model_calls is not None:
         parts.append(f"the app made {counted(head.app_model_calls, 'model call')} instead of "
                      f"{base.app_model_calls or 0}")
+    parts += cost_causes(base, head)
     if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
         parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
-    return "; ".join(parts) or "longer or shorter answers"
+    return "; ".join(parts) or answers_change(base, head)
 
 
 def _alert(comparison: Comparison) -> str | None:

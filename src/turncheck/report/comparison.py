@@ -63,6 +63,10 @@ class EvalSide(SampleSide):
     """`repeat: auto`: the most samples the eval could have taken."""
     app_model_calls: int | None = Field(default=None, exclude_if=lambda value: value is None)
     """An app target's eval: the model calls the app made (every sample's turns)."""
+    app_prompts: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """An app target's eval: the SHA-256 of each system prompt its model calls sent."""
+    app_tools: dict[str, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """An app target's eval: the tools its model calls offered, name → schema SHA-256."""
 
     @property
     def mean_score(self) -> float | None:

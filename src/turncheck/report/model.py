@@ -6,6 +6,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
@@ -17,6 +18,10 @@ suite, eval, sample, turn, call), so every document stays well inside the 200 le
 pydantic's JSON parser, which every turncheck reader uses, accepts."""
 MAX_DEEP_TEXT_CHARS = 2_000
 """Characters of JSON text kept of a value nested deeper than `MAX_VALUE_DEPTH`."""
+
+PROMPT_TABLE: ContextVar[dict[str, str] | None] = ContextVar("turncheck_prompts", default=None)
+"""While a report is written as JSON: its long prompts (and its apps' system prompts),
+written once under `prompts`, keyed by SHA-256 (`report/results.py`)."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

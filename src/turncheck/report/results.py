@@ -12,7 +12,6 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any, Protocol, Self, TypeVar
 
@@ -26,6 +25,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from turncheck.report.app_calls import AppCall
+from turncheck.report.model import PROMPT_TABLE as _PROMPT_TABLE
 from turncheck.report.model import ReportModel
 
 # Re-exported where they were before spend.py declared them once:
@@ -159,8 +160,6 @@ SHARED_PROMPT_CHARS = 2_000
 `prompt_sha256`); each eval and turn that sent it holds this many characters of it and a
 marker. 3,000 evals sharing one prompt file cost the report one copy, not 3,000."""
 
-_PROMPT_TABLE: ContextVar[dict[str, str] | None] = ContextVar("turncheck_prompts",
-                                                              default=None)
 
 
 @functools.lru_cache(maxsize=8)
@@ -230,6 +229,8 @@ class PromptTable(ReportModel):
             prompt = table.get(digest) if isinstance(digest, str) else None
             if isinstance(model, SharedPrompt) and isinstance(prompt, str):
                 object.__setattr__(model, "prompt", prompt)
+            if isinstance(model, AppCall) and model.system is None and model.system_sha256:
+                object.__setattr__(model, "system", table.get(model.system_sha256))
             for value in model.__dict__.values():
                 if isinstance(value, ReportModel):
                     pending.append(value)
@@ -274,6 +275,9 @@ class TurnResult(SharedPrompt, Spent):
     (`usage` and `cost_usd` are theirs, summed; docs/targets.md)."""
     first_token_ms: float | None = Field(default=None, exclude_if=_none)
     """An app target's turn: milliseconds until the first byte of its (streamed) reply."""
+    app_calls: list[AppCall] = Field(default_factory=list, exclude_if=_empty)
+    """An app target's turn: each model call the app made through the recording proxy, in
+    order (docs/targets.md, "What the app sent")."""
 
 
 MAX_REPORT_ANSWER_CHARS = 8_000

@@ -104,6 +104,19 @@ class EvalResult(SharedPrompt, Spent):
                 turns += 1
         return (calls, turns) if turns else None
 
+    def app_requests(self) -> tuple[list[str], dict[str, str]]:
+        """What the app's model calls sent in this eval (every sample's): the SHA-256 of
+        each system prompt, and the tools offered (name → schema SHA-256)."""
+        prompts: set[str] = set()
+        tools: dict[str, str] = {}
+        conversations = [sample.turns for sample in self.samples] or [self.turns]
+        for turn in (turn for conversation in conversations for turn in conversation):
+            for call in turn.app_calls:
+                if call.system_sha256:
+                    prompts.add(call.system_sha256)
+                tools.update((tool.name, tool.schema_sha256) for tool in call.tools)
+        return sorted(prompts), tools
+
     def row(self, file: str) -> Row:
         passes, samples = samples_of(self.status, self.repeats)
         return Row(RowKind.EVAL, self.name, file, self.line, self.status, passes, samples,

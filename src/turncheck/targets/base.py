@@ -54,6 +54,8 @@ class TargetResponse(ChatResponse):
     app_tool_calls: bool = False
     """`tool_calls` are calls the app ran itself (reported), not requests to answer."""
     first_token_ms: float | None = None
+    tokens_estimated: bool = False
+    """Some of `calls` reported no usage: their tokens are estimated from the text."""
 
 
 @dataclass

@@ -239,7 +239,7 @@ def _response(reply: AppReply, scope: TurnScope, cassette: Cassette | None,
     if calls:
         input_tokens: int | None = sum(c.input_tokens or 0 for c in calls)
         output_tokens: int | None = sum(c.output_tokens or 0 for c in calls)
-        if not all(c.reported for c in calls):
+        if any(c.input_tokens is None for c in calls):
             output_tokens = None  # some call reported none: the engine estimates
     else:
         input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
@@ -258,6 +258,7 @@ def _response(reply: AppReply, scope: TurnScope, cassette: Cassette | None,
         calls=calls,
         app_tool_calls=True,
         first_token_ms=reply.first_token_ms,
+        tokens_estimated=any(c.estimated for c in calls),
     )
 
 

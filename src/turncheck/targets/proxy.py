@@ -52,7 +52,13 @@ from turncheck.providers.cassettes import Cassette, current_sample, use_sample
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
+from turncheck.targets.app_calls import with_record
 from turncheck.targets.base import TURN_HEADER
+from turncheck.targets.stream_usage import (
+    UsageChunkFilter,
+    usage_asked_body,
+    without_asked_usage,
+)
 from turncheck.targets.usage import ModelCall, usage_of
 
 if TYPE_CHECKING:
@@ -76,6 +82,8 @@ _FORWARDED_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "op
 _RETURNED_HEADERS = ("content-type", "retry-after", "retry-after-ms")
 """Response headers handed to the app: what its SDK reads (the retry hints of a 429)."""
 _UNPARSED: Any = object()
+_REFUSED_OPTIONS = (400, 422)
+"""What an upstream answers a request whose `stream_options` it does not accept."""
 _REMEMBERED_URLS = 256
 
 
@@ -261,7 +269,9 @@ class RecordingProxy:
             return _error(400, problem)
         use_sample(scope.sample if scope is not None else 0)
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
-        call = _Call(request, api, rest, url, body, scope)
+        asked = usage_asked_body(api, rest, body)
+        call = _Call(request, api, rest, url, asked or body, scope, app_body=body,
+                     usage_filter=UsageChunkFilter() if asked else None)
         try:
             return await self._answer(call)
         except RecordingMissing as exc:
@@ -281,11 +291,20 @@ class RecordingProxy:
             return _error(502, f"turncheck proxy: {message}")
 
     async def _answer(self, call: _Call) -> web.StreamResponse:
+        answer = await self._answer_once(call)
+        if call.usage_filter is not None and answer.status in _REFUSED_OPTIONS \
+                and call.streaming is None:
+            # An upstream that refuses `stream_options` (an older OpenAI-compatible
+            # server): the app's own request instead, its usage then estimated.
+            call.body, call.usage_filter = call.app_body, None
+            return await self._answer_once(call)
+        return answer
+
+    async def _answer_once(self, call: _Call) -> web.StreamResponse:
         cassette = self._cassette
         method, url, body = call.request.method, call.url, call.body
         if cassette is not None and cassette.mode == "replay":
-            return self._whole(call, cassette.replay_reply(method, url, body, None),
-                               _model_of(body))
+            return self._whole(call, _replayed(cassette, call), _model_of(body))
         network = _network()
         sent = call.request.headers
         headers = {name: sent[name] for name in _FORWARDED_HEADERS if name in sent}
@@ -318,10 +337,15 @@ class RecordingProxy:
                 response = call.streaming = web.StreamResponse(status=upstream.status,
                                                                headers=returned)
                 await response.prepare(call.request)
-                chunks = []
+                chunks: list[bytes] = []
                 async for chunk in network.bounded_chunks(upstream, network.max_answer_bytes):
+                    if not chunks:
+                        call.first_token_ms = (time.perf_counter() - started) * 1000
                     chunks.append(chunk)
-                    await response.write(chunk)
+                    if passed := call.passed_on(chunk):
+                        await response.write(passed)
+                if rest := call.passed_on_end():
+                    await response.write(rest)
                 await response.write_eof()
                 content = b"".join(chunks)
             else:
@@ -331,7 +355,7 @@ class RecordingProxy:
         parsed = _json_of(returned["content-type"], content)
         if exchange is not None:
             answer = exchange.keep(answer, latency_ms, parsed)
-        self._count(call, model, answer, parsed)
+        self._count(call, model, answer, parsed, latency_ms)
         if call.streaming is not None:
             return call.streaming
         return web.Response(status=answer.status_code, body=answer.content, headers=returned)
@@ -339,15 +363,23 @@ class RecordingProxy:
     def _whole(self, call: _Call, reply: Reply, model: str | None) -> web.Response:
         """An answer read whole (from the cassette, or through a test's transport)."""
         self._count(call, model, reply, _UNPARSED)
-        return web.Response(status=reply.status_code, body=reply.content,
+        content = reply.content
+        if call.usage_filter is not None and _streamed(reply.status_code,
+                                                       reply.headers.get("content-type", "")):
+            content = without_asked_usage(content)
+        return web.Response(status=reply.status_code, body=content,
                             headers=_returned_headers(reply.headers))
 
-    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any) -> None:
+    def _count(self, call: _Call, model: str | None, reply: Reply, parsed: Any,
+               total_ms: float | None = None) -> None:
         if not 200 <= reply.status_code < 300:
             return
-        usage = usage_of(call.api, call.rest, model, reply.headers.get("content-type", ""),
-                         reply.content, replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)),
-                         parsed=parsed if isinstance(parsed, dict) else None)
+        content_type = reply.headers.get("content-type", "")
+        parsed = parsed if isinstance(parsed, dict) else None
+        usage = usage_of(call.api, call.rest, model, content_type, reply.content,
+                         replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)), parsed=parsed)
+        usage = with_record(usage, call.api, call.rest, call.app_body, content_type, reply.content,
+                            parsed, (call.first_token_ms, total_ms))
         scope = call.scope
         (scope.calls if scope is not None else self.unattributed).append(usage)
 
@@ -384,6 +416,29 @@ class _Call:
     scope: TurnScope | None
     streaming: web.StreamResponse | None = None
     """The answer being passed on chunk by chunk, once its first bytes are out."""
+    first_token_ms: float | None = None
+    app_body: bytes = b""
+    """The request as the app sent it (`body`: as sent upstream, usage asked for)."""
+    usage_filter: UsageChunkFilter | None = None
+    """Set when the proxy asked for usage the app did not: takes it out of the stream."""
+
+    def passed_on(self, chunk: bytes) -> bytes:
+        return chunk if self.usage_filter is None else self.usage_filter.feed(chunk)
+
+    def passed_on_end(self) -> bytes:
+        return b"" if self.usage_filter is None else self.usage_filter.close()
+
+
+def _replayed(cassette: Cassette, call: _Call) -> Reply:
+    """The recorded answer; for a call whose usage the proxy asks for, one recorded
+    before it did (under the body the app sent) is found too."""
+    method, url = call.request.method, call.url
+    try:
+        return cassette.replay_reply(method, url, call.body, None)
+    except RecordingMissing:
+        if call.usage_filter is None:
+            raise
+        return cassette.replay_reply(method, url, call.app_body, None)
 
 
 def _returned_headers(headers: Mapping[str, str]) -> dict[str, str]:

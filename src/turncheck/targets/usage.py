@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turncheck.providers.json_limits import loads_bounded
+from turncheck.report.app_calls import AppCall
 
 JsonObject = dict[str, Any]
 
@@ -30,10 +31,14 @@ class ModelCall:
     output_tokens: int | None
     cached_input_tokens: int = 0
     replayed: bool = False
+    record: AppCall | None = None
+    """What the call sent and got (`targets/app_calls.py`), for the report."""
+    estimated: bool = False
+    """The answer reported no usage: the tokens are turncheck's estimate from the text."""
 
     @property
     def reported(self) -> bool:
-        return self.input_tokens is not None
+        return self.input_tokens is not None and not self.estimated
 
 
 @dataclass
