@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from turncheck.cli.common import (
     UsageError,
     load_report,
+    one_line,
     untrusted_output,
     usage_error,
     write_html,
@@ -85,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_comparison(args: argparse.Namespace, base: Report, head: Report,
-                      renames: dict[str, str], removed: Iterable[str] = ()) -> int:
+                      renames: dict[str, str], removed: Iterable[str] = (),
+                      why_ran: Mapping[str, list[str]] | None = None) -> int:
     """Compare, print, write `--json`/`--markdown` and exit by `--fail-on` (shared by
-    `compare` and `diff`)."""
+    `compare` and `diff`). `why_ran`: suite path → why `diff` ran it although its own
+    file did not change (a file it references or watches changed)."""
     try:
         conditions = conditions_from(args.fail_on)
         judgement = Judgement(conditions, thresholds_from(args, conditions),
@@ -103,9 +106,11 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
         return usage_error(str(exc))
     with untrusted_output(sys.stdout):  # paths and names come from the PR
         sys.stdout.write(comparison_text(comparison, reasons))
+        for suite, why in sorted((why_ran or {}).items()):
+            sys.stdout.write(one_line(f"ran because: {suite}: {'; '.join(why)}") + "\n")
     if args.markdown is not None:
         try:
-            write_comment(comparison, reasons, base, head, args.markdown)
+            write_comment(comparison, reasons, base, head, args.markdown, why_ran or {})
         except UsageError as exc:
             return usage_error(str(exc))
     for reason in reasons:
@@ -116,10 +121,11 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
-                  path: Path) -> None:
+                  path: Path, why_ran: Mapping[str, list[str]]) -> None:
     from turncheck.render.comment import CommentContext, render_comment
 
-    context = CommentContext(fail_reasons=reasons, head=head, base=base)
+    context = CommentContext(fail_reasons=reasons, head=head, base=base,
+                             reasons={suite: list(why) for suite, why in why_ran.items()})
     write_output(path, render_comment(comparison, context))
 
 

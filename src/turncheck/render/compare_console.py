@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
+from turncheck.render.app_changes import console_lines
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
@@ -181,6 +182,7 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
     yield f"tokens: {base_tokens} → {head_tokens} ({signed_int(totals.delta.tokens)})"
     yield cost_line(comparison)
     yield from app_calls_lines(comparison)
+    yield from console_lines(comparison)
     yield from notes_lines(comparison)
 
 

@@ -200,6 +200,27 @@ def _ratio(calls: int | None, turns: int | None) -> float | None:
     return None if calls is None or not turns else calls / turns
 
 
+class AppChange(ReportModel):
+    """One change in what an app target sent or did, base → head, the same on every turn
+    it counts: 50 evals whose app dropped the same tool are one change (docs/targets.md,
+    "What the app sent")."""
+
+    what: str
+    """`model calls per turn`, `model`, `system prompt`, `tools offered`, `tool calls`
+    or `tokens per turn`."""
+    before: str
+    after: str
+    """Base's and head's: the system prompts' text (cut at `MAX_APP_PROMPT_CHARS`), the
+    tools offered, the tool calls in order, a count; `tokens per turn` the suite's mean."""
+    summary: str = Field(default="", exclude_if=lambda value: not value)
+    """`tools offered`: which were added (+), removed (−) or changed."""
+    evals: list[str] = Field(default_factory=list)
+    """The evals it was seen in (the first `NAMED_APP_EVALS`)."""
+    eval_count: int = 0
+    turns: int = 0
+    """The turns it was seen on, over all those evals."""
+
+
 class SuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
@@ -219,6 +240,10 @@ class SuiteComparison(ReportModel):
     """Mean over the evals judged on both sides of head − base pass rate."""
     app_calls: AppCalls | None = Field(default=None, exclude_if=lambda value: value is None)
     """Set for a suite whose conversations are with an app (docs/targets.md)."""
+    app_changes: list[AppChange] = Field(default_factory=list,
+                                         exclude_if=lambda value: not value)
+    """What the app sent or did differently at head, on the turns both sides ran, grouped
+    (`compare/app_changes.py`); empty for a suite without an app or without a change."""
 
 
 class CostAlert(ReportModel):
