@@ -74,13 +74,15 @@ def app_cost_changed(comparison: Comparison) -> bool:
 
 def headline_changes(comparison: Comparison) -> list[str]:
     """The kinds of change, most telling first, once each: `model calls per turn 1 → 2`,
-    `system prompt changed`."""
+    `system prompt changed` (the tokens per turn only when nothing else changed)."""
     said: dict[str, str] = {}
     for suite in changed_app_suites(comparison):
         for change in suite.app_changes:
             said.setdefault(change.what, change_text(change))
-    order = (CALLS, SYSTEM_PROMPT, TOOLS, MODEL, TOOL_CALLS, TOKENS)
-    return [said[what] for what in order if what in said]
+    order = (CALLS, SYSTEM_PROMPT, TOOLS, MODEL, TOOL_CALLS)
+    # Tokens follow from the rest, and the headline says the cost: named only alone.
+    return [said[what] for what in order if what in said] or \
+        [said[what] for what in (TOKENS,) if what in said]
 
 
 def console_lines(comparison: Comparison) -> Iterator[str]:

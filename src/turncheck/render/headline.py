@@ -256,7 +256,8 @@ def _app_change(comparison: Comparison) -> _Cause | None:
     if not changes and cost is None:
         return None
     summary = f"the app's {changes[0]}" if changes else "the app's cost changed"
-    detail = ", ".join([*([f"cost {cost}"] if cost else []), *changes[1:]])
+    more = [f"{len(changes) - 2} more"] if len(changes) > 2 else []
+    detail = ", ".join([*([f"cost {cost}"] if cost else []), *changes[1:2], *more])
     return _Cause(summary, detail or None)
 
 
@@ -384,7 +385,8 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
         (flaky, f"{flaky} flaky"),
         (len(invalid), counted(len(invalid), "invalid file")),
     ]
-    parts = [*worse, *better, *(text for count, text in plain if count)] or ["no changes"]
+    parts = [*worse, *better, *(text for count, text in plain if count)] or [
+        "no eval changed" if headline_changes(comparison) else "no changes"]
     counts = comparison.totals.counts
     if counts.evals:
         parts.append(f"{_count(counts.passed)} of {counts.evals} evals pass")
