@@ -56,6 +56,10 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
                         help="alert when the total cost grows by more than P%% of the base")
     parser.add_argument("--cost-threshold-usd", type=float, metavar="USD",
                         help="alert when the total cost grows by more than USD dollars")
+    parser.add_argument("--latency-threshold-percent", type=float, metavar="P",
+                        help="with --fail-on latency: fail when an app suite's replies are "
+                        "slower at head than base's by more than P%%, by a test over all "
+                        "their turns (live and record runs only)")
     parser.add_argument("--fail-on", default=None, metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
                         "invalid (validation errors), error (evals that errored: "
@@ -63,7 +67,9 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
                         "(statistical regression of an eval or a suite), broken / "
                         "later-turn (one sample per side), likely-regression (watch tier), "
                         "flaky, cost (cost alert), calibration (grader agreement, see "
-                        "--min-agreement), or none; default: the configuration's, else "
+                        "--min-agreement), latency (an app's replies slower, live and "
+                        "record runs only, see --latency-threshold-percent), or none; "
+                        "default: the configuration's, else "
                         "the action's default invalid,error,regression,broken")
     parser.add_argument("--min-agreement", type=float, metavar="PERCENT",
                         help="with --fail-on calibration: a sample file's head agreement must "
@@ -141,13 +147,16 @@ def conditions_from(value: str | None) -> set[FailOn]:
 
 def thresholds_from(args: argparse.Namespace, conditions: set[FailOn]) -> CostThresholds:
     percent, dollars = args.cost_threshold_percent, args.cost_threshold_usd
-    if any(value is not None and not value >= 0 for value in (percent, dollars)):
-        raise UsageError("cost thresholds must be non-negative numbers")
+    latency = getattr(args, "latency_threshold_percent", None)
+    if any(value is not None and not value >= 0 for value in (percent, dollars, latency)):
+        raise UsageError("cost and latency thresholds must be non-negative numbers")
     if FailOn.COST in conditions and percent is None and dollars is None:
         raise UsageError(
             "--fail-on cost needs --cost-threshold-percent or --cost-threshold-usd"
         )
-    return CostThresholds(percent=percent, usd=dollars)
+    if FailOn.LATENCY in conditions and latency is None:
+        raise UsageError("--fail-on latency needs --latency-threshold-percent")
+    return CostThresholds(percent=percent, usd=dollars, latency_percent=latency)
 
 
 def calibration_thresholds_from(args: argparse.Namespace) -> CalibrationThresholds:

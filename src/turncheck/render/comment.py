@@ -30,6 +30,7 @@ from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.comment_transcript import change_view, transcripts, without_diff
 from turncheck.render.cost_causes import answers_change, cost_causes
 from turncheck.render.headline import Headline, headline
+from turncheck.render.latency import latency_rows
 from turncheck.render.prompt_changes import COMMENT_DIFF_LINES, SUMMARY_DIFF_LINES, DiffBudget
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
@@ -429,6 +430,7 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         tables=_suite_tables(comparison, context) if detail >= FULL else [],
         app_changes=_app_changes(comparison, context, caps is _SUMMARY_CAPS)
         if detail > FRAME else [],
+        latency=latency_rows(comparison) if detail > FRAME else [],
         detail=detail, full_responses=caps is _SUMMARY_CAPS,
         footer=_footer(comparison, context, exact_time),
         run_url=_link_target(context.run_url),

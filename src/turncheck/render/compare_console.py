@@ -14,6 +14,7 @@ from turncheck.render.app_changes import console_lines
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
+from turncheck.render.latency import latency_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide, SuiteComparison
 from turncheck.report.protocol_comparison import (
@@ -183,6 +184,7 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
     yield cost_line(comparison)
     yield from app_calls_lines(comparison)
     yield from console_lines(comparison)
+    yield from latency_lines(comparison)
     yield from notes_lines(comparison)
 
 

@@ -132,7 +132,21 @@ def _causes(comparison: Comparison, found: Sequence[Finding], invalid: list[str]
     if FailOn.CALIBRATION in conditions:
         calibration = _calibration(comparison)
         causes.append(_Cause("grader calibration", calibration[-1] if calibration else None))
+    if FailOn.LATENCY in conditions:
+        causes += _latency(comparison)
     return causes
+
+
+def _latency(comparison: Comparison) -> list[_Cause]:
+    """`replies slower · support-bot median 193 → 494 ms`."""
+    slower = [s for s in comparison.suites if s.latency is not None and s.latency.slower]
+    if not slower:
+        return []
+    first = slower[0].latency
+    assert first is not None
+    return [_Cause(f"{counted(len(slower), 'app suite')} slower",
+                   f"{slower[0].name} median {first.base.total_p50_ms:,.0f} → "
+                   f"{first.head.total_p50_ms:,.0f} ms")]
 
 
 def _warnings(comparison: Comparison, found: Sequence[Finding],

@@ -34,6 +34,7 @@ from turncheck.render.app_changes import change_views, changed_app_suites
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.console import ending_text
 from turncheck.render.headline import Headline, headline
+from turncheck.render.latency import LatencyRow, latency_rows
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
@@ -249,6 +250,7 @@ class ReportView:
     app_suites: list[AppSuiteView] = field(default_factory=list)
     app_note: str = APP_CALLS_NOTE
     app_changes: list[AppChangesView] = field(default_factory=list)
+    latency: list[LatencyRow] = field(default_factory=list)
 
 
 # -- building ---------------------------------------------------------------------------
@@ -813,7 +815,8 @@ def build_view(*, head: Report | None, base: Report | None = None,
                       two_sided=base is not None or bool(comparison and comparison.has_base),
                       banner=banner(comparison, head, reasons), replayed=_replayed(base, head),
                       app_suites=app_suites(comparison, base, head),
-                      app_changes=app_changes_views(comparison))
+                      app_changes=app_changes_views(comparison),
+                      latency=latency_rows(comparison) if comparison is not None else [])
 
 
 def _asset(name: str) -> str:

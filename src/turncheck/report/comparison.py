@@ -41,6 +41,10 @@ class CostThresholds(ReportModel):
     """Alert when the cost grows by more than this percentage of the base cost."""
     usd: float | None = Field(default=None, ge=0)
     """Alert when the cost grows by more than this many US dollars."""
+    latency_percent: float | None = Field(default=None, ge=0,
+                                          exclude_if=lambda value: value is None)
+    """`fail-on: latency`: an app suite whose turns are slower at head than base's by
+    more than this percentage, by the noise-aware test of `stats/latency.py`."""
 
 
 class EvalSide(SampleSide):
@@ -221,6 +225,30 @@ class AppChange(ReportModel):
     """The turns it was seen on, over all those evals."""
 
 
+class LatencySide(ReportModel):
+    """One side's latency of the app's replies, over every turn of an app suite (live and
+    record runs only: a replay's latencies are not today's)."""
+
+    turns: int
+    total_p50_ms: float
+    total_p95_ms: float
+    first_token_p50_ms: float | None = None
+    first_token_p95_ms: float | None = None
+    """Turns whose first token was measured (a streamed reply); None without any."""
+
+
+class LatencyComparison(ReportModel):
+    base: LatencySide
+    head: LatencySide
+    change_percent: float | None
+    """Head's median total latency against base's, in percent; None when base's is 0."""
+    p_value: float | None = None
+    """One-sided Mann–Whitney p that head's turns exceed base's × (1 + threshold); None
+    without a threshold or with too few turns on a side."""
+    slower: bool = False
+    """Head is slower than the threshold allows (p below `stats.latency.ALPHA`)."""
+
+
 class SuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
@@ -244,6 +272,9 @@ class SuiteComparison(ReportModel):
                                          exclude_if=lambda value: not value)
     """What the app sent or did differently at head, on the turns both sides ran, grouped
     (`compare/app_changes.py`); empty for a suite without an app or without a change."""
+    latency: LatencyComparison | None = Field(default=None,
+                                              exclude_if=lambda value: value is None)
+    """An app suite run live or recorded on both sides: its replies' latency."""
 
 
 class CostAlert(ReportModel):
