@@ -6,6 +6,8 @@ the turns, passes the same app unchanged, and never judges a replay."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.support.engine_helpers import run_paths, write_suite
@@ -16,6 +18,7 @@ from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.render.html_report import render_report
 from turncheck.report.comparison import CostThresholds
+from turncheck.report.files import write_report
 from turncheck.report.run import Report
 
 TURNS = "".join(f"""\
@@ -61,6 +64,22 @@ def test_a_head_300_ms_slower_per_turn_fails_fail_on_latency_and_shows_its_quant
     assert "slower than 50% allows (p=" in row and "12 → 12" in row
     html = render_report(head=head, base=base, comparison=comparison)
     assert "data-latency" in html and "slower than 50% allows" in html
+    # `turncheck compare`: the console's line, and the threshold the condition needs.
+    for side, report in (("base", base), ("head", head)):
+        write_report(tmp_path / f"{side}.json", report)
+    compared = compare_cli(tmp_path, "--fail-on", "latency", "--latency-threshold-percent", "50")
+    assert compared.returncode == 1, compared.stdout + compared.stderr
+    assert "latency: support-bot: reply p50 " in compared.stdout
+    assert "turncheck: failing: latency: support-bot's replies slower" in compared.stderr
+    unset = compare_cli(tmp_path, "--fail-on", "latency")
+    assert unset.returncode == 2
+    assert "--fail-on latency needs --latency-threshold-percent" in unset.stderr
+
+
+def compare_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "turncheck", "compare", "base.json",
+                           "head.json", *args], cwd=folder, capture_output=True, text=True,
+                          timeout=120, check=False)
 
 
 def test_the_same_app_unchanged_passes_and_a_replay_is_never_judged(tmp_path: Path) -> None:
