@@ -21,6 +21,10 @@ benchmarks/targets.py --help); the script exits 1 when a target is missed:
    workload sent by a bare aiohttp client straight to the app, with the app calling the
    server directly. Both include starting the app and waiting until it is ready.
    Target: <= 1.15 x.
+2b. latency (`--only latency`, opt-in: pairs of live runs): `fail-on: latency` at
+   20 % on base and head of the app workload run live at the same time against the
+   same scripted server, `--latency-pairs` times (default 20): the false alarms (target
+   0), then once with head's server answering 300 ms later per call (target: caught).
 3. python (`--only python`): the time a python target adds per turn: a call through
    the target (`TargetProvider.chat`: the turn, the proxy's attribution, the function
    call) minus calling the function directly, async and sync (a sync function runs in
@@ -49,6 +53,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -397,21 +402,32 @@ def app_suite(directory: Path, evals: int, turns: int) -> Path:
     return path
 
 
-def turncheck_app_run(path: Path, server: Server, concurrency: int, turns: int
-                      ) -> float:
-    from turncheck.engine.loop import run_coroutine
-    from turncheck.engine.runner import RunSettings, run_suites
+def app_settings(server: Server, concurrency: int) -> Any:
+    from turncheck.engine.runner import RunSettings
+
+    return RunSettings(mode="live", concurrency=concurrency, env={
+        "OPENAI_API_KEY": FAKE_KEY, "OPENAI_BASE_URL": server.base_url,
+        "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+
+
+def loaded_suite(path: Path) -> Any:
     from turncheck.formats.suite_loader import load_suite
-    from turncheck.report.run import Status
 
     loaded = load_suite(path)
     if loaded.has_errors:
         raise SystemExit(f"generated suite is invalid: {loaded.diagnostics[:3]}")
-    settings = RunSettings(mode="live", concurrency=concurrency, env={
-        "OPENAI_API_KEY": FAKE_KEY, "OPENAI_BASE_URL": server.base_url,
-        "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    return loaded
+
+
+def turncheck_app_run(path: Path, server: Server, concurrency: int, turns: int
+                      ) -> float:
+    from turncheck.engine.loop import run_coroutine
+    from turncheck.engine.runner import run_suites
+    from turncheck.report.run import Status
+
+    loaded = loaded_suite(path)
     started = time.perf_counter()
-    report = run_coroutine(run_suites([loaded], settings))
+    report = run_coroutine(run_suites([loaded], app_settings(server, concurrency)))
     wall = time.perf_counter() - started
     results = [e for s in report.suites for e in s.evals]
     bad = [e for e in results if e.status is not Status.PASS or e.passed_on_turn != turns
@@ -506,6 +522,63 @@ def app_run(args: argparse.Namespace, tmp: Path) -> Row:
     return Row(f"app {e}x{t} @C={c}, {args.latency * 1000:g} ms: wall", f"{through:.3f} s",
                f"bare client {bare:.3f} s, ratio <= {APP_RATIO_TARGET}", ratio,
                ratio <= APP_RATIO_TARGET)
+
+
+# --------------------------------------------------------------------------- 2b. latency
+
+LATENCY_THRESHOLD_PERCENT = 20.0
+LATENCY_SLOWER_S = 0.3
+
+
+def latency_pair(suite: Path, base: Server, head: Server, concurrency: int) -> Any:
+    """Base and head of the same suite run live at the same time (as the action runs
+    them), compared with the latency threshold: the suite's `LatencyComparison`."""
+    from turncheck.compare.comparison import compare_reports
+    from turncheck.engine.loop import run_coroutine
+    from turncheck.engine.runner import run_suites
+    from turncheck.report.comparison import CostThresholds
+
+    async def both() -> Any:
+        return await asyncio.gather(
+            run_suites([loaded_suite(suite)], app_settings(base, concurrency)),
+            run_suites([loaded_suite(suite)], app_settings(head, concurrency)))
+
+    base_report, head_report = run_coroutine(both())
+    compared = compare_reports(base_report, head_report, thresholds=CostThresholds(
+        latency_percent=LATENCY_THRESHOLD_PERCENT))
+    [suite_comparison] = compared.suites
+    if suite_comparison.latency is None:
+        raise SystemExit("latency: the live comparison has no latency")
+    return suite_comparison.latency
+
+
+def latency_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    """`fail-on: latency` on live runs of the bench app: its false-alarm rate over
+    `--latency-pairs` pairs of unchanged runs, and whether a head whose model answers
+    300 ms later per call is caught."""
+    e, t, c, pairs = args.evals, args.turns, args.concurrency, args.latency_pairs
+    print(f"\n== 2b. fail-on latency ({LATENCY_THRESHOLD_PERCENT:g}%): {pairs} unchanged "
+          f"pairs and one {LATENCY_SLOWER_S * 1000:g} ms slower, {e} x {t} turns at C={c}, "
+          f"{args.latency * 1000:g} ms per model call")
+    suite = app_suite(tmp, e, t)
+    alarms = 0
+    with scripted(t, args.latency, False) as server, \
+            scripted(t, args.latency + LATENCY_SLOWER_S, False) as slower:
+        for number in range(1, pairs + 1):
+            found = latency_pair(suite, server, server, c)
+            alarms += found.slower
+            print(f"  pair {number}: p50 {found.base.total_p50_ms:.0f} → "
+                  f"{found.head.total_p50_ms:.0f} ms, p={found.p_value}, "
+                  f"{'ALARM' if found.slower else 'ok'}")
+        caught = latency_pair(suite, server, slower, c)
+    print(f"false alarms: {alarms} of {pairs} ({alarms / pairs:.0%}); slower head: p50 "
+          f"{caught.base.total_p50_ms:.0f} → {caught.head.total_p50_ms:.0f} ms, "
+          f"p={caught.p_value}, {'caught' if caught.slower else 'MISSED'}")
+    return [Row(f"latency: false alarms in {pairs} unchanged pairs", f"{alarms}",
+                "0", float(alarms), alarms == 0),
+            Row(f"latency: head {LATENCY_SLOWER_S * 1000:g} ms slower per call",
+                "caught" if caught.slower else "missed", "caught",
+                1.0 if caught.slower else 0.0, caught.slower)]
 
 
 # --------------------------------------------------------------------------- 3. python
@@ -662,8 +735,8 @@ def python_concurrent_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 
 MEASUREMENTS = ("proxy", "app", "python", "python-concurrent")
-OPT_IN = ("proxy-instructions",)
-"""Run only when asked for (`--only`): minutes under valgrind."""
+OPT_IN = ("proxy-instructions", "latency")
+"""Run only when asked for (`--only`): minutes under valgrind; pairs of live runs."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -678,6 +751,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call (2)")
     parser.add_argument("--python-turns", type=int, default=20000, help="turns (3)")
     parser.add_argument("--repeat", type=int, default=3, help="runs; the best is kept")
+    parser.add_argument("--latency-pairs", type=int, default=20,
+                        help="unchanged base/head pairs for the false-alarm rate (2b)")
     parser.add_argument("--only", choices=MEASUREMENTS + OPT_IN, action="append")
     args = parser.parse_args(argv)
     counts = (args.calls, args.evals, args.turns, args.concurrency, args.python_turns,
@@ -713,6 +788,8 @@ def main(argv: list[str]) -> None:
             rows += proxy_instructions_run(args, Path(tmp))
         if "app" in only:
             rows.append(app_run(args, Path(tmp)))
+        if "latency" in only:
+            rows += latency_run(args, Path(tmp))
         if "python" in only:
             rows += python_run(args, Path(tmp))
         if "python-concurrent" in only:

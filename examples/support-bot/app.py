@@ -5,8 +5,8 @@ official `openai` SDK (`pip install openai aiohttp`).
     curl -H 'content-type: application/json' localhost:8080/chat \
          -d '{"message": "Where is order A1001?", "session_id": "s1"}'
 
-It keeps each conversation server-side, by `session_id`, and runs its one tool,
-`lookup_order`, itself. The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY from the
+It keeps each conversation server-side, by `session_id`, and runs its tools itself:
+`lookup_order`, and `escalate` (which hands the conversation to a person). The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY from the
 environment; under turncheck they point at its recording proxy.
 """
 
@@ -38,6 +38,14 @@ TOOLS = [{
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
                        "required": ["order_id"]},
     },
+}, {
+    "type": "function",
+    "function": {
+        "name": "escalate",
+        "description": "Hand the conversation to a human agent, with a one-line summary.",
+        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}},
+                       "required": ["summary"]},
+    },
 }]
 MAX_TOOL_ROUNDS = 3
 SESSIONS: dict[str, list[dict[str, Any]]] = {}
@@ -46,6 +54,12 @@ SESSIONS: dict[str, list[dict[str, Any]]] = {}
 
 def lookup_order(order_id: str) -> dict[str, Any]:
     return ORDERS.get(order_id.strip().upper(), {"error": f"there is no order {order_id}"})
+
+
+def run_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if name == "escalate":
+        return {"handed_over": True, "summary": str(arguments.get("summary", ""))}
+    return lookup_order(str(arguments.get("order_id", "")))
 
 
 async def answer(client: AsyncOpenAI, history: list[dict[str, Any]]) -> tuple[str, list[Any]]:
@@ -66,7 +80,7 @@ async def answer(client: AsyncOpenAI, history: list[dict[str, Any]]) -> tuple[st
         for call in message.tool_calls:
             arguments = json.loads(call.function.arguments)
             ran.append({"name": call.function.name, "arguments": arguments})
-            result = lookup_order(str(arguments.get("order_id", "")))
+            result = run_tool(call.function.name, arguments)
             history.append({"role": "tool", "tool_call_id": call.id,
                             "content": json.dumps(result)})
     return "Sorry, I could not finish looking that up.", ran

@@ -76,6 +76,7 @@ class ProjectConfig(BaseModel):
     fail_on: StrictStr | list[StrictStr] | None = None
     cost_threshold_percent: Number | None = None
     cost_threshold_usd: Number | None = None
+    latency_threshold_percent: Number | None = None
     min_agreement: Percent | None = None
     max_agreement_drop: Percent | None = None
     watch: list[StrictStr] = Field(default_factory=list)

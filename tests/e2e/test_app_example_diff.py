@@ -98,6 +98,54 @@ def test_a_prompt_change_in_the_app_code_shows_in_diff_as_the_readme_says(
     assert "Your order A1001 is on its way and should arrive soon." in comment
 
 
+FRIENDLIER_PROMPT = BASE_PROMPT.replace("short sentences.", "short, friendly sentences.")
+ESCALATE = ''', {
+    "type": "function",
+    "function": {
+        "name": "escalate",
+        "description": "Hand the conversation to a human agent, with a one-line summary.",
+        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}},
+                       "required": ["summary"]},
+    },
+}]'''
+COMMENT_QUOTE_MARK = "<!-- Copied from the comment of a real `turncheck diff` of the support bot"
+
+
+def quoted_comment(page: str) -> list[str]:
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(COMMENT_QUOTE_MARK)) + 2
+    return lines[start:lines.index("````", start)]
+
+
+def test_a_prompt_edit_and_a_removed_tool_flip_no_check_and_the_comment_shows_both(
+        tmp_path: Path) -> None:
+    """docs/targets.md's comment: the app's system prompt reworded in code and a tool it
+    no longer offers; every check still passes, and the comment says what the app sent
+    differently rather than "Nothing changed"."""
+    app = EXAMPLE / "app.py"
+    assert BASE_PROMPT in app.read_text() and ESCALATE in app.read_text(), \
+        "docs/targets.md's change no longer applies to app.py"
+    repo = GitRepo(tmp_path / "repo")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "OPENAI_API_KEY": "sk-scripted", "TMPDIR": str(tmp_path)}
+    with ScriptedServer(default_reply=app_example_model) as server:
+        copy_example(repo, server.base_url.removeprefix("http://").removesuffix("/v1"))
+        repo.commit("support bot")
+        edited = repo.path / "support-bot" / "app.py"
+        edited.write_text(edited.read_text().replace(BASE_PROMPT, FRIENDLIER_PROMPT)
+                          .replace(ESCALATE, "]"))
+        recorded = turncheck(repo, env, "record", "support-bot/", "--prune")
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr  # no check flips
+        repo.commit("Friendlier answers; escalation is not ready yet")
+    out = tmp_path / "out.md"
+    diffed = turncheck(repo, env, "diff", "HEAD~1", "--markdown", str(out))
+    assert "Traceback" not in diffed.stderr, diffed.stderr
+    assert diffed.returncode == 0, diffed.stdout + diffed.stderr
+    comment = out.read_text()
+    assert "Nothing changed" not in comment
+    assert missing_from(quoted_comment("docs/targets.md"), comment.splitlines()) == []
+
+
 def test_a_line_the_diff_does_not_print_is_caught() -> None:
     output = ["turncheck: diff against 0123456789ab: 1 suite", "tokens: 410 → 205 (−205)"]
     assert missing_from(["turncheck: diff against fedcba987654: 1 suite"], output) == []

@@ -89,5 +89,11 @@ def test_the_action_runs_each_side_s_own_app_code_and_comments_the_change(
     assert "1 broke · remembers now fails after 3 turns" in comment.body
     assert "❌ Bonjour" in comment.body and "✅ You are Ada from Paris." in comment.body
     assert "app model calls: 3 → 3" in comment.body
+    # What the app sent differently, and the watched file the suite ran for.
+    body = comment.body.replace("\\", "")
+    assert "### 🛰️ What the app sent differently · support-bot" in body
+    assert "system prompt changed · in remembers (1 eval, 3 turns)" in body
+    assert "- head: You are the support bot of Example Co. Always answer in French" in body
+    assert "ran because bot/app.py changed (watch: bot/app.py)" in body
     assert re.search(r"\| Model \| \$[\d.]+ \| \$[\d.]+ \| \+\$[\d.]+ \| \+[\d.]+% \|",
                      comment.body)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from turncheck.cli.common import (
     UsageError,
     load_report,
+    one_line,
     untrusted_output,
     usage_error,
     write_html,
@@ -55,6 +56,10 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
                         help="alert when the total cost grows by more than P%% of the base")
     parser.add_argument("--cost-threshold-usd", type=float, metavar="USD",
                         help="alert when the total cost grows by more than USD dollars")
+    parser.add_argument("--latency-threshold-percent", type=float, metavar="P",
+                        help="with --fail-on latency: fail when an app suite's replies are "
+                        "slower at head than base's by more than P%%, by a test over all "
+                        "their turns (live and record runs only)")
     parser.add_argument("--fail-on", default=None, metavar="CONDITIONS",
                         help="exit 1 when any of these comma-separated conditions holds: "
                         "invalid (validation errors), error (evals that errored: "
@@ -62,7 +67,9 @@ def add_comparison_options(parser: argparse.ArgumentParser) -> None:
                         "(statistical regression of an eval or a suite), broken / "
                         "later-turn (one sample per side), likely-regression (watch tier), "
                         "flaky, cost (cost alert), calibration (grader agreement, see "
-                        "--min-agreement), or none; default: the configuration's, else "
+                        "--min-agreement), latency (an app's replies slower, live and "
+                        "record runs only, see --latency-threshold-percent), or none; "
+                        "default: the configuration's, else "
                         "the action's default invalid,error,regression,broken")
     parser.add_argument("--min-agreement", type=float, metavar="PERCENT",
                         help="with --fail-on calibration: a sample file's head agreement must "
@@ -85,9 +92,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_comparison(args: argparse.Namespace, base: Report, head: Report,
-                      renames: dict[str, str], removed: Iterable[str] = ()) -> int:
+                      renames: dict[str, str], removed: Iterable[str] = (),
+                      why_ran: Mapping[str, list[str]] | None = None) -> int:
     """Compare, print, write `--json`/`--markdown` and exit by `--fail-on` (shared by
-    `compare` and `diff`)."""
+    `compare` and `diff`). `why_ran`: suite path → why `diff` ran it although its own
+    file did not change (a file it references or watches changed)."""
     try:
         conditions = conditions_from(args.fail_on)
         judgement = Judgement(conditions, thresholds_from(args, conditions),
@@ -103,9 +112,11 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
         return usage_error(str(exc))
     with untrusted_output(sys.stdout):  # paths and names come from the PR
         sys.stdout.write(comparison_text(comparison, reasons))
+        for suite, why in sorted((why_ran or {}).items()):
+            sys.stdout.write(one_line(f"ran because: {suite}: {'; '.join(why)}") + "\n")
     if args.markdown is not None:
         try:
-            write_comment(comparison, reasons, base, head, args.markdown)
+            write_comment(comparison, reasons, base, head, args.markdown, why_ran or {})
         except UsageError as exc:
             return usage_error(str(exc))
     for reason in reasons:
@@ -116,10 +127,11 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
 
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
-                  path: Path) -> None:
+                  path: Path, why_ran: Mapping[str, list[str]]) -> None:
     from turncheck.render.comment import CommentContext, render_comment
 
-    context = CommentContext(fail_reasons=reasons, head=head, base=base)
+    context = CommentContext(fail_reasons=reasons, head=head, base=base,
+                             reasons={suite: list(why) for suite, why in why_ran.items()})
     write_output(path, render_comment(comparison, context))
 
 
@@ -135,13 +147,16 @@ def conditions_from(value: str | None) -> set[FailOn]:
 
 def thresholds_from(args: argparse.Namespace, conditions: set[FailOn]) -> CostThresholds:
     percent, dollars = args.cost_threshold_percent, args.cost_threshold_usd
-    if any(value is not None and not value >= 0 for value in (percent, dollars)):
-        raise UsageError("cost thresholds must be non-negative numbers")
+    latency = getattr(args, "latency_threshold_percent", None)
+    if any(value is not None and not value >= 0 for value in (percent, dollars, latency)):
+        raise UsageError("cost and latency thresholds must be non-negative numbers")
     if FailOn.COST in conditions and percent is None and dollars is None:
         raise UsageError(
             "--fail-on cost needs --cost-threshold-percent or --cost-threshold-usd"
         )
-    return CostThresholds(percent=percent, usd=dollars)
+    if FailOn.LATENCY in conditions and latency is None:
+        raise UsageError("--fail-on latency needs --latency-threshold-percent")
+    return CostThresholds(percent=percent, usd=dollars, latency_percent=latency)
 
 
 def calibration_thresholds_from(args: argparse.Namespace) -> CalibrationThresholds:

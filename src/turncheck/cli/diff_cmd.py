@@ -94,7 +94,8 @@ def diff(args: argparse.Namespace) -> int:
         return usage_error(str(exc))
     if STOP.requested:
         return 1
-    code = report_comparison(args, base, head, changes.renames, changes.removed)
+    code = report_comparison(args, base, head, changes.renames, changes.removed,
+                             why_ran=changes.reasons)
     invalid = any(d.is_error for d in head.diagnostics)
     return max(code, 1 if invalid else 0)
 

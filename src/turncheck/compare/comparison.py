@@ -41,6 +41,7 @@ from turncheck.compare.evidence import (
     with_decisions,
     with_suite_decisions,
 )
+from turncheck.compare.latency import latency_of, measured
 from turncheck.compare.protocol import compare_protocols, protocol_evidence, with_case_decisions
 from turncheck.compare.rows import (
     decide_groups,
@@ -86,10 +87,13 @@ def compare_reports(
     are then tested against a new run of the base, drift included.
     """
     deleted = set(removed)
-    suites = [
-        compare_suites(b, h, deleted_in_pr=b is not None and b.path in deleted)
-        for b, h in pair_by_path(base.suites if base else [], head.suites, renames)
-    ]
+    pairs = pair_by_path(base.suites if base else [], head.suites, renames)
+    suites = [compare_suites(b, h, deleted_in_pr=b is not None and b.path in deleted)
+              for b, h in pairs]
+    if measured(base) and measured(head):
+        threshold = thresholds.latency_percent
+        suites = [suite.model_copy(update={"latency": latency_of(b, h, threshold)})
+                  for suite, (b, h) in zip(suites, pairs, strict=True)]
     protocols = compare_protocols(base, head, renames=renames)
     # Two separate runs: the base is one run of a pool, drift estimated from both sides.
     apart = None if base_pool is not None or base is None or not sampled_apart(base, head) \

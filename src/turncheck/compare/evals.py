@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from turncheck.compare.app_changes import app_changes
 from turncheck.compare.pool import outcomes_of
 from turncheck.compare.rows import (
     count_rows,
@@ -177,6 +178,7 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
         totals=Summary(base=base_spend, head=head_spend,
                        delta=spend_delta(base_spend, head_spend), counts=count(evals)),
         app_calls=app_calls_of(base, head),
+        app_changes=app_changes((b, h) for b, h, _ in pairs),
     )
 
 

@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from turncheck.compare.calibration import calibration_reasons
 from turncheck.report.calibration_comparison import CalibrationThresholds
-from turncheck.report.comparison import Comparison
+from turncheck.report.comparison import Comparison, CostThresholds, LatencyComparison
 from turncheck.report.rows import RowCounts, SampleSide
 from turncheck.stats.verdicts import Verdict
 from turncheck.text.counts import counted
@@ -49,6 +49,7 @@ class FailOn(StrEnum):
     BUDGET = "budget"
     COST = "cost"
     CALIBRATION = "calibration"
+    LATENCY = "latency"
 
 
 class FailReason(str):
@@ -121,7 +122,21 @@ def fail_reasons(
     if FailOn.CALIBRATION in conditions:
         reasons += [FailReason(r, FailOn.CALIBRATION)
                     for r in calibration_reasons(comparison.calibration, calibration)]
+    if FailOn.LATENCY in conditions:
+        reasons += [FailReason(latency_reason(suite.name, suite.latency, comparison.thresholds),
+                               FailOn.LATENCY)
+                    for suite in comparison.suites
+                    if suite.latency is not None and suite.latency.slower]
     return reasons
+
+
+def latency_reason(name: str, latency: LatencyComparison, thresholds: CostThresholds) -> str:
+    """`latency: refund-desk's replies slower by more than 20% (median 1,210 → 1,530 ms,
+    p=0.0004 over 40 and 40 turns)`."""
+    return (f"latency: {name}'s replies slower by more than "
+            f"{thresholds.latency_percent or 0:g}% (median {latency.base.total_p50_ms:,.0f} → "
+            f"{latency.head.total_p50_ms:,.0f} ms, p={latency.p_value:.2g} over "
+            f"{latency.base.turns} and {latency.head.turns} turns)")
 
 
 def not_run(counts: RowCounts) -> int:

@@ -52,6 +52,8 @@ class ActionInputs:
     fail_on: tuple[FailOn, ...] = DEFAULT_FAIL_ON
     cost_threshold_percent: float | None = None
     cost_threshold_usd: float | None = None
+    latency_threshold_percent: float | None = None
+    """`fail-on: latency`: how much slower an app suite's replies may be (live and record)."""
     min_agreement: float | None = None
     max_agreement_drop: float | None = None
     comment: CommentMode = CommentMode.ALWAYS
@@ -210,6 +212,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         fail_on=reader.fail_on(),
         cost_threshold_percent=reader.amount("cost-threshold-percent"),
         cost_threshold_usd=reader.amount("cost-threshold-usd"),
+        latency_threshold_percent=reader.amount("latency-threshold-percent"),
         min_agreement=reader.percent("min-agreement", "a percentage"),
         max_agreement_drop=reader.percent("max-agreement-drop", "percentage points"),
         comment=CommentMode(

@@ -106,7 +106,8 @@ class Job:
 
     def thresholds(self) -> CostThresholds:
         return CostThresholds(percent=self.inputs.cost_threshold_percent,
-                              usd=self.inputs.cost_threshold_usd)
+                              usd=self.inputs.cost_threshold_usd,
+                              latency_percent=self.inputs.latency_threshold_percent)
 
     def judgement(self) -> Judgement:
         """What the job's comparison is judged by (`fail-on` and its thresholds)."""

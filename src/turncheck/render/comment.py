@@ -24,11 +24,14 @@ from urllib.parse import quote
 from turncheck.compare.policy import FailOn, one_sample_note
 from turncheck.diagnostics import Diagnostic
 from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
+from turncheck.render.app_changes import change_views, changed_app_suites
 from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
-from turncheck.render.comment_transcript import transcripts
+from turncheck.render.comment_transcript import change_view, transcripts, without_diff
 from turncheck.render.cost_causes import answers_change, cost_causes
 from turncheck.render.headline import Headline, headline
+from turncheck.render.latency import latency_rows
+from turncheck.render.prompt_changes import COMMENT_DIFF_LINES, SUMMARY_DIFF_LINES, DiffBudget
 from turncheck.render.protocol_comment import protocol_view
 from turncheck.render.severity import (
     ICON,
@@ -307,9 +310,46 @@ def _row(item: EvalComparison) -> dict[str, str]:
             "cost": money.head, "delta": money.change if base is not None else "—"}
 
 
-def _suite_tables(comparison: Comparison) -> list[dict[str, Any]]:
+APP_PROMPT_DIFFS = 3
+"""System prompt diffs of the app's calls in the comment; the step summary has them all."""
+APP_CHANGE_LINES = 8
+"""Changes shown per app suite in the comment (the most telling first)."""
+
+
+def _app_changes(comparison: Comparison, context: CommentContext, full: bool
+                 ) -> list[dict[str, Any]]:
+    """Per app suite, what the app sent or did differently: short lines, a system prompt
+    as a line diff (at most `APP_PROMPT_DIFFS` diffs in the comment)."""
+    budget, diffs_left = DiffBudget(), APP_PROMPT_DIFFS
+    suites = []
+    for suite in changed_app_suites(comparison):
+        views = change_views(suite, SUMMARY_DIFF_LINES if full else COMMENT_DIFF_LINES, budget)
+        shown = views if full else views[:APP_CHANGE_LINES]
+        rows = []
+        for view in shown:
+            prompt = None if view.prompt is None else change_view(view.prompt)
+            if view.prompt is not None and not full:
+                diffs_left -= 1
+                if diffs_left < 0:
+                    prompt = without_diff(view.prompt, "the diff is in the step summary")
+            rows.append({"line": view.line, "prompt": prompt})
+        suites.append({"name": suite.name, "path": suite.path,
+                       "why": "; ".join(context.reasons.get(suite.path, [])),
+                       "changes": rows, "hidden": len(views) - len(shown)})
+    return suites
+
+
+def _suite_label(path: str, state: str, context: CommentContext) -> str:
+    """`changed suite`; a suite run because a file it depends on changed names it."""
+    why = context.reasons.get(path)
+    if state == "changed" and why:
+        return f"suite run because {'; '.join(why)}"
+    return suite_heading(EVAL_SUITE, state).label
+
+
+def _suite_tables(comparison: Comparison, context: CommentContext) -> list[dict[str, Any]]:
     return [{"icon": suite_heading(EVAL_SUITE, s.state).icon,
-             "label": suite_heading(EVAL_SUITE, s.state).label,
+             "label": _suite_label(s.path, s.state, context),
              "name": s.name, "path": s.path, "previous_path": s.previous_path,
              "model": s.model, "rows": [_row(e) for e in s.evals]}
             for s in comparison.suites]
@@ -387,7 +427,10 @@ def render(comparison: Comparison, context: CommentContext, detail: int,
         reasons=[{"suite": s, "why": "; ".join(w)} for s, w in sorted(context.reasons.items())],
         transcripts=_transcripts(comparison, context, found, caps)
         if detail >= NO_TABLES else [],
-        tables=_suite_tables(comparison) if detail >= FULL else [],
+        tables=_suite_tables(comparison, context) if detail >= FULL else [],
+        app_changes=_app_changes(comparison, context, caps is _SUMMARY_CAPS)
+        if detail > FRAME else [],
+        latency=latency_rows(comparison) if detail > FRAME else [],
         detail=detail, full_responses=caps is _SUMMARY_CAPS,
         footer=_footer(comparison, context, exact_time),
         run_url=_link_target(context.run_url),

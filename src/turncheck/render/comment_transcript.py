@@ -73,7 +73,7 @@ def change_view(change: Change) -> dict[str, Any]:
             "note": "" if change.diff is None else change.diff.note, "inline": change.inline}
 
 
-def _without_diff(change: Change, why: str) -> dict[str, Any]:
+def without_diff(change: Change, why: str) -> dict[str, Any]:
     return {**change_view(change), "diff": None, "inline": False, "note": "",
             "summary": f"{change.summary} ({why})" if change.summary else why}
 
@@ -101,11 +101,11 @@ class _ChangeViews:
         key = (change.what, change.base, change.head)
         first = self.first_shown.setdefault(key, name)
         if first != name:
-            return _without_diff(change, f"the same change as in {first} above")
+            return without_diff(change, f"the same change as in {first} above")
         if change.diff is None or self.full:
             return change_view(change)
         if len(change.diff.lines) > self.lines_left:
-            return _without_diff(change, "the diff is in the step summary")
+            return without_diff(change, "the diff is in the step summary")
         self.lines_left -= len(change.diff.lines)
         return change_view(change)
 

@@ -10,9 +10,11 @@ from typing import Any, Generic, TypeVar
 
 from turncheck.compare.policy import FailOn, fail_reasons
 from turncheck.render.app_calls import APP_CALLS_NOTE, app_call_suites
+from turncheck.render.app_changes import console_lines
 from turncheck.render.calibration_console import calibration_comparison_lines
 from turncheck.render.columns import Column, column_table
 from turncheck.render.headline import headline
+from turncheck.render.latency import latency_lines
 from turncheck.render.severity import findings, verdict_suffix
 from turncheck.report.comparison import ComparedRow, Comparison, SuiteComparison
 from turncheck.report.protocol_comparison import (
@@ -174,6 +176,8 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
     yield f"tokens: {base_tokens} → {head_tokens} ({signed_int(totals.delta.tokens)})"
     yield cost_line(comparison)
     yield from app_calls_lines(comparison)
+    yield from console_lines(comparison)
+    yield from latency_lines(comparison)
     yield from notes_lines(comparison)
 
 

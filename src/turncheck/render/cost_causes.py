@@ -4,6 +4,7 @@ simulated user, and longer or shorter answers."""
 
 from __future__ import annotations
 
+from turncheck.compare.app_changes import tools_change
 from turncheck.report.comparison import EvalSide
 
 
@@ -13,7 +14,7 @@ def cost_causes(base: EvalSide, head: EvalSide) -> list[str]:
     if base.app_prompts and head.app_prompts and base.app_prompts != head.app_prompts:
         more = _signed(head.input_tokens - base.input_tokens)
         causes.append(f"the app's system prompt changed ({more} input tokens)")
-    tools = _tools_change(base.app_tools, head.app_tools)
+    tools = tools_change(base.app_tools, head.app_tools)
     if tools:
         causes.append(f"tools offered: {tools}")
     if head.simulator_tokens != base.simulator_tokens:
@@ -29,16 +30,6 @@ def answers_change(base: EvalSide, head: EvalSide) -> str:
         longer = "longer" if more > 0 else "shorter"
         return f"{longer} answers ({_signed(more)} output tokens)"
     return "longer or shorter answers"
-
-
-def _tools_change(base: dict[str, str], head: dict[str, str]) -> str:
-    if (not base and not head) or base == head:
-        return ""
-    added = [f"+{name}" for name in head if name not in base]
-    removed = [f"−{name}" for name in base if name not in head]
-    changed = [f"{name}'s schema changed" for name in head
-               if name in base and base[name] != head[name]]
-    return ", ".join([*added, *removed, *changed])
 
 
 def _signed(number: int) -> str:

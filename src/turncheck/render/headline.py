@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from turncheck.compare.policy import FailOn
+from turncheck.render.app_changes import app_cost_changed, headline_changes
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
 from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.rows import ComparedSide
@@ -104,7 +105,8 @@ def headline(comparison: Comparison, found: Sequence[Finding],
     parts = [part for part in (summary, detail, metric) if part]
     groups = Counter(f.group for f in found)
     quiet = not invalid and not fail_reasons and not comparison.calibration and all(
-        f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found)
+        f.group in (Group.UNCHANGED, Group.STILL_FAILING) for f in found) \
+        and not headline_changes(comparison) and not app_cost_changed(comparison)
     icon = "❌" if fail_reasons else "⚠️" if (
         invalid or comparison.alert is not None or any(groups[g] for g in WARNING_GROUPS)) \
         else "✅"
@@ -130,7 +132,21 @@ def _causes(comparison: Comparison, found: Sequence[Finding], invalid: list[str]
     if FailOn.CALIBRATION in conditions:
         calibration = _calibration(comparison)
         causes.append(_Cause("grader calibration", calibration[-1] if calibration else None))
+    if FailOn.LATENCY in conditions:
+        causes += _latency(comparison)
     return causes
+
+
+def _latency(comparison: Comparison) -> list[_Cause]:
+    """`replies slower · support-bot median 193 → 494 ms`."""
+    slower = [s for s in comparison.suites if s.latency is not None and s.latency.slower]
+    if not slower:
+        return []
+    first = slower[0].latency
+    assert first is not None
+    return [_Cause(f"{counted(len(slower), 'app suite')} slower",
+                   f"{slower[0].name} median {first.base.total_p50_ms:,.0f} → "
+                   f"{first.head.total_p50_ms:,.0f} ms")]
 
 
 def _warnings(comparison: Comparison, found: Sequence[Finding],
@@ -239,8 +255,24 @@ def _change(comparison: Comparison, found: Sequence[Finding]) -> list[_Cause]:
         return [_Cause(calibration[0], calibration[1] if len(calibration) > 1 else None)]
     if not found:
         return [_Cause("no eval suite or sample file changed")]
+    app = _app_change(comparison)
+    if app is not None:
+        return [app]
     failing = groups[Group.STILL_FAILING]
     return [_Cause("no change" if not failing else f"no change ({failing} still failing)")]
+
+
+def _app_change(comparison: Comparison) -> _Cause | None:
+    """What the app sent or did differently, and the cost, when no eval changed:
+    `the app's model calls per turn 1 → 2 · cost +$0.0004 (+100.0 %)`."""
+    changes = headline_changes(comparison)
+    cost = cost_change(comparison) if app_cost_changed(comparison) else None
+    if not changes and cost is None:
+        return None
+    summary = f"the app's {changes[0]}" if changes else "the app's cost changed"
+    more = [f"{len(changes) - 2} more"] if len(changes) > 2 else []
+    detail = ", ".join([*([f"cost {cost}"] if cost else []), *changes[1:2], *more])
+    return _Cause(summary, detail or None)
 
 
 def _metric(comparison: Comparison) -> str | None:
@@ -365,7 +397,8 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
         (flaky, f"{flaky} flaky"),
         (len(invalid), counted(len(invalid), "invalid file")),
     ]
-    parts = [*worse, *better, *(text for count, text in plain if count)] or ["no changes"]
+    parts = [*worse, *better, *(text for count, text in plain if count)] or [
+        "no eval changed" if headline_changes(comparison) else "no changes"]
     counts = comparison.totals.counts
     if counts.evals:
         parts.append(f"{_count(counts.passed)} of {counts.evals} evals pass")

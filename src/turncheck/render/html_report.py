@@ -30,9 +30,11 @@ from turncheck.render.app_calls import (
     calls_in_turns,
     eval_app_calls,
 )
+from turncheck.render.app_changes import change_views, changed_app_suites
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.console import ending_text
 from turncheck.render.headline import Headline, headline
+from turncheck.render.latency import LatencyRow, latency_rows
 from turncheck.render.prompt_changes import (
     SUMMARY_DIFF_LINES,
     Change,
@@ -205,6 +207,31 @@ class BannerView:
     """`fail`, `warn` or `ok`: a CSS class, never a value from the report."""
 
 
+@dataclass(frozen=True)
+class AppChangeLine:
+    line: str
+    prompt: ChangeView | None = None
+
+
+@dataclass(frozen=True)
+class AppChangesView:
+    """What an app suite's app sent or did differently at head."""
+
+    name: str
+    path: str
+    changes: list[AppChangeLine]
+
+
+def app_changes_views(comparison: Comparison | None) -> list[AppChangesView]:
+    if comparison is None:
+        return []
+    budget = DiffBudget()
+    return [AppChangesView(suite.name, suite.path, [
+        AppChangeLine(view.line, None if view.prompt is None else change_view(view.prompt))
+        for view in change_views(suite, SUMMARY_DIFF_LINES, budget)])
+        for suite in changed_app_suites(comparison)]
+
+
 @dataclass
 class ReportView:
     title: str
@@ -222,6 +249,8 @@ class ReportView:
     recording's, not this run's, and are not shown."""
     app_suites: list[AppSuiteView] = field(default_factory=list)
     app_note: str = APP_CALLS_NOTE
+    app_changes: list[AppChangesView] = field(default_factory=list)
+    latency: list[LatencyRow] = field(default_factory=list)
 
 
 # -- building ---------------------------------------------------------------------------
@@ -785,7 +814,9 @@ def build_view(*, head: Report | None, base: Report | None = None,
                       warnings=_diagnostics(comparison, head, errors=False),
                       two_sided=base is not None or bool(comparison and comparison.has_base),
                       banner=banner(comparison, head, reasons), replayed=_replayed(base, head),
-                      app_suites=app_suites(comparison, base, head))
+                      app_suites=app_suites(comparison, base, head),
+                      app_changes=app_changes_views(comparison),
+                      latency=latency_rows(comparison) if comparison is not None else [])
 
 
 def _asset(name: str) -> str:

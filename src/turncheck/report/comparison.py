@@ -41,6 +41,10 @@ class CostThresholds(ReportModel):
     """Alert when the cost grows by more than this percentage of the base cost."""
     usd: float | None = Field(default=None, ge=0)
     """Alert when the cost grows by more than this many US dollars."""
+    latency_percent: float | None = Field(default=None, ge=0,
+                                          exclude_if=lambda value: value is None)
+    """`fail-on: latency`: an app suite whose turns are slower at head than base's by
+    more than this percentage, by the noise-aware test of `stats/latency.py`."""
 
 
 class EvalSide(SampleSide):
@@ -202,6 +206,51 @@ def _ratio(calls: int | None, turns: int | None) -> float | None:
     return None if calls is None or not turns else calls / turns
 
 
+class AppChange(ReportModel):
+    """One change in what an app target sent or did, base → head, the same on every turn
+    it counts: 50 evals whose app dropped the same tool are one change (docs/targets.md,
+    "What the app sent")."""
+
+    what: str
+    """`model calls per turn`, `model`, `system prompt`, `tools offered`, `tool calls`
+    or `tokens per turn`."""
+    before: str
+    after: str
+    """Base's and head's: the system prompts' text (cut at `MAX_APP_PROMPT_CHARS`), the
+    tools offered, the tool calls in order, a count; `tokens per turn` the suite's mean."""
+    summary: str = Field(default="", exclude_if=lambda value: not value)
+    """`tools offered`: which were added (+), removed (−) or changed."""
+    evals: list[str] = Field(default_factory=list)
+    """The evals it was seen in (the first `NAMED_APP_EVALS`)."""
+    eval_count: int = 0
+    turns: int = 0
+    """The turns it was seen on, over all those evals."""
+
+
+class LatencySide(ReportModel):
+    """One side's latency of the app's replies, over every turn of an app suite (live and
+    record runs only: a replay's latencies are not today's)."""
+
+    turns: int
+    total_p50_ms: float
+    total_p95_ms: float
+    first_token_p50_ms: float | None = None
+    first_token_p95_ms: float | None = None
+    """Turns whose first token was measured (a streamed reply); None without any."""
+
+
+class LatencyComparison(ReportModel):
+    base: LatencySide
+    head: LatencySide
+    change_percent: float | None
+    """Head's median total latency against base's, in percent; None when base's is 0."""
+    p_value: float | None = None
+    """One-sided Mann–Whitney p that head's turns exceed base's × (1 + threshold); None
+    without a threshold or with too few turns on a side."""
+    slower: bool = False
+    """Head is slower than the threshold allows (p below `stats.latency.ALPHA`)."""
+
+
 class SuiteComparison(ReportModel):
     path: str
     previous_path: str | None = None
@@ -221,6 +270,13 @@ class SuiteComparison(ReportModel):
     """Mean over the evals judged on both sides of head − base pass rate."""
     app_calls: AppCalls | None = Field(default=None, exclude_if=lambda value: value is None)
     """Set for a suite whose conversations are with an app (docs/targets.md)."""
+    app_changes: list[AppChange] = Field(default_factory=list,
+                                         exclude_if=lambda value: not value)
+    """What the app sent or did differently at head, on the turns both sides ran, grouped
+    (`compare/app_changes.py`); empty for a suite without an app or without a change."""
+    latency: LatencyComparison | None = Field(default=None,
+                                              exclude_if=lambda value: value is None)
+    """An app suite run live or recorded on both sides: its replies' latency."""
 
 
 class CostAlert(ReportModel):
