@@ -6,8 +6,9 @@ official `openai` SDK (`pip install openai aiohttp`).
          -d '{"message": "Where is order A1001?", "session_id": "s1"}'
 
 It keeps each conversation server-side, by `session_id`, and runs its tools itself:
-`lookup_order`, and `escalate` (which hands the conversation to a person). The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY from the
-environment; under turncheck they point at its recording proxy.
+`lookup_order`, and `escalate` (which hands the conversation to a person). The SDK reads
+OPENAI_BASE_URL and OPENAI_API_KEY from the environment; under turncheck they point at
+its recording proxy.
 """
 
 from __future__ import annotations
