@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.action_harness import run_pull_request
 from tests.support.git_repo import GitRepo
+from tests.support.github_fake import FakeGitHub
 from tests.support.refund_helpers import REFUND_APP, refund_model
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import turncheck_in
@@ -177,3 +179,28 @@ def test_a_tool_the_app_no_longer_offers_is_shown(commits: Commits, tmp_path: Pa
         in diffed.comment
     assert "tools offered: −issue_refund" in diffed.console
     assert "tools offered: −issue_refund" in diffed.html
+
+
+@pytest.mark.parametrize(("number", "headline", "shown"), [
+    (1, "the app's system prompt changed", "+Answer in one short paragraph."),
+    (2, "the app's model calls per turn 1 → 2 · cost +$",
+     "app model calls: 6 → 12 (1 → 2 per turn)"),
+    (3, "the app's tools offered: −issue_refund",
+     "tools offered: −issue_refund · in greet-1, greet-2, greet-3 (3 evals, 6 turns)"),
+])
+def test_the_action_comments_each_app_change_on_the_pull_request(
+        commits: Commits, tmp_path: Path, github_fake: FakeGitHub, number: int, headline: str,
+        shown: str) -> None:
+    """The same three changes through the action (fake GitHub): the posted comment says
+    what the app sent differently, and the check passes (no check flipped)."""
+    commits.repo.checkout(commits.shas[number])
+    run = run_pull_request(commits.repo, tmp_path / "runner", github_fake,
+                           commits.shas[number - 1], commits.shas[number])
+    assert "Traceback" not in run.stdout + run.stderr, run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
+    [comment] = github_fake.comments_on(7)
+    body = comment.body.replace("\\", "")
+    assert "Nothing changed" not in body
+    assert headline in next(line for line in body.splitlines() if line.startswith("## "))
+    assert shown in body
+    assert "ran because bot/app.py changed (watch: bot/app.py)" in body
