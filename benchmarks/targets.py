@@ -73,6 +73,8 @@ PROXY_RATIO_TARGET = 1.2
 APP_RATIO_TARGET = 1.15
 PYTHON_ADDED_TARGET_MS = 0.1
 MODEL = "gpt-4o-mini"
+PROXY_TOKEN = "turncheck-proxy-placeholder-key-benchmark"
+"""The run token the benchmark's proxies serve (turncheck makes a random one per run)."""
 
 
 def print_load() -> None:
@@ -170,6 +172,9 @@ async def turncheck_proxy(kind: str, upstream: str, cassette_path: str) -> None:
                                           suite_path="bench.eval.yaml") \
         if kind == "replay" else None  # live: passed through, nothing recorded
     proxy = RecordingProxy(cassette, Upstreams(upstream, ANTHROPIC_DEFAULT, FAKE_KEY, None))
+    # The proxy serves only the bearer of its run's token (the app's placeholder key):
+    # the benchmark's client sends a known one, as an app started by turncheck would.
+    proxy.token = PROXY_TOKEN
     await proxy.start()
     print(proxy.port, flush=True)
     await until_stdin_closes()
@@ -193,7 +198,7 @@ async def send_calls(url: str, numbers: range, concurrency: int) -> list[float]:
 
     latencies: list[float] = []
     pending = iter(numbers)
-    headers = {"content-type": "application/json", "authorization": "Bearer placeholder"}
+    headers = {"content-type": "application/json", "authorization": f"Bearer {PROXY_TOKEN}"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def worker() -> None:
