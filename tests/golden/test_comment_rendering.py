@@ -367,9 +367,9 @@ def test_a_comment_that_cannot_fit_keeps_the_frame() -> None:
     assert body.count(MARKER) == 1
     # One sample per side, every eval of the suite broke: a suite-level regression first.
     heading = body.split("\n")[1]
-    assert heading.startswith("## ❌ 1 suite regression, 2000 broke · suite suite 0 and 2000")
-    # Names are cut: 150-character names make no long heading.
-    assert heading.endswith(" · suite suite 0 and 2000 more · evals passing 2000 → none of 2000")
+    # Names are cut after a whole word: 150-character names make no long heading.
+    assert heading == ("## ❌ 1 suite regression, 2000 broke · suite suite 0, eval 0.0… and "
+                       "1999 more · evals passing 2000 → none of 2000")
     assert len(heading) <= 3 + 120
     assert "**🔴 1 regressed** · 🔴 2000 broke" in body
     assert "### 🔴 Broke (2000)" in body and "and 1985 more" in body

@@ -257,7 +257,10 @@ evals:
     seen = json.loads(result.turns[0].response)
     assert set(seen) - {"LC_CTYPE"} == {  # Python may set LC_CTYPE itself
         "PATH", "HOME", "APP_MODE", "PYTHONUNBUFFERED", "OPENAI_BASE_URL", "OPENAI_API_KEY",
-        "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"}
+        "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
+        # Replay: the guard that keeps a Python app on the machine (replay_guard.py).
+        "PYTHONPATH", "TURNCHECK_REPLAY_REFUSED"}
+    assert "turncheck-replay-guard-" in seen["PYTHONPATH"]
     assert seen["OPENAI_API_KEY"] == seen["ANTHROPIC_API_KEY"]
     assert seen["OPENAI_API_KEY"].startswith(PLACEHOLDER_KEY + "-")  # made for the run
     assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")

@@ -147,8 +147,9 @@ SUMMARY_COLUMNS: list[Column[Tally[_Figures]]] = [
 
 
 def summary_lines(results: Sequence[CalibrationFileResult]) -> list[str]:
-    return column_table(SUMMARY_COLUMNS, [_file_tally(r) for r in results],
-                        _total_tally(results)).lines()
+    # A total of nothing graded ("Total 0" under "6 … not graded") says nothing.
+    total = _total_tally(results) if any(r.graded for r in results) else None
+    return column_table(SUMMARY_COLUMNS, [_file_tally(r) for r in results], total).lines()
 
 
 def print_calibrations(

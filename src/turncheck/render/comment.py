@@ -46,7 +46,7 @@ from turncheck.render.severity import (
     fired,
 )
 from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
-from turncheck.report.comparison import Comparison, EvalComparison
+from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
 from turncheck.report.run import Report, Status
 from turncheck.text.counts import counted
 from turncheck.text.environment import make_environment, render_template
@@ -242,7 +242,7 @@ def _cost_reason(item: EvalComparison) -> str:
     if head.turns != base.turns:
         more = "more" if head.turns > base.turns else "fewer"
         turns = f"{head.turns} turn{'' if head.turns == 1 else 's'}"
-        parts.append(f"{turns} instead of {base.turns} ({more} follow-ups fire)")
+        parts.append(f"{turns} instead of {base.turns} ({_why_turns(base, head, more)})")
     if head.app_model_calls != base.app_model_calls and head.app_model_calls is not None:
         parts.append(f"the app made {counted(head.app_model_calls, 'model call')} instead of "
                      f"{base.app_model_calls or 0}")
@@ -250,6 +250,14 @@ def _cost_reason(item: EvalComparison) -> str:
     if (head.judge_cost_usd or 0) != (base.judge_cost_usd or 0):
         parts.append("judge " + MoneyRow.of(base.judge_cost_usd, head.judge_cost_usd).change)
     return "; ".join(parts) or answers_change(base, head)
+
+
+def _why_turns(base: EvalSide, head: EvalSide, more: str) -> str:
+    """A simulated user decides when its conversation ends; scripted follow-ups fire."""
+    if base.simulator_tokens or head.simulator_tokens:
+        return "the simulated user's conversation ran longer" if more == "more" else \
+            "the simulated user's conversation ended sooner"
+    return f"{more} follow-ups fire"
 
 
 def _alert(comparison: Comparison) -> str | None:

@@ -45,9 +45,22 @@ def results_by_key(report: Report | None) -> dict[tuple[str, str], EvalResult]:
 def turn_cell(turn: TurnResult | None) -> str:
     if turn is None:
         return "—"
-    checks = " ".join(STATUS_ICON[check_status(c)] for c in turn.checks)
+    checks = turn_badge([check_status(c) for c in turn.checks if c.depth == 0])
     calls = "".join(f"🔧 {call_text(call)} " for call in turn.tool_calls)
     return f"{checks} {calls}{turn.response}"
+
+
+def turn_badge(statuses: Sequence[Status]) -> str:
+    """One badge for the turn's checks: the worst, and how many of them when they
+    disagree ("❌ 1 of 2 checks failed", not "✅ ❌")."""
+    if not statuses:
+        return ""
+    for status, verb in ((Status.ERROR, "errored"), (Status.FAIL, "failed")):
+        hits = statuses.count(status)
+        if hits:
+            share = "" if hits == len(statuses) else f" {hits} of {len(statuses)} checks {verb}"
+            return STATUS_ICON[status] + share
+    return STATUS_ICON[Status.PASS]
 
 
 def _turn(result: EvalResult | None, index: int) -> TurnResult | None:

@@ -4,7 +4,7 @@ lines, the verdict and the exit line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -23,6 +23,7 @@ from turncheck.report.protocol_comparison import (
 )
 from turncheck.report.results import Status
 from turncheck.report.rows import ComparedSide, SuiteState
+from turncheck.report.spend import Spend
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
 from turncheck.text.money import pct, score_change, score_text, signed_int, signed_usd, usd
@@ -44,8 +45,33 @@ class Line(Generic[P]):
 
 
 def transition_cell(row: ComparedRow) -> str:
-    """The row's transition, with its verdict when that is news."""
-    return row.label + verdict_suffix(row)
+    """The row's transition, with its verdict when that is news (`broken` twice is not)."""
+    suffix = verdict_suffix(row)
+    return row.label if suffix == f" · {row.label}" else row.label + suffix
+
+
+VERDICT_MEANINGS = {
+    "regression": "worse beyond noise (adjusted p below the suite's alpha)",
+    "likely-regression": "looks worse, not yet beyond noise",
+    "improvement": "better beyond noise",
+    "inconclusive": "the samples cannot tell a change from noise",
+    "unreliable-baseline": "the base's samples vary too much to compare against",
+    "broken": "passed at base, fails at head (one sample per side)",
+    "fixed": "fails at base, passes at head (one sample per side)",
+    "later-turn": "passes on a later turn (one sample per side)",
+    "earlier-turn": "passes on an earlier turn (one sample per side)",
+}
+
+
+def transition_legend(rows: Sequence[ComparedRow]) -> Iterator[str]:
+    """What the verdicts after `·` in the TRANSITION column mean, those the table shows."""
+    shown = {row.verdict.value for row in rows
+             if transition_cell(row) != row.label}
+    meanings = [f"{verdict}: {meaning}" for verdict, meaning in VERDICT_MEANINGS.items()
+                if verdict in shown]
+    if meanings:
+        yield ("TRANSITION is base → head; after ·, the verdict on the samples "
+               "(docs/statistics.md): " + "; ".join(meanings))
 
 
 def row_columns(file: str, name: str) -> list[Column[Line[Any]]]:
@@ -109,8 +135,9 @@ def body_lines(comparison: Comparison) -> Iterator[str]:
         note = suite_note(suite)
         if note:
             yield note
-    yield from rows_table(EVAL_COLUMNS, [Line(s.path, e, None) for s in comparison.suites
-                                         for e in s.evals])
+    rows = [Line(s.path, e, None) for s in comparison.suites for e in s.evals]
+    yield from rows_table(EVAL_COLUMNS, rows)
+    yield from transition_legend([line.row for line in rows])
     for suite in comparison.suites:
         if suite.verdict.value in ("regression", "improvement"):
             change = (suite.pass_rate_change or 0) * 100
@@ -126,6 +153,7 @@ def protocol_lines(protocols: ProtocolComparison | None) -> Iterator[str]:
     yield ""
     yield from rows_table(PROTOCOL_COLUMNS, [Line(s.path, c, t) for s in protocols.suites
                                              for c in s.cases for t in c.turns])
+    yield from transition_legend([case for s in protocols.suites for case in s.cases])
     for suite in protocols.suites:
         parts = [f"{cell(suite.labels.get(name, name.replace('_', ' ')))} "
                  f"{score_text(change.base)}→{score_text(change.head)} "
@@ -161,7 +189,7 @@ def turn_cell(side: ComparedSide | None) -> str:
 
 
 def totals_lines(comparison: Comparison) -> Iterator[str]:
-    totals, counts = comparison.totals, comparison.totals.counts
+    counts = comparison.totals.counts
     yield (
         f"head: {counted(counts.evals, 'eval')}, {counts.passed} passed, {counts.failed} failed, "
         f"{counted(counts.errors, 'error')}"
@@ -171,9 +199,7 @@ def totals_lines(comparison: Comparison) -> Iterator[str]:
         f"{counts.fixed} fixed, {counts.still_failing} still failing, "
         f"{counts.turn_changed} turn changed, {counts.new} new, {counts.removed} removed"
     )
-    base_tokens = str(totals.base.tokens) if totals.base is not None else "–"
-    head_tokens = totals.head.tokens if totals.head is not None else 0
-    yield f"tokens: {base_tokens} → {head_tokens} ({signed_int(totals.delta.tokens)})"
+    yield from tokens_lines(comparison)
     yield cost_line(comparison)
     yield from app_calls_lines(comparison)
     yield from console_lines(comparison)
@@ -189,14 +215,41 @@ def app_calls_lines(comparison: Comparison) -> Iterator[str]:
         yield f"  {name}: {change}"
 
 
+def tokens_lines(comparison: Comparison) -> Iterator[str]:
+    """Model plus judge tokens, as the comment's tokens line counts them; a simulated
+    user's apart, as the comment shows them."""
+    totals = comparison.totals
+    yield _count_line("tokens (model + judge)", totals.base, totals.head,
+                      lambda side: side.tokens + side.judge_tokens)
+    if _simulated(comparison):
+        yield _count_line("tokens (simulated user)", totals.base, totals.head,
+                          lambda side: side.simulator_tokens)
+
+
+def _count_line(label: str, base: Spend | None, head: Spend | None,
+                pick: Callable[[Spend], int]) -> str:
+    before = pick(base) if base is not None else None
+    after = pick(head) if head is not None else 0
+    change = signed_int(after - (before or 0))
+    return f"{label}: {'–' if before is None else before} → {after} ({change})"
+
+
+def _simulated(comparison: Comparison) -> bool:
+    return any(side is not None and bool(side.simulator_tokens or side.simulator_cost_usd)
+               for side in (comparison.totals.base, comparison.totals.head))
+
+
 def cost_line(comparison: Comparison) -> str:
+    """The whole spend, as the comment's total: a simulated user's cost is part of it,
+    and the label says so."""
     totals = comparison.totals
     base = usd(totals.base.total_cost_usd) if totals.base is not None else "–"
     head = usd(totals.head.total_cost_usd) if totals.head is not None else "–"
     change = signed_usd(totals.delta.total_cost_usd)
     if comparison.cost_delta_percent is not None:
         change += f", {pct(comparison.cost_delta_percent / 100)}"
-    return f"cost (model + judge): {base} → {head} ({change})"
+    parts = "model + judge + simulated user" if _simulated(comparison) else "model + judge"
+    return f"cost ({parts}): {base} → {head} ({change})"
 
 
 def notes_lines(comparison: Comparison) -> Iterator[str]:

@@ -154,8 +154,8 @@ def summary_table(report: Report) -> Table:
 
 
 def summary(report: Report, out: TextIO) -> None:
-    # A run of protocol suites only has no eval table (its own table comes before this).
-    for line in summary_table(report).lines() if report.suites or not report.protocols else []:
+    # A run without eval suites (protocols, sample files only) has no eval table.
+    for line in summary_table(report).lines() if report.suites else []:
         print(line, file=out)
     source = report.price_source
     print(f"Prices: {source.library} {source.version} at {source.timestamp}", file=out)

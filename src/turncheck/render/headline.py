@@ -359,8 +359,15 @@ def _names(names: Sequence[str], named: int = NAMED) -> str:
 
 
 def _short(text: str, limit: int = NAME_CHARS) -> str:
+    """`text` in at most `limit` characters, cut after a whole word ("no verdict on
+    the…", never "the a…") unless its first word alone is longer."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " " and " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:·") + "…"
 
 
 def _kind(found: Sequence[Finding]) -> str:

@@ -29,6 +29,8 @@ _BLOCKED: ContextVar[list[str] | None] = ContextVar("turncheck_offline_blocked",
 _process_blocked: list[str] | None = None
 """Set in a process that is only the app (the action's python worker): every thread."""
 _hooked = False
+_refused_log: str | None = None
+"""A file each refused `host:port` is added to (an app process of a replay)."""
 
 
 _ACTIVE: list[AppEnvironment] = []
@@ -79,11 +81,14 @@ def install() -> None:
         _hooked = True
 
 
-def refuse_network_in_process() -> None:
-    """Every connection of this process (all threads) to another host is refused."""
-    global _process_blocked
+def refuse_network_in_process(log: str | None = None) -> None:
+    """Every connection of this process (all threads) to another host is refused; each
+    refused `host:port` is also added as a line to the file `log` names, when it names
+    one (turncheck reads it: an app process of a replay, `replay_guard.py`)."""
+    global _process_blocked, _refused_log
     install()
     _process_blocked = []
+    _refused_log = log
 
 
 @contextmanager
@@ -127,8 +132,18 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         return
     where = f"{host}:{port}" if port is not None else host
     blocked.append(where)
+    if _refused_log:
+        _note_refused(_refused_log, where)
     raise ConnectionRefusedError(f"turncheck replay: connection to {where} refused: "
                                  "nothing leaves the machine in replay")
+
+
+def _note_refused(log: str, where: str) -> None:
+    try:
+        with open(log, "a", encoding="utf-8") as refused:
+            refused.write(where.replace("\n", " ") + "\n")
+    except OSError:
+        pass  # the connection is refused all the same
 
 
 def _on_this_machine(host: str) -> bool:

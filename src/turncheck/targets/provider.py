@@ -48,6 +48,7 @@ from turncheck.targets.command_target import CommandKind
 from turncheck.targets.conversation import current_conversation
 from turncheck.targets.function_target import FunctionKind
 from turncheck.targets.http_target import HttpKind
+from turncheck.targets.offline import refused_message
 from turncheck.targets.process import (
     AppError,
     AppProcess,
@@ -60,6 +61,7 @@ from turncheck.targets.process import (
     wait_ready,
 )
 from turncheck.targets.proxy import RecordingProxy, TurnScope, Upstreams
+from turncheck.targets.replay_guard import ReplayGuard
 
 EXIT_WAIT_S = 1.0
 """How long a failed turn waits for the app's process to be seen exiting (a crash)."""
@@ -94,8 +96,10 @@ class TargetProvider:
         self.env = env
         self.variables = dict(variables)
         self.openai_base = openai_base
-        self.kind = _kind_of(target, policy,
-                             offline=cassette is not None and cassette.mode == "replay")
+        self.offline = cassette is not None and cassette.mode == "replay"
+        self.kind = _kind_of(target, policy, offline=self.offline)
+        self.guard: ReplayGuard | None = None
+        """Replay: what keeps the app's Python processes on the machine."""
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
         self._started = False
@@ -116,10 +120,12 @@ class TargetProvider:
             assert self.proxy is not None
             scope = self.proxy.open_turn(turn_id)
             refusals = self.proxy.refusals
+            left = len(self.guard.refused()) if self.guard is not None else 0
             started = time.perf_counter()
             try:
                 reply = await self._answer(turn)
             except ProviderError as exc:
+                self._raise_if_it_left(left, exc.message)
                 _raise_for(scope)  # a replay miss is why the app failed: name the request
                 if self.proxy.refusals > refusals and self.proxy.last_refusal:
                     raise ProviderError(f"{self.proxy.last_refusal} (then {exc.message})"
@@ -128,6 +134,7 @@ class TargetProvider:
             finally:
                 self.proxy.close_turn(turn_id)
             latency_ms = (time.perf_counter() - started) * 1000
+        self._raise_if_it_left(left)  # even when the app swallowed the refusal
         _raise_for(scope)
         if reply.session_id and conversation.app_id is None and \
                 self.target.session not in (None, "client"):
@@ -146,6 +153,15 @@ class TargetProvider:
         end_escaped_processes()
         if self.proxy is not None:
             await self.proxy.stop()
+        if self.guard is not None:
+            self.guard.remove()
+
+    def _raise_if_it_left(self, before: int, then: str | None = None) -> None:
+        """Replay: the app tried to reach another host since `before` refusals."""
+        refused = self.guard.refused()[before:] if self.guard is not None else []
+        if refused:
+            after = f" (then {then})" if then else ""
+            raise AppError(refused_message(refused) + after) from None
 
     def _turn(self, messages: list[ChatMessage], session_id: str | None,
               turn_id: str | None) -> Turn:
@@ -188,7 +204,11 @@ class TargetProvider:
             if self._started:
                 return
             try:
-                await self._start()
+                try:
+                    await self._start()
+                except ProviderError as exc:
+                    self._raise_if_it_left(0, exc.message)  # at import or start-up
+                    raise
             except ProviderError as exc:
                 self._start_error = exc
                 await self.aclose()
@@ -208,6 +228,9 @@ class TargetProvider:
         env = app_environment(self.env, target.env, self.proxy.app_env(), port)
         if target.setup is not None:
             await run_setup(target.setup, self.folder, env, target.setup_timeout)
+        if self.offline:  # setup may install; the app itself stays on the machine
+            self.guard = ReplayGuard()
+            env = self.guard.env(env)
         if target.start is not None:
             self.app = AppProcess(target.start, self.folder, env, port)
             await self.app.start()
