@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from turncheck.formats.files import write_text_confined
 from turncheck.render.console import eval_lines, overall
 from turncheck.report.calibration import CalibrationFileResult
+from turncheck.report.files import collector_paused
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult, TurnResult
 
@@ -135,4 +136,6 @@ def junit_xml(report: Report) -> str:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    write_text_confined(path, junit_xml(report))
+    with collector_paused():  # an element per value: see `collector_paused`
+        text = junit_xml(report)
+    write_text_confined(path, text)
