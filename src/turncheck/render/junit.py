@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from turncheck.formats.files import write_text_confined
+from turncheck.gc_pause import gc_paused
 from turncheck.render.console import eval_lines, overall
 from turncheck.report.calibration import CalibrationFileResult
-from turncheck.report.files import collector_paused
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.run import EvalResult, Report, Status, SuiteResult, TurnResult
 
@@ -136,6 +136,6 @@ def junit_xml(report: Report) -> str:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    with collector_paused():  # an element per value: see `collector_paused`
+    with gc_paused():  # an element per value: see `report/files.py:document_json`
         text = junit_xml(report)
     write_text_confined(path, text)

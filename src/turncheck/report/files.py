@@ -11,10 +11,7 @@ one line that says why.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
@@ -27,6 +24,7 @@ from turncheck.formats.files import (
     write_text_confined,
 )
 from turncheck.formats.nesting import json_structure_problem
+from turncheck.gc_pause import gc_paused
 from turncheck.report.bundle import (
     BUNDLE_KIND,
     BUNDLE_SCHEMA_VERSION,
@@ -176,29 +174,12 @@ def read_report(path: Path, *, root: Path | None = None,
 
 def document_json(document: BaseModel, indent: int = 2) -> str:
     """The JSON text of `document` as turncheck writes it."""
-    with collector_paused():
+    # Serialising allocates an object per value (the prompt table's wrap serialiser builds
+    # the document as Python values first), and automatic collections re-scanned the
+    # whole run meanwhile: a 3,000-eval report took 0.6-0.8 s instead of 0.2 s, which
+    # SIGTERM during the write (always finished) had to wait for.
+    with gc_paused():
         return document.model_dump_json(indent=indent) + "\n"
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, as it was after it: around
-    writing a document (its JSON, its JUnit XML).
-
-    Serialising a report allocates an object per value it writes (the prompt table's
-    wrap serialiser builds the whole document as Python values first), so the collector
-    ran pass after pass over every object of the run (its results, the report itself):
-    a 3,000-eval report took 0.6-0.8 s instead of 0.2 s, and SIGTERM during the write
-    waited for it (the report is always finished). What serialising allocates is freed
-    as it goes or when the document is written, so pausing the collector costs no memory
-    beyond the document's own."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def write_report(path: Path, document: BaseModel, *, root: Path | None = None,
