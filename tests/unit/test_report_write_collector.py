@@ -3,7 +3,8 @@
 SIGTERM during a report's write lets the write finish (an interrupted run keeps its
 report), so the write must be quick: serialising a 3,000-eval report allocates an
 object per value, and Python's cyclic collector ran pass after pass over every object
-of the run meanwhile, three times the serialisation itself (2.2 s from SIGTERM to exit).
+of the run meanwhile: three times the serialisation itself (the probe of issue 46
+measured 2.21 s from SIGTERM to exit for a 3,000-row report).
 """
 
 from __future__ import annotations
