@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 from tests.e2e.test_action_trust import pr_repo
 from tests.support.action_harness import PR, run_pull_request
@@ -110,3 +112,66 @@ def test_sigterm_while_the_action_renders_keeps_the_report_and_posts_nothing(
     assert "Traceback" not in run.stdout + run.stderr
     assert run.report is not None and run.report["head"]["suites"]  # the report is kept
     assert github_fake.comments_on(PR) == []  # nothing half-rendered is posted
+
+
+def signalled_run(tmp_path: Path, phase: str, suite: Path, *options: str
+                  ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`record` through the test hook that sends itself SIGTERM as `phase` starts."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    env.update(OPENAI_API_KEY="sk-test-0000", TURNCHECK_TEST_SIGNAL_AT=phase,
+               TURNCHECK_TEST_SIGNAL_FILE=str(tmp_path / "signalled"))
+    report_path = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.slow_phase_cli", "record", str(suite),
+         "--json", str(report_path), *options],
+        cwd=ROOT, env=env, text=True, capture_output=True, timeout=120, check=False)
+    assert (tmp_path / "signalled").exists(), done.stdout + done.stderr  # the phase ran
+    return done, report_path
+
+
+def test_sigterm_as_a_large_regex_search_starts_keeps_the_report(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    """Issue 46, item 9: a 3,909-instruction extract over a 60,000-character answer
+    searched on the main thread, deaf to the signal (`test_regex_work.py` shows it is
+    now handled mid-search); the run still ends interrupted and keeps its report."""
+    letters = random.Random(46)
+    scripted_server.add_rule("".join(letters.choice("ab") for _ in range(60_000)),
+                             contains="Say")
+    pattern = "[ab]*a[ab]{1000}[ab]{1000}[ab]{1000}[ab]{900}(c)"
+    suite = tmp_path / "regex.eval.yaml"
+    suite.write_text(
+        f"metadata: {{name: regex, model: gpt-4o-mini, provider: openai, "
+        f"base_url: '{scripted_server.base_url}'}}\n"
+        "cases:\n  - id: long\n"
+        "turns:\n  - id: ask\n    prompt: Say a lot.\n"
+        f"    extract: {{found: '{pattern}'}}\n"
+        "    scorers:\n      - id: said\n        match: '*ab*'\n", encoding="utf-8")
+    done, report_path = signalled_run(tmp_path, "regex", suite)
+    out = done.stdout + done.stderr
+    assert done.returncode == 143, out
+    assert "Traceback" not in out and "interrupted by SIGTERM" in out
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    [case] = report["protocols"][0]["cases"]
+    assert (case["status"], case["reason"]) == ("error", "interrupted")
+
+
+def test_sigterm_as_a_large_report_is_written_keeps_it_whole(
+    tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    """Issue 46, item 9: the report being written when the signal comes is finished, and
+    so is the JUnit file after it: both complete and valid, every eval in them."""
+    scripted_server.add_rule("ok")
+    suite = tmp_path / "many.eval.yaml"
+    suite.write_text(suite_text(scripted_server, "many", 600, padding=200))
+    junit = tmp_path / "junit.xml"
+    done, report_path = signalled_run(tmp_path, "write", suite, "--concurrency", "32",
+                                      "--junit", str(junit))
+    out = done.stdout + done.stderr
+    assert done.returncode == 143, out
+    assert "Traceback" not in out and "interrupted by SIGTERM" in out
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert [e["status"] for e in report["suites"][0]["evals"]] == ["pass"] * 600
+    cases = ElementTree.parse(junit).getroot().findall(".//testcase")
+    assert len(cases) == 600
+    assert not list(tmp_path.glob(".report.json.*"))  # no temporary file left behind

@@ -84,3 +84,33 @@ def test_a_pattern_too_large_is_an_invalid_regex_at_its_line(tmp_path: Path) -> 
     loaded = load_suite(path)
     [problem] = [d for d in loaded.diagnostics if d.is_error]
     assert problem.line == 7 and "RE2 instructions; at most 4,000" in problem.message
+
+
+class _Signalled(Exception):
+    pass
+
+
+def test_a_signal_is_handled_while_a_large_pattern_searches_a_short_answer() -> None:
+    """The work, not the answer's length, decides where a search runs (issue 46, item 9):
+    a 1,009-instruction pattern over 60,000 characters ran on the main thread in one C
+    call, so SIGTERM waited for it (2.2 s to exit at 3,909 instructions)."""
+    large = compile_user_regex("[ab]*a[ab]{1000}(c)")
+    rng = random.Random(9)
+    text = "".join(rng.choice("ab") for _ in range(60_000))
+    check_work([large.pattern], text)  # within the bound: the search runs
+    searching_when_signalled: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        searching_when_signalled.append(any(
+            t.name == "turncheck-regex" and t.is_alive() for t in threading.enumerate()))
+        raise _Signalled
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(_Signalled):
+            large.first(text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert searching_when_signalled == [True]  # handled mid-search, not after it

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from turncheck.formats.files import write_text_confined
+from turncheck.gc_pause import gc_paused
 from turncheck.render.console import eval_lines, overall
 from turncheck.report.calibration import CalibrationFileResult
 from turncheck.report.protocol import ProtocolSuiteResult
@@ -135,4 +136,6 @@ def junit_xml(report: Report) -> str:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    write_text_confined(path, junit_xml(report))
+    with gc_paused():  # an element per value: see `report/files.py:document_json`
+        text = junit_xml(report)
+    write_text_confined(path, text)

@@ -29,9 +29,12 @@ from typing import Any
 
 import re2
 
-_OFF_THREAD_CHARS = 65_536
-"""A search over a longer text runs in a worker thread (RE2 releases the GIL), so the
-main thread stays free to act on a signal within the interpreter's next bytecodes."""
+_OFF_THREAD_WORK = 4_000_000
+"""A search whose work (program size × characters) may exceed this runs in a worker
+thread (RE2 releases the GIL), so the main thread stays free to act on a signal within
+the interpreter's next bytecodes. One C call on the main thread cannot be interrupted:
+a pattern near `MAX_PROGRAM_SIZE` took 2.2 s on 65,536 characters, which a bound on the
+text's length alone let run there; this much work takes some 40 ms at worst."""
 _WAIT_SECONDS = 0.05
 
 # A DFA for the pattern may use this much memory; past it RE2 falls back to its NFA,
@@ -77,7 +80,7 @@ class UserRegex:
 
     def first(self, text: str) -> str | None:
         """The first match's group (its whole text without a group); None without one."""
-        match = _interruptible(self._compiled.search, text)
+        match = _interruptible(self._compiled.search, text, self.program_size)
         if match is None:
             return None
         found: str | None = match.group(1) if self.groups else match.group(0)
@@ -85,14 +88,14 @@ class UserRegex:
 
     def fullmatch(self, text: str) -> bool:
         """Whether the pattern matches the whole of `text`."""
-        return _interruptible(self._compiled.fullmatch, text) is not None
+        return _interruptible(self._compiled.fullmatch, text, self.program_size) is not None
 
 
-def _interruptible(search: Callable[[str], Any], text: str) -> Any:
-    """`search(text)`; for a long text in a daemon thread, waited for in short steps so
-    a signal handler (or the interruption watchdog) can end the wait. An abandoned
-    search finishes on its own, or dies with the process."""
-    if len(text) <= _OFF_THREAD_CHARS:
+def _interruptible(search: Callable[[str], Any], text: str, program_size: int) -> Any:
+    """`search(text)`; when it may be long, in a daemon thread, waited for in short
+    steps so a signal handler (or the interruption watchdog) can end the wait. An
+    abandoned search finishes on its own, or dies with the process."""
+    if program_size * len(text) <= _OFF_THREAD_WORK:
         return search(text)
     outcome: list[Any] = []
 
