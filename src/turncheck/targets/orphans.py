@@ -20,7 +20,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -28,11 +28,11 @@ SWEEP_ROUNDS = 50
 """Enough for a process that forks while being killed; each round kills what is left."""
 
 
-def _processes() -> dict[int, tuple[int, int]]:
-    """Every process `/proc` lists that is not a zombie: pid → (parent pid, session)."""
-    found: dict[int, tuple[int, int]] = {}
+def live_process_stats() -> Iterator[tuple[int, list[str]]]:
+    """Linux: each process `/proc` lists that is not a zombie, with the fields of its
+    `stat` after the command name (state, parent pid, group, session, ...)."""
     if not _PROC.is_dir():
-        return found
+        return
     for entry in _PROC.iterdir():
         if not entry.name.isdigit():
             continue
@@ -41,8 +41,12 @@ def _processes() -> dict[int, tuple[int, int]]:
         except (OSError, IndexError):
             continue
         if len(fields) > 3 and fields[0] != "Z":
-            found[int(entry.name)] = (int(fields[1]), int(fields[3]))
-    return found
+            yield int(entry.name), fields
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process `/proc` lists that is not a zombie: pid → (parent pid, session)."""
+    return {pid: (int(fields[1]), int(fields[3])) for pid, fields in live_process_stats()}
 
 
 def escaped(spared: Collection[int] = ()) -> list[int]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from turncheck.providers.base import ProviderError
-from turncheck.targets.orphans import end_escaped
+from turncheck.targets.orphans import end_escaped, live_process_stats
 
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
                "TEMP", "TMP", "USER", "LOGNAME", "SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV",
@@ -285,16 +285,7 @@ _PROC = Path("/proc")
 
 def group_member_runs(group: int) -> bool:
     """Linux: whether /proc lists a process of `group` that is not a zombie."""
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
-            return True
-    return False
+    return any(fields[2] == str(group) for _, fields in live_process_stats())
 
 
 def _signal_group(group: int, signum: int) -> None:
