@@ -435,3 +435,43 @@ def test_the_suites_base_url_is_where_the_apps_openai_calls_go(tmp_path: Path) -
     replayed = run_paths([suite], None, "replay", provider=None)
     assert comparable(replayed) == comparable(recorded)
     assert recorded.suites[0].evals[0].passed_on_turn == 3
+
+
+STREAM_PROTOCOL = """\
+cases:
+  - id: visitor
+turns:
+  - id: hello
+    prompt: Hi
+    scorers:
+      - id: greeted
+        match: "*Hello*"
+        weight: 1
+"""
+
+
+def test_a_protocol_turn_against_an_app_keeps_what_an_eval_turn_keeps(tmp_path: Path) -> None:
+    target = f"""\
+  target:
+    start: {sys.executable} {STREAM_APP} {{port}}
+    ready: /health
+    http:
+      path: /chat
+      body: {{message: "{{{{ last_message }}}}", session_id: "{{{{ session_id }}}}"}}
+      reply: delta
+    session: {{from: "header:X-Session-Id"}}
+    env: {{APP_FORMAT: sse}}
+"""
+    evals = write_suite(tmp_path, "metadata:\n  name: as-eval\n" + target + STREAM_EVAL)
+    protocol = write_suite(tmp_path, "metadata:\n  name: as-protocol\n" + target
+                           + STREAM_PROTOCOL, "protocol.eval.yaml")
+    report = run_paths([evals, protocol], None, "replay")
+    eval_turn = report.suites[0].evals[0].turns[0]
+    [case] = report.protocols[0].cases
+    assert case.status == Status.PASS, case.error
+    answer_fields = {"first_token_ms", "app_model_calls", "app_calls", "rounds", "tool_calls"}
+    as_eval, as_protocol = (turn.model_dump(include=answer_fields, exclude_defaults=True)
+                            for turn in (eval_turn, case.turns[0]))
+    assert as_protocol.keys() == as_eval.keys() == {"first_token_ms", "app_model_calls"}
+    assert as_protocol["app_model_calls"] == 0
+    assert 0 < as_protocol["first_token_ms"] <= case.turns[0].latency_ms

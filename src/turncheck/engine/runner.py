@@ -45,7 +45,7 @@ from turncheck.engine.simulated_user import (
 )
 from turncheck.engine.stale import RecordedTexts, stale_reference_hint
 from turncheck.engine.summary import run_totals, with_suite_totals
-from turncheck.engine.tool_rounds import MAX_APP_CALLS_KEPT, TurnAnswer, answer_turn
+from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
 from turncheck.engine.tools import ToolScriptError, ToolSetup
 from turncheck.formats import templates
 from turncheck.formats.suite import MAX_DEPTH, CheckList, Eval, Suite
@@ -286,21 +286,12 @@ class _SuiteRun:
                 turn=number,
                 prompt=prompt,
                 response=final.text if final else "",
-                usage=answer.usage,
-                cost_usd=add_costs(answer.costs),
-                latency_ms=round(answer.latency_ms, 1),
                 checks=outcome.results,
                 passed=outcome.passed,
-                output_tokens_estimated=answer.estimated,
                 line=line,
                 judge_usage=_minus(state.judge_usage, judged_before[0]),
                 judge_cost_usd=add_costs(state.judge_costs[judged_before[1]:]),
-                tool_calls=answer.calls,
-                rounds=max(1, len(answer.costs)),
-                **answer.token_details,
-                app_model_calls=answer.app_model_calls,
-                first_token_ms=answer.first_token_ms,
-                app_calls=answer.app_calls[:MAX_APP_CALLS_KEPT],
+                **answer.record_fields,
             )
 
         try:

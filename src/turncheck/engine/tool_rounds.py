@@ -41,9 +41,21 @@ def _round_bytes(response: ChatResponse, results: Sequence[ChatMessage]) -> int:
     return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
 
 
-class TokenDetails(TypedDict):
+class AnswerFields(TypedDict):
+    """What a turn's record (an eval's `TurnResult`, a protocol's `ProtocolTurn`) keeps of
+    its model answers: one list for both kinds, so neither drops a field the other has."""
+
+    usage: Usage
+    cost_usd: float | None
+    latency_ms: float
+    output_tokens_estimated: bool
+    tool_calls: list[ToolCallResult]
+    rounds: int
     reasoning_tokens: int | None
     cached_input_tokens: int | None
+    app_model_calls: int | None
+    first_token_ms: float | None
+    app_calls: list[AppCall]
 
 
 @dataclass
@@ -79,10 +91,17 @@ class TurnAnswer:
         self.cached_input_tokens = _plus(self.cached_input_tokens, response.cached_input_tokens)
 
     @property
-    def token_details(self) -> TokenDetails:
-        """The turn's reasoning and cached tokens, as `TurnResult` fields."""
-        return {"reasoning_tokens": self.reasoning_tokens,
-                "cached_input_tokens": self.cached_input_tokens}
+    def record_fields(self) -> AnswerFields:
+        """The turn's answers as turn-record fields; `rounds` is at least 1 (a turn cut
+        short before its first answer still counts as one)."""
+        return {"usage": self.usage, "cost_usd": add_costs(self.costs),
+                "latency_ms": round(self.latency_ms, 1),
+                "output_tokens_estimated": self.estimated, "tool_calls": self.calls,
+                "rounds": max(1, len(self.costs)),
+                "reasoning_tokens": self.reasoning_tokens,
+                "cached_input_tokens": self.cached_input_tokens,
+                "app_model_calls": self.app_model_calls, "first_token_ms": self.first_token_ms,
+                "app_calls": self.app_calls[:MAX_APP_CALLS_KEPT]}
 
     def add_app_reply(self, response: TargetResponse, pricer: Pricer) -> None:
         """An app's reply: the model calls it made (each priced as its own model) and the
