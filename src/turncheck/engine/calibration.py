@@ -30,6 +30,7 @@ from turncheck.engine.judge import (
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.session import GraderSession, open_grader_session, run_then_close
+from turncheck.engine.usage import chat_usage
 from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
@@ -130,9 +131,7 @@ class _FileGrading:
         return self._row(sample, response)
 
     def _row(self, sample: Sample, response: ChatResponse) -> SampleGrade:
-        usage = Usage(
-            input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0
-        )
+        usage = chat_usage(response)
         spent = _Spent(
             usage, self.pricer.cost(usage, self.session.model, self.session.price_provider_id),
             round(response.latency_ms, 1),

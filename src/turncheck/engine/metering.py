@@ -12,7 +12,8 @@ from typing import Protocol
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.session import SuiteSession
-from turncheck.providers.base import AnswerSchema, ChatMessage, ChatResponse
+from turncheck.engine.usage import chat_usage, embedding_usage
+from turncheck.providers.base import AnswerSchema, ChatMessage
 from turncheck.providers.factory import env_credentials
 from turncheck.report.run import Usage
 
@@ -20,10 +21,6 @@ from turncheck.report.run import Usage
 class JudgeMeter(Protocol):
     judge_usage: Usage
     judge_costs: list[float | None]
-
-
-def chat_usage(response: ChatResponse) -> Usage:
-    return Usage(input_tokens=response.input_tokens or 0, output_tokens=response.output_tokens or 0)
 
 
 async def metered_judge(
@@ -49,7 +46,7 @@ async def metered_embed(
 ) -> list[list[float]]:
     """One embedding per input; usage and cost go to `meter` (with the judge's)."""
     response = await session.embed(inputs)
-    usage = Usage(input_tokens=response.input_tokens or 0)
+    usage = embedding_usage(response)
     meter.judge_usage += usage
     meter.judge_costs.append(
         pricer.cost(usage, session.embedding_model, session.embedding_price_provider_id)

@@ -24,6 +24,7 @@ from turncheck.engine.budget import CallGuard, Ledger, chat_plan, embedding_plan
 from turncheck.engine.interruption import STOP
 from turncheck.engine.judge import GRADE_ANSWER
 from turncheck.engine.repeats import RepeatSetting, sample_seed
+from turncheck.engine.usage import chat_usage, embedding_usage
 from turncheck.formats import templates
 from turncheck.formats.suite import Metadata, Suite
 from turncheck.providers.base import (
@@ -354,14 +355,13 @@ class SuiteSession:
 
 
 def _chat_used(response: ChatResponse) -> tuple[Usage, bool, bool]:
-    usage = Usage(input_tokens=response.input_tokens or 0,
-                  output_tokens=response.output_tokens or 0)
+    usage = chat_usage(response)
     reported = response.input_tokens is not None and response.output_tokens is not None
     return usage, reported, response.replayed
 
 
 def _embedding_used(response: EmbeddingResponse) -> tuple[Usage, bool, bool]:
-    usage = Usage(input_tokens=response.input_tokens or 0)
+    usage = embedding_usage(response)
     return usage, response.input_tokens is not None, response.replayed
 
 

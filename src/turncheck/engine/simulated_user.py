@@ -25,11 +25,11 @@ from turncheck.engine.judge import (
     transcript,
     unfenced,
 )
-from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tool_rounds import TurnAnswer
 from turncheck.engine.tools import ToolSetup
+from turncheck.engine.usage import chat_usage
 from turncheck.formats.suite import CheckList, Eval, Metadata, SimulatedUser, Simulator
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
 from turncheck.report.run import (

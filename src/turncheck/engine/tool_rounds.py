@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from turncheck.engine.metering import chat_usage
 from turncheck.engine.pricing import Pricer, add_costs
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
@@ -18,6 +17,7 @@ from turncheck.engine.tools import (
     kept_arguments,
     parse_arguments,
 )
+from turncheck.engine.usage import chat_usage
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.app_calls import AppCall
 from turncheck.report.run import ToolCallResult, Usage
@@ -106,9 +106,7 @@ class TurnAnswer:
     def add_app_reply(self, response: TargetResponse, pricer: Pricer) -> None:
         """An app's reply: the model calls it made (each priced as its own model) and the
         tool calls it ran itself (reported, not answered)."""
-        costs = [pricer.cost(Usage(input_tokens=c.input_tokens or 0,
-                                   output_tokens=c.output_tokens or 0),
-                             c.model or "", c.api, c.cached_input_tokens)
+        costs = [pricer.cost(chat_usage(c), c.model or "", c.api, c.cached_input_tokens)
                  for c in response.calls]
         usage = chat_usage(response)
         self.add(response, usage, add_costs(costs) if costs else 0.0)
