@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 
 import pytest
 
@@ -71,10 +72,18 @@ def identical_pr_fail_rate(rate: float, shared: float | None) -> float:
                 if chance < NEGLIGIBLE:
                     failed += chance
                     continue
-                base = [True] * both + [False] * neither + [True] * broke + [False] * fixed
-                head = [True] * both + [False] * neither + [False] * broke + [True] * fixed
-                failed += chance * gate_fails(base, head, shared)
+                failed += chance * outcome_fails(counts, shared)
     return failed
+
+
+@cache
+def outcome_fails(counts: tuple[int, int, int, int], shared: float | None) -> bool:
+    """`gate_fails` of one outcome (both passed, neither, broke, fixed): the same for
+    every pass rate, so each is decided once for the rates enumerated."""
+    both, neither, broke, fixed = counts
+    base = [True] * both + [False] * neither + [True] * broke + [False] * fixed
+    head = [True] * both + [False] * neither + [False] * broke + [True] * fixed
+    return gate_fails(base, head, shared)
 
 
 @pytest.mark.parametrize("rate", [0.3, 0.4, 0.5])
