@@ -125,11 +125,22 @@ def app_environment(base: Mapping[str, str], extra: Mapping[str, str] | None,
     turncheck sets (the port and the proxy), which always wins."""
     env = {name: base[name] for name in ALLOWED_ENV if name in base}
     env.update(extra or {})
+    env["PATH"] = with_own_interpreter(env.get("PATH", ""))
     env["PYTHONUNBUFFERED"] = "1"
     if port is not None:
         env["PORT"] = str(port)
     env.update(proxy_env)
     return env
+
+
+def with_own_interpreter(path: str) -> str:
+    """`path` ending with the folder of the interpreter running turncheck: an app started
+    as `python app.py` from a virtualenv that was not activated (its `turncheck` called by
+    path) finds that interpreter, and whatever `path` already provides still comes first."""
+    own = str(Path(sys.executable).parent)
+    # No PATH at all: the shell would search the system's default one (`os.defpath`).
+    folders = (path or os.defpath).split(os.pathsep)
+    return os.pathsep.join(folders if own in folders else [*folders, own])
 
 
 def argv_of(command: str | Sequence[str], port: int | None) -> list[str]:
