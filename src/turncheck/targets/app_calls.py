@@ -20,7 +20,7 @@ from turncheck.providers.cassettes import canonical_json
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.report.app_calls import AppCall, AppToolCall, AppToolResult, OfferedTool
 from turncheck.report.results import MAX_REPORT_ANSWER_CHARS, kept_prompt
-from turncheck.targets.usage import ModelCall, sse_json
+from turncheck.targets.usage import ModelCall, answer_payloads
 
 JsonObject = dict[str, Any]
 MAX_LISTED = 32
@@ -53,7 +53,7 @@ def described_call(provider: str, path: str, request: JsonObject, content_type: 
     api = api_of(path)
     system = _system_of(api, request)
     kept, length, _ = kept_prompt(system) if system else (None, None, None)
-    answer = _answer_payloads(content_type, content, parsed)
+    answer = answer_payloads(content_type, content, parsed)
     return AppCall(
         provider=provider, api=api,
         model=request.get("model") if isinstance(request.get("model"), str) else None,
@@ -106,15 +106,6 @@ def _tools_offered(tools: Any) -> list[OfferedTool]:
             offered.append(OfferedTool(name=_cut(name, "the tool name"),
                                        schema_sha256=_sha256(canonical_json(tool))))
     return offered
-
-
-def _answer_payloads(content_type: str, content: bytes, parsed: Any) -> list[JsonObject]:
-    if isinstance(parsed, dict):
-        return [parsed]
-    if "event-stream" in content_type:
-        return list(sse_json(content))
-    payload = request_json(content)
-    return [payload] if payload else []
 
 
 @dataclass
@@ -299,7 +290,7 @@ def with_record(usage: ModelCall, provider: str, path: str, body: bytes, content
         first = total
     if usage.input_tokens is None:
         usage = replace(usage, input_tokens=estimated_tokens(request),
-                        output_tokens=estimated_tokens(_answer_payloads(content_type, content,
+                        output_tokens=estimated_tokens(answer_payloads(content_type, content,
                                                                         parsed), answer=True),
                         estimated=True)
     record = described_call(

@@ -54,11 +54,17 @@ def usage_of(api: str, path: str, request_model: str | None, content_type: str, 
     """The call's usage as its answer reports it (None counts when it reports none).
     `parsed`: the JSON body's value, when the caller has parsed it already."""
     counts = _Counts(model=request_model)
-    payloads = (parsed,) if isinstance(parsed, dict) else _payloads(content_type, body)
+    payloads = answer_payloads(content_type, body, parsed)
     for payload in payloads:
         _absorb(counts, payload)
     return ModelCall(api, path, counts.model, counts.input_tokens, counts.output_tokens,
                      counts.cached, replayed)
+
+
+def answer_payloads(content_type: str, body: bytes, parsed: Any = None) -> list[JsonObject]:
+    """The JSON objects of an answer: `parsed` when the caller already read it whole, else
+    each event of a stream, or the body's one object."""
+    return [parsed] if isinstance(parsed, dict) else list(_payloads(content_type, body))
 
 
 def _payloads(content_type: str, body: bytes) -> Iterator[JsonObject]:
