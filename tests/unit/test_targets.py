@@ -11,7 +11,7 @@ import pytest
 from turncheck.formats.suite_loader import parse_suite
 from turncheck.formats.target import HttpTarget, Target
 from turncheck.targets.http_target import HttpKind
-from turncheck.targets.process import app_environment, argv_of
+from turncheck.targets.process import app_environment, argv_of, with_own_interpreter
 from turncheck.targets.usage import usage_of
 
 ISSUE_EXAMPLE = """\
@@ -112,8 +112,10 @@ def test_the_apps_environment_holds_no_secret_of_turncheck() -> None:
             "INPUT_GITHUB-TOKEN": "ghs_y", "OPENAI_BASE_URL": "https://api.openai.com/v1"}
     proxy = {"OPENAI_BASE_URL": "http://127.0.0.1:9/openai/v1", "OPENAI_API_KEY": "placeholder"}
     env = app_environment(ours, {"APP_MODE": "test"}, proxy, 8123)
-    assert env == {"PATH": "/usr/bin", "HOME": "/home/ci", "LANG": "C.UTF-8",
-                   "APP_MODE": "test", "PYTHONUNBUFFERED": "1", "PORT": "8123", **proxy}
+    # PATH ends with the folder of turncheck's own interpreter (the app finds `python`).
+    assert env == {"PATH": with_own_interpreter("/usr/bin"), "HOME": "/home/ci",
+                   "LANG": "C.UTF-8", "APP_MODE": "test", "PYTHONUNBUFFERED": "1",
+                   "PORT": "8123", **proxy}
 
 
 def test_the_port_is_filled_into_the_start_command() -> None:
