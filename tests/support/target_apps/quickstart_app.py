@@ -42,7 +42,7 @@ async def chat(request: Request) -> dict[str, bool | str]:
 
 
 @app.get("/stream")
-def stream(id: str = "") -> StreamingResponse:  # noqa: A002  (the query's name)
+def stream(id: str = "") -> StreamingResponse:
     if id not in pending:
         raise HTTPException(400, f"no message {id!r} to answer: POST /chat first")
     pending.discard(id)
