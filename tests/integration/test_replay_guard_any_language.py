@@ -108,6 +108,15 @@ def connections_to(listener: socket.socket) -> int:
         count += 1
 
 
+def write_app(tmp_path: Path, name: str, source: str, suite: str) -> Path:
+    """The app's folder: the app as `name`, its suite beside it."""
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    (folder / name).write_text(source)
+    (folder / "app.eval.yaml").write_text(suite)
+    return folder
+
+
 def run_replay(folder: Path) -> str:
     env = {name: value for name, value in os.environ.items()
            if not name.endswith(("_API_KEY", "_BASE_URL"))}
@@ -133,11 +142,9 @@ def assert_stayed_on_the_machine(out: str, suite: str, where: str) -> None:
 def test_a_shell_app_calling_curl_in_replay_reaches_no_other_host(
         tmp_path: Path, trap: tuple[str, socket.socket]) -> None:
     where, listener = trap
-    folder = tmp_path / "evals"
-    folder.mkdir()
-    (folder / "app.sh").write_text(CURL_APP)
-    (folder / "shell.eval.yaml").write_text(
-        "metadata:\n  name: shell\n  target:\n    command: sh app.sh\n" + evals(where))
+    folder = write_app(tmp_path, "app.sh", CURL_APP,
+                       "metadata:\n  name: shell\n  target:\n    command: sh app.sh\n" +
+                       evals(where))
     out = run_replay(folder)
     assert_stayed_on_the_machine(out, "shell", where)
     assert connections_to(listener) == 0
@@ -150,10 +157,7 @@ def test_a_shell_app_calling_curl_in_replay_reaches_no_other_host(
 def test_a_node_app_calling_fetch_in_replay_reaches_no_other_host(
         tmp_path: Path, trap: tuple[str, socket.socket]) -> None:
     where, listener = trap
-    folder = tmp_path / "evals"
-    folder.mkdir()
-    (folder / "app.js").write_text(NODE_APP)
-    (folder / "node.eval.yaml").write_text("""\
+    folder = write_app(tmp_path, "app.js", NODE_APP, """\
 metadata:
   name: node
   target:

@@ -14,14 +14,18 @@ turn errors naming it.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 from yarl import URL
 
-from turncheck.targets.proxy_gate import CappedServer, connection_cap, server_logger
+from turncheck.targets.proxy_gate import (
+    CappedServer,
+    connection_cap,
+    serve_on_loopback,
+    server_logger,
+)
 
 ON_THIS_MACHINE = "127.0.0.1,localhost,::1,.localhost"
 """`NO_PROXY`: what the app still reaches directly."""
@@ -62,12 +66,7 @@ class EgressRefuser:
     async def start(self) -> None:
         server = CappedServer(self._refuse, access_log=None, logger=server_logger(),
                               cap=connection_cap(), on_refused=lambda: None)
-        self._runner = web.ServerRunner(server, handle_signals=False)
-        await self._runner.setup()
-        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listening.bind(("127.0.0.1", 0))
-        self.port = listening.getsockname()[1]
-        await web.SockSite(self._runner, listening).start()
+        self._runner, self.port = await serve_on_loopback(server)
 
     async def stop(self) -> None:
         if self._runner is not None:
