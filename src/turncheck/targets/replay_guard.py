@@ -23,7 +23,6 @@ a network namespace stops that.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -34,15 +33,11 @@ from turncheck.targets import offline
 from turncheck.targets.egress_refuser import EgressRefuser
 from turncheck.targets.node_guard import node_options, write_script
 
-logger = logging.getLogger(__name__)
-
 REFUSED_ENV = "TURNCHECK_REPLAY_REFUSED"
 """The file the app process adds each refused `host:port` to."""
 
 MAX_REFUSED_BYTES = 64 * 1024
 """Refusals read back at most (the file is the app's to write: hostile input)."""
-MAX_LOGGED_HOSTS = 20
-"""Hosts named in the run's output per target (each turn's error still names its own)."""
 
 _SITECUSTOMIZE = '''\
 # Written by turncheck for a replay: this process connects to this machine only
@@ -94,7 +89,7 @@ class ReplayGuard:
         (self.folder / "sitecustomize.py").write_text(source, encoding="utf-8")
         self.node_script = write_script(self.folder)
         self.refuser = EgressRefuser(self._note)
-        self._logged: set[str] = set()
+        self._say_once = offline.SaidOnce()
 
     async def start(self) -> None:
         await self.refuser.start()
@@ -114,13 +109,7 @@ class ReplayGuard:
     def refused_since(self, before: int) -> list[str]:
         """The `host:port`s refused after the first `before`; each host is said once in
         the run's output."""
-        refused = self.refused()[before:]
-        for where in refused:
-            if where not in self._logged and len(self._logged) < MAX_LOGGED_HOSTS:
-                self._logged.add(where)
-                logger.warning("turncheck replay: the app tried to reach %s: refused "
-                               "(nothing leaves the machine in replay)", where)
-        return refused
+        return self._say_once(self.refused()[before:])
 
     def _note(self, where: str) -> None:
         """A refusal of the refusing proxy, in the file the Python guard writes to."""
