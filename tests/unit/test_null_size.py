@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from turncheck.stats.tests import Outcome, Stratum, stratified_pass_test, turn_shift_test
-from turncheck.stats.verdicts import Evidence, ShiftTest, decide
+from turncheck.stats.tests import Outcome, ShiftTest, Stratum, stratified_pass_test, turn_shift_test
+from turncheck.stats.verdicts import Evidence, decide
 
 Pooled = Sequence[Outcome]
 
