@@ -408,7 +408,7 @@ def app_suite(directory: Path, evals: int, turns: int) -> Path:
 
 
 def app_settings(server: Server, concurrency: int) -> Any:
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
 
     return RunSettings(mode="live", concurrency=concurrency, env={
         "OPENAI_API_KEY": FAKE_KEY, "OPENAI_BASE_URL": server.base_url,
@@ -427,12 +427,12 @@ def loaded_suite(path: Path) -> Any:
 def turncheck_app_run(path: Path, server: Server, concurrency: int, turns: int
                       ) -> float:
     from turncheck.engine.loop import run_coroutine
-    from turncheck.engine.runner import run_suites
-    from turncheck.report.run import Status
+    from turncheck.engine.runner import run_suite_files
+    from turncheck.report.results import Status
 
     loaded = loaded_suite(path)
     started = time.perf_counter()
-    report = run_coroutine(run_suites([loaded], app_settings(server, concurrency)))
+    report = run_coroutine(run_suite_files([loaded], app_settings(server, concurrency)))
     wall = time.perf_counter() - started
     results = [e for s in report.suites for e in s.evals]
     bad = [e for e in results if e.status is not Status.PASS or e.passed_on_turn != turns
@@ -540,13 +540,13 @@ def latency_pair(suite: Path, base: Server, head: Server, concurrency: int) -> A
     them), compared with the latency threshold: the suite's `LatencyComparison`."""
     from turncheck.compare.comparison import compare_reports
     from turncheck.engine.loop import run_coroutine
-    from turncheck.engine.runner import run_suites
+    from turncheck.engine.runner import run_suite_files
     from turncheck.report.comparison import CostThresholds
 
     async def both() -> Any:
         return await asyncio.gather(
-            run_suites([loaded_suite(suite)], app_settings(base, concurrency)),
-            run_suites([loaded_suite(suite)], app_settings(head, concurrency)))
+            run_suite_files([loaded_suite(suite)], app_settings(base, concurrency)),
+            run_suite_files([loaded_suite(suite)], app_settings(head, concurrency)))
 
     base_report, head_report = run_coroutine(both())
     compared = compare_reports(base_report, head_report, thresholds=CostThresholds(

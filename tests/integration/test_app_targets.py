@@ -25,7 +25,8 @@ from tests.support.target_helpers import (
 )
 from turncheck.engine.pricing import Pricer
 from turncheck.formats.budget import BudgetLimits
-from turncheck.report.run import Status, Usage
+from turncheck.report.results import Status
+from turncheck.report.spend import Usage
 from turncheck.targets.proxy import PLACEHOLDER_KEY
 
 API_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",

@@ -33,6 +33,7 @@ from turncheck.render.app_calls import (
 from turncheck.render.app_changes import change_views, changed_app_suites
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.console import ending_text
+from turncheck.render.display import pass_k_text
 from turncheck.render.headline import Headline, headline
 from turncheck.render.latency import LatencyRow, latency_rows
 from turncheck.render.prompt_changes import (
@@ -46,14 +47,13 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.render.severity import ORDER, Group, broke_on, eval_group, findings
-from turncheck.render.table_model import pass_k_text
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
-from turncheck.report.results import CheckResult, ConversationEnd, Usage
+from turncheck.report.results import CheckResult, ConversationEnd, TurnResult
 from turncheck.report.rows import Transition
-from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
-from turncheck.report.spend import Spend
+from turncheck.report.run import EvalResult, Report, SuiteResult
+from turncheck.report.spend import Spend, Usage
 from turncheck.text.counts import counted
 from turncheck.text.environment import html_environment, render_template
 from turncheck.text.money import usd

@@ -49,7 +49,8 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
-from turncheck.providers.cassettes import Cassette, current_sample, use_sample
+from turncheck.providers.call_context import current_sample, use_sample
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
