@@ -6,7 +6,7 @@ totals, the cost alert and the protocol and calibration parts. `compare/` comput
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, Protocol
+from typing import ClassVar, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
@@ -17,6 +17,7 @@ from turncheck.report.protocol_comparison import ProtocolComparison, TurnScoreCo
 from turncheck.report.results import Status
 from turncheck.report.rows import (
     ComparedSide,
+    RowComparison,
     RowCounts,
     RowKind,
     SampleSide,
@@ -78,26 +79,15 @@ class EvalSide(SampleSide):
         return None
 
 
-class EvalComparison(VerdictRow):
+class EvalComparison(RowComparison[EvalSide]):
+    kind: ClassVar[RowKind] = RowKind.EVAL
     suite_path: str
     name: str
     prompt: str
-    line: int | None
-    """Head eval's line in the suite file, for annotations; None when removed."""
-    transition: Transition
-    label: str
-    """Human label, e.g. `turn changed 1→3`."""
-    regression: bool
-    """Broken, or passing only on a later turn than at base."""
     matched_by: MatchKey | None
     previous_name: str | None = None
     """Base name when matched by prompt under a different name."""
-    base: EvalSide | None
-    head: EvalSide | None
-    delta: Spend
     turns_delta: int | None
-    error: str | None
-    """Head error text, when the head eval errored."""
     pass_rate_change: float | None = None
     """Head pass rate − base pass rate."""
     turn_shift: float | None = None
@@ -105,18 +95,6 @@ class EvalComparison(VerdictRow):
     not_like_for_like: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """Why base and head are not comparable (a simulated user's setup changed), e.g.
     `the simulator's persona changed`; None: they are."""
-
-    @property
-    def kind(self) -> RowKind:
-        return RowKind.EVAL
-
-    @property
-    def head_status(self) -> Status | None:
-        return None if self.head is None else self.head.status
-
-    @property
-    def base_status(self) -> Status | None:
-        return None if self.base is None else self.base.status
 
     @property
     def scored_turns(self) -> Sequence[TurnScoreComparison]:

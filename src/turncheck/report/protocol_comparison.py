@@ -3,16 +3,18 @@ score changes, aggregates, spend and verdicts. `compare/protocol.py` computes it
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.report.rows import (
+    RowComparison,
     RowCounts,
     RowKind,
     SampleSide,
     SuiteState,
-    Transition,
     VerdictRow,
 )
 from turncheck.report.spend import Spend
@@ -86,21 +88,11 @@ class CaseSide(SampleSide):
         return None
 
 
-class CaseComparison(VerdictRow):
+class CaseComparison(RowComparison[CaseSide]):
+    kind: ClassVar[RowKind] = RowKind.CASE
     id: str
-    transition: Transition
-    regression: bool
-    """Broken: passed at base, not at head (the pre-statistics label)."""
-    base_status: Status | None
-    head_status: Status | None
     turns: list[TurnScoreComparison] = Field(default_factory=list)
     aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
-    base: CaseSide | None = None
-    head: CaseSide | None = None
-    delta: Spend = Field(default_factory=Spend)
-    error: str | None = None
-    """Head error, when the head case errored."""
-    line: int | None = None
     score_change: float | None = None
     """Head − base mean weighted score."""
 
@@ -108,14 +100,6 @@ class CaseComparison(VerdictRow):
     def name(self) -> str:
         """The case's id: what names a row of any kind."""
         return self.id
-
-    @property
-    def kind(self) -> RowKind:
-        return RowKind.CASE
-
-    @property
-    def label(self) -> str:
-        return self.transition.value
 
     @property
     def not_like_for_like(self) -> str | None:

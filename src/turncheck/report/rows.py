@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from turncheck.report.model import ReportModel
 from turncheck.report.results import USABLE, RepeatSummary, Status
@@ -104,6 +104,11 @@ class SampleSide(Spend):
     """Why samples were skipped (`budget`)."""
 
     @property
+    def spend(self) -> Spend:
+        """The side's tokens and cost alone (without its samples' figures)."""
+        return Spend.model_validate(self.model_dump(include=set(Spend.model_fields)))
+
+    @property
     def unusable(self) -> Unusable:
         return Unusable(errors=self.errored, skipped=self.skipped,
                         skip_reason=self.skip_reason or "skipped")
@@ -125,6 +130,8 @@ class ComparedSide(Protocol):
     @property
     def skipped(self) -> int: ...
     @property
+    def flaky(self) -> bool: ...
+    @property
     def pass_rate_low(self) -> float: ...
     @property
     def pass_rate_high(self) -> float: ...
@@ -144,6 +151,8 @@ class ComparedSide(Protocol):
     def turns(self) -> int | None: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def spend(self) -> Spend: ...
 
 
 class VerdictRow(ReportModel):
@@ -185,3 +194,42 @@ class RowCounts(ReportModel):
     """Rows that could not be judged, per cause (`errors`, `budget`, `skipped`)."""
     flaky: int = 0
     """Head rows that passed on some samples and failed on others."""
+
+
+SideT = TypeVar("SideT")
+
+
+class RowComparison(VerdictRow, Generic[SideT]):
+    """One compared row of any kind (an eval, a protocol case, a sample file): its
+    transition and label, each side's status, the sides themselves (the kind's own side,
+    read through `ComparedSide`), the spend delta, the head's line and error, and the
+    statistical verdict. `compare/rows.compared_row` builds every kind's."""
+
+    kind: ClassVar[RowKind]
+    transition: Transition
+    label: str = ""
+    """Human label, e.g. `turn changed 1→3`; the transition's name when it says no more."""
+    regression: bool = False
+    """The pre-statistics label: broken (or an eval passing on a later turn)."""
+    base_status: Status | None = None
+    head_status: Status | None = None
+    base: SideT | None = None
+    head: SideT | None = None
+    delta: Spend = Field(default_factory=Spend)
+    line: int | None = None
+    """The head row's line in its file, for annotations; None when removed or unknown."""
+    error: str | None = None
+    """The head's error text, when the head row errored."""
+
+    @model_validator(mode="after")
+    def _filled(self) -> RowComparison[SideT]:
+        """A comparison written before a field was shared says it through the sides."""
+        self.label = self.label or self.transition.value
+        self.base_status = self.base_status or _status(self.base)
+        self.head_status = self.head_status or _status(self.head)
+        return self
+
+
+def _status(side: object) -> Status | None:
+    found = getattr(side, "status", None)
+    return found if isinstance(found, Status) else None
