@@ -6,6 +6,7 @@ totals, the cost alert and the protocol and calibration parts. `compare/` comput
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field
@@ -19,6 +20,7 @@ from turncheck.report.rows import (
     ComparedSide,
     RowComparison,
     RowCounts,
+    Row,
     RowKind,
     SampleSide,
     SuiteState,
@@ -147,6 +149,29 @@ class ComparedRow(Protocol):
     def p_raw(self) -> float | None: ...
     @property
     def flaky(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Located:
+    """A compared row of any kind with where it is: its file and its group's name (a
+    suite's; a sample file's path) at head, and its file and name at base (a renamed
+    suite's old path, an eval matched under its old name)."""
+
+    row: ComparedRow
+    file: str
+    group: str
+    base_file: str
+    base_name: str
+
+    @property
+    def listed(self) -> Row:
+        """The row as every view lists a row, with its verdict: its head's status and
+        samples, a removed row's base's."""
+        side = self.row.head if self.row.head is not None else self.row.base
+        status = self.row.head_status or self.row.base_status
+        assert side is not None and status is not None, "a compared row has a side"
+        return Row(self.row.kind, self.row.name, self.file, self.row.line, status,
+                   side.passes, side.samples, side.spend, self.row.verdict)
 
 
 class Counts(RowCounts):
@@ -296,6 +321,17 @@ class Comparison(ReportModel):
     the one estimated from base and head sampled in separate runs; None: neither."""
     baseline_note: str | None = None
     """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
+
+    def located(self) -> list[Located]:
+        """Every compared row, whatever its kind, with where it is: evals, protocol
+        cases, sample files, in document order."""
+        evals = [Located(e, s.path, s.name, s.previous_path or s.path, e.previous_name or e.name)
+                 for s in self.suites for e in s.evals]
+        cases = [Located(c, s.path, s.name, s.previous_path or s.path, c.name)
+                 for s in (self.protocols.suites if self.protocols else []) for c in s.cases]
+        files = [Located(f, f.path, f.path, f.previous_path or f.path, f.previous_path or f.path)
+                 for f in self.calibration]
+        return [*evals, *cases, *files]
 
     @property
     def regressions(self) -> int:
