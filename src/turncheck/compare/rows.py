@@ -13,9 +13,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from turncheck.report.comparison import ComparedRow
+from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.results import USABLE, Status
-from turncheck.report.rows import RowComparison, RowCounts, SuiteState, Transition, VerdictRow
+from turncheck.report.rows import (
+    RowComparison,
+    RowCounts,
+    RowKind,
+    SuiteState,
+    Transition,
+    VerdictRow,
+)
 from turncheck.report.spend import Spend, spend_delta
 from turncheck.stats.rates import pass_k_table, wilson_interval
 from turncheck.stats.verdicts import (
@@ -256,9 +263,10 @@ def verdict_counts(rows: Iterable[VerdictRow | ComparedRow]) -> dict[str, int]:
 Counted = TypeVar("Counted", bound=RowCounts)
 
 
-def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str) -> Counted:
+def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str | None = None
+               ) -> Counted:
     """`counts` filled from `rows`; `heads` names the field that counts head rows
-    (removed rows have no head and are not counted there)."""
+    (removed rows have no head and are not counted there), if it has one."""
     rows = list(rows)
     counts.verdicts = verdict_counts(rows)
     for row in rows:
@@ -270,10 +278,33 @@ def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str) -> Coun
             setattr(counts, name, getattr(counts, name) + 1)
         counts.regressions += row.regression
         status = row.head_status
-        if status is not None:
+        if status is not None and heads is not None:
             setattr(counts, heads, getattr(counts, heads) + 1)
+        if status is not None:
             counts.flaky += row.flaky
             counts.passed += status is Status.PASS
             counts.failed += status is Status.FAIL
             counts.errors += status is Status.ERROR
     return counts
+
+
+@dataclass(frozen=True)
+class KindCounts:
+    """The rows of one kind counted: per status, transition and verdict (`RowCounts`)
+    and how many have a head."""
+
+    kind: RowKind
+    counts: RowCounts
+    heads: int
+
+
+def family_counts(comparison: Comparison) -> list[KindCounts]:
+    """Each kind of the rows judged in the pull request's family (evals, protocol cases),
+    counted in one pass over the comparison's rows; in document order."""
+    by_kind: dict[RowKind, list[ComparedRow]] = {}
+    for found in comparison.located():
+        if found.row.in_family:
+            by_kind.setdefault(found.row.kind, []).append(found.row)
+    return [KindCounts(kind, count_rows(rows, RowCounts()),
+                       sum(row.head_status is not None for row in rows))
+            for kind, rows in by_kind.items()]

@@ -152,6 +152,7 @@ class CalibrationComparison(RowComparison[CalibrationSide]):
     its verdict the κ comparison's."""
 
     kind: ClassVar[RowKind] = RowKind.SAMPLE_FILE
+    in_family: ClassVar[bool] = False
     path: str
     previous_path: str | None = None
     state: FileState

@@ -28,6 +28,11 @@ class RowKind(StrEnum):
     SAMPLE_FILE = "sample file"
     """A sample file whose grader was calibrated: its samples are the row's samples."""
 
+    @property
+    def noun(self) -> str:
+        """What a person calls one row of the kind."""
+        return "protocol case" if self is RowKind.CASE else self.value
+
 
 @dataclass(frozen=True)
 class Row:
@@ -206,6 +211,9 @@ class RowComparison(VerdictRow, Generic[SideT]):
     statistical verdict. `compare/rows.compared_row` builds every kind's."""
 
     kind: ClassVar[RowKind]
+    in_family: ClassVar[bool] = True
+    """The row's verdict is decided in the pull request's one family of tests and is one of
+    the comment's findings; a sample file's κ is judged apart (the calibration section)."""
     transition: Transition
     label: str = ""
     """Human label, e.g. `turn changed 1→3`; the transition's name when it says no more."""
