@@ -47,7 +47,6 @@ from turncheck.report.protocol_comparison import (
     TurnScoreComparison,
 )
 from turncheck.report.results import USABLE, add_costs
-from turncheck.report.rows import Transition
 from turncheck.report.run import Report, Status
 from turncheck.report.spend import add_spend, spend_delta, spend_or_none
 from turncheck.stats.adaptive import first_look

@@ -72,7 +72,8 @@ def _row_view(item: _Listed, parts: RowParts, found: tuple[object, object]) -> R
         verdict=status if row.verdict is None else row.verdict.value, status=status,
         transition="", facts=list(parts.facts), pairs=parts.pairs,
         base_samples=parts.base_samples, head_samples=parts.head_samples, error=parts.error,
-        has_base=found[0] is not None, has_head=found[1] is not None, changes=parts.changes, suite_name=item.group, endings=parts.endings)
+        has_base=found[0] is not None, has_head=found[1] is not None, changes=parts.changes,
+        suite_name=item.group, endings=parts.endings)
 
 
 def judged(row: RowView, item: ComparedRow) -> RowView:

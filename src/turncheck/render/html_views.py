@@ -11,6 +11,7 @@ from turncheck.render.app_calls import APP_CALLS_NOTE
 from turncheck.render.latency import LatencyRow
 from turncheck.render.severity import ORDER
 
+
 @dataclass(frozen=True)
 class CheckView:
     passed: bool | None

@@ -18,14 +18,13 @@ from turncheck.report.protocol_comparison import ProtocolComparison, TurnScoreCo
 from turncheck.report.results import Status
 from turncheck.report.rows import (
     ComparedSide,
+    Row,
     RowComparison,
     RowCounts,
-    Row,
     RowKind,
     SampleSide,
     SuiteState,
     Transition,
-    VerdictRow,
 )
 from turncheck.report.run import PriceSource
 from turncheck.report.spend import Spend

@@ -15,7 +15,6 @@ from turncheck.report.rows import (
     RowKind,
     SampleSide,
     SuiteState,
-    VerdictRow,
 )
 from turncheck.report.spend import Spend
 
