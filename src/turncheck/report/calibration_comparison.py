@@ -13,7 +13,14 @@ from turncheck.report.calibration import AgreementStats, GraderInfo, Verdict
 from turncheck.report.model import ReportModel
 from turncheck.report.protocol_comparison import TurnScoreComparison
 from turncheck.report.results import Status
-from turncheck.report.rows import RowComparison, RowKind, SuiteState, Transition
+from turncheck.report.rows import (
+    AlwaysComparable,
+    RowComparison,
+    RowKind,
+    SuiteState,
+    Transition,
+    WithoutTurns,
+)
 from turncheck.report.spend import Spend
 from turncheck.stats.rates import wilson_interval
 
@@ -33,7 +40,7 @@ class CalibrationThresholds(ReportModel):
     """Fail when a file's head quadratically weighted κ is below this."""
 
 
-class CalibrationSide(ReportModel):
+class CalibrationSide(ReportModel, WithoutTurns):
     grader: GraderInfo | None
     samples: int
     """Graded samples, the ones the grader could not score included (`errors`)."""
@@ -91,26 +98,6 @@ class CalibrationSide(ReportModel):
     def mean_score(self) -> float | None:
         return None
 
-    @property
-    def turn_of_pass(self) -> dict[str, int]:
-        return {}
-
-    @property
-    def passed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def failed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def turns(self) -> int | None:
-        return None
-
-    @property
-    def error(self) -> str | None:
-        return None
-
 
 class FlippedSample(ReportModel):
     id: str
@@ -147,7 +134,7 @@ class KappaComparison(ReportModel):
     """Head's κ is credibly lower: the paired swap test's p ≤ 0.025."""
 
 
-class CalibrationComparison(RowComparison[CalibrationSide]):
+class CalibrationComparison(RowComparison[CalibrationSide], AlwaysComparable):
     """A sample file as a compared row: its status is the file's (`CalibrationSide.status`),
     its verdict the κ comparison's."""
 
@@ -181,10 +168,6 @@ class CalibrationComparison(RowComparison[CalibrationSide]):
     def name(self) -> str:
         """The file's path: what names a row of any kind."""
         return self.path
-
-    @property
-    def not_like_for_like(self) -> str | None:
-        return None
 
     @property
     def scored_turns(self) -> Sequence[TurnScoreComparison]:

@@ -10,11 +10,13 @@ from pydantic import Field
 from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.report.rows import (
+    AlwaysComparable,
     RowComparison,
     RowCounts,
     RowKind,
     SampleSide,
     SuiteState,
+    WithoutTurns,
 )
 from turncheck.report.spend import Spend
 
@@ -51,7 +53,7 @@ class TurnScoreComparison(ScoreChange):
     scorers: list[ScorerChange] = Field(default_factory=list)
 
 
-class CaseSide(SampleSide):
+class CaseSide(SampleSide, WithoutTurns):
     """One protocol case's result on one side."""
 
     status: Status | None = None
@@ -63,31 +65,8 @@ class CaseSide(SampleSide):
     """`repeat: auto`: the samples of the first look. Each side stopped on its own
     samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
 
-    # What an eval's side says and a case's has no counterpart for (`ComparedSide`).
-    @property
-    def turn_of_pass(self) -> dict[str, int]:
-        return {}
 
-    @property
-    def passed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def failed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def turns(self) -> int | None:
-        """Unknown: a case's turns are compared one by one (`CaseComparison.turns`)."""
-        return None
-
-    @property
-    def error(self) -> str | None:
-        """The case's error is the row's (`CaseComparison.error`)."""
-        return None
-
-
-class CaseComparison(RowComparison[CaseSide]):
+class CaseComparison(RowComparison[CaseSide], AlwaysComparable):
     kind: ClassVar[RowKind] = RowKind.CASE
     id: str
     turns: list[TurnScoreComparison] = Field(default_factory=list)
@@ -99,11 +78,6 @@ class CaseComparison(RowComparison[CaseSide]):
     def name(self) -> str:
         """The case's id: what names a row of any kind."""
         return self.id
-
-    @property
-    def not_like_for_like(self) -> str | None:
-        """A protocol script has no simulated user: both sides are always comparable."""
-        return None
 
     @property
     def scored_turns(self) -> list[TurnScoreComparison]:

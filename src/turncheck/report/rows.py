@@ -119,6 +119,41 @@ class SampleSide(Spend):
                         skip_reason=self.skip_reason or "skipped")
 
 
+class WithoutTurns:
+    """What an eval's side says of its turns and a side of another kind has no
+    counterpart for (`ComparedSide`): a protocol case's turns are compared one by one, a
+    sample file has none. Its error is the row's."""
+
+    @property
+    def turn_of_pass(self) -> dict[str, int]:
+        return {}
+
+    @property
+    def passed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def failed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def turns(self) -> int | None:
+        return None
+
+    @property
+    def error(self) -> str | None:
+        return None
+
+
+class AlwaysComparable:
+    """A row of a kind without a simulated user (a protocol case, a sample file): its
+    two sides are always like-for-like (`EvalComparison.not_like_for_like`)."""
+
+    @property
+    def not_like_for_like(self) -> str | None:
+        return None
+
+
 class ComparedSide(Protocol):
     """One side of a compared row, whatever its kind: what its samples add up to, its
     spend, and the figures a kind may lack (None or empty there): a protocol case's mean
