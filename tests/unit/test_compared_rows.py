@@ -106,3 +106,14 @@ def test_the_eval_and_case_counts_are_counted_over_rows() -> None:
     assert counted.kind is RowKind.EVAL and counted.heads == 1
     assert (counted.counts.failed, counted.counts.broken) == (1, 1)
     assert counted.counts.failed == evals.totals.counts.failed
+
+
+def test_a_sample_file_graded_on_neither_side_is_listed_as_not_run_and_not_shown() -> None:
+    ungraded = graded(PERFECT).model_copy(update={"grader": None, "samples": [],
+                                                  "note": "no grader"})
+    comparison = compare_reports(report_of(ungraded), report_of(ungraded))
+    [found] = comparison.located()
+    assert (found.listed.status, found.listed.samples) == (Status.SKIPPED, 0)
+    view = build_view(head=report_of(ungraded), base=report_of(ungraded),
+                      comparison=comparison)
+    assert [s.kind for s in view.sections] == []

@@ -29,8 +29,11 @@ class _Listed:
 
 
 def _compared(comparison: Comparison, kind: HtmlKind[Any]) -> Iterator[_Listed]:
+    """The comparison's rows of `kind` that ran on a side (a sample file graded on
+    neither has nothing to show: the comment's calibration section says why)."""
     for found in comparison.located():
-        if found.row.kind is kind.kind:
+        ran = found.row.base is not None or found.row.head is not None
+        if found.row.kind is kind.kind and ran:
             yield _Listed(found.listed, found.group, (found.base_file, found.base_name),
                           found.row)
 

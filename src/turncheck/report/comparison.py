@@ -167,12 +167,12 @@ class Located:
     @property
     def listed(self) -> Row:
         """The row as every view lists a row, with its verdict: its head's status and
-        samples, a removed row's base's."""
+        samples, a removed row's base's (a sample file graded on neither side: none)."""
         side = self.row.head if self.row.head is not None else self.row.base
-        status = self.row.head_status or self.row.base_status
-        assert side is not None and status is not None, "a compared row has a side"
-        return Row(self.row.kind, self.row.name, self.file, self.row.line, status,
-                   side.passes, side.samples, side.spend, self.row.verdict)
+        status = self.row.head_status or self.row.base_status or Status.SKIPPED
+        passes, samples = (0, 0) if side is None else (side.passes, side.samples)
+        return Row(self.row.kind, self.row.name, self.file, self.row.line, status, passes,
+                   samples, Spend() if side is None else side.spend, self.row.verdict)
 
 
 class Counts(RowCounts):
