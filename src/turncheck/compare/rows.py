@@ -1,10 +1,11 @@
-"""What every kind of comparison row shares (evals, protocol cases; suites and files):
-pairing by path, the status transition, a side's sample statistics and the statistical
-verdict, decided for all rows of a pull request together.
+"""What every kind of comparison row shares (evals, protocol cases, sample files; suites
+and files): the one row comparison (`compare_rows`, `compared_row`), pairing by path,
+the status transition, a side's sample statistics, the statistical verdict put back on
+a row (`with_verdict`) and the counts.
 
-Per kind stays only what differs: how rows match inside a suite, which evidence a side's
-samples give (pass/fail with the turn of pass for evals, scores for protocol cases) and
-its own columns.
+Per kind stays only what differs, plugged in as its `RowRules`: how its rows pair up,
+its side and own fields; and its scoring: the evidence a side's samples give (pass/fail
+with the turn of pass for evals, scores for protocol cases, a sample file's κ).
 """
 
 from __future__ import annotations
