@@ -107,7 +107,7 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
             write_json(args.json, comparison)
         if args.html is not None:
             write_html(args.html, head=head, base=base, comparison=comparison,
-                       reasons=reasons)
+                       reasons=reasons, why_ran=why_ran)
     except UsageError as exc:
         return usage_error(str(exc))
     with untrusted_output(sys.stdout):  # paths and names come from the PR

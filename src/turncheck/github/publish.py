@@ -194,7 +194,7 @@ def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison,
     `reasons` (why the check fails) make its banner the comment's heading."""
     path = job.report_path.with_suffix(".html")
     html = render_report(head=bundle.head, base=bundle.base, comparison=comparison,
-                         reasons=reasons)
+                         reasons=reasons, why_ran=bundle.reasons)
     try:
         write_text_confined(path, html, root=job.context.workspace)
     except OSError as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from importlib.resources import files
 
@@ -166,8 +166,10 @@ def _replayed(base: Report | None, head: Report | None) -> frozenset[str]:
 
 def build_view(*, head: Report | None, base: Report | None = None,
                comparison: Comparison | None = None,
-               reasons: Sequence[str] | None = None) -> ReportView:
-    """`reasons`: why the check fails, for the verdict banner (None: the default gate)."""
+               reasons: Sequence[str] | None = None,
+               why_ran: Mapping[str, Sequence[str]] | None = None) -> ReportView:
+    """`reasons`: why the check fails, for the verdict banner (None: the default gate);
+    `why_ran`: suite path → why it ran although its own file did not change."""
     no_runs = head is None and base is None
     note = ("This comparison file has no conversations: pass the run reports "
             "(`turncheck report HEAD.json --base BASE.json`) to see them.") if no_runs else None
@@ -182,7 +184,9 @@ def build_view(*, head: Report | None, base: Report | None = None,
                       banner=banner(comparison, head, reasons), replayed=_replayed(base, head),
                       app_suites=app_suites(comparison, base, head),
                       app_changes=app_changes_views(comparison),
-                      latency=latency_rows(comparison) if comparison is not None else [])
+                      latency=latency_rows(comparison) if comparison is not None else [],
+                      ran_because=[(path, "; ".join(why))
+                                   for path, why in sorted((why_ran or {}).items())])
 
 
 def _asset(name: str) -> str:
@@ -206,11 +210,13 @@ def render_html(view: ReportView) -> str:
 
 def render_report(*, head: Report | None, base: Report | None = None,
                   comparison: Comparison | None = None,
-                  reasons: Sequence[str] | None = None) -> str:
+                  reasons: Sequence[str] | None = None,
+                  why_ran: Mapping[str, Sequence[str]] | None = None) -> str:
     """`reasons`: why the check fails (`compare.policy.fail_reasons`), for the verdict
-    banner; None reads the comparison under the default `fail-on`."""
+    banner; None reads the comparison under the default `fail-on`. `why_ran`: suite path
+    → why it ran (a file it watches changed)."""
     return render_html(build_view(head=head, base=base, comparison=comparison,
-                                  reasons=reasons))
+                                  reasons=reasons, why_ran=why_ran))
 
 
 _ENVIRONMENT = html_environment()

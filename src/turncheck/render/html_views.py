@@ -191,3 +191,5 @@ class ReportView:
     app_note: str = APP_CALLS_NOTE
     app_changes: list[AppChangesView] = field(default_factory=list)
     latency: list[LatencyRow] = field(default_factory=list)
+    ran_because: list[tuple[str, str]] = field(default_factory=list)
+    """(suite path, why) of each suite run only because a file it watches changed."""

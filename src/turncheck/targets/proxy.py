@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +64,7 @@ from turncheck.targets.proxy_gate import (
     new_token,
     quiet_accept_errors,
     refusal,
+    serve_on_loopback,
     server_logger,
 )
 from turncheck.targets.stream_usage import (
@@ -247,12 +247,7 @@ class RecordingProxy:
         server = CappedServer(self._handle, request_factory=request_of, access_log=None,
                               logger=server_logger(), cap=connection_cap(),
                               on_refused=self._too_many_connections)
-        self._runner = web.ServerRunner(server, handle_signals=False)
-        await self._runner.setup()
-        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listening.bind(("127.0.0.1", 0))
-        self.port = listening.getsockname()[1]
-        await web.SockSite(self._runner, listening).start()
+        self._runner, self.port = await serve_on_loopback(server)
 
     def _too_many_connections(self) -> None:
         """The app holds more connections than the proxy serves at once: each open turn
