@@ -234,7 +234,7 @@ def test_a_bad_report_is_one_line_and_exit_2(
     assert not (tmp_path / "bad.html").exists()
 
 
-def test_protocol_cases_and_calibration_samples_have_their_own_views(
+def test_protocol_cases_and_sample_files_have_their_own_views(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = Path(__file__).resolve().parents[2]
@@ -248,5 +248,6 @@ def test_protocol_cases_and_calibration_samples_have_their_own_views(
     assert cases.count('<details class="row"') == 3  # the flow-gating protocol's cases
     assert "judge_scale" in cases  # each turn's scorers, as its checks
     samples = html.split('id="samples"', 1)[1]
-    assert samples.count('<details class="row"') == 11  # both sample files
+    assert samples.count('<details class="row"') == 2  # both sample files, one row each
+    assert samples.count('<details class="sample"') == 11  # their graded samples
     assert "grader score" in samples and "label " in samples

@@ -66,10 +66,10 @@ def test_an_evals_repeat_summary_carries_pass_k_over_its_usable_samples() -> Non
 def test_the_html_report_and_the_console_show_pass_k_beside_the_pass_rate() -> None:
     from tests.unit.test_verdicts import rate
     from turncheck.render.console import overall
-    from turncheck.render.html_report import _eval_facts
+    from turncheck.render.html_kinds import eval_facts
 
     base, head = rate("coin", 9, 10), rate("coin", 5, 10)
-    facts = _eval_facts(base, head)
+    facts = eval_facts(base, head)
     assert "base 9/10 samples pass (60%–98%), pass^2 0.80, pass^4 0.60 (pass@4 1.00)" in facts
     assert any(f.startswith("head 5/10 samples pass") and "pass^2 0.22" in f for f in facts)
     assert "pass^4 0.02 (pass@4 0.98)" in overall(head)

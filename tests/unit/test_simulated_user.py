@@ -21,7 +21,7 @@ from turncheck.render.display import (
     TOKENS_LABEL,
     Money,
 )
-from turncheck.render.html_report import eval_row
+from turncheck.render.html_kinds import eval_parts
 from turncheck.report.results import CheckResult, ConversationEnd, Ending, SimulatorSetup, Status
 from turncheck.report.rows import Transition
 from turncheck.report.run import EvalResult
@@ -126,7 +126,7 @@ def test_the_html_report_says_how_it_ended_and_what_the_simulator_spent() -> Non
         "conversation": ConversationEnd(ending=Ending.GOAL_MET, turns=3),
         "simulator_usage": Usage(input_tokens=400, output_tokens=20),
         "simulator_cost_usd": None})
-    row = eval_row("s", "refund", None, head)
+    row = eval_parts(None, head)
     assert "ended: goal met after 3 turns" in row.facts
     facts = row.facts
     assert "simulated user (sim): 420 tokens, unpriced" in facts
@@ -138,7 +138,7 @@ def test_the_html_report_shows_each_sides_ending_and_success_checks() -> None:
     base = _result("polite", Status.PASS, 3).model_copy(update={
         "conversation": ConversationEnd(ending=Ending.GOAL_MET, turns=3)})
     head = _result("polite", Status.FAIL, None).model_copy(update={"conversation": ended})
-    endings = eval_row("s", "refund", base, head).endings
+    endings = eval_parts(base, head).endings
     assert [(e.side, e.text) for e in endings] == [
         ("base", "ended: goal met after 3 turns"),
         ("head", "ended: max_turns reached after 4 turns")]

@@ -16,8 +16,16 @@ level of the lower tail of a 95 % interval (docs/statistics.md).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from turncheck.compare.rows import pair_by_path, previous_path, state_of
+from turncheck.compare.rows import (
+    RowRules,
+    compare_rows,
+    pair_by_path,
+    previous_path,
+    state_of,
+    with_verdict,
+)
 from turncheck.report.calibration import (
     CalibrationFileResult,
     GraderVerdict,
@@ -32,7 +40,11 @@ from turncheck.report.calibration_comparison import (
     FlippedSample,
     KappaComparison,
 )
+from turncheck.report.results import Status
+from turncheck.report.rows import Transition
 from turncheck.stats.agreement import LOWER_LEVEL, bootstrap_difference, swap_test_lower
+from turncheck.stats.verdicts import Decision
+from turncheck.stats.verdicts import Verdict as RowVerdict
 from turncheck.text.counts import counted
 
 _TOLERANCE = 1e-9
@@ -108,23 +120,61 @@ def compare_kappa(base: CalibrationFileResult, head: CalibrationFileResult
     )
 
 
-def compare_file(
-    base: CalibrationFileResult | None, head: CalibrationFileResult | None
-) -> CalibrationComparison:
+def file_status(result: CalibrationFileResult) -> Status:
+    """A graded file's status as a row; a file not graded was not run."""
+    return result.row().status if result.graded else Status.SKIPPED
+
+
+def _file_side(result: CalibrationFileResult) -> CalibrationSide | None:
+    side = _side(result)
+    return None if side is None else side.model_copy(update={"status": file_status(result)})
+
+
+def _file_fields(base: CalibrationFileResult | None, head: CalibrationFileResult | None,
+                 key: str | None) -> dict[str, Any]:
     shown = head if head is not None else base
-    assert shown is not None, "a calibration comparison needs at least one side"
+    assert shown is not None
     base_side, head_side = _side(base), _side(head)
-    return CalibrationComparison(
-        path=shown.path,
-        previous_path=previous_path(base, head),
-        state=state_of(base, head), note=head.note if head is not None else None,
-        base=base_side, head=head_side,
-        agreement_delta=_delta(_agreement(base_side), _agreement(head_side)),
-        mean_distance_delta=_delta(_distance(base_side), _distance(head_side)),
-        grader_changed=bool(base_side and head_side and base_side.grader != head_side.grader),
-        flipped=flipped_samples(base.samples if base else [], head.samples if head else []),
-        kappa=compare_kappa(base, head) if base_side and head_side and base and head else None,
-    )
+    return {
+        "path": shown.path, "previous_path": previous_path(base, head),
+        "state": state_of(base, head), "note": head.note if head is not None else None,
+        "agreement_delta": _delta(_agreement(base_side), _agreement(head_side)),
+        "mean_distance_delta": _delta(_distance(base_side), _distance(head_side)),
+        "grader_changed": bool(base_side and head_side
+                               and base_side.grader != head_side.grader),
+        "flipped": flipped_samples(base.samples if base else [], head.samples if head else []),
+        "kappa": compare_kappa(base, head) if base_side and head_side and base and head
+        else None}
+
+
+def _file_error(result: CalibrationFileResult) -> str | None:
+    if not result.errors:
+        return None
+    return f"the grader could not score {counted(result.errors, 'sample')}"
+
+
+def file_rules(renames: Mapping[str, str]) -> RowRules[CalibrationFileResult,
+                                                          CalibrationComparison]:
+    """Sample files: paired by path (through `renames`)."""
+    return RowRules(
+        model=CalibrationComparison,
+        pair=lambda base, head: [(b, h, None) for b, h in pair_by_path(base, head, renames)],
+        side=_file_side, spend=lambda r: r.spent.spend, status=file_status,
+        line=lambda r: None, error=_file_error, own=_file_fields)
+
+
+def file_decision(item: CalibrationComparison) -> Decision:
+    """A sample file's verdict: its κ credibly lower at head (the paired swap test) is a
+    regression; new and removed files say so; anything else is no news."""
+    if item.transition in (Transition.NEW, Transition.REMOVED):
+        verdict = RowVerdict.NEW if item.transition is Transition.NEW \
+            else RowVerdict.REMOVED
+        return Decision(verdict, None, None, None, verdict.value)
+    if item.kappa is not None and item.kappa.lower:
+        return Decision(RowVerdict.REGRESSION, None, None, None,
+                        "the grader's weighted κ is credibly lower (paired swap test, "
+                        f"p ≤ {LOWER_LEVEL:g})")
+    return Decision(RowVerdict.UNCHANGED, None, None, None, "no credible change of κ")
 
 
 def compare_calibrations(
@@ -132,8 +182,10 @@ def compare_calibrations(
     head: Sequence[CalibrationFileResult],
     renames: Mapping[str, str],
 ) -> list[CalibrationComparison]:
-    """Head files in order with their base (by path, through `renames`), then removed ones."""
-    return [compare_file(b, h) for b, h in pair_by_path(base or [], head, renames)]
+    """Head files in order with their base (by path, through `renames`), then removed
+    ones, each with its verdict."""
+    rows = compare_rows(file_rules(renames), base or [], head)
+    return [with_verdict(row, file_decision(row)) for row in rows]
 
 
 def calibration_reasons(

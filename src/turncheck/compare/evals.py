@@ -5,17 +5,20 @@ The statistical evidence behind the verdicts is `compare/evidence.py`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from turncheck.compare.app_changes import app_changes
 from turncheck.compare.pool import outcomes_of
 from turncheck.compare.rows import (
+    Pair,
+    RowRules,
+    compared_row,
     count_rows,
     pair_rows,
     previous_path,
-    row_sides,
+    rows_of,
     sample_stats,
     state_of,
-    transition_of,
 )
 from turncheck.report.comparison import (
     AppCalls,
@@ -105,13 +108,6 @@ def simulator_change(base: EvalResult | None, head: EvalResult | None) -> str | 
     return f"the simulator's {', '.join(changed)} changed"
 
 
-def eval_transition(base: EvalResult | None, head: EvalResult | None) -> Transition:
-    return transition_of(
-        base.status if base else None, head.status if head else None,
-        turns=(base.passed_on_turn if base else None, head.passed_on_turn if head else None),
-        like_for_like=simulator_change(base, head) is None)
-
-
 def _label(transition: Transition, base: EvalResult | None, head: EvalResult | None) -> str:
     if transition is Transition.NOT_LIKE_FOR_LIKE:
         return f"{transition.value}: {simulator_change(base, head)}"
@@ -129,31 +125,37 @@ def _is_regression(transition: Transition, base: EvalResult | None,
     return (head.passed_on_turn or 0) > (base.passed_on_turn or 0)
 
 
+MATCH_KEYS: tuple[MatchKey, ...] = ("name", "prompt")
+
+
+def match_evals(base: Sequence[EvalResult], head: Sequence[EvalResult]
+                ) -> list[Pair[EvalResult]]:
+    """Head evals in order with their base match (by name, then prompt), then removed ones."""
+    return list(pair_rows(base, head, MATCH_KEYS))
+
+
+def eval_rules(suite_path: str) -> RowRules[EvalResult, EvalComparison]:
+    """Evals of the suite at `suite_path`: paired by name, then prompt."""
+    def own(base: EvalResult | None, head: EvalResult | None, key: str | None
+            ) -> dict[str, Any]:
+        shown = head if head is not None else base
+        assert shown is not None
+        renamed = base is not None and head is not None and base.name != head.name
+        return {"suite_path": suite_path, "name": shown.name, "prompt": shown.prompt,
+                "matched_by": key, "previous_name": base.name if renamed and base else None,
+                "turns_delta": len(head.turns) - len(base.turns) if head and base else None,
+                "not_like_for_like": simulator_change(base, head)}
+
+    return RowRules(
+        model=EvalComparison, pair=match_evals, side=eval_side, spend=lambda r: r.spend,
+        status=lambda r: r.status, line=lambda r: r.line, error=lambda r: r.error, own=own,
+        passed_on=lambda r: r.passed_on_turn, unlike=simulator_change, label=_label,
+        regression=_is_regression)
+
+
 def compare_evals(suite_path: str, base: EvalResult | None, head: EvalResult | None,
                   matched_by: MatchKey | None = None) -> EvalComparison:
-    shown = head if head is not None else base
-    assert shown is not None, "an eval comparison needs at least one side"
-    transition = eval_transition(base, head)
-    renamed = base is not None and head is not None and base.name != head.name
-    sides = row_sides(base, head, eval_side)
-    base_side, head_side = sides["base"], sides["head"]
-    return EvalComparison(
-        suite_path=suite_path, name=shown.name, prompt=shown.prompt, **sides,
-        transition=transition, label=_label(transition, base, head),
-        regression=_is_regression(transition, base, head), matched_by=matched_by,
-        previous_name=base.name if renamed and base is not None else None,
-        turns_delta=head_side.turns - base_side.turns if head_side and base_side else None,
-        not_like_for_like=simulator_change(base, head),
-    )
-
-
-MATCH_KEYS: tuple[MatchKey, ...] = ("name", "prompt")
-EvalPair = tuple[EvalResult | None, EvalResult | None, MatchKey | None]
-
-
-def match_evals(base: Sequence[EvalResult], head: Sequence[EvalResult]) -> list[EvalPair]:
-    """Head evals in order with their base match (by name, then prompt), then removed ones."""
-    return pair_rows(base, head, MATCH_KEYS)
+    return compared_row(eval_rules(suite_path), base, head, matched_by)
 
 
 # --- suites -----------------------------------------------------------------------
@@ -168,7 +170,7 @@ def compare_suites(base: SuiteResult | None, head: SuiteResult | None,
     shown = head if head is not None else base
     assert shown is not None, "a suite comparison needs at least one side"
     pairs = match_evals(base.evals if base else [], head.evals if head else [])
-    evals = [compare_evals(shown.path, b, h, key) for b, h, key in pairs]
+    evals = rows_of(eval_rules(shown.path), pairs)
     base_spend = spend_or_none(base)
     head_spend = spend_or_none(head)
     return SuiteComparison(

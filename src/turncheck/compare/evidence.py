@@ -11,10 +11,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from turncheck.compare.evals import NOT_LIKE_FOR_LIKE, count, side_looks, side_outcomes
-from turncheck.compare.rows import (
-    rounded,
-    verdict_fields,
-)
+from turncheck.compare.rows import rounded, with_verdict
 from turncheck.diagnostics import Diagnostic, warning
 from turncheck.report.comparison import (
     EvalComparison,
@@ -393,12 +390,8 @@ def with_decisions(suites: list[SuiteComparison], evidence: Sequence[Evidence],
         evals = []
         for item in suite.evals:
             found, decision = next(decided)
-            evals.append(item.model_copy(update={
-                **verdict_fields(decision),
-                "pass_rate_change": rounded(found.rate_change),
-                "turn_shift": rounded(found.turn_shift),
-                "flaky": item.head is not None and item.head.flaky,
-            }))
+            evals.append(with_verdict(item, decision, pass_rate_change=found.rate_change,
+                                      turn_shift=found.turn_shift))
         totals = suite.totals.model_copy(update={"counts": count(evals)})
         updated.append(suite.model_copy(update={"evals": evals, "totals": totals}))
     return updated

@@ -28,6 +28,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from turncheck.compare.calibration import calibration_reasons
+from turncheck.compare.rows import family_counts
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import Comparison, CostThresholds, LatencyComparison
 from turncheck.report.rows import RowCounts, SampleSide
@@ -100,9 +101,7 @@ def fail_reasons(
     errors = sum(d.is_error for d in comparison.diagnostics)
     if FailOn.INVALID in conditions and errors:
         reasons.append(FailReason(counted(errors, "validation error"), FailOn.INVALID))
-    counts = comparison.totals.counts
-    protocol = comparison.protocols.counts if comparison.protocols is not None else None
-    rows = [(counts, "eval"), *([(protocol, "protocol case")] if protocol else [])]
+    rows = [(kind.counts, kind.kind.noun) for kind in family_counts(comparison)]
     if FailOn.ERROR in conditions:
         reasons += [FailReason(_error_reason(c, kind), FailOn.ERROR)
                     for c, kind in rows if _infrastructure(c)]
@@ -147,9 +146,7 @@ def not_run(counts: RowCounts) -> int:
 def incomplete(comparison: Comparison) -> bool:
     """Some evals or cases were not run (a budget stopped them): the check cannot vouch
     for them, so it is never `success` (neutral when nothing else fails it)."""
-    rows = [comparison.totals.counts,
-            *([comparison.protocols.counts] if comparison.protocols is not None else [])]
-    return any(not_run(counts) for counts in rows)
+    return any(not_run(kind.counts) for kind in family_counts(comparison))
 
 
 def _infrastructure(counts: RowCounts) -> int:

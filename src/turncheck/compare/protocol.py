@@ -14,19 +14,20 @@ by `compare_reports`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from turncheck.compare.rows import (
+    RowRules,
+    compare_rows,
+    compared_row,
     count_rows,
     pair_by_path,
     pair_rows,
     previous_path,
     rounded,
-    row_sides,
     sample_stats,
     state_of,
-    transition_of,
-    verdict_fields,
+    with_verdict,
 )
 from turncheck.report.protocol import (
     CaseResult,
@@ -46,7 +47,6 @@ from turncheck.report.protocol_comparison import (
     TurnScoreComparison,
 )
 from turncheck.report.results import USABLE, Status
-from turncheck.report.rows import Transition
 from turncheck.report.run import Report
 from turncheck.report.spend import add_costs, add_spend, spend_delta, spend_or_none
 from turncheck.stats.adaptive import first_look
@@ -80,10 +80,7 @@ def with_case_decisions(comparison: ProtocolComparison, evidence: Sequence[Evide
 
 
 def _decided(case: CaseComparison, evidence: Evidence, decision: Decision) -> CaseComparison:
-    return case.model_copy(update={
-        **verdict_fields(decision), "score_change": rounded(evidence.rate_change),
-        "flaky": case.head is not None and case.head.flaky,
-    })
+    return with_verdict(case, decision, score_change=evidence.rate_change)
 
 
 # -- arithmetic ----------------------------------------------------------------------
@@ -203,24 +200,30 @@ def protocol_evidence(comparison: ProtocolComparison,
     return [case_evidence(c, settings) for suite in comparison.suites for c in suite.cases]
 
 
+def case_rules(turn_ids: Sequence[str], declared: Sequence[str] = AGGREGATES,
+               names: ScorerNames | None = None) -> RowRules[CaseResult, CaseComparison]:
+    """Cases of one protocol suite: paired by id. `declared`: the aggregates the suite
+    declares (others are not compared)."""
+    def own(base: CaseResult | None, head: CaseResult | None, key: str | None
+            ) -> dict[str, Any]:
+        shown = head if head is not None else base
+        assert shown is not None
+        return {"id": shown.id, "turns": _turns(base, head, turn_ids, names or {}),
+                "aggregates": {
+                    name: change(getattr(base.aggregates, name) if base else None,
+                                 getattr(head.aggregates, name) if head else None)
+                    for name in declared if name in AGGREGATES}}
+
+    return RowRules(
+        model=CaseComparison, pair=lambda base, head: list(pair_rows(base, head, ("id",))),
+        side=case_side, spend=lambda r: r.spend, status=lambda r: r.status,
+        line=lambda r: r.line, error=lambda r: r.error, own=own)
+
+
 def compare_cases(base: CaseResult | None, head: CaseResult | None,
                   turn_ids: Sequence[str], declared: Sequence[str] = AGGREGATES,
                   names: ScorerNames | None = None) -> CaseComparison:
-    """`declared`: the aggregates the suite declares (others are not compared)."""
-    shown = head if head is not None else base
-    assert shown is not None, "a case comparison needs at least one side"
-    transition = transition_of(base.status if base else None, head.status if head else None)
-    return CaseComparison(
-        id=shown.id, transition=transition, regression=transition is Transition.BROKEN,
-        base_status=base.status if base else None, head_status=head.status if head else None,
-        turns=_turns(base, head, turn_ids, names or {}),
-        aggregates={
-            name: change(getattr(base.aggregates, name) if base else None,
-                         getattr(head.aggregates, name) if head else None)
-            for name in declared if name in AGGREGATES
-        },
-        **row_sides(base, head, case_side),
-    )
+    return compared_row(case_rules(turn_ids, declared, names), base, head)
 
 
 def _count(cases: Sequence[CaseComparison]) -> ProtocolCounts:
@@ -261,9 +264,8 @@ def compare_protocol_suites(base: ProtocolSuiteResult | None, head: ProtocolSuit
     labels = shown.labels()
     scorers = _scorer_means(base, head)
     names = {(s.turn, s.id): s.name for s in scorers}
-    cases = [compare_cases(b, h, turn_ids, list(labels), names)
-             for b, h, _ in pair_rows(base.cases if base else [], head.cases if head else [],
-                                      ("id",))]
+    cases = compare_rows(case_rules(turn_ids, list(labels), names),
+                         base.cases if base else [], head.cases if head else [])
     base_spend, head_spend = spend_or_none(base), spend_or_none(head)
     return ProtocolSuiteComparison(
         path=shown.path, previous_path=previous_path(base, head), state=state_of(base, head),

@@ -1,20 +1,29 @@
-"""What every kind of comparison row shares (evals, protocol cases; suites and files):
-pairing by path, the status transition, a side's sample statistics and the statistical
-verdict, decided for all rows of a pull request together.
+"""What every kind of comparison row shares (evals, protocol cases, sample files; suites
+and files): the one row comparison (`compare_rows`, `compared_row`), pairing by path,
+the status transition, a side's sample statistics, the statistical verdict put back on
+a row (`with_verdict`) and the counts.
 
-Per kind stays only what differs: how rows match inside a suite, which evidence a side's
-samples give (pass/fail with the turn of pass for evals, scores for protocol cases) and
-its own columns.
+Per kind stays only what differs, plugged in as its `RowRules`: how its rows pair up,
+its side and own fields; and its scoring: the evidence a side's samples give (pass/fail
+with the turn of pass for evals, scores for protocol cases, a sample file's κ).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
-from turncheck.report.comparison import ComparedRow
+from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.results import USABLE, Status
-from turncheck.report.rows import RowCounts, SuiteState, Transition, VerdictRow
+from turncheck.report.rows import (
+    RowComparison,
+    RowCounts,
+    RowKind,
+    SuiteState,
+    Transition,
+    VerdictRow,
+)
 from turncheck.report.spend import Spend, spend_delta
 from turncheck.stats.rates import pass_k_table, wilson_interval
 from turncheck.stats.verdicts import (
@@ -77,26 +86,92 @@ def _take(candidates: list[Matched], key: str, wanted: Matched) -> Matched | Non
     return None
 
 
-class _Row(Protocol):
-    @property
-    def line(self) -> int: ...
-    @property
-    def error(self) -> str | None: ...
+Result = TypeVar("Result")
+Compared = TypeVar("Compared", bound=RowComparison[Any])
+Pair = tuple[Result | None, Result | None, str | None]
 
 
-Row = TypeVar("Row", bound=_Row)
-Side = TypeVar("Side", bound=Spend)
+def _no_turn(result: object) -> int | None:
+    return None
 
 
-def row_sides(base: Row | None, head: Row | None, side: Callable[[Row], Side]
-              ) -> dict[str, Any]:
-    """The fields every kind's compared row fills alike: each side, the spend delta, and
-    the head's line and error."""
-    base_side = side(base) if base is not None else None
-    head_side = side(head) if head is not None else None
-    return {"base": base_side, "head": head_side, "delta": spend_delta(base_side, head_side),
-            "line": head.line if head is not None else None,
-            "error": head.error if head is not None else None}
+def _comparable(base: object, head: object) -> str | None:
+    return None
+
+
+def _plain_label(transition: Transition, base: object, head: object) -> str:
+    return transition.value
+
+
+def _broken(transition: Transition, base: object, head: object) -> bool:
+    return transition is Transition.BROKEN
+
+
+@dataclass(frozen=True)
+class RowRules(Generic[Result, Compared]):
+    """What a kind of row plugs into the one row comparison (`compare_rows`): how its
+    rows pair up, what a side and the spend of one result are, and the kind's own fields;
+    the rest (transition, label, statuses, sides, spend delta, line, error) is every
+    kind's. An eval also passes on a turn and may not be like-for-like."""
+
+    model: type[Compared]
+    pair: Callable[[Sequence[Result], Sequence[Result]], list[Pair[Result]]]
+    side: Callable[[Result], Any]
+    spend: Callable[[Result], Spend]
+    status: Callable[[Result], Status]
+    line: Callable[[Result], int | None]
+    error: Callable[[Result], str | None]
+    own: Callable[[Result | None, Result | None, str | None], dict[str, Any]]
+    """The kind's own fields of a row, from its base, its head and the key it paired by."""
+    passed_on: Callable[[Result], int | None] = _no_turn
+    unlike: Callable[[Result | None, Result | None], str | None] = _comparable
+    """Why the two sides are not comparable (an eval's simulated user changed)."""
+    label: Callable[[Transition, Result | None, Result | None], str] = _plain_label
+    regression: Callable[[Transition, Result | None, Result | None], bool] = _broken
+
+
+def compare_rows(rules: RowRules[Result, Compared], base: Sequence[Result],
+                 head: Sequence[Result]) -> list[Compared]:
+    """Every row of one kind, base → head: head rows in order, then the removed ones."""
+    return rows_of(rules, rules.pair(base, head))
+
+
+def rows_of(rules: RowRules[Result, Compared], pairs: Iterable[Pair[Result]]
+            ) -> list[Compared]:
+    """The rows of pairs already made (`rules.pair`)."""
+    return [compared_row(rules, b, h, key) for b, h, key in pairs]
+
+
+def compared_row(rules: RowRules[Result, Compared], base: Result | None, head: Result | None,
+                 key: str | None = None) -> Compared:
+    """One row of any kind, its verdict not yet decided (`with_verdict`)."""
+    assert base is not None or head is not None, "a compared row needs at least one side"
+    transition = transition_of(
+        None if base is None else rules.status(base), None if head is None else rules.status(head),
+        turns=(None if base is None else rules.passed_on(base),
+               None if head is None else rules.passed_on(head)),
+        like_for_like=rules.unlike(base, head) is None)
+    base_side = None if base is None else rules.side(base)
+    head_side = None if head is None else rules.side(head)
+    return rules.model(
+        transition=transition, label=rules.label(transition, base, head),
+        regression=rules.regression(transition, base, head),
+        base_status=None if base is None else rules.status(base),
+        head_status=None if head is None else rules.status(head),
+        base=base_side, head=head_side,
+        delta=spend_delta(None if base is None else rules.spend(base),
+                          None if head is None else rules.spend(head)),
+        line=None if head is None else rules.line(head),
+        error=None if head is None else rules.error(head),
+        **rules.own(base, head, key))
+
+
+def with_verdict(row: Compared, decision: Decision, **figures: float | None) -> Compared:
+    """The row with its decided verdict and the `figures` its evidence gives."""
+    return row.model_copy(update={
+        **verdict_fields(decision), **{name: rounded(value) for name, value in figures.items()},
+        "flaky": row.head is not None and row.head.flaky,
+    })
 
 
 class _Pathed(Protocol):
@@ -189,9 +264,10 @@ def verdict_counts(rows: Iterable[VerdictRow | ComparedRow]) -> dict[str, int]:
 Counted = TypeVar("Counted", bound=RowCounts)
 
 
-def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str) -> Counted:
+def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str | None = None
+               ) -> Counted:
     """`counts` filled from `rows`; `heads` names the field that counts head rows
-    (removed rows have no head and are not counted there)."""
+    (removed rows have no head and are not counted there), if it has one."""
     rows = list(rows)
     counts.verdicts = verdict_counts(rows)
     for row in rows:
@@ -203,10 +279,33 @@ def count_rows(rows: Iterable[ComparedRow], counts: Counted, heads: str) -> Coun
             setattr(counts, name, getattr(counts, name) + 1)
         counts.regressions += row.regression
         status = row.head_status
-        if status is not None:
+        if status is not None and heads is not None:
             setattr(counts, heads, getattr(counts, heads) + 1)
+        if status is not None:
             counts.flaky += row.flaky
             counts.passed += status is Status.PASS
             counts.failed += status is Status.FAIL
             counts.errors += status is Status.ERROR
     return counts
+
+
+@dataclass(frozen=True)
+class KindCounts:
+    """The rows of one kind counted: per status, transition and verdict (`RowCounts`)
+    and how many have a head."""
+
+    kind: RowKind
+    counts: RowCounts
+    heads: int
+
+
+def family_counts(comparison: Comparison) -> list[KindCounts]:
+    """Each kind of the rows judged in the pull request's family (evals, protocol cases),
+    counted in one pass over the comparison's rows; in document order."""
+    by_kind: dict[RowKind, list[ComparedRow]] = {}
+    for found in comparison.located():
+        if found.row.in_family:
+            by_kind.setdefault(found.row.kind, []).append(found.row)
+    return [KindCounts(kind, count_rows(rows, RowCounts()),
+                       sum(row.head_status is not None for row in rows))
+            for kind, rows in by_kind.items()]

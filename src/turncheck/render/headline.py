@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from turncheck.compare.policy import FailOn
+from turncheck.compare.rows import family_counts
 from turncheck.render.app_changes import app_cost_changed, headline_changes
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
 from turncheck.report.comparison import ComparedRow, Comparison
@@ -406,12 +407,8 @@ def counts_line(comparison: Comparison, found: Sequence[Finding], invalid: list[
     ]
     parts = [*worse, *better, *(text for count, text in plain if count)] or [
         "no eval changed" if headline_changes(comparison) else "no changes"]
-    counts = comparison.totals.counts
-    if counts.evals:
-        parts.append(f"{_count(counts.passed)} of {counts.evals} evals pass")
-    if comparison.protocols is not None and comparison.protocols.counts.cases:
-        cases = comparison.protocols.counts
-        parts.append(f"{_count(cases.passed)} of {cases.cases} protocol cases pass")
+    parts += [f"{_count(kind.counts.passed)} of {kind.heads} {kind.kind.noun}s pass"
+              for kind in family_counts(comparison) if kind.heads]
     return "turncheck: " + " · ".join(parts)
 
 

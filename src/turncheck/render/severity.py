@@ -313,11 +313,11 @@ def verdict_suffix(item: ComparedRow) -> str:
 
 
 def findings(comparison: Comparison) -> list[Finding]:
-    """Every suite-level verdict, eval and protocol case, most severe group first (document
-    order within, suites first)."""
-    found = [*_suite_findings(comparison), *_eval_findings(comparison),
-             *_case_findings(comparison)]
-    return sorted(found, key=lambda f: ORDER.index(f.group))
+    """Every suite-level verdict and every row judged in the pull request's family (evals,
+    protocol cases), most severe group first (document order within, suites first)."""
+    rows = (_row_finding(found.group, found.file, found.row)
+            for found in comparison.located() if found.row.in_family)
+    return sorted([*_suite_findings(comparison), *rows], key=lambda f: ORDER.index(f.group))
 
 
 def _suite_findings(comparison: Comparison) -> Iterator[Finding]:
@@ -350,16 +350,6 @@ def _row_finding(suite: str, path: str, item: ComparedRow) -> Finding:
         base_turn=base.passed_on_turn if base else None,
         head_turn=head.passed_on_turn if head else None,
         head_turns=(head.turns or 0) if head else 0)
-
-
-def _eval_findings(comparison: Comparison) -> Iterator[Finding]:
-    for suite in comparison.suites:
-        yield from (_row_finding(suite.name, suite.path, item) for item in suite.evals)
-
-
-def _case_findings(comparison: Comparison) -> Iterator[Finding]:
-    for suite in comparison.protocols.suites if comparison.protocols else []:
-        yield from (_row_finding(suite.name, suite.path, case) for case in suite.cases)
 
 
 def change_with_evidence(item: ComparedRow) -> str:

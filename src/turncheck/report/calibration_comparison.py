@@ -4,11 +4,25 @@ file, agreement and κ base → head and the samples whose verdict flipped.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field, model_validator
 
 from turncheck.report.calibration import AgreementStats, GraderInfo, GraderVerdict
 from turncheck.report.model import ReportModel
-from turncheck.report.rows import SuiteState
+from turncheck.report.protocol_comparison import TurnScoreComparison
+from turncheck.report.results import Status
+from turncheck.report.rows import (
+    AlwaysComparable,
+    RowComparison,
+    RowKind,
+    SuiteState,
+    Transition,
+    WithoutTurns,
+)
+from turncheck.report.spend import Spend
+from turncheck.stats.rates import wilson_interval
 
 FileState = SuiteState
 """A sample file's state: new, changed, renamed or removed (as a suite's)."""
@@ -26,9 +40,10 @@ class CalibrationThresholds(ReportModel):
     """Fail when a file's head quadratically weighted κ is below this."""
 
 
-class CalibrationSide(ReportModel):
+class CalibrationSide(ReportModel, WithoutTurns):
     grader: GraderInfo | None
     samples: int
+    """Graded samples, the ones the grader could not score included (`errors`)."""
     agreed: int
     errors: int
     agreement_percent: float | None
@@ -37,6 +52,51 @@ class CalibrationSide(ReportModel):
     min_agreement: float | None = None
     agreement: AgreementStats | None = None
     """κ (plain, weighted, with 95 % intervals), within-one agreement, TPR/TNR."""
+    status: Status | None = None
+    """The file as a row (`CalibrationFileResult.row`): it fails below its minimum
+    agreement, errors when the grader could not score a sample."""
+
+    # The side as every kind's (`report.rows.ComparedSide`): a sample passes when the
+    # grader's score agrees with its label.
+    @property
+    def passes(self) -> int:
+        return self.agreed
+
+    @property
+    def errored(self) -> int:
+        return self.errors
+
+    @property
+    def skipped(self) -> int:
+        return 0
+
+    @property
+    def flaky(self) -> bool:
+        return False
+
+    @property
+    def pass_rate_low(self) -> float:
+        return wilson_interval(self.agreed, self.samples - self.errors)[0]
+
+    @property
+    def pass_rate_high(self) -> float:
+        return wilson_interval(self.agreed, self.samples - self.errors)[1]
+
+    @property
+    def pass_hat_k(self) -> dict[str, float]:
+        return {}
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        return self.cost_usd
+
+    @property
+    def spend(self) -> Spend:
+        return Spend(cost_usd=self.cost_usd, total_cost_usd=self.cost_usd)
+
+    @property
+    def mean_score(self) -> float | None:
+        return None
 
 
 class FlippedSample(ReportModel):
@@ -74,14 +134,17 @@ class KappaComparison(ReportModel):
     """Head's κ is credibly lower: the paired swap test's p ≤ 0.025."""
 
 
-class CalibrationComparison(ReportModel):
+class CalibrationComparison(RowComparison[CalibrationSide], AlwaysComparable):
+    """A sample file as a compared row: its status is the file's (`CalibrationSide.status`),
+    its verdict the κ comparison's."""
+
+    kind: ClassVar[RowKind] = RowKind.SAMPLE_FILE
+    in_family: ClassVar[bool] = False
     path: str
     previous_path: str | None = None
     state: FileState
     note: str | None = None
     """Why the head file was not graded, when it was not."""
-    base: CalibrationSide | None
-    head: CalibrationSide | None
     agreement_delta: float | None
     """Head − base agreement in percentage points; None unless both sides were graded."""
     mean_distance_delta: float | None
@@ -89,3 +152,23 @@ class CalibrationComparison(ReportModel):
     flipped: list[FlippedSample] = Field(default_factory=list)
     kappa: KappaComparison | None = None
     """Set when both sides were graded with κ."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transition_of_state(cls, data: Any) -> Any:
+        """A comparison written before sample files were rows: new and removed files
+        say so, the others read as unchanged."""
+        if isinstance(data, dict) and "transition" not in data:
+            state = data.get("state")
+            known = state in (SuiteState.NEW.value, SuiteState.REMOVED.value)
+            return {**data, "transition": state if known else Transition.UNCHANGED.value}
+        return data
+
+    @property
+    def name(self) -> str:
+        """The file's path: what names a row of any kind."""
+        return self.path
+
+    @property
+    def scored_turns(self) -> Sequence[TurnScoreComparison]:
+        return ()

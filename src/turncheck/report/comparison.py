@@ -6,7 +6,8 @@ totals, the cost alert and the protocol and calibration parts. `compare/` comput
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, Protocol
+from dataclasses import dataclass
+from typing import ClassVar, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
@@ -17,12 +18,13 @@ from turncheck.report.protocol_comparison import ProtocolComparison, TurnScoreCo
 from turncheck.report.results import Status
 from turncheck.report.rows import (
     ComparedSide,
+    Row,
+    RowComparison,
     RowCounts,
     RowKind,
     SampleSide,
     SuiteState,
     Transition,
-    VerdictRow,
 )
 from turncheck.report.run import PriceSource
 from turncheck.report.spend import Spend
@@ -78,26 +80,15 @@ class EvalSide(SampleSide):
         return None
 
 
-class EvalComparison(VerdictRow):
+class EvalComparison(RowComparison[EvalSide]):
+    kind: ClassVar[RowKind] = RowKind.EVAL
     suite_path: str
     name: str
     prompt: str
-    line: int | None
-    """Head eval's line in the suite file, for annotations; None when removed."""
-    transition: Transition
-    label: str
-    """Human label, e.g. `turn changed 1→3`."""
-    regression: bool
-    """Broken, or passing only on a later turn than at base."""
     matched_by: MatchKey | None
     previous_name: str | None = None
     """Base name when matched by prompt under a different name."""
-    base: EvalSide | None
-    head: EvalSide | None
-    delta: Spend
     turns_delta: int | None
-    error: str | None
-    """Head error text, when the head eval errored."""
     pass_rate_change: float | None = None
     """Head pass rate − base pass rate."""
     turn_shift: float | None = None
@@ -105,18 +96,6 @@ class EvalComparison(VerdictRow):
     not_like_for_like: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """Why base and head are not comparable (a simulated user's setup changed), e.g.
     `the simulator's persona changed`; None: they are."""
-
-    @property
-    def kind(self) -> RowKind:
-        return RowKind.EVAL
-
-    @property
-    def head_status(self) -> Status | None:
-        return None if self.head is None else self.head.status
-
-    @property
-    def base_status(self) -> Status | None:
-        return None if self.base is None else self.base.status
 
     @property
     def scored_turns(self) -> Sequence[TurnScoreComparison]:
@@ -130,6 +109,8 @@ class ComparedRow(Protocol):
 
     @property
     def kind(self) -> RowKind: ...
+    @property
+    def in_family(self) -> bool: ...
     @property
     def name(self) -> str: ...
     @property
@@ -169,6 +150,29 @@ class ComparedRow(Protocol):
     def p_raw(self) -> float | None: ...
     @property
     def flaky(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Located:
+    """A compared row of any kind with where it is: its file and its group's name (a
+    suite's; a sample file's path) at head, and its file and name at base (a renamed
+    suite's old path, an eval matched under its old name)."""
+
+    row: ComparedRow
+    file: str
+    group: str
+    base_file: str
+    base_name: str
+
+    @property
+    def listed(self) -> Row:
+        """The row as every view lists a row, with its verdict: its head's status and
+        samples, a removed row's base's (a sample file graded on neither side: none)."""
+        side = self.row.head if self.row.head is not None else self.row.base
+        status = self.row.head_status or self.row.base_status or Status.SKIPPED
+        passes, samples = (0, 0) if side is None else (side.passes, side.samples)
+        return Row(self.row.kind, self.row.name, self.file, self.row.line, status, passes,
+                   samples, Spend() if side is None else side.spend, self.row.verdict)
 
 
 class Counts(RowCounts):
@@ -318,6 +322,17 @@ class Comparison(ReportModel):
     the one estimated from base and head sampled in separate runs; None: neither."""
     baseline_note: str | None = None
     """Set when the pooled baseline is stale or drifting (`BasePool.note`)."""
+
+    def located(self) -> list[Located]:
+        """Every compared row, whatever its kind, with where it is: evals, protocol
+        cases, sample files, in document order."""
+        evals = [Located(e, s.path, s.name, s.previous_path or s.path, e.previous_name or e.name)
+                 for s in self.suites for e in s.evals]
+        cases = [Located(c, s.path, s.name, s.previous_path or s.path, c.name)
+                 for s in (self.protocols.suites if self.protocols else []) for c in s.cases]
+        files = [Located(f, f.path, f.path, f.previous_path or f.path, f.previous_path or f.path)
+                 for f in self.calibration]
+        return [*evals, *cases, *files]
 
     @property
     def regressions(self) -> int:

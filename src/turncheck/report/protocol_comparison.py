@@ -3,17 +3,20 @@ score changes, aggregates, spend and verdicts. `compare/protocol.py` computes it
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.report.rows import (
+    AlwaysComparable,
+    RowComparison,
     RowCounts,
     RowKind,
     SampleSide,
     SuiteState,
-    Transition,
-    VerdictRow,
+    WithoutTurns,
 )
 from turncheck.report.spend import Spend
 
@@ -50,7 +53,7 @@ class TurnScoreComparison(ScoreChange):
     scorers: list[ScorerChange] = Field(default_factory=list)
 
 
-class CaseSide(SampleSide):
+class CaseSide(SampleSide, WithoutTurns):
     """One protocol case's result on one side."""
 
     status: Status | None = None
@@ -62,45 +65,12 @@ class CaseSide(SampleSide):
     """`repeat: auto`: the samples of the first look. Each side stopped on its own
     samples, so only these are tested (docs/statistics.md, "repeat: auto")."""
 
-    # What an eval's side says and a case's has no counterpart for (`ComparedSide`).
-    @property
-    def turn_of_pass(self) -> dict[str, int]:
-        return {}
 
-    @property
-    def passed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def failed_on_turn(self) -> int | None:
-        return None
-
-    @property
-    def turns(self) -> int | None:
-        """Unknown: a case's turns are compared one by one (`CaseComparison.turns`)."""
-        return None
-
-    @property
-    def error(self) -> str | None:
-        """The case's error is the row's (`CaseComparison.error`)."""
-        return None
-
-
-class CaseComparison(VerdictRow):
+class CaseComparison(RowComparison[CaseSide], AlwaysComparable):
+    kind: ClassVar[RowKind] = RowKind.CASE
     id: str
-    transition: Transition
-    regression: bool
-    """Broken: passed at base, not at head (the pre-statistics label)."""
-    base_status: Status | None
-    head_status: Status | None
     turns: list[TurnScoreComparison] = Field(default_factory=list)
     aggregates: dict[str, ScoreChange] = Field(default_factory=dict)
-    base: CaseSide | None = None
-    head: CaseSide | None = None
-    delta: Spend = Field(default_factory=Spend)
-    error: str | None = None
-    """Head error, when the head case errored."""
-    line: int | None = None
     score_change: float | None = None
     """Head − base mean weighted score."""
 
@@ -108,19 +78,6 @@ class CaseComparison(VerdictRow):
     def name(self) -> str:
         """The case's id: what names a row of any kind."""
         return self.id
-
-    @property
-    def kind(self) -> RowKind:
-        return RowKind.CASE
-
-    @property
-    def label(self) -> str:
-        return self.transition.value
-
-    @property
-    def not_like_for_like(self) -> str | None:
-        """A protocol script has no simulated user: both sides are always comparable."""
-        return None
 
     @property
     def scored_turns(self) -> list[TurnScoreComparison]:

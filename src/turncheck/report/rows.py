@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from turncheck.report.model import ReportModel
 from turncheck.report.results import USABLE, RepeatSummary, Status
@@ -27,6 +27,11 @@ class RowKind(StrEnum):
     """A protocol suite's case."""
     SAMPLE_FILE = "sample file"
     """A sample file whose grader was calibrated: its samples are the row's samples."""
+
+    @property
+    def noun(self) -> str:
+        """What a person calls one row of the kind."""
+        return "protocol case" if self is RowKind.CASE else self.value
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,49 @@ class SampleSide(Spend):
     """Why samples were skipped (`budget`)."""
 
     @property
+    def spend(self) -> Spend:
+        """The side's tokens and cost alone (without its samples' figures)."""
+        return Spend.model_validate(self.model_dump(include=set(Spend.model_fields)))
+
+    @property
     def unusable(self) -> Unusable:
         return Unusable(errors=self.errored, skipped=self.skipped,
                         skip_reason=self.skip_reason or "skipped")
+
+
+class WithoutTurns:
+    """What an eval's side says of its turns and a side of another kind has no
+    counterpart for (`ComparedSide`): a protocol case's turns are compared one by one, a
+    sample file has none. Its error is the row's."""
+
+    @property
+    def turn_of_pass(self) -> dict[str, int]:
+        return {}
+
+    @property
+    def passed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def failed_on_turn(self) -> int | None:
+        return None
+
+    @property
+    def turns(self) -> int | None:
+        return None
+
+    @property
+    def error(self) -> str | None:
+        return None
+
+
+class AlwaysComparable:
+    """A row of a kind without a simulated user (a protocol case, a sample file): its
+    two sides are always like-for-like (`EvalComparison.not_like_for_like`)."""
+
+    @property
+    def not_like_for_like(self) -> str | None:
+        return None
 
 
 class ComparedSide(Protocol):
@@ -124,6 +169,8 @@ class ComparedSide(Protocol):
     def errored(self) -> int: ...
     @property
     def skipped(self) -> int: ...
+    @property
+    def flaky(self) -> bool: ...
     @property
     def pass_rate_low(self) -> float: ...
     @property
@@ -144,6 +191,8 @@ class ComparedSide(Protocol):
     def turns(self) -> int | None: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def spend(self) -> Spend: ...
 
 
 class VerdictRow(ReportModel):
@@ -185,3 +234,45 @@ class RowCounts(ReportModel):
     """Rows that could not be judged, per cause (`errors`, `budget`, `skipped`)."""
     flaky: int = 0
     """Head rows that passed on some samples and failed on others."""
+
+
+SideT = TypeVar("SideT")
+
+
+class RowComparison(VerdictRow, Generic[SideT]):
+    """One compared row of any kind (an eval, a protocol case, a sample file): its
+    transition and label, each side's status, the sides themselves (the kind's own side,
+    read through `ComparedSide`), the spend delta, the head's line and error, and the
+    statistical verdict. `compare/rows.compared_row` builds every kind's."""
+
+    kind: ClassVar[RowKind]
+    in_family: ClassVar[bool] = True
+    """The row's verdict is decided in the pull request's one family of tests and is one of
+    the comment's findings; a sample file's κ is judged apart (the calibration section)."""
+    transition: Transition
+    label: str = ""
+    """Human label, e.g. `turn changed 1→3`; the transition's name when it says no more."""
+    regression: bool = False
+    """The pre-statistics label: broken (or an eval passing on a later turn)."""
+    base_status: Status | None = None
+    head_status: Status | None = None
+    base: SideT | None = None
+    head: SideT | None = None
+    delta: Spend = Field(default_factory=Spend)
+    line: int | None = None
+    """The head row's line in its file, for annotations; None when removed or unknown."""
+    error: str | None = None
+    """The head's error text, when the head row errored."""
+
+    @model_validator(mode="after")
+    def _filled(self) -> RowComparison[SideT]:
+        """A comparison written before a field was shared says it through the sides."""
+        self.label = self.label or self.transition.value
+        self.base_status = self.base_status or _status(self.base)
+        self.head_status = self.head_status or _status(self.head)
+        return self
+
+
+def _status(side: object) -> Status | None:
+    found = getattr(side, "status", None)
+    return found if isinstance(found, Status) else None
