@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from turncheck.providers.json_limits import loads_bounded
 
+
 class Attributable(Protocol):
     @property
     def texts(self) -> tuple[str, ...]:

@@ -15,7 +15,6 @@ import contextlib
 from collections.abc import AsyncIterator
 
 
-
 class TurnGate:
     def __init__(self, concurrent: bool) -> None:
         self.serial = not concurrent
