@@ -18,7 +18,7 @@ Three measurements, then a summary table (run: python benchmarks/engine.py --hel
    (target <= 1.15): running the sides one after the other would be 2x.
 3. Cassette replay: record E_r x T_r turns (default 1,000 x 5 = 5,000) in record
    mode, stop the server, then replay offline. The timed part is the whole
-   `run_suites` call, which includes opening and parsing the cassette.
+   `run_suite_files` call, which includes opening and parsing the cassette.
 
 Each measurement is the best of `--repeat` timed runs (all are printed, with
 CPU times), after an untimed warm-up run for imports and the price table.
@@ -52,13 +52,16 @@ if str(ROOT) not in sys.path:
 
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
+from turncheck.choices import Mode  # noqa: E402
 from turncheck.engine.loop import run_coroutine  # noqa: E402
-from turncheck.engine.runner import RunSettings, Side, run_both_sides, run_suites  # noqa: E402
-from turncheck.engine.session import Mode  # noqa: E402
+from turncheck.engine.runner import Side, run_both_sides, run_suite_files  # noqa: E402
+from turncheck.engine.settings import RunSettings  # noqa: E402
 from turncheck.formats.suite import MAX_DEPTH  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
-from turncheck.providers.cassettes import Cassette, cassette_path_for  # noqa: E402
-from turncheck.report.run import Report, Status  # noqa: E402
+from turncheck.providers.cassette_file import cassette_path_for  # noqa: E402
+from turncheck.providers.cassettes import Cassette  # noqa: E402
+from turncheck.report.results import Status  # noqa: E402
+from turncheck.report.run import Report  # noqa: E402
 
 FAKE_KEY = "sk-bench-NOT-A-REAL-KEY-0123"
 PASSING_REPLY = "done"
@@ -198,7 +201,7 @@ def run_engine(suite: SuiteFile, mode: Mode, concurrency: int, server: Server | 
     server_cpu = server.cpu_seconds() if server is not None else None
     cpu = time.process_time()
     started = time.perf_counter()
-    report = run_coroutine(run_suites([suite], settings))
+    report = run_coroutine(run_suite_files([suite], settings))
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     if server_cpu is not None and server is not None:
@@ -516,7 +519,7 @@ def replay_run(args: argparse.Namespace, tmp: Path) -> Row:
     target = REPLAY_TARGET_S * run.turns / REPLAY_TARGET_TURNS
     ratio = run.wall_s / target
     print(
-        f"replay wall time (run_suites, including cassette load): {run.wall_s:.3f} s "
+        f"replay wall time (run_suite_files, including cassette load): {run.wall_s:.3f} s "
         f"for {run.turns} turns = {rate:,.0f} turns/s"
     )
     print(f"target {target:.2f} s for {run.turns} turns; ratio = {ratio:.3f}")
@@ -562,7 +565,7 @@ def pr_run(args: argparse.Namespace, tmp: Path) -> Row:
                                                       for x in s.evals), report), e, t, "pr")
         alone = pr_side(tmp / "head", e, t, server.base_url, c)
         started = time.perf_counter()
-        run_coroutine(run_suites(alone.files, alone.settings))
+        run_coroutine(run_suite_files(alone.files, alone.settings))
         alone_wall = time.perf_counter() - started
     wall = min(walls)
     one_side = math.ceil(e / c) * t * latency

@@ -36,8 +36,9 @@ from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 from turncheck.engine.estimate import estimate  # noqa: E402
 from turncheck.engine.pricing import Pricer  # noqa: E402
-from turncheck.engine.runner import RunSettings, run_suites  # noqa: E402
+from turncheck.engine.runner import run_suite_files  # noqa: E402
 from turncheck.engine.session import SessionSettings  # noqa: E402
+from turncheck.engine.settings import RunSettings  # noqa: E402
 from turncheck.formats.suite_loader import SuiteFile, load_suite  # noqa: E402
 from turncheck.report.estimate import Estimate, Figures  # noqa: E402
 from turncheck.report.run import Report  # noqa: E402
@@ -82,7 +83,7 @@ def run(files: list[SuiteFile], server: ScriptedServer, timestamp: str) -> Repor
     settings = RunSettings(mode="live", provider="openai", base_url=server.base_url,
                            env={"OPENAI_API_KEY": "sk-bench"}, price_timestamp=timestamp,
                            session=SessionSettings(timeout_s=30, attempts=2))
-    return asyncio.run(run_suites(files, settings))
+    return asyncio.run(run_suite_files(files, settings))
 
 
 def actual_figures(report: Report, path: str) -> Figures:

@@ -214,7 +214,7 @@ def template_nested_loops() -> tuple[str, int]:
 
 
 def _sample_file_codes(text: str) -> tuple[str, int]:
-    from turncheck.formats.samples import parse_samples
+    from turncheck.formats.sample_loader import parse_samples
 
     codes = sorted({d.code for d in parse_samples(text, "hostile.samples.toml").diagnostics})
     return f"diagnostics={codes}", len(text)

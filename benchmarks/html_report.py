@@ -21,17 +21,9 @@ from pathlib import Path
 
 from turncheck.compare.comparison import compare_reports
 from turncheck.render.html_report import render_report
-from turncheck.report.run import (
-    CheckResult,
-    EvalResult,
-    PriceSource,
-    Report,
-    SampleResult,
-    Status,
-    SuiteResult,
-    TurnResult,
-    Usage,
-)
+from turncheck.report.results import CheckResult, SampleResult, Status, TurnResult
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 
 TARGET_SECONDS = 2.0
 RUNS = 3

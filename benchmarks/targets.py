@@ -414,7 +414,7 @@ def app_suite(directory: Path, evals: int, turns: int, forwards: bool = False) -
 
 
 def app_settings(server: Server, concurrency: int, mode: str = "live") -> Any:
-    from turncheck.engine.runner import RunSettings
+    from turncheck.engine.settings import RunSettings
 
     return RunSettings(mode=mode, concurrency=concurrency, env={
         "OPENAI_API_KEY": FAKE_KEY, "OPENAI_BASE_URL": server.base_url,
@@ -435,15 +435,15 @@ def turncheck_app_run(path: Path, server: Server, concurrency: int, turns: int,
     """The suite's wall time in `mode`; a record run records a new cassette. Exits when a
     conversation did not go as expected or a model call was not counted in its turn."""
     from turncheck.engine.loop import run_coroutine
-    from turncheck.engine.runner import run_suites
-    from turncheck.providers.cassettes import cassette_path_for
-    from turncheck.report.run import Status
+    from turncheck.engine.runner import run_suite_files
+    from turncheck.providers.cassette_file import cassette_path_for
+    from turncheck.report.results import Status
 
     loaded = loaded_suite(path)
     if mode == "record":
         cassette_path_for(path).unlink(missing_ok=True)
     started = time.perf_counter()
-    report = run_coroutine(run_suites([loaded], app_settings(server, concurrency, mode)))
+    report = run_coroutine(run_suite_files([loaded], app_settings(server, concurrency, mode)))
     wall = time.perf_counter() - started
     results = [e for s in report.suites for e in s.evals]
     bad = [e for e in results if e.status is not Status.PASS or e.passed_on_turn != turns
@@ -564,13 +564,13 @@ def latency_pair(suite: Path, base: Server, head: Server, concurrency: int) -> A
     them), compared with the latency threshold: the suite's `LatencyComparison`."""
     from turncheck.compare.comparison import compare_reports
     from turncheck.engine.loop import run_coroutine
-    from turncheck.engine.runner import run_suites
+    from turncheck.engine.runner import run_suite_files
     from turncheck.report.comparison import CostThresholds
 
     async def both() -> Any:
         return await asyncio.gather(
-            run_suites([loaded_suite(suite)], app_settings(base, concurrency)),
-            run_suites([loaded_suite(suite)], app_settings(head, concurrency)))
+            run_suite_files([loaded_suite(suite)], app_settings(base, concurrency)),
+            run_suite_files([loaded_suite(suite)], app_settings(head, concurrency)))
 
     base_report, head_report = run_coroutine(both())
     compared = compare_reports(base_report, head_report, thresholds=CostThresholds(

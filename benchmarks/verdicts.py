@@ -55,14 +55,9 @@ from turncheck.engine.repeats import (  # noqa: E402
     stopping_outcome,
 )
 from turncheck.report.pool import BasePool  # noqa: E402
-from turncheck.report.run import (  # noqa: E402
-    EvalResult,
-    PriceSource,
-    Report,
-    Status,
-    SuiteResult,
-    Usage,
-)
+from turncheck.report.results import Status  # noqa: E402
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult  # noqa: E402
+from turncheck.report.spend import Usage  # noqa: E402
 from turncheck.stats import adaptive  # noqa: E402
 from turncheck.stats.rates import wilson_interval  # noqa: E402
 from turncheck.stats.verdicts import Verdict  # noqa: E402

@@ -11,11 +11,10 @@ from turncheck.choices import Mode
 from turncheck.compare.policy import DEFAULT_FAIL_ON, parse_fail_on
 from turncheck.compare.verdict import Judgement, judged
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.runner import run_suites as run_files
+from turncheck.engine.runner import run_suite_files
 from turncheck.formats.discovery import discover
 from turncheck.formats.validation import validate_files
-from turncheck.render.comment import CommentContext
-from turncheck.render.comment import render_comment as render_comment_with
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.report.comparison import Comparison
 from turncheck.report.run import Report
 from turncheck.sides.options import RunOptions
@@ -42,7 +41,7 @@ def run_suites(paths: Iterable[str | Path], *, mode: Mode = "replay", concurrenc
                          base_url=base_url, variables=dict(variables or {}),
                          env=dict(os.environ if env is None else env))
     settings = options.settings()
-    return run_coroutine(run_files(validation.suites, settings, validation.diagnostics,
+    return run_coroutine(run_suite_files(validation.suites, settings, validation.diagnostics,
                                    samples=validation.samples))
 
 
@@ -52,5 +51,5 @@ def render_comment(comparison: Comparison, *, head: Report, base: Report | None 
     of `head` with `base`, its verdict failing by the `fail_on` conditions (as
     `--fail-on`)."""
     verdict = judged(comparison, Judgement(set(parse_fail_on(fail_on))))
-    return render_comment_with(comparison, CommentContext(fail_reasons=verdict.reasons,
+    return comment_markdown(comparison, CommentContext(fail_reasons=verdict.reasons,
                                                           head=head, base=base))

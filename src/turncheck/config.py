@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -41,12 +41,8 @@ from turncheck.formats.discovery import DEFAULT_SAMPLE_GLOBS, DEFAULT_SUITE_GLOB
 from turncheck.formats.files import read_text_bounded, refusal_reason
 from turncheck.formats.nesting import toml_structure_problem
 from turncheck.formats.suite import MAX_DEPTH
+from turncheck.formats.toml_positions import TOML_ERROR_POSITION, TomlLocator
 from turncheck.text.suggest import did_you_mean, quoted
-
-if TYPE_CHECKING:
-    # The TOML position helpers live with sample files (Jinja graders and all): loaded
-    # only to report a problem in a configuration file, not by every command's start-up.
-    from turncheck.formats.samples import TomlLocator
 
 CONFIG_FILE = "turncheck.toml"
 PYPROJECT_FILE = "pyproject.toml"
@@ -202,17 +198,13 @@ def parse_config(text: str, display: str, pyproject: bool = False) -> ProjectCon
     try:
         return ProjectConfig.model_validate(table)
     except ValidationError as exc:
-        from turncheck.formats.samples import TomlLocator
-
         locator = TomlLocator(text)
         problems = [_problem(display, locator, prefix, problem) for problem in exc.errors()]
         raise ConfigError(sorted(problems, key=sort_key)) from None
 
 
 def _syntax(display: str, message: str) -> Diagnostic:
-    from turncheck.formats.samples import toml_syntax_position
-
-    found = toml_syntax_position.fullmatch(message)
+    found = TOML_ERROR_POSITION.fullmatch(message)
     if found is None:
         return error(display, 1, 1, "toml-syntax", f"invalid TOML: {message}")
     return error(display, int(found["line"]), int(found["column"]), "toml-syntax",

@@ -70,20 +70,61 @@ UNPRIVILEGED = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
 """turncheck run as `nobody`, as on a runner whose job is not root."""
 
 
-def _folder_for(user: str, tmp_path: Path) -> Path:
+def _folder_for(user: str, tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """The run's folder and the command prefix that runs turncheck as `user`."""
     if user == "as-started":
-        return tmp_path
+        return tmp_path, ()
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("running turncheck as another user needs root and setpriv")
-    import subprocess
-
-    reachable = subprocess.run([*UNPRIVILEGED, "/bin/sh", "-c", '"$0" -c pass',
-                                sys.executable], capture_output=True, check=False)
-    if reachable.returncode != 0:
-        pytest.skip(f"nobody cannot run {sys.executable} here")
+    wrapper = _unprivileged_wrapper()
     folder = Path(tempfile.mkdtemp(prefix="turncheck-escape-", dir="/tmp"))
     folder.chmod(0o755)
-    return folder
+    return folder, wrapper
+
+
+def _nobody_runs(wrapper: tuple[str, ...]) -> bool:
+    import subprocess
+
+    # Through a shell, as an app is started: setpriv itself still holds root's
+    # capabilities when it starts a program, the app's shell does not.
+    done = subprocess.run([*wrapper, "/bin/sh", "-c", '"$0" -c "import turncheck"',
+                           sys.executable], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def _unprivileged_wrapper() -> tuple[str, ...]:
+    """`setpriv` to nobody; where the interpreter lies under a folder nobody cannot enter
+    (pyenv's /root/.pyenv on this machine), first a private mount namespace in which that
+    folder is an empty tmpfs holding only the interpreter's tree: nobody runs the same
+    Python and sees nothing else of root's home."""
+    if _nobody_runs(UNPRIVILEGED):
+        return UNPRIVILEGED
+    remounts = _remounts_for(Path(sys.base_prefix), Path(sys.prefix))
+    if not remounts or shutil.which("unshare") is None:
+        pytest.skip(f"nobody cannot run {sys.executable} here")
+    wrapper = ("unshare", "--mount", "--propagation", "private", "/bin/sh", "-ec",
+               f'{remounts}\nexec "$@"', "wrapper", *UNPRIVILEGED)
+    if not _nobody_runs(wrapper):
+        pytest.skip(f"nobody cannot run {sys.executable} here, even in a mount namespace")
+    return wrapper
+
+
+def _remounts_for(*paths: Path) -> str:
+    """Shell lines that make each path reachable by nobody: the first folder on its way
+    that others cannot enter becomes a tmpfs into which the path's subtree is bound back."""
+    kept: dict[Path, Path] = {}
+    for path in (p.resolve() for p in paths):
+        closed = next((folder for folder in reversed(path.parents)
+                       if folder != Path("/") and not folder.stat().st_mode & 0o001), None)
+        if closed is not None:
+            kept[closed / path.relative_to(closed).parts[0]] = closed
+    stashes = {subtree: f"stash{number}" for number, subtree in enumerate(kept)}
+    return "\n".join(
+        [f"{stash}=$(mktemp -d) && mount --bind '{subtree}' \"${stash}\""
+         for subtree, stash in stashes.items()]
+        + [f"mount -t tmpfs -o mode=755 tmpfs '{closed}'" for closed in set(kept.values())]
+        + [f"mkdir -p '{subtree}' && mount --move \"${stash}\" '{subtree}' && rmdir \"${stash}\""
+           for subtree, stash in stashes.items()])
 
 
 def _hand_to_nobody(folder: Path) -> None:
@@ -104,16 +145,16 @@ def _hand_to_nobody(folder: Path) -> None:
 @pytest.mark.parametrize("user", ["as-started", "unprivileged"])
 def test_an_app_that_double_forks_and_setsids_is_gone_when_turncheck_exits(
         tmp_path: Path, github_fake: FakeGitHub, user: str) -> None:
-    folder = _folder_for(user, tmp_path)
+    folder, wrapper = _folder_for(user, tmp_path)
     try:
-        _escape_during_a_pull_request_run(folder, github_fake, user)
+        _escape_during_a_pull_request_run(folder, github_fake, wrapper)
     finally:
         if folder != tmp_path:
             shutil.rmtree(folder, ignore_errors=True)
 
 
 def _escape_during_a_pull_request_run(folder: Path, github_fake: FakeGitHub,
-                                      user: str) -> None:
+                                      wrapper: tuple[str, ...]) -> None:
     credentials = planted()
     report = folder / "findings.jsonl"
     repo = GitRepo(folder / "workspace")
@@ -125,13 +166,13 @@ def _escape_during_a_pull_request_run(folder: Path, github_fake: FakeGitHub,
     repo.write("bot/escape.eval.yaml", escaping_suite(report, credentials))
     head = repo.commit("a fork adds an app")
     (folder / "tmp").mkdir()
-    if user == "unprivileged":
+    if wrapper:
         _hand_to_nobody(folder)
     github_fake.writes_forbidden = True
     run = run_pull_request(repo, folder / "runner", github_fake, base, head,
                            {"github-token": credentials["INPUT_GITHUB-TOKEN"]}, fork=True,
                            extra_env={**credentials, "TMPDIR": str(folder / "tmp")},
-                           wrapper=UNPRIVILEGED if user == "unprivileged" else ())
+                           wrapper=wrapper)
     assert Path(f"{report}.pid").exists(), run.stdout + run.stderr
     hunter = int(Path(f"{report}.pid").read_text())
     try:

@@ -14,8 +14,9 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.pr_fixtures import feature_branch_repo
 from tests.support.scripted_server import Json, ScriptedServer, last_user_text
-from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.formats.samples import load_samples
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
+from turncheck.formats.sample_loader import load_samples
 
 SAMPLES = "graders/support.samples.toml"
 PR = 11
@@ -57,7 +58,7 @@ def scripted_grader(body: Json) -> str:
 def record_samples(path: Path) -> None:
     loaded = load_samples(path)
     assert not loaded.has_errors, loaded.diagnostics
-    asyncio.run(run_suites([], RunSettings(mode="record"), samples=[loaded]))
+    asyncio.run(run_suite_files([], RunSettings(mode="record"), samples=[loaded]))
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.llama import LlamaServer
 from turncheck.engine.session import SessionSettings
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.report.run import Status
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.report.results import Status
 
 pytestmark = pytest.mark.live
 # llama.cpp on a 2-core CPU answers one request at a time: generous timeouts.

@@ -1,4 +1,4 @@
-"""The two-commit runner (`turncheck.sides.runner`): `turncheck diff` and the action run
+"""The two-commit runner (`turncheck.sides.two_commit_runner`): `turncheck diff` and the action run
 a change's two sides through it, the base side in a `git worktree` of the base commit
 that is gone when the run ends, however it ends."""
 
@@ -28,7 +28,7 @@ from turncheck.github.bundle import bundle_from_json
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
 from turncheck.sides.options import RunOptions
-from turncheck.sides.runner import Commits, Event, SideLoaded, TwoCommitRun
+from turncheck.sides.two_commit_runner import Commits, Event, SideLoaded, TwoCommitRun
 
 TINY_SUITE = ("metadata:\n  name: tiny\n  model: gpt-4o-mini\nevals:\n  - name: a\n"
               "    prompt: hi\n    checks: [{match: '*'}]\n")

@@ -34,21 +34,16 @@ from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons
 from turncheck.diagnostics import error
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.engine.runner import RunSettings, run_suites
-from turncheck.formats.samples import load_samples
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
+from turncheck.formats.sample_loader import load_samples
 from turncheck.github.publish import check_title
-from turncheck.render.comment import MARKER, CommentContext, render_comment
+from turncheck.render.comment import MARKER, CommentContext, comment_markdown
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import CostThresholds
-from turncheck.report.run import (
-    BudgetOutcome,
-    EvalResult,
-    Report,
-    Status,
-    ToolCallResult,
-    TurnResult,
-    Usage,
-)
+from turncheck.report.results import Status, ToolCallResult, TurnResult
+from turncheck.report.run import BudgetOutcome, EvalResult, Report
+from turncheck.report.spend import Usage
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "comment"
 RUN_URL = "https://github.com/octo-org/widgets/actions/runs/42"
@@ -143,7 +138,7 @@ def calibration_drop(tmp_path: Path, server: ScriptedServer) -> Scenario:
 def _run_samples(loaded: object, commit: str) -> Report:
     import asyncio
     settings = RunSettings(mode="live", price_timestamp=PRICES.timestamp, commit=commit)
-    return asyncio.run(run_suites([], settings, samples=[loaded]))  # type: ignore[list-item]
+    return asyncio.run(run_suite_files([], settings, samples=[loaded]))  # type: ignore[list-item]
 
 
 def protocol_change(tmp_path: Path, server: ScriptedServer) -> Scenario:
@@ -369,7 +364,7 @@ def rendered(scenario: Scenario, fail_on: set[FailOn] = FAIL_ON) -> tuple[str, s
         min_agreement=None, max_agreement_drop=10))
     context = CommentContext(fail_reasons=reasons, head=head, base=base, run_url=RUN_URL,
                              blob_url=BLOB_URL)
-    return render_comment(comparison, context), check_title(comparison, reasons)
+    return comment_markdown(comparison, context), check_title(comparison, reasons)
 
 
 def rendered_named(name: str, tmp_path: Path, server: ScriptedServer) -> tuple[str, str]:
@@ -489,7 +484,7 @@ def test_console_comment_title_and_exit_code_agree(name: str, gate: str,
     assert head is not None
     comparison = compare_reports(base, head, thresholds=CostThresholds(percent=20))
     reasons = fail_reasons(comparison, FAIL_ON if gate == "golden" else set(DEFAULT_FAIL_ON))
-    body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
     title = check_title(comparison, reasons)
     console = comparison_text(comparison, reasons).splitlines()
     counts = next(line for line in body.splitlines() if line.startswith("turncheck: "))
@@ -621,7 +616,7 @@ def test_counts_of_noun_changes_are_plural_in_the_heading_and_the_counts_line() 
     head_report = report([suite(SUPPORT, "support", head)], "c" * 40)
     comparison = compare_reports(report([suite(SUPPORT, "support", base)], "b" * 40),
                                  head_report)
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=head_report))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=head_report))
     heading, _, counts = body.split("\n")[1:4]
     assert heading.startswith("## ⚠️ 2 later turns"), heading
     assert "🔴 2 later turns" in counts and "later turn " not in counts, counts

@@ -1,6 +1,6 @@
 """Hostile model output, prompts and names in the PR comment, its size limit, and the log.
 
-The comment is rendered with `render_comment` from a comparison of reports built here,
+The comment is rendered with `comment_markdown` from a comparison of reports built here,
 then read back with a small reader of the GitHub-flavoured Markdown structures that
 matter: fenced code blocks, code spans and tables. Outside code, untrusted text must
 not open or close HTML, mention anyone, link issues, or add table cells.
@@ -31,21 +31,14 @@ from turncheck.render.comment import (
     FULL,
     MARKER,
     CommentContext,
+    comment_markdown,
     render,
-    render_comment,
     render_summary,
 )
 from turncheck.report.comparison import Comparison
-from turncheck.report.run import (
-    CheckResult,
-    EvalResult,
-    PriceSource,
-    Report,
-    Status,
-    SuiteResult,
-    TurnResult,
-    Usage,
-)
+from turncheck.report.results import CheckResult, Status, TurnResult
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 
 ZWSP = "\u200b"
 PRICES = PriceSource(library="genai-prices", version="0.2.3", timestamp="2026-01-02T03:04:05Z")
@@ -111,7 +104,7 @@ def comment_for(base: Report | None, head: Report,
     comparison = compare_reports(base, head)
     context = CommentContext(fail_reasons=reasons or [], head=head, base=base,
                              run_url="https://github.com/octo-org/widgets/actions/runs/1")
-    return render_comment(comparison, context), comparison, context
+    return comment_markdown(comparison, context), comparison, context
 
 
 @pytest.fixture

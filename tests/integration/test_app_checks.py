@@ -13,7 +13,8 @@ from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.refund_helpers import refund_model, refund_target
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import upstream_env
-from turncheck.report.run import CheckResult, Report, Status
+from turncheck.report.results import CheckResult, Status
+from turncheck.report.run import Report
 
 CHECKED_TURNS = """\
 evals:

@@ -136,6 +136,7 @@ def assert_changed(diffed: Diffed) -> None:
     # The suite ran because the app's file changed: the comment and the console say so.
     assert "ran because bot/app.py changed (watch: bot/app.py)" in diffed.comment
     assert "ran because: bot/bot.eval.yaml: bot/app.py changed" in diffed.console
+    assert "ran because bot/app.py changed (watch: bot/app.py)" in diffed.html  # issue 43
     [suite] = diffed.comparison["suites"]
     assert all(row["transition"] == "unchanged" for row in suite["evals"])
 
@@ -204,3 +205,5 @@ def test_the_action_comments_each_app_change_on_the_pull_request(
     assert headline in next(line for line in body.splitlines() if line.startswith("## "))
     assert shown in body
     assert "ran because bot/app.py changed (watch: bot/app.py)" in body
+    html = (commits.repo.path / "turncheck-report.html").read_text()
+    assert "ran because bot/app.py changed (watch: bot/app.py)" in html

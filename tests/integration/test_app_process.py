@@ -22,7 +22,8 @@ from tests.support.target_helpers import (
     memory_reply,
     upstream_env,
 )
-from turncheck.report.run import Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 TWO_EVALS = THREE_TURNS + """\
   - name: second

@@ -10,7 +10,7 @@ import pytest
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import THREE_TURNS, http_target, memory_reply, upstream_env
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 
 @pytest.mark.parametrize("fault", ["drop", "server_error"])

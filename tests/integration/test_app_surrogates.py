@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.engine_helpers import FAST_RETRIES, run_paths, write_suite
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 APP = '''\
 import json, sys

@@ -16,7 +16,8 @@ import pytest
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import Json, ScriptedServer
 from tests.support.target_helpers import THREE_TURNS, http_target, memory_reply, upstream_env
-from turncheck.report.run import EvalResult, Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, Report
 
 CONVERSATIONS = 32
 FALLBACK = "its turns now go to it one at a time"

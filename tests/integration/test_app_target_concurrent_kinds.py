@@ -17,7 +17,8 @@ import pytest
 from tests.support.engine_helpers import FAST_RETRIES, run_paths, write_suite
 from tests.support.scripted_server import Json, ScriptedServer, _content_text, conversation_of
 from tests.support.target_helpers import APPS, MEMORY_APP, upstream_env
-from turncheck.report.run import EvalResult, Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, Report
 
 CONCURRENT_APP = APPS / "concurrent_app.py"
 CONVERSATIONS = 6

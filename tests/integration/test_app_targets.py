@@ -25,7 +25,8 @@ from tests.support.target_helpers import (
 )
 from turncheck.engine.pricing import Pricer
 from turncheck.formats.budget import BudgetLimits
-from turncheck.report.run import Status, Usage
+from turncheck.report.results import Status
+from turncheck.report.spend import Usage
 from turncheck.targets.proxy import PLACEHOLDER_KEY
 
 API_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
@@ -258,9 +259,12 @@ evals:
     assert set(seen) - {"LC_CTYPE"} == {  # Python may set LC_CTYPE itself
         "PATH", "HOME", "APP_MODE", "PYTHONUNBUFFERED", "OPENAI_BASE_URL", "OPENAI_API_KEY",
         "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
-        # Replay: the guard that keeps a Python app on the machine (replay_guard.py).
-        "PYTHONPATH", "TURNCHECK_REPLAY_REFUSED"}
+        # Replay: the guards that keep the app on the machine (replay_guard.py).
+        "PYTHONPATH", "TURNCHECK_REPLAY_REFUSED", "NODE_OPTIONS", "NODE_USE_ENV_PROXY",
+        "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+        "http_proxy", "https_proxy", "all_proxy", "no_proxy"}
     assert "turncheck-replay-guard-" in seen["PYTHONPATH"]
+    assert seen["HTTPS_PROXY"].startswith("http://127.0.0.1:")
     assert seen["OPENAI_API_KEY"] == seen["ANTHROPIC_API_KEY"]
     assert seen["OPENAI_API_KEY"].startswith(PLACEHOLDER_KEY + "-")  # made for the run
     assert seen["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")

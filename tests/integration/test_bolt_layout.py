@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.scripted_server import ScriptedServer
 from turncheck.cli.main import main
-from turncheck.formats.samples import load_samples, parse_samples
+from turncheck.formats.sample_loader import load_samples, parse_samples
 
 BOLT = Path(__file__).parents[1] / "fixtures" / "compat" / "bolt-foundry"
 FILES = {"fastpitch-sources.deck.toml": 15, "hello-world-sources.deck.toml": 5}

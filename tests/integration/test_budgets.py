@@ -14,8 +14,9 @@ from tests.support.scripted_server import ScriptedServer
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
 from turncheck.formats.budget import BudgetLimits
-from turncheck.render.comment import CommentContext, render_comment
-from turncheck.report.run import Report, Status
+from turncheck.render.comment import CommentContext, comment_markdown
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 EVALS = 50
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def test_cost_budget_stops_a_live_run_at_forty_percent(
     console = capsys.readouterr().out
     assert "Budget stopped the run" in console
     comparison = compare_reports(full, capped)
-    comment = render_comment(comparison, CommentContext(fail_reasons=[], head=capped))
+    comment = comment_markdown(comparison, CommentContext(fail_reasons=[], head=capped))
     comment = comment.replace("\\", "")  # Markdown escapes
     assert "Budget stopped the run" in comment
     assert f"{len(skipped)} evals skipped (budget)" in comment
@@ -231,7 +232,7 @@ def test_calibrate_counts_grader_calls_against_the_budget(
     from tests.integration.test_calibration import graded_text, script
     from turncheck.engine.estimate import estimate_sample_file
     from turncheck.engine.pricing import Pricer
-    from turncheck.formats.samples import load_samples
+    from turncheck.formats.sample_loader import load_samples
 
     script(scripted_server)
     path = tmp_path / "grader.samples.toml"

@@ -23,18 +23,19 @@ from turncheck.engine.judge import (
     parse_grade,
     parse_verdict,
 )
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.discovery import Globs
-from turncheck.formats.samples import load_samples
-from turncheck.git import ChangedFile
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.render.comment import CommentContext, render_comment, render_summary
+from turncheck.formats.sample_loader import load_samples
+from turncheck.git.changes import ChangedFile
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.render.comment import CommentContext, comment_markdown, render_summary
 from turncheck.report.calibration import (
     Badge,
     CalibrationFileResult,
     GraderInfo,
+    GraderVerdict,
     SampleGrade,
-    Verdict,
     badge_for,
     percent_text,
 )
@@ -108,7 +109,7 @@ def grade(paths: list[Path], mode: Mode = "live", **overrides: Any) -> Report:
     overrides["env"] = {"OPENAI_API_KEY": FAKE_KEY, **overrides.get("env", {})}
     settings = RunSettings(mode=mode, **overrides)
     diagnostics = [d for f in files for d in f.diagnostics]
-    return asyncio.run(run_suites([], settings, diagnostics, samples=files))
+    return asyncio.run(run_suite_files([], settings, diagnostics, samples=files))
 
 
 def only_file(report: Report) -> CalibrationFileResult:
@@ -449,7 +450,7 @@ def test_examples_calibrate_offline_from_their_cassettes(
     for name in ("greeting", "tone"):
         line = next(x for x in out.splitlines() if x.startswith(f"examples/support/{name}"))
         assert "not graded" not in line
-    report = asyncio.run(run_suites(
+    report = asyncio.run(run_suite_files(
         [], RunSettings(), samples=[load_samples(p) for p in sorted(
             (root / "examples").rglob("*.samples.toml"))]))
     kinds = {r.grader.kind for r in report.calibrations if r.grader is not None}
@@ -502,8 +503,8 @@ def test_comparison_shows_agreement_base_to_head_and_the_flipped_samples() -> No
     assert (item.base.agreement_percent, item.head.agreement_percent) == (100.0, 60.0)
     assert item.agreement_delta == pytest.approx(-40.0)
     assert [(f.id, f.base_verdict, f.head_verdict, f.regression) for f in item.flipped] == [
-        ("b", Verdict.AGREE, Verdict.DISAGREE, True),
-        ("d", Verdict.AGREE, Verdict.ERROR, True),
+        ("b", GraderVerdict.AGREE, GraderVerdict.DISAGREE, True),
+        ("d", GraderVerdict.AGREE, GraderVerdict.ERROR, True),
     ]
 
 
@@ -557,7 +558,7 @@ def test_percent_text() -> None:
 
 def comment_for(base: Report, head: Report, reasons: list[str] | None = None) -> str:
     comparison = compare_reports(base, head)
-    return render_comment(comparison, CommentContext(fail_reasons=reasons or [], head=head))
+    return comment_markdown(comparison, CommentContext(fail_reasons=reasons or [], head=head))
 
 
 def test_comment_has_the_calibration_section_with_the_flipped_samples() -> None:
@@ -589,9 +590,9 @@ def test_comment_keeps_the_calibration_section_when_it_must_shrink() -> None:
     head = report_of(file_result("x.samples.toml", HEAD_ROWS))
     comparison = compare_reports(report_of(file_result("x.samples.toml", BASE_ROWS)), head)
     context = CommentContext(fail_reasons=[], head=head)
-    full = render_comment(comparison, context)
+    full = comment_markdown(comparison, context)
     assert "every sample at head" in full
-    body = render_comment(comparison, context, limit=len(full) - 1)
+    body = comment_markdown(comparison, context, limit=len(full) - 1)
     assert len(body) < len(full)
     assert "100% → 60%" in body and "| x.samples.toml | d |" in body
     assert "every sample at head" not in body

@@ -16,21 +16,19 @@ from vcr.serializers import yamlserializer
 
 from tests.support.provider_helpers import run
 from tests.support.scripted_server import ScriptedServer
-from turncheck.providers import (
-    Cassette,
-    CassetteTransport,
+from turncheck.providers.base import (
     ChatMessage,
     ChatRequest,
     ChatResponse,
     Provider,
     ProviderError,
     RecordingMissing,
-    RetryPolicy,
-    cassette_path_for,
-    make_provider,
-    open_cassette,
 )
-from turncheck.providers.cassettes import CassetteFormatError
+from turncheck.providers.cassette_file import CassetteFormatError, cassette_path_for
+from turncheck.providers.cassette_transport import CassetteTransport
+from turncheck.providers.cassettes import Cassette
+from turncheck.providers.factory import make_provider, open_cassette
+from turncheck.providers.http import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, backoff_base=0.001, backoff_cap=0.005, timeout=2.0)
 API_KEY = "sk-test-SECRET123"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.target_helpers import APPS
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 from turncheck.targets import provider
 
 SLOW_APP = APPS / "slow_first_app.py"

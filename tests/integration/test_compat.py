@@ -22,7 +22,7 @@ from tests.support.engine_helpers import FAKE_KEY
 from tests.support.expectations import assert_diagnostics, expectations
 from tests.support.scripted_server import ScriptedServer
 from turncheck.formats import templates
-from turncheck.formats.samples import load_samples
+from turncheck.formats.sample_loader import load_samples
 from turncheck.formats.suite_loader import load_suite
 
 COMPAT = Path(__file__).parents[1] / "fixtures" / "compat"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.support.engine_helpers import only_eval, run_text, sent_messages, suite_yaml
 from tests.support.scripted_server import ScriptedServer
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 
 def test_pass_on_first_turn_sends_system_prompt_and_prompt(

@@ -18,8 +18,9 @@ from tests.support.engine_helpers import (
 )
 from tests.support.scripted_server import ScriptedServer
 from turncheck.engine.pricing import Pricer
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.report.run import Report, Status
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 MANY = 200
 

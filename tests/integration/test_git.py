@@ -10,17 +10,9 @@ import pytest
 
 from tests.support.git_repo import GitRepo
 from turncheck import git
-from turncheck.git import (
-    ChangedFile,
-    GitError,
-    changed_files,
-    current_sha,
-    fetch,
-    has_commit,
-    is_repository,
-    merge_base,
-    resolve,
-)
+from turncheck.git.changes import ChangedFile, changed_files
+from turncheck.git.command import GitError
+from turncheck.git.commits import current_sha, fetch, has_commit, is_repository, merge_base, resolve
 
 MISSING_SHA = "0123456789abcdef0123456789abcdef01234567"
 LONG_TEXT = "".join(

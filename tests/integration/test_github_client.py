@@ -4,10 +4,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from turncheck.git.changes import ChangedFile
 from turncheck.github.client import (
     ACTIONS_BOT_LOGIN,
     Annotation,
-    ChangedFile,
     GitHubApiError,
     GitHubPermissionError,
     PyGithubApi,

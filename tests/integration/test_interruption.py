@@ -23,8 +23,8 @@ import pytest
 
 from tests.support.scripted_server import ScriptedServer
 from turncheck.engine.interruption import STOP, interruptible
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.providers.cassette_transport import CassetteTransport
-from turncheck.providers.cassettes import cassette_path_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALS = 24

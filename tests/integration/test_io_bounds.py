@@ -37,18 +37,16 @@ from tests.support.local_http import QuietHandler, serving
 from tests.support.provider_helpers import run
 from tests.support.scripted_server import ScriptedServer
 from turncheck.engine.redaction import Redactor
-from turncheck.providers import (
-    CassetteTransport,
-    ChatMessage,
-    ChatRequest,
-    Provider,
-    ProviderError,
-    RetryPolicy,
-    cassette_path_for,
-    make_provider,
-)
 from turncheck.providers.aiohttp_transport import MAX_ANSWER_BYTES
-from turncheck.providers.cassettes import DEFAULT_MAX_CASSETTE_BYTES, MAX_INTERACTIONS
+from turncheck.providers.base import ChatMessage, ChatRequest, Provider, ProviderError
+from turncheck.providers.cassette_file import (
+    DEFAULT_MAX_CASSETTE_BYTES,
+    MAX_INTERACTIONS,
+    cassette_path_for,
+)
+from turncheck.providers.cassette_transport import CassetteTransport
+from turncheck.providers.factory import make_provider
+from turncheck.providers.http import RetryPolicy
 from turncheck.providers.json_limits import MAX_JSON_DEPTH
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,8 +146,9 @@ def test_gzip_bomb_answer_is_refused_early_at_bounded_memory(tmp_path: Path) -> 
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         peak, done = peak_kib(tmp_path, """
             import asyncio, sys
-            from turncheck.providers import ChatMessage, ChatRequest, ProviderError, RetryPolicy
-            from turncheck.providers import make_provider
+            from turncheck.providers.base import ChatMessage, ChatRequest, ProviderError
+            from turncheck.providers.factory import make_provider
+            from turncheck.providers.http import RetryPolicy
             async def main():
                 provider = make_provider("openai", env={"OPENAI_API_KEY": "sk-x-0000"},
                                          policy=RetryPolicy(max_attempts=3, backoff_base=0.001),
@@ -310,7 +309,7 @@ def test_too_many_interactions_are_refused_while_reading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert MAX_INTERACTIONS == 100_000
-    monkeypatch.setattr("turncheck.providers.cassettes.MAX_INTERACTIONS", 1_000)
+    monkeypatch.setattr("turncheck.providers.cassette_file.MAX_INTERACTIONS", 1_000)
     path = tmp_path / "s.eval.cassette.yaml"
     path.write_text(tiny_interactions(1_001))
     transport = CassetteTransport(path, "replay")
@@ -334,7 +333,7 @@ def test_a_cassette_of_tiny_interactions_loads_in_memory_for_its_interactions_no
     assert path.stat().st_size > 4_000_000
     loading = """
         import sys
-        from turncheck.providers import CassetteTransport
+        from turncheck.providers.cassette_transport import CassetteTransport
         """
     baseline, _ = peak_kib(tmp_path, loading)
     peak, done = peak_kib(tmp_path, loading + """
@@ -354,8 +353,10 @@ def test_a_cassette_of_tiny_interactions_loads_in_memory_for_its_interactions_no
 RECORDER = """
     import asyncio, sys, time
     from pathlib import Path
-    from turncheck.providers import CassetteTransport, ChatMessage, ChatRequest, make_provider
-    from turncheck.providers import RetryPolicy
+    from turncheck.providers.base import ChatMessage, ChatRequest
+    from turncheck.providers.cassette_transport import CassetteTransport
+    from turncheck.providers.factory import make_provider
+    from turncheck.providers.http import RetryPolicy
     cassette, base_url, me, other = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
     async def main():
         transport = CassetteTransport(Path(cassette), "record")

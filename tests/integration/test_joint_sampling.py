@@ -14,7 +14,8 @@ from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES, run_paths, suit
 from tests.support.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.protocol import case_evidence
-from turncheck.engine.runner import RunSettings, Side, run_both_sides
+from turncheck.engine.runner import Side, run_both_sides
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.suite_loader import load_suite
 from turncheck.report.protocol_comparison import CaseComparison, CaseSide
 from turncheck.report.rows import Transition

@@ -16,9 +16,10 @@ from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES, only_eval, run_
 from tests.support.protocol_helpers import run_protocol_files, write_protocol
 from tests.support.scripted_server import Json, ScriptedServer
 from turncheck.engine.judge import parse_grade, parse_verdict
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
 from turncheck.engine.scorers.judge_scale import parse_rating
-from turncheck.formats.samples import load_samples
+from turncheck.engine.settings import RunSettings
+from turncheck.formats.sample_loader import load_samples
 
 COPIED = "no reason given (the judge copied the prompt's placeholder)"
 
@@ -88,7 +89,7 @@ messages = [{{ role = "user", content = "hi" }}, {{ role = "assistant", content 
 expected = {{ score = 3 }}
 """, encoding="utf-8")
     settings = RunSettings(mode="live", session=FAST_RETRIES, env={"OPENAI_API_KEY": FAKE_KEY})
-    report = asyncio.run(run_suites([], settings, [], samples=[load_samples(path)]))
+    report = asyncio.run(run_suite_files([], settings, [], samples=[load_samples(path)]))
     [row] = report.calibrations[0].samples
     assert (row.score, row.reason) == (
         3, "no reason given (the grader copied the prompt's placeholder)")

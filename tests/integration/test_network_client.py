@@ -17,8 +17,8 @@ import pytest
 
 from tests.support.local_http import QuietHandler, serving
 from turncheck.providers.base import ChatMessage, ChatRequest, ProviderError
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.providers.cassette_transport import CassetteTransport
-from turncheck.providers.cassettes import cassette_path_for
 from turncheck.providers.factory import make_provider
 from turncheck.providers.http import RetryPolicy
 

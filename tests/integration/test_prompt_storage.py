@@ -18,8 +18,8 @@ from pathlib import Path
 from tests.golden.test_comment_rendering import comment_for
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import ScriptedServer
-from turncheck.report.results import MAX_REPORT_PROMPT_CHARS
-from turncheck.report.run import Report, Status
+from turncheck.report.results import MAX_REPORT_PROMPT_CHARS, Status
+from turncheck.report.run import Report
 
 MAXRSS = Path(__file__).parents[1] / "support" / "maxrss.py"
 MIB = 1024 * 1024

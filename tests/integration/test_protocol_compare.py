@@ -21,10 +21,11 @@ from tests.support.protocol_helpers import (
 from tests.support.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
-from turncheck.render.comment import COMMENT_LIMIT, MARKER, CommentContext, render_comment
+from turncheck.render.comment import COMMENT_LIMIT, MARKER, CommentContext, comment_markdown
 from turncheck.report.protocol_comparison import ProtocolComparison
+from turncheck.report.results import Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import Report, Status
+from turncheck.report.run import Report
 from turncheck.stats.verdicts import Verdict
 
 TIMESTAMP = "2025-06-01T00:00:00Z"
@@ -140,11 +141,11 @@ def test_comment_shows_turn_tables_aggregates_and_deltas(reports: tuple[Report, 
     base, head = reports
     comparison = compare_reports(base, head)
     reasons = fail_reasons(comparison, {FailOn.ERROR})
-    body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=reasons, head=head))
     assert body.split("\n")[1].startswith(
         "## ❌ 1 protocol case errored \\(not judged\\) · clean: turn ")
     assert "2 of 3 cases pass" in body
-    quiet = render_comment(comparison, CommentContext(fail_reasons=[], head=head))
+    quiet = comment_markdown(comparison, CommentContext(fail_reasons=[], head=head))
     assert quiet.split("\n")[1].startswith("## ⚠️ 1 protocol case errored \\(not judged\\) · clean")
     assert "2 of 3 protocol cases pass" in quiet
     assert "### 🧪 gating · `evals/gating.eval.yaml`" in body
@@ -167,7 +168,7 @@ def test_comment_escapes_untrusted_text_and_fits(tmp_path: Path,
     suite.cases = [c.model_copy(update={"id": f"{evil} {i}"}) for i in range(40)
                    for c in suite.cases]
     comparison = compare_reports(None, report)
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=report))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report))
     assert len(body) <= COMMENT_LIMIT and body.startswith(MARKER)
     assert "@octocat" not in body and "@\u200boctocat" in body
     assert "</details><!--" not in body.replace("</details>\n", "")

@@ -24,7 +24,8 @@ from tests.support.protocol_helpers import (
 from tests.support.scripted_server import ScriptedServer
 from turncheck.engine.protocol import correlation
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
-from turncheck.report.run import Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,11 +16,13 @@ from tests.support.protocol_helpers import first_user, run_protocol_files, write
 from tests.support.scripted_server import ScriptedServer
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons
-from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
+from turncheck.providers.call_context import SAMPLE_HEADER
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.report.comparison import Comparison
 from turncheck.report.protocol import CaseResult
 from turncheck.report.protocol_comparison import CaseComparison
-from turncheck.report.run import Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 from turncheck.stats.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,12 +284,12 @@ def test_estimates_count_every_sample_of_a_protocol_case(tmp_path: Path) -> None
 
 
 def test_the_comment_speaks_protocol_case_verdicts_like_eval_verdicts(coin_dirs: Path) -> None:
-    from turncheck.render.comment import CommentContext, render_comment
+    from turncheck.render.comment import CommentContext, comment_markdown
 
     base, head = coin_report(coin_dirs, 10, 10), coin_report(coin_dirs, 3, 10)
     comparison = compare(base, head)
     reasons = fail_reasons(comparison, {FailOn.REGRESSION})
-    body = render_comment(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=reasons, head=head, base=base))
     changed = body[body.index("### 🔻 Regressions"):]
     line = next(row for row in changed.splitlines() if "**coin**" in row)
     p_value = verdicts(comparison)["coin"].p_value

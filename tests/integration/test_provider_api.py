@@ -17,7 +17,7 @@ from turncheck.engine.pricing import Pricer
 from turncheck.formats.suite_loader import parse_suite
 from turncheck.providers.base import ChatRequest, ChatResponse, ProviderError
 from turncheck.providers.factory import make_provider
-from turncheck.report.run import Usage
+from turncheck.report.spend import Usage
 
 REASONING_USAGE = {
     "prompt_tokens": 1200, "completion_tokens": 900, "total_tokens": 2100,

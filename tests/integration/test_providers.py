@@ -13,17 +13,9 @@ import pytest
 
 from tests.support.provider_helpers import run
 from tests.support.scripted_server import ScriptedServer
-from turncheck.providers import (
-    ChatMessage,
-    ChatRequest,
-    ChatResponse,
-    Provider,
-    ProviderError,
-    RetryPolicy,
-    make_provider,
-    select_provider,
-)
-from turncheck.providers.http import Sleep, parse_retry_after
+from turncheck.providers.base import ChatMessage, ChatRequest, ChatResponse, Provider, ProviderError
+from turncheck.providers.factory import make_provider, select_provider
+from turncheck.providers.http import RetryPolicy, Sleep, parse_retry_after
 
 FAST = RetryPolicy(max_attempts=4, backoff_base=0.001, backoff_cap=0.005, timeout=2.0)
 KEYS = {"OPENROUTER_API_KEY": "sk-or-test", "ANTHROPIC_API_KEY": "sk-ant-test"}

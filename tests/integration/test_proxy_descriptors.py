@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.engine_helpers import run_paths, write_suite
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 FLOODER = '''\
 import json, os, socket, sys

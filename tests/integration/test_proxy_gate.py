@@ -12,7 +12,7 @@ import pytest
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import APPS, upstream_env
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 PROBER = APPS / "proxy_prober.py"
 SUITE = f"""\

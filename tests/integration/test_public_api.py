@@ -45,3 +45,15 @@ def test_the_pages_example_runs_as_written(tmp_path: Path) -> None:
     assert "passing at head" in done.stdout
     assert turncheck.read_report(tmp_path / "head.json").kind == "run"
     assert "<!-- turncheck:comment -->" in (tmp_path / "comment.md").read_text(encoding="utf-8")
+
+
+def test_the_report_package_is_the_face_of_its_documents() -> None:
+    """`turncheck.report` names each document's model and the one reader and writer, as
+    `inspect_ai.log` does."""
+    import turncheck.report as report
+    from turncheck.report.files import read_report, write_report
+    from turncheck.report.run import Report
+
+    assert (report.Report, report.read_report, report.write_report) == (
+        Report, read_report, write_report)
+    assert all(getattr(report, name) is not None for name in report.__all__)

@@ -108,6 +108,9 @@ def test_an_app_calling_another_host_in_replay_gets_an_error_naming_it(tmp_path:
     assert ran.returncode != 0
     assert "the app tried to reach weather.example.com:80 directly: in replay nothing " \
         "leaves the machine" in ran.stdout, ran.stdout + ran.stderr
+    # said once in the run's output, as for an http or command app (replay_guard.py)
+    assert ran.stderr.count("turncheck replay: the app tried to reach "
+                            "weather.example.com:80: refused") == 1, ran.stderr
 
 
 def test_record_warns_when_the_apps_calls_bypass_the_proxy(tmp_path: Path) -> None:

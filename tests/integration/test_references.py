@@ -16,7 +16,8 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.pr_fixtures import PASSING_EVALS
 from tests.support.scripted_server import ScriptedServer
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.references import referenced_paths
 from turncheck.formats.suite_loader import load_suite
 
@@ -150,7 +151,7 @@ def test_vars_come_from_a_data_file(tmp_path: Path, support_model: ScriptedServe
     })
     loaded = load_suite(tmp_path / "evals/s.eval.yaml")
     assert not loaded.has_errors, loaded.diagnostics
-    report = asyncio.run(run_suites([loaded], RunSettings(mode="live")))
+    report = asyncio.run(run_suite_files([loaded], RunSettings(mode="live")))
     assert report.suites[0].evals[0].status.value == "pass"
     assert "Refunds: 30 days" in system_text(support_model.requests[-1].json)
 
@@ -166,7 +167,7 @@ def test_replay_after_a_prompt_file_change_names_the_file(
     write(tmp_path, {PROMPT: "Refund window: 30 days.", SUPPORT: text})
     record(tmp_path / SUPPORT)
     (tmp_path / PROMPT).write_text("Refund window: 14 days.", encoding="utf-8")
-    report = asyncio.run(run_suites([load_suite(tmp_path / SUPPORT)], RunSettings()))
+    report = asyncio.run(run_suite_files([load_suite(tmp_path / SUPPORT)], RunSettings()))
     by_name = {e.name: e for e in report.suites[0].evals}
     # Every turn carries the system prompt, so every eval misses — and says why.
     assert by_name["refund-window"].status.value == "error"
@@ -270,7 +271,7 @@ def test_deleting_a_referenced_file_runs_the_suite_and_reports_the_broken_refere
 
 def test_a_grader_takes_its_criteria_from_a_file_and_sample_files_depend_on_it(
         tmp_path: Path) -> None:
-    from turncheck.formats.samples import load_samples
+    from turncheck.formats.sample_loader import load_samples
     from turncheck.sides.dependencies import dependencies_of
 
     (tmp_path / ".git").mkdir()

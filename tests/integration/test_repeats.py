@@ -9,8 +9,10 @@ import pytest
 
 from tests.support.engine_helpers import only_eval, run_text, suite_yaml
 from tests.support.scripted_server import ScriptedServer
-from turncheck.providers.cassettes import SAMPLE_HEADER, cassette_path_for
-from turncheck.report.run import Report, Status
+from turncheck.providers.call_context import SAMPLE_HEADER
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 EVAL = """  - name: capital
     prompt: capital of France?
@@ -151,7 +153,8 @@ def test_protocol_suites_accept_repeat_without_a_warning() -> None:
 
 def test_errored_samples_are_not_counted_in_the_repeat_summary() -> None:
     from turncheck.engine.repeats import RepeatPlan, combine
-    from turncheck.report.run import EvalResult, Usage
+    from turncheck.report.run import EvalResult
+    from turncheck.report.spend import Usage
 
     def sample(status: Status) -> EvalResult:
         return EvalResult(name="e", prompt="p", status=status,

@@ -15,7 +15,7 @@ from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
 from turncheck.github.bundle import bundle_from_json
 from turncheck.github.job import ActionError, read_bundle
-from turncheck.render.comment import CommentContext, render_comment
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.report.bundle import ReportBundle
 from turncheck.report.comparison import Comparison
 from turncheck.report.files import ReportError, read_report, write_report
@@ -101,7 +101,7 @@ def test_the_action_reads_each_shape_in_its_bundle_and_renders_the_comment(
     bundle = read_bundle(path, tmp_path)
     assert bundle_from_json(path.read_bytes()) == bundle
     comparison = compare_reports(bundle.base, bundle.head)
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=bundle.head,
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=bundle.head,
                                                      base=bundle.base))
     assert all(name in body for name in SHOWN[shape] if name != "t-cell-memory")
     html = tmp_path / "bundle.html"

@@ -35,19 +35,20 @@ from tests.support.tool_agent import WEATHER_SUITE, latest_results, weather_agen
 from turncheck.engine.judge import (
     MAX_KEPT_REASON_CHARS,
     Grade,
-    Verdict,
+    JudgeVerdict,
     parse_grade,
     parse_verdict,
 )
 from turncheck.report.results import (
     MAX_REPORT_ANSWER_CHARS,
     CheckResult,
+    Status,
     TurnResult,
-    Usage,
     cut_marker,
     excerpt_answers,
 )
-from turncheck.report.run import EvalResult, Status
+from turncheck.report.run import EvalResult
+from turncheck.report.spend import Usage
 
 LONG = 100_000
 FIRST_ANSWER = "y" * (LONG - 4) + "TAIL"
@@ -225,7 +226,7 @@ def an_eval(turns: list[TurnResult]) -> EvalResult:
     (parse_grade, {"score": 2}),
 ])
 def test_a_judge_ignoring_the_reasons_length_keeps_a_bounded_reason(
-    parse: Callable[[str], Verdict | Grade], answer: dict[str, object]
+    parse: Callable[[str], JudgeVerdict | Grade], answer: dict[str, object]
 ) -> None:
     kept = parse(json.dumps({**answer, "reason": "w" * LONG}))
     assert kept.reason == "w" * MAX_KEPT_REASON_CHARS + "…"

@@ -23,11 +23,12 @@ from tests.support.scripted_server import Json, ScriptedServer, ToolCalls, tool_
 from turncheck.cli.main import main
 from turncheck.compare.comparison import compare_reports
 from turncheck.github.bundle import bundle_from_json
-from turncheck.render.comment import CommentContext, render_comment
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.report.bundle import ReportBundle
 from turncheck.report.model import MAX_VALUE_DEPTH, ReportModel
-from turncheck.report.results import ToolCallResult, TurnResult, Usage, writable
-from turncheck.report.run import EvalResult, Report, Status
+from turncheck.report.results import Status, ToolCallResult, TurnResult, writable
+from turncheck.report.run import EvalResult, Report
+from turncheck.report.spend import Usage
 
 EVALS = 400
 SURROGATE_ARGS, DEEP_ARGS, PROVIDER_ERROR, SURROGATE_NAME = 7, 8, 9, 10
@@ -131,7 +132,7 @@ def test_odd_answers_among_400_evals_keep_every_row_in_every_report_and_reader(
     html = (folder / "run.html").read_text(encoding="utf-8")
     assert all(f">e{i}<" in html for i in (0, DEEP_ARGS, PROVIDER_ERROR, EVALS - 1))
 
-    comment = render_comment(compare_reports(None, report),
+    comment = comment_markdown(compare_reports(None, report),
                              CommentContext(fail_reasons=[], head=report))
     assert f"{EVALS - 3} of {EVALS} evals pass" in comment
     for name in (f"e{DEEP_ARGS}", f"e{PROVIDER_ERROR}"):

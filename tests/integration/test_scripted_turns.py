@@ -23,7 +23,8 @@ from turncheck.render.compare_console import comparison_text
 from turncheck.render.console import eval_lines, failing_lines
 from turncheck.render.html_report import render_report
 from turncheck.render.junit import junit_xml
-from turncheck.report.run import Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 
 TRAVEL = """\
   - name: travel post

@@ -22,7 +22,7 @@ from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
 from tests.support.scripted_server import ScriptedServer
 from turncheck.formats.protocol_templates import Scope, check_template
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-Tr4nsformMe-0042"

@@ -13,7 +13,8 @@ import pytest
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES, suite_yaml
 from tests.support.scripted_server import ScriptedServer
 from turncheck.engine.merge import MergeError, merge_reports
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
 from turncheck.engine.sharding import (
     SLACK,
     ShardError,
@@ -64,7 +65,7 @@ def run(files: list[SuiteFile]) -> Report:
         session=FAST_RETRIES,
         commit="abc123",
     )
-    return asyncio.run(run_suites(files, settings))
+    return asyncio.run(run_suite_files(files, settings))
 
 
 @pytest.fixture

@@ -12,8 +12,11 @@ import yaml
 from tests.support.engine_helpers import only_eval, run_paths, run_text, suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer, user_turns
 from turncheck.formats.budget import BudgetLimits
-from turncheck.providers.cassettes import CALLER_HEADER, cassette_path_for
-from turncheck.report.run import Ending, EvalResult, Report, Status, StatusReason, Usage
+from turncheck.providers.call_context import CALLER_HEADER
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.report.results import Ending, Status, StatusReason
+from turncheck.report.run import EvalResult, Report
+from turncheck.report.spend import Usage
 
 SIMULATOR_USAGE = (1000, 100)
 TARGET_USAGE = (10, 5)

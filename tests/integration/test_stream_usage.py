@@ -18,7 +18,7 @@ from tests.support.scripted_server import ScriptedServer
 from tests.support.target_helpers import upstream_env
 from turncheck.providers.cassette_transport import CassetteTransport
 from turncheck.providers.cassettes import Cassette
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 from turncheck.targets.proxy import ANTHROPIC_DEFAULT, RecordingProxy, Upstreams
 
 KEY = "sk-test-STREAM-USAGE-KEY-0123456789"

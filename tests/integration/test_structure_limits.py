@@ -16,7 +16,7 @@ import pytest
 from turncheck.config import ConfigError, parse_config
 from turncheck.formats.nesting import json_structure_problem, toml_structure_problem
 from turncheck.formats.references import ReferenceProblem, parse_data
-from turncheck.formats.samples import parse_samples
+from turncheck.formats.sample_loader import parse_samples
 
 MAXRSS = Path(__file__).parents[1] / "support" / "maxrss.py"
 DOTTED = "[samples]\na" + ".a" * 30_000 + " = 1\n"

@@ -12,17 +12,12 @@ from tests.support.protocol_helpers import is_judge, run_protocol_files, script,
 from tests.support.provider_helpers import run
 from tests.support.scripted_server import Json, ScriptedServer
 from turncheck.engine.judge import GRADE_ANSWER, JUDGE_PROMPT_VERSION, VERDICT_ANSWER
-from turncheck.engine.scorers.judge_scale import RATING_ANSWER
-from turncheck.providers import (
-    AnswerSchema,
-    ChatMessage,
-    ChatRequest,
-    ProviderError,
-    RetryPolicy,
-    make_provider,
-)
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.report.run import Status
+from turncheck.engine.scorers.judge_scale import rating_answer
+from turncheck.providers.base import AnswerSchema, ChatMessage, ChatRequest, ProviderError
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.providers.factory import make_provider
+from turncheck.providers.http import RetryPolicy
+from turncheck.report.results import Status
 
 FAST = RetryPolicy(max_attempts=2, backoff_base=0.001, backoff_cap=0.005, timeout=5.0)
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test"}
@@ -235,5 +230,5 @@ def test_judge_scale_asks_for_the_rating_schema(
     for body in bodies:
         assert body["response_format"]["json_schema"]["name"] == "turncheck_rating"
         schema = body["response_format"]["json_schema"]["schema"]
-        assert schema["properties"]["score"] == RATING_ANSWER.schema["properties"]["score"]
-    assert RATING_ANSWER.schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+        assert schema["properties"]["score"] == rating_answer().schema["properties"]["score"]
+    assert rating_answer().schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]

@@ -15,7 +15,7 @@ import pytest
 from tests.support.protocol_helpers import run_protocol_files, write_protocol
 from tests.support.scripted_server import Json, ScriptedServer
 from turncheck.formats.suite_loader import parse_suite
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 REFERENCE = "case.ground_truth.reference"
 MT_BENCH = """\

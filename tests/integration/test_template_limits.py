@@ -16,7 +16,7 @@ from tests.support.protocol_helpers import PROTOCOL, run_protocol_files, write_p
 from tests.support.scripted_server import ScriptedServer
 from turncheck.formats.grader import template_problems
 from turncheck.formats.suite_loader import parse_suite
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 from turncheck.text.environment import sandboxed_environment
 from turncheck.text.template_limits import MAX_OUTPUT_CHARS, TemplateLimitError
 

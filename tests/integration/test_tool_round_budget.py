@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.support.engine_helpers import run_paths, write_suite
 from tests.support.scripted_server import Json, ScriptedServer, ToolCalls, tool_results
 from turncheck.engine.tool_rounds import MAX_TOOL_ROUND_BYTES
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 ARGUMENT_BYTES = 5 * 1024 * 1024
 SUITE = """\

@@ -24,11 +24,12 @@ from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.estimate import estimate
 from turncheck.engine.judge import grader_messages, transcript
 from turncheck.engine.pricing import Pricer
-from turncheck.formats.samples import parse_samples
+from turncheck.formats.sample_loader import parse_samples
 from turncheck.formats.suite_loader import load_suite
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.render.console import eval_lines
-from turncheck.report.run import EvalResult, Report, Status, ToolCallResult
+from turncheck.report.results import Status, ToolCallResult
+from turncheck.report.run import EvalResult, Report
 
 
 def evals_by_name(report: Report) -> dict[str, EvalResult]:

@@ -1,7 +1,8 @@
 """Issue 44, item 7: an app that answers in two requests (OpenAI's quickstart chat app:
 POST /chat, then GET /stream as server-sent events of plain text) is an http target with
 `then:`; its streamed reply is joined into the turn's answer, the first byte's time kept,
-and the second request's templates see the first reply (`first_reply`)."""
+and the second request's templates see the first reply (`first_reply`): the app streams
+only the message whose id its first reply handed out."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ metadata:
       path: /chat
       body: {{message: "{{{{ last_message }}}}"}}
       then:
-        path: /stream?ok={{{{ first_reply.success }}}}
+        path: /stream?id={{{{ first_reply.id }}}}
         method: GET
     stateful: true
 evals:
@@ -69,6 +70,17 @@ def test_the_quickstart_app_passes_a_two_turn_eval_as_an_http_target(tmp_path: P
     assert [t["response"] for t in result["turns"]] == [
         "Nice to meet you, Ada! How can I help?", "Your name is Ada."]
     assert all(t["first_token_ms"] is not None for t in result["turns"])
+
+
+def test_a_second_request_without_the_first_replys_id_is_refused_by_the_app(
+        tmp_path: Path) -> None:
+    """The app really needs the id: the same suite without `first_reply` errors."""
+    (tmp_path / "quickstart.eval.yaml").write_text(
+        SUITE.replace("?id={{ first_reply.id }}", ""))
+    clean = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    ran = turncheck(tmp_path, clean, "run", ".")
+    assert ran.returncode != 0
+    assert "no message '' to answer: POST /chat first" in ran.stdout + ran.stderr
 
 
 def test_validate_refuses_a_then_of_a_then(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ import yaml
 
 from tests.support.engine_helpers import only_eval, run_paths, suite_yaml, write_suite
 from tests.support.scripted_server import ScriptedServer
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.providers.cassette_transport import CassetteTransport
-from turncheck.providers.cassettes import cassette_path_for
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 EVALS = "  - {prompt: What is 15 * 7?, checks: [{match: '*105*'}]}\n"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.scripted_server import ScriptedServer
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.text.credentials import url_credentials
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -199,7 +199,7 @@ def test_compare_and_render_take_report_types_only_from_report(layer: str) -> No
     assert wrong == []
 
 
-RENDERING = {"turncheck.render.table_model", "turncheck.render.columns",
+RENDERING = {"turncheck.render.display", "turncheck.render.columns",
              "turncheck.render.severity", "turncheck.render.headline", "turncheck.text.money",
              "turncheck.text.markdown"}
 """What lays out tables, figures and verdict words: render's own building blocks (a
@@ -226,4 +226,4 @@ def test_the_rules_above_see_what_they_forbid() -> None:
     """The two tests above can fail: their probes find what they look for."""
     assert ("turncheck.report.comparison", "Comparison") in set(
         imported_names("turncheck.render.comment"))
-    assert "turncheck.render.table_model" in import_graph()["turncheck.render.console"]
+    assert "turncheck.render.display" in import_graph()["turncheck.render.console"]

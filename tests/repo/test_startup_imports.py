@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "examples" / "math" / "arithmetic.eval.yaml"
 HEAVY = ("github", "vcr", "genai_prices", "httpx", "httpcore", "requests", "aiohttp", "jinja2",
          "scipy", "numpy", "tiktoken", "turncheck.engine", "turncheck.formats.samples",
-         "turncheck.formats.grader")
+         "turncheck.formats.sample_loader", "turncheck.formats.grader")
 """Not needed to validate a plain suite nor to print help: Jinja and the sample-file code
 (graders) only for protocol suites and sample files, the rest only to run or post."""
 
@@ -38,7 +38,7 @@ def modules_after(argv: list[str]) -> tuple[int, set[str]]:
         "from turncheck.cli.main import main\n"
         f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
         f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}"
-        " or m.startswith(('turncheck.engine.', 'turncheck.formats.samples'))]\n"
+        " or m.startswith(('turncheck.engine.', 'turncheck.formats.sample'))]\n"
         "print(json.dumps([code, heavy]), file=sys.__stdout__)\n"
     )
     exit_code, heavy = json.loads(fresh_interpreter(code)[-1])
@@ -57,14 +57,15 @@ def test_help_loads_nothing_heavy() -> None:
     assert heavy == set()
 
 
-def test_a_bad_config_file_loads_the_toml_locator_only_then(tmp_path: Path) -> None:
-    """The import probe can fail: the sample-file code (TOML positions) loads when used."""
+def test_a_bad_config_file_is_located_without_the_sample_file_code(tmp_path: Path) -> None:
+    """The TOML positions of a configuration problem come from a small module of their
+    own: the sample-file code (graders, Jinja) stays unloaded."""
     (tmp_path / "turncheck.toml").write_text("concurrency = 0\n")
     (tmp_path / ".git").mkdir()
     code, heavy = modules_after(["validate", "--config", str(tmp_path / "turncheck.toml"),
                                  str(SUITE)])
     assert code != 0
-    assert "turncheck.formats.samples" in heavy
+    assert heavy == set()
 
 
 def test_help_loads_no_command_module() -> None:
@@ -203,7 +204,7 @@ def test_a_replay_prices_with_the_bundled_prices_only() -> None:
     code = (
         "import sys\nfrom datetime import UTC, datetime\n"
         "from turncheck.engine.pricing import Pricer\n"
-        "from turncheck.report.run import Usage\n"
+        "from turncheck.report.spend import Usage\n"
         "pricer = Pricer.at('2026-01-01T00:00:00Z')\n"
         "cost = pricer.cost(Usage(input_tokens=1000, output_tokens=100), 'gpt-4o', None)\n"
         "print(cost, 'httpx2' in sys.modules, file=sys.__stdout__)\n"

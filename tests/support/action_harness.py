@@ -22,7 +22,8 @@ from pathlib import Path
 
 from tests.support.git_repo import GitRepo
 from tests.support.github_fake import FakeGitHub
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.suite_loader import load_suite
 
 REPOSITORY = "octo-org/widgets"
@@ -42,7 +43,7 @@ def record(path: Path) -> None:
     """Record the suite's missing calls into its cassette (the scripted server answers)."""
     loaded = load_suite(path)
     assert not loaded.has_errors, loaded.diagnostics
-    asyncio.run(run_suites([loaded], RunSettings(mode="record")))
+    asyncio.run(run_suite_files([loaded], RunSettings(mode="record")))
 
 
 def parse_outputs(path: Path) -> dict[str, str]:

@@ -8,8 +8,9 @@ from typing import Any
 
 from tests.support.scripted_server import ScriptedServer
 from turncheck.choices import Mode
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
 from turncheck.engine.session import SessionSettings
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.suite_loader import load_suite
 from turncheck.report.run import EvalResult, Report
 
@@ -39,7 +40,7 @@ def run_paths(
     overrides["env"] = {"OPENAI_API_KEY": FAKE_KEY, **overrides.get("env", {})}
     overrides.setdefault("session", FAST_RETRIES)
     settings = RunSettings(mode=mode, **overrides)
-    return asyncio.run(run_suites(files, settings))
+    return asyncio.run(run_suite_files(files, settings))
 
 
 def run_text(

@@ -9,7 +9,8 @@ from typing import Any
 from tests.support.engine_helpers import FAKE_KEY, FAST_RETRIES
 from tests.support.scripted_server import Json, ScriptedServer
 from turncheck.choices import Mode
-from turncheck.engine.runner import RunSettings, run_suites
+from turncheck.engine.runner import run_suite_files
+from turncheck.engine.settings import RunSettings
 from turncheck.formats.suite_loader import load_suite
 from turncheck.report.run import Report
 
@@ -154,7 +155,7 @@ def run_protocol_files(paths: list[Path], server: ScriptedServer | None, mode: M
     overrides.setdefault("provider", "openai")
     overrides["env"] = {"OPENAI_API_KEY": FAKE_KEY, **overrides.get("env", {})}
     overrides.setdefault("session", FAST_RETRIES)
-    return asyncio.run(run_suites(files, RunSettings(mode=mode, **overrides)))
+    return asyncio.run(run_suite_files(files, RunSettings(mode=mode, **overrides)))
 
 
 def f1(precision: float, recall: float) -> float:

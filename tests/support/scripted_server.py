@@ -341,7 +341,7 @@ class ScriptedServer:
         if path == "/v1/messages":
             return 200, messages_payload(body, text, usage, calls)
         if path == "/v1/responses":
-            return 200, responses_payload(body, text, usage)
+            return 200, responses_payload(body, text, usage, calls)
         return 200, chat_payload(body, text, usage, calls)
 
     async def _send_fault(
@@ -424,9 +424,13 @@ def _usage(rule: Rule | None, body: Json, reply: str) -> tuple[int, int]:
 
 
 def tool_results(body: Json) -> list[str]:
-    """The tool results a request sends back (OpenAI `tool` messages, Anthropic
-    `tool_result` blocks), in order."""
+    """The tool results a request sends back (OpenAI `tool` messages or Responses
+    `function_call_output` items, Anthropic `tool_result` blocks), in order."""
     results: list[str] = []
+    inputs = body.get("input")
+    if isinstance(inputs, list):  # the Responses API's function_call_output items
+        results += [str(i.get("output")) for i in inputs
+                    if isinstance(i, dict) and i.get("type") == "function_call_output"]
     for message in body.get("messages", []):
         if message.get("role") == "tool":
             results.append(str(message.get("content")))
@@ -438,8 +442,11 @@ def tool_results(body: Json) -> list[str]:
 
 
 def answered_rounds(body: Json) -> int:
-    """Assistant messages already in the request: tells one round's call ids from another's."""
-    return sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+    """Assistant messages (Responses: function calls) already in the request: tells one
+    round's call ids from another's."""
+    inputs = body.get("input") if isinstance(body.get("input"), list) else []
+    return sum(1 for m in body.get("messages", []) if m.get("role") == "assistant") + \
+        sum(1 for i in inputs if isinstance(i, dict) and i.get("type") == "function_call")
 
 
 def _openai_calls(body: Json, calls: ToolCalls) -> list[Json]:
@@ -523,14 +530,22 @@ def embeddings_payload(body: Json) -> Json:
     }
 
 
-def responses_payload(body: Json, reply: str, usage: tuple[int, int]) -> Json:
-    """A Responses API answer: one assistant message with one output_text part."""
+def responses_payload(body: Json, reply: str, usage: tuple[int, int],
+                      calls: ToolCalls | None = None) -> Json:
+    """A Responses API answer: one assistant message with one output_text part, or the
+    `function_call` items of `calls`."""
+    output: list[Json] = [{"type": "message", "id": "msg_scripted", "status": "completed",
+                           "role": "assistant",
+                           "content": [{"type": "output_text", "text": reply,
+                                        "annotations": []}]}]
+    if calls is not None:
+        output = [{"type": "function_call", "id": f"fc_{call['id']}", "call_id": call["id"],
+                   "status": "completed", **call["function"]}
+                  for call in _openai_calls(body, calls)]
     return {
         "id": "resp_scripted", "object": "response", "created_at": 0, "status": "completed",
         "model": body.get("model"),
-        "output": [{"type": "message", "id": "msg_scripted", "status": "completed",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": reply, "annotations": []}]}],
+        "output": output,
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
                   "total_tokens": sum(usage),
                   "input_tokens_details": {"cached_tokens": 0},
@@ -616,7 +631,8 @@ def _messages_events(payload: Json) -> str:
 
 
 def _responses_events(payload: Json) -> str:
-    text = payload["output"][0]["content"][0]["text"]
+    text = "".join(part["text"] for item in payload["output"] if item["type"] == "message"
+                   for part in item["content"])
     started = {**payload, "status": "in_progress", "output": [], "usage": None}
     events = [_event({"type": "response.created", "sequence_number": 0,
                       "response": started}, "response.created")]

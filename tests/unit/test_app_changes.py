@@ -7,8 +7,8 @@ from __future__ import annotations
 from turncheck.compare.app_changes import app_changes
 from turncheck.render.app_changes import change_text, where_seen
 from turncheck.report.app_calls import AppCall, AppToolCall, OfferedTool
-from turncheck.report.results import TurnResult
-from turncheck.report.run import EvalResult, Status
+from turncheck.report.results import Status, TurnResult
+from turncheck.report.run import EvalResult
 from turncheck.report.spend import Usage
 
 

@@ -12,7 +12,7 @@ from turncheck.cli.main import main
 from turncheck.compare.calibration import calibration_reasons
 from turncheck.compare.comparison import compare_reports
 from turncheck.engine.calibration import agreement_stats
-from turncheck.render.comment import CommentContext, render_comment
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.report.calibration import (
     CalibrationFileResult,
     GraderInfo,
@@ -71,7 +71,7 @@ def test_a_grader_that_stops_discriminating_is_credibly_lower() -> None:
     assert (kappa.delta, kappa.delta_low, kappa.delta_high) == pytest.approx((-1.0, -1.0, -1.0))
     # Only the 1 in 256 swap patterns that keep every score on its side reach Δ = −1.
     assert kappa.paired_samples == 8 and kappa.lower
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=report_of(
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report_of(
         graded(ZEROS))))
     assert ("| 1.00 [0.70, 1.00] → 0.00 [−0.30, 0.30] · 📉 credibly lower "
             "(Δ −1.00 [−1.00, −1.00]) |") in body
@@ -93,7 +93,7 @@ def test_one_near_miss_is_not_credibly_lower() -> None:
     # misses sample d ((7/8)^8 ≈ 34 % of them): the upper bound of Δ is exactly 0.
     assert kappa.delta_high == 0.0 and kappa.delta_low is not None and kappa.delta_low < 0
     assert not kappa.lower
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=report_of(
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report_of(
         graded(ONE_OFF))))
     assert "credibly lower" not in body
 

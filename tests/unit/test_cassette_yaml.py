@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turncheck.providers import cassettes
-from turncheck.providers.cassette_yaml import _fast_item, cassette_text
-from turncheck.providers.cassettes import Interaction, _serialized
+from turncheck.providers import cassette_yaml, cassettes
+from turncheck.providers.cassette_yaml import _fast_item, cassette_text, pyyaml_text, vcr_pair
+from turncheck.providers.interactions import Interaction
 
 _any_text = st.text(st.characters(codec="utf-8"), max_size=300)
 _ascii = st.text(st.sampled_from("ab z'\":#-?,[]{}&*!|>%@`.=~<+/\\_019"), max_size=300)
@@ -36,6 +36,13 @@ def _interaction(request: bytes, response: bytes, request_headers: list[tuple[st
                  uri: str = "https://api.openai.com/v1/chat/completions") -> Interaction:
     return Interaction(("POST", uri, b"", 0), "POST", uri, request, request_headers, 200,
                        reason, response_headers, response)
+
+
+def _serialized(interactions: list[Interaction]) -> str:
+    """The cassette as vcrpy's serializer writes it (what `cassette_text` reproduces)."""
+    return pyyaml_text([vcr_pair(i.method, i.uri, i.request_body, i.request_headers, i.status,
+                                 i.reason, i.response_headers, i.response_body)
+                        for i in interactions])
 
 
 @settings(max_examples=1500, deadline=None)
@@ -72,8 +79,8 @@ def test_recording_serialises_no_answer_with_pyyaml(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     serialised: list[int] = []
-    real = cassettes.pyyaml_text
-    monkeypatch.setattr(cassettes, "pyyaml_text",
+    real = cassette_yaml.pyyaml_text
+    monkeypatch.setattr(cassette_yaml, "pyyaml_text",
                         lambda pairs: serialised.append(len(pairs)) or real(pairs))
     cassette = cassettes.Cassette(tmp_path / "c.cassette.yaml", "record")
     for number in range(50):

@@ -8,20 +8,12 @@ from pathlib import Path
 import pytest
 
 from turncheck.cli import compare_cmd
-from turncheck.compare import compare_reports
-from turncheck.engine.pricing import add_costs
+from turncheck.compare.comparison import compare_reports
 from turncheck.report.comparison import Comparison, CostThresholds, EvalComparison, SuiteComparison
+from turncheck.report.results import Status, TurnResult
 from turncheck.report.rows import SuiteState, Transition
-from turncheck.report.run import (
-    EvalResult,
-    PriceSource,
-    Report,
-    Status,
-    SuiteResult,
-    Totals,
-    TurnResult,
-    Usage,
-)
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult, Totals
+from turncheck.report.spend import Usage, add_costs
 
 # --- builders -------------------------------------------------------------------------
 

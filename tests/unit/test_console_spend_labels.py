@@ -4,11 +4,12 @@ counts and say so, and a simulated user's longer conversation is not "more follo
 from __future__ import annotations
 
 from tests.unit.test_compare import ev, report
-from turncheck.compare import compare_reports
-from turncheck.render.comment import CommentContext, render_comment
+from turncheck.compare.comparison import compare_reports
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.render.compare_console import comparison_lines, totals_lines
-from turncheck.report.run import EvalResult, Status, SuiteResult, Usage
-from turncheck.report.spend import spend_totals
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, SuiteResult
+from turncheck.report.spend import Usage, spend_totals
 
 
 def suite(path: str, *evals: EvalResult) -> SuiteResult:
@@ -51,7 +52,7 @@ def test_a_longer_simulated_conversation_is_not_called_more_follow_ups() -> None
     base, head = judged("chat", 2, simulated=True), judged("chat", 4, simulated=True)
     comparison = compare_reports(report(suite("s.yaml", base), commit="base"),
                                  report(suite("s.yaml", head)))
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=report(
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report(
         suite("s.yaml", head))))
     assert "4 turns instead of 2 \\(the simulated user's conversation ran longer\\)" in body
     assert "follow-ups fire" not in body
@@ -61,7 +62,7 @@ def test_scripted_follow_ups_are_still_named_as_such() -> None:
     base, head = judged("q", 1), judged("q", 3)
     comparison = compare_reports(report(suite("s.yaml", base), commit="base"),
                                  report(suite("s.yaml", head)))
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=report(
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report(
         suite("s.yaml", head))))
     assert "3 turns instead of 1 \\(more follow\\-ups fire\\)" in body
 

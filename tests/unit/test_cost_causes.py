@@ -8,7 +8,7 @@ from typing import Any
 
 from turncheck.render.cost_causes import answers_change, cost_causes
 from turncheck.report.comparison import EvalSide
-from turncheck.report.run import Status
+from turncheck.report.results import Status
 
 
 def side(**fields: Any) -> EvalSide:

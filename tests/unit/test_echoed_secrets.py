@@ -8,8 +8,8 @@ import json
 import pytest
 
 from turncheck.engine.redaction import Redactor
-from turncheck.providers.cassettes import Scrubber
-from turncheck.report.run import CheckResult
+from turncheck.providers.scrubber import Scrubber
+from turncheck.report.results import CheckResult
 
 SECRET = "sk-proj-Q7vLx9Tr4nsf0rmMe42"
 

@@ -7,7 +7,7 @@ import pytest
 from turncheck.engine.judge import JudgeAnswerError
 from turncheck.engine.scorers.extract import extract
 from turncheck.engine.scorers.judge_scale import parse_rating
-from turncheck.engine.scorers.list_f1 import list_f1, score_response
+from turncheck.engine.scorers.list_f1 import list_f1
 from turncheck.engine.scorers.order import order_detail
 from turncheck.engine.scorers.self_assessment import as_fraction, find_estimate
 from turncheck.formats import hierarchy
@@ -30,7 +30,7 @@ RESPONSE = """Here is the hierarchy I would use:
 
 
 def test_list_f1_on_a_known_response_is_exact() -> None:
-    detail = score_response(RESPONSE, TRUTH)
+    detail = list_f1(extract(RESPONSE).names, hierarchy.names(TRUTH))
     assert detail.extracted == ["Singlets", "Live cells", "Lymphocytes", "T cells (CD3+)",
                                 "CD4+ T cells", "CD8 positive T cells", "Monocytes",
                                 "NK cells (CD56+)"]

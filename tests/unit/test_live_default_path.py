@@ -14,7 +14,9 @@ import pytest
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons
 from turncheck.compare.pool import pool_reports
-from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 from turncheck.stats.drift import two_run_variance
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test
 from turncheck.stats.verdicts import Verdict, decide, suite_evidence

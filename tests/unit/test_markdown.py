@@ -13,15 +13,7 @@ from hypothesis import strategies as st
 from jinja2.exceptions import SecurityError
 from markupsafe import Markup
 
-from turncheck.text.environment import (
-    make_environment,
-    pct,
-    render_template,
-    sandboxed_environment,
-    signed_int,
-    signed_usd,
-    usd,
-)
+from turncheck.text.environment import make_environment, render_template, sandboxed_environment
 from turncheck.text.markdown import (
     ZWSP,
     code_block,
@@ -30,6 +22,7 @@ from turncheck.text.markdown import (
     md_cell,
     md_text,
 )
+from turncheck.text.money import pct, signed_int, signed_usd, usd
 
 HOSTILE_HTML = "</details><!-- hidden"
 

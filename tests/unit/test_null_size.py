@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from turncheck.stats.tests import Outcome, Stratum, stratified_pass_test, turn_shift_test
-from turncheck.stats.verdicts import Evidence, ShiftTest, decide
+from turncheck.stats.tests import Outcome, ShiftTest, Stratum, stratified_pass_test, turn_shift_test
+from turncheck.stats.verdicts import Evidence, decide
 
 Pooled = Sequence[Outcome]
 
@@ -36,6 +36,13 @@ def splits(pooled: Pooled, head_size: int) -> list[tuple[list[Outcome], list[Out
     return found
 
 
+@functools.cache
+def _test_of(base: tuple[Outcome, ...], head: tuple[Outcome, ...]) -> ShiftTest:
+    """`turn_shift_test` of one split; the splits that pick equal samples in the same
+    order (the pooled samples repeat) are tested once."""
+    return turn_shift_test(base, head)
+
+
 @pytest.mark.parametrize("pooled", [
     [1, 1, 1, 2, 2, 3, None, None, 1, 2, 3, None],   # 3 turns and failures, 6 vs 6
     [1] * 7 + [2, 3, None],                          # mostly turn 1 (a steady eval)
@@ -44,7 +51,7 @@ def splits(pooled: Pooled, head_size: int) -> list[tuple[list[Outcome], list[Out
 def test_turn_of_pass_p_values_are_exact_over_every_split(pooled: Pooled) -> None:
     head_size = len(pooled) // 2 + len(pooled) % 2
     everything = splits(pooled, head_size)
-    p_values = [turn_shift_test(base, head).worse for base, head in everything]
+    p_values = [_test_of(tuple(base), tuple(head)).worse for base, head in everything]
     law = dict(turn_shift_test(*everything[0]).worse_null)
     seen = Counter(round(p, 12) for p in p_values)
     # The reported null law is the enumerated one ...
@@ -88,18 +95,30 @@ def _family_alarms() -> tuple[list[float], list[float]]:
     smallest adjusted worse p-value `decide` gives (evals plus the suite-level
     stratified test), and the smallest raw p-value of the evals."""
     per_eval = [splits(pooled, head_size) for pooled, head_size in FAMILY]
-    tests = [[turn_shift_test(b, h) for b, h in options] for options in per_eval]
+    tests = [[_test_of(tuple(b), tuple(h)) for b, h in options] for options in per_eval]
+    strata = [[Stratum(sum(o is not None for o in b), len(b), sum(o is not None for o in h),
+                       len(h)) for b, h in options] for options in per_eval]
     adjusted, raw = [], []
     for choice in itertools.product(*[range(len(options)) for options in per_eval]):
-        chosen = [per_eval[e][c] for e, c in enumerate(choice)]
-        suite = stratified_pass_test([Stratum(sum(o is not None for o in b), len(b),
-                                              sum(o is not None for o in h), len(h))
-                                      for b, h in chosen])
-        evidence = [*(Evidence(test=tests[e][c]) for e, c in enumerate(choice)),
-                    Evidence(test=suite, pooled=True)]
-        adjusted.append(min(d.p_worse for d in decide(evidence) if d.p_worse is not None))
-        raw.append(min(tests[e][c].worse for e, c in enumerate(choice)))
+        chosen = tuple(tests[e][c] for e, c in enumerate(choice))
+        adjusted.append(_least_adjusted(chosen, tuple(strata[e][c] for e, c in
+                                                      enumerate(choice))))
+        raw.append(min(test.worse for test in chosen))
     return adjusted, raw
+
+
+@functools.cache
+def _suite_test(strata: tuple[Stratum, ...]) -> ShiftTest:
+    return stratified_pass_test(strata)
+
+
+@functools.cache
+def _least_adjusted(tests: tuple[ShiftTest, ...], strata: tuple[Stratum, ...]) -> float:
+    """The smallest adjusted worse p-value `decide` gives these evals and their suite-level
+    test; joint splits with the same tests (many are) are decided once."""
+    evidence = [*(Evidence(test=test) for test in tests),
+                Evidence(test=_suite_test(strata), pooled=True)]
+    return min(d.p_worse for d in decide(evidence) if d.p_worse is not None)
 
 
 @pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1, 0.2, 0.3])

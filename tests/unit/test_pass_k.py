@@ -7,7 +7,7 @@ import math
 import pytest
 
 from turncheck.engine.repeats import RepeatPlan, summarize
-from turncheck.render.table_model import pass_k_text
+from turncheck.render.display import pass_k_text
 from turncheck.report.results import Status
 from turncheck.stats.rates import k_values, pass_at_k, pass_hat_k, pass_k_table
 

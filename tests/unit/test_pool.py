@@ -7,15 +7,10 @@ import numpy as np
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.render.comment import CommentContext, render_comment
-from turncheck.report.run import (
-    EvalResult,
-    PriceSource,
-    Report,
-    Status,
-    SuiteResult,
-    Usage,
-)
+from turncheck.render.comment import CommentContext, comment_markdown
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 from turncheck.stats.pooled import between_run_variance
 from turncheck.stats.verdicts import Verdict
 
@@ -106,7 +101,7 @@ def test_a_drifting_or_stale_baseline_gets_its_note_in_the_comparison_and_the_co
     note = comparison.baseline_note
     assert note is not None and "drifting" in note and "stale" in note and "30 h" in note
     assert comparison.drift_sigma is not None and comparison.drift_sigma >= 0.5
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=head, base=pooled))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=head, base=pooled))
     assert "drifting: pass rates move between runs" in body and "30 h older than base" in body
     steady, steady_pool = pool_reports(base_runs([18, 19, 18]), base_commit="base")
     assert compare_reports(steady, head, base_pool=steady_pool).baseline_note is None
@@ -115,7 +110,7 @@ def test_a_drifting_or_stale_baseline_gets_its_note_in_the_comparison_and_the_co
 
 
 def test_pooled_runs_beyond_the_first_keep_no_conversations() -> None:
-    from turncheck.report.run import TurnResult
+    from turncheck.report.results import TurnResult
 
     def with_turns(result: EvalResult) -> EvalResult:
         turn = TurnResult.model_construct(index=1, prompt="p", response="r")

@@ -16,8 +16,10 @@ from scipy.stats import norm
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
-from turncheck.render.comment import CommentContext, render_comment
-from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
+from turncheck.render.comment import CommentContext, comment_markdown
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 from turncheck.stats.drift import (
     MIN_OTHER_EVALS,
     two_run_variance,
@@ -132,7 +134,7 @@ def test_compare_on_a_pooled_base_reports_a_diffuse_drop_as_a_suite_regression()
     assert suite.verdict is Verdict.REGRESSION and suite.p_value is not None
     assert suite.p_value <= 0.05 and suite.pass_rate_change == -0.1
     assert comparison.model_dump(mode="json")["suites"][0]["verdict"] == "regression"
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=head, base=pooled))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=head, base=pooled))
     assert "**suite s**" in body and "down 10.0 points on average over its 20 evals" in body
     steady = report([repeated(f"e{i}", 19, 20) for i in range(20)], "head")
     assert compare_reports(pooled, steady, base_pool=pool).suites[0].verdict \

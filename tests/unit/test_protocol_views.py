@@ -10,8 +10,8 @@ from turncheck.report.protocol_comparison import (
     ScorerChange,
     TurnScoreComparison,
 )
+from turncheck.report.results import Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import Status
 from turncheck.text.money import rating_text
 
 

@@ -17,16 +17,9 @@ from pathlib import Path
 import pytest
 
 from turncheck.report.files import read_report, write_report
-from turncheck.report.run import (
-    CheckResult,
-    EvalResult,
-    PriceSource,
-    Report,
-    Status,
-    SuiteResult,
-    TurnResult,
-    Usage,
-)
+from turncheck.report.results import CheckResult, Status, TurnResult
+from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
+from turncheck.report.spend import Usage
 
 EVALS = 3_000
 

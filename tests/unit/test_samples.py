@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.expectations import assert_diagnostics
-from turncheck.formats.samples import Expected, Message, SampleFile, load_samples, parse_samples
+from turncheck.formats.sample_loader import load_samples, parse_samples
+from turncheck.formats.samples import Expected, Message, SampleFile
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 INVALID = FIXTURES / "invalid"

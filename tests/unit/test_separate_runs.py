@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.unit.test_compare import FAIL, PASS, ev, report, suite
 from tests.unit.test_verdicts import rate
-from turncheck.compare import compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.engine.merge import merged_run_id
 from turncheck.report.comparison import Comparison
 from turncheck.report.run import EvalResult, Report

@@ -15,24 +15,17 @@ from turncheck.engine.simulated_user import (
     simulator_messages,
 )
 from turncheck.formats.suite_loader import parse_suite
-from turncheck.render.html_report import eval_row
-from turncheck.render.table_model import (
+from turncheck.render.display import (
     SIMULATOR_LABEL,
     SIMULATOR_TOKENS_LABEL,
     TOKENS_LABEL,
     Money,
 )
+from turncheck.render.html_report import eval_row
+from turncheck.report.results import CheckResult, ConversationEnd, Ending, SimulatorSetup, Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import (
-    CheckResult,
-    ConversationEnd,
-    Ending,
-    EvalResult,
-    SimulatorSetup,
-    Status,
-    Usage,
-)
-from turncheck.report.spend import Spend
+from turncheck.report.run import EvalResult
+from turncheck.report.spend import Spend, Usage
 
 HEADER = "metadata:\n  name: s\n  model: m\n  simulator: {model: sim, temperature: 0.2}\n"
 USER = ("  - name: refund\n    user:\n      persona: A customer.\n      goal: A refund.\n"

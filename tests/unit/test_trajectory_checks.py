@@ -13,7 +13,7 @@ from turncheck.engine.app_checks import (
 )
 from turncheck.formats.suite import NoLoopCheck, ToolSequenceCheck
 from turncheck.report.app_calls import AppCall, AppToolCall
-from turncheck.report.run import ToolCallResult
+from turncheck.report.results import ToolCallResult
 
 REPORTED = [ToolCallResult(round=1, name="lookup_order", arguments={"id": 1}, by_app=True)]
 APP_CALLS = [AppCall(provider="openai", api="chat", tool_calls=[

@@ -4,9 +4,10 @@ not "✅ ✅ answer"; when its checks disagree, the badge says how many failed."
 from __future__ import annotations
 
 from tests.unit.test_compare import ev, report, suite
-from turncheck.compare import compare_reports
-from turncheck.render.comment import CommentContext, render_comment
-from turncheck.report.run import CheckResult, EvalResult, Status
+from turncheck.compare.comparison import compare_reports
+from turncheck.render.comment import CommentContext, comment_markdown
+from turncheck.report.results import CheckResult, Status
+from turncheck.report.run import EvalResult
 
 
 def with_checks(result: EvalResult, *passed: bool) -> EvalResult:
@@ -19,7 +20,7 @@ def with_checks(result: EvalResult, *passed: bool) -> EvalResult:
 def transcript(base: EvalResult, head: EvalResult) -> str:
     head_report = report(suite("s.yaml", head))
     comparison = compare_reports(report(suite("s.yaml", base), commit="base"), head_report)
-    return render_comment(comparison, CommentContext(fail_reasons=[], head=head_report,
+    return comment_markdown(comparison, CommentContext(fail_reasons=[], head=head_report,
                                                      base=report(suite("s.yaml", base))))
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from tests.unit.test_compare import report, suite
-from turncheck.compare import compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons
 from turncheck.compare.pool import pool_reports
 from turncheck.engine.repeats import RepeatPlan, combine
 from turncheck.report.comparison import Comparison
-from turncheck.report.run import EvalResult, Report, Status, Usage
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, Report
+from turncheck.report.spend import Usage
 from turncheck.stats.verdicts import Verdict
 
 SAMPLES = 12

@@ -13,19 +13,14 @@ from tests.unit.test_compare import ERROR, FAIL, PASS, ev, one_suite, report, su
 from turncheck.cli.main import main
 from turncheck.compare.policy import DEFAULT_FAIL_ON, FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.repeats import RepeatPlan, combine, status_of
-from turncheck.render.comment import CommentContext, comment_headline, render_comment
+from turncheck.render.comment import CommentContext, comment_headline, comment_markdown
 from turncheck.report.comparison import Comparison
-from turncheck.report.run import EvalResult, Status
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult
 from turncheck.stats.multiplicity import tarone_holm
+from turncheck.stats.rates import usable_minimum
 from turncheck.stats.tests import Stratum, stratified_pass_test, turn_shift_test
-from turncheck.stats.verdicts import (
-    Unusable,
-    Verdict,
-    decide,
-    outcome_evidence,
-    suite_evidence,
-    usable_minimum,
-)
+from turncheck.stats.verdicts import Unusable, Verdict, decide, outcome_evidence, suite_evidence
 
 SKIPPED = Status.SKIPPED
 
@@ -118,7 +113,7 @@ def test_one_sample_flips_are_symmetric_transitions() -> None:
     found = {name: row.verdict for name, row in evals(comparison).items()}  # type: ignore[attr-defined]
     assert found == {"broke": Verdict.BROKEN, "fixed": Verdict.FIXED,
                      "later": Verdict.LATER_TURN, "earlier": Verdict.EARLIER_TURN}
-    markdown = render_comment(comparison, CommentContext(fail_reasons=[], head=report()))
+    markdown = comment_markdown(comparison, CommentContext(fail_reasons=[], head=report()))
     for title in ("Broke", "Fixed", "Later turn", "Earlier turn"):
         assert title in markdown
     assert "Inconclusive" not in markdown
@@ -248,7 +243,7 @@ def test_a_small_drop_in_every_eval_is_a_suite_level_regression(tmp_path: Path) 
     assert as_json["verdict"] == "regression"
     reasons = fail_reasons(comparison, {FailOn.REGRESSION})
     assert reasons == ["suite-level regression of 1 suite: s"]
-    markdown = render_comment(comparison, CommentContext(fail_reasons=reasons, head=report()))
+    markdown = comment_markdown(comparison, CommentContext(fail_reasons=reasons, head=report()))
     assert "**suite s**" in markdown and "suite\\-level test" in markdown
     assert comment_headline(comparison, reasons).text.startswith(
         "1 suite regression · suite s pass rate down 10.0 points")

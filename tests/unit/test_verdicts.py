@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_compare import FAIL, PASS, ev, one_suite, report, suite
-from turncheck.compare import compare_reports
+from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import FailOn, fail_reasons, parse_fail_on
 from turncheck.engine.repeats import RepeatPlan, combine
 from turncheck.report.run import EvalResult, Report
@@ -112,14 +112,14 @@ def test_old_single_sample_reports_still_load_and_compare() -> None:
 
 
 def test_comment_leads_with_regressions_and_badges_flaky_evals() -> None:
-    from turncheck.render.comment import CommentContext, render_comment
+    from turncheck.render.comment import CommentContext, comment_markdown
 
     base = report(suite("s.yaml", rate("better", 0, 10), ev("flip"),
                         repeated("slow", [1] * 5), rate("coin", 5, 10)))
     head = report(suite("s.yaml", rate("better", 10, 10), ev("flip", FAIL),
                         repeated("slow", [3] * 5), rate("coin", 5, 10)))
     comparison = compare_reports(base, head)
-    body = render_comment(comparison, CommentContext(fail_reasons=[], head=head))
+    body = comment_markdown(comparison, CommentContext(fail_reasons=[], head=head))
     sections = [line for line in body.splitlines() if line.startswith("### ")]
     assert sections[0] == "### 🔻 Regressions (1)"
     assert sections[1] == "### 🔴 Broke (1)"

@@ -29,7 +29,7 @@ from turncheck.cli.common import (
 from turncheck.engine.calibration import calibration_problems
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.runner import run_suites
+from turncheck.engine.runner import run_suite_files
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render.budget_text import budget_lines
@@ -89,7 +89,7 @@ def _grade(args: argparse.Namespace, validation: ValidationResult) -> Report:
     total = sum(len(f.samples) for f in validation.samples if f.grader is not None)
     progress = SampleProgress(total, sys.stderr)
     on_sample = None if args.quiet else progress.advance
-    return run_coroutine(run_suites(
+    return run_coroutine(run_suite_files(
         [], settings, validation.diagnostics, samples=validation.samples, on_sample=on_sample
     ))
 

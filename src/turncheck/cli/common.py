@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -353,12 +353,15 @@ def write_output(path: Path, text: str) -> None:
 
 def write_html(path: Path, *, head: Report | None, base: Report | None = None,
                comparison: Comparison | None = None,
-               reasons: Sequence[str] | None = None) -> None:
+               reasons: Sequence[str] | None = None,
+               why_ran: Mapping[str, Sequence[str]] | None = None) -> None:
     """The browsable HTML report (docs/html-report.md) at `path`; UsageError when it
-    cannot be written. `reasons`: why the check fails (None: the default `fail-on`)."""
+    cannot be written. `reasons`: why the check fails (None: the default `fail-on`);
+    `why_ran`: suite path → why it ran (a file it watches changed)."""
     from turncheck.render.html_report import render_report
 
-    html = render_report(head=head, base=base, comparison=comparison, reasons=reasons)
+    html = render_report(head=head, base=base, comparison=comparison, reasons=reasons,
+                         why_ran=why_ran)
     try:
         write_text_confined(path, html)
     except OSError as exc:

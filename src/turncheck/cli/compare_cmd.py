@@ -10,7 +10,6 @@ from pathlib import Path
 from turncheck.cli.common import (
     UsageError,
     load_report,
-    one_line,
     untrusted_output,
     usage_error,
     write_html,
@@ -24,6 +23,7 @@ from turncheck.render.compare_console import comparison_text, exit_line
 from turncheck.report.calibration_comparison import CalibrationThresholds
 from turncheck.report.comparison import Comparison, CostThresholds
 from turncheck.report.run import Report
+from turncheck.text.lines import one_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -107,7 +107,7 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
             write_json(args.json, comparison)
         if args.html is not None:
             write_html(args.html, head=head, base=base, comparison=comparison,
-                       reasons=reasons)
+                       reasons=reasons, why_ran=why_ran)
     except UsageError as exc:
         return usage_error(str(exc))
     with untrusted_output(sys.stdout):  # paths and names come from the PR
@@ -128,11 +128,11 @@ def report_comparison(args: argparse.Namespace, base: Report, head: Report,
 
 def write_comment(comparison: Comparison, reasons: list[str], base: Report, head: Report,
                   path: Path, why_ran: Mapping[str, list[str]]) -> None:
-    from turncheck.render.comment import CommentContext, render_comment
+    from turncheck.render.comment import CommentContext, comment_markdown
 
     context = CommentContext(fail_reasons=reasons, head=head, base=base,
                              reasons={suite: list(why) for suite, why in why_ran.items()})
-    write_output(path, render_comment(comparison, context))
+    write_output(path, comment_markdown(comparison, context))
 
 
 # --- arguments and files ------------------------------------------------------------

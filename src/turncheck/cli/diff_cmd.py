@@ -1,7 +1,7 @@
 """`turncheck diff [BASE_REF]`: what the action would say about the work tree, before
 pushing. Runs the changed suites (or the paths given) at the base commit — in a work
 tree of it — and in the work tree at the same time, through the action's two-commit
-runner (`sides.runner`: its sampling, `repeat: auto` decided on both sides together,
+runner (`sides.two_commit_runner`: its sampling, `repeat: auto` decided on both sides together,
 and pricing), and prints the comparison (`compare`'s console view, `--json` and
 `--markdown`)."""
 
@@ -23,7 +23,6 @@ from turncheck.cli.common import (
     globs_from,
     interruptible_run,
     nothing_to_do,
-    one_line,
     options_from,
     print_diagnostics,
     usage_error,
@@ -32,14 +31,15 @@ from turncheck.cli.compare_cmd import add_comparison_options, report_comparison
 from turncheck.cli.run_cmd import repeat_setting
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.runner import run_suites
+from turncheck.engine.runner import run_suite_files
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
-from turncheck.sides.runner import Commits, Event, SideLoaded, TwoCommitRun
+from turncheck.sides.two_commit_runner import Commits, Event, SideLoaded, TwoCommitRun
 from turncheck.text.counts import counted
+from turncheck.text.lines import one_line
 
 DEFAULT_BRANCHES = ("origin/HEAD", "main", "master")
 
@@ -179,7 +179,7 @@ def run_sides(args: argparse.Namespace, checkout: Checkout, commits: Commits,
     if reports.base is not None:
         return reports.head, reports.base
     # Nothing ran at base (no file there, or no base commit to read): an empty base.
-    nothing = run_coroutine(run_suites([], runner.options.for_base().settings(commits.base)))
+    nothing = run_coroutine(run_suite_files([], runner.options.for_base().settings(commits.base)))
     return reports.head, nothing
 
 

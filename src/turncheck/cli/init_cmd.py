@@ -23,7 +23,6 @@ from pathlib import Path
 
 from turncheck.choices import TARGET_KINDS
 from turncheck.cli import init_files, init_starter_app
-from turncheck.cli.common import one_line
 from turncheck.cli.init_app_workflow import app_workflow
 from turncheck.config import CONFIG_FILE, find_config
 from turncheck.diagnostics import Diagnostic
@@ -35,8 +34,9 @@ from turncheck.formats.discovery import (
 )
 from turncheck.formats.validation import validate_files
 from turncheck.formats.vibecheck import globs_for, missed_suites
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.text.counts import counted
+from turncheck.text.lines import one_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -27,13 +27,14 @@ from turncheck.cli.common import (
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
 from turncheck.engine.repeats import RepeatSetting
-from turncheck.engine.runner import run_suites
+from turncheck.engine.runner import run_suite_files
 from turncheck.engine.sharding import ShardError, ShardSpec, select_shard
 from turncheck.formats.suite import MAX_REPEAT
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.render import console
-from turncheck.report.run import Report, ShardInfo, Status
+from turncheck.render.run_outcome import budget_stop_text, failure_reasons, success_text
+from turncheck.report.run import Report, ShardInfo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -151,7 +152,7 @@ def execute(args: argparse.Namespace, validation: ValidationResult) -> Report:
     samples = validation.samples if shard is None or shard.index == 1 else []
     try:
         report = run_coroutine(
-            run_suites(validation.suites, settings, validation.diagnostics, progress.advance,
+            run_suite_files(validation.suites, settings, validation.diagnostics, progress.advance,
                        samples=samples, on_case=progress.advance_case)
         )
     finally:
@@ -218,36 +219,15 @@ def calibration_problems(report: Report) -> list[str]:
     return problems_of(report.calibrations)
 
 
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def run_outcome(report: Report, validation: ValidationResult, problems: list[str]
                 ) -> tuple[int, str]:
     """The exit code and the line that says why: what failed, else what stopped the run,
     else what passed."""
     invalid = {d.file for d in validation.diagnostics if d.is_error}
-    totals = report.totals
-    cases = [c for s in report.protocols for c in s.cases]
-    bad_cases = sum(c.status in (Status.FAIL, Status.ERROR) for c in cases)
-    failing = [
-        f"{_counted(len(invalid), 'invalid file')}" if invalid else "",
-        f"{totals.failed} of {_counted(totals.evals, 'eval')} failed" if totals.failed else "",
-        f"{_counted(totals.errors, 'eval')} errored" if totals.errors else "",
-        f"{bad_cases} of {_counted(len(cases), 'protocol case')} failed or errored"
-        if bad_cases else "",
-        f"{_counted(len(problems), 'grader calibration problem')} (above)" if problems else "",
-    ]
-    reasons = [reason for reason in failing if reason]
+    reasons = failure_reasons(report, len(invalid), len(problems))
     if reasons:
         return 1, "Exit 1: " + "; ".join(reasons)
     if report.budget_stopped:
         return BUDGET_STOPPED_EXIT_CODE, (
-            f"Exit {BUDGET_STOPPED_EXIT_CODE}: a budget stopped the run: "
-            f"{_counted(totals.skipped, 'eval')} not run; nothing failed")
-    ran = [_counted(totals.evals, "eval") if totals.evals else "",
-           _counted(len(cases), "protocol case") if cases else "",
-           _counted(sum(len(c.samples) for c in report.calibrations), "calibration sample")
-           if report.calibrations else ""]
-    done = ", ".join(part for part in ran if part)
-    return 0, f"Exit 0: nothing failed ({done})" if done else "Exit 0: nothing ran"
+            f"Exit {BUDGET_STOPPED_EXIT_CODE}: {budget_stop_text(report)}")
+    return 0, f"Exit 0: {success_text(report)}"

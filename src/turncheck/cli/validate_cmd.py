@@ -17,7 +17,7 @@ from turncheck.cli.common import (
 from turncheck.diagnostics import Diagnostic, Severity
 from turncheck.formats.validation import ValidationResult, validate_files
 from turncheck.github.workflow import annotation_command
-from turncheck.text.counts import counted
+from turncheck.render.validation_view import validation_json, validation_summary
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,22 +48,13 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(str(exc))
     result = validate_files(found.files, args.max_depth)
     if args.format == "json":
-        print(json.dumps(as_json(result), indent=2))
+        print(json.dumps(validation_json(result), indent=2))
     elif args.github:
         for diagnostic in result.diagnostics:
             print(github_command(diagnostic))
     else:
         print_text(result)
     return 1 if result.count(Severity.ERROR) else 0
-
-
-def as_json(result: ValidationResult) -> dict[str, object]:
-    return {
-        "files": result.files,
-        "errors": result.count(Severity.ERROR),
-        "warnings": result.count(Severity.WARNING),
-        "diagnostics": [d.model_dump(mode="json") for d in result.diagnostics],
-    }
 
 
 def github_command(diagnostic: Diagnostic) -> str:
@@ -81,10 +72,4 @@ def print_text(result: ValidationResult) -> None:
     with untrusted_output(sys.stdout):
         for diagnostic in result.diagnostics:
             print(diagnostic_line(diagnostic))
-    errors, warnings = result.count(Severity.ERROR), result.count(Severity.WARNING)
-    verdict = "ok" if not errors else "invalid"
-    print(
-        f"{verdict}: {counted(result.files, 'file')} checked, {counted(errors, 'error')}, "
-        f"{counted(warnings, 'warning')}",
-        file=sys.stderr,
-    )
+    print(validation_summary(result), file=sys.stderr)

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from turncheck.compare.rows import pair_by_path, previous_path, state_of
 from turncheck.report.calibration import (
     CalibrationFileResult,
+    GraderVerdict,
     SampleGrade,
-    Verdict,
     is_below,
     percent_text,
 )
@@ -75,7 +75,7 @@ def flipped_samples(
             id=row.id, line=row.line, label=row.label, base_score=before.score,
             head_score=row.score, base_verdict=before.verdict, head_verdict=row.verdict,
             head_reason=row.reason, head_error=row.error,
-            regression=before.verdict is Verdict.AGREE,
+            regression=before.verdict is GraderVerdict.AGREE,
         ))
     return flipped
 

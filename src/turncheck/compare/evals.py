@@ -26,9 +26,9 @@ from turncheck.report.comparison import (
     SuiteComparison,
     Summary,
 )
-from turncheck.report.results import USABLE
+from turncheck.report.results import USABLE, Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import EvalResult, Status, SuiteResult
+from turncheck.report.run import EvalResult, SuiteResult
 from turncheck.report.spend import spend_delta, spend_or_none
 from turncheck.stats.rates import turn_distribution
 

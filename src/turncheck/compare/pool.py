@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 from turncheck.engine.repeats import RepeatPlan, outcome_of, status_of, summarize
 from turncheck.report.pool import BasePool, PooledEval
-from turncheck.report.results import USABLE
-from turncheck.report.run import EvalResult, Report, SampleResult, Status, SuiteResult
+from turncheck.report.results import USABLE, SampleResult, Status
+from turncheck.report.run import EvalResult, Report, SuiteResult
 from turncheck.stats.pooled import between_run_variance, shared_run_variance
 
 MAX_POOLED_RUNS = 8

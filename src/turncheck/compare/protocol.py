@@ -45,10 +45,10 @@ from turncheck.report.protocol_comparison import (
     ScorerChange,
     TurnScoreComparison,
 )
-from turncheck.report.results import USABLE, add_costs
+from turncheck.report.results import USABLE, Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import Report, Status
-from turncheck.report.spend import add_spend, spend_delta, spend_or_none
+from turncheck.report.run import Report
+from turncheck.report.spend import add_costs, add_spend, spend_delta, spend_or_none
 from turncheck.stats.adaptive import first_look
 from turncheck.stats.verdicts import (
     DEFAULT_SETTINGS,

@@ -27,7 +27,7 @@ from turncheck.formats.suite import (
     ToolSource,
 )
 from turncheck.report.app_calls import AppCall
-from turncheck.report.run import CheckResult, ToolCallResult
+from turncheck.report.results import CheckResult, ToolCallResult
 
 APP_SOURCE_NOTE = " (from the app's model calls)"
 

@@ -29,7 +29,8 @@ from turncheck.engine.pricing import Pricer
 from turncheck.engine.tokens import input_token_bound
 from turncheck.formats.budget import BudgetLimits
 from turncheck.providers.base import NETWORK_GATE, ChatMessage, ProviderError
-from turncheck.report.run import BudgetOutcome, Usage
+from turncheck.report.run import BudgetOutcome
+from turncheck.report.spend import Usage
 
 Response = TypeVar("Response")
 

@@ -27,14 +27,14 @@ from turncheck.engine.judge import (
     parse_grade,
     transcript,
 )
-from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.redaction import Redactor
 from turncheck.engine.session import GraderSession, open_grader_session, run_then_close
 from turncheck.engine.usage import chat_usage
 from turncheck.formats.grader import Grader
 from turncheck.formats.samples import Sample, SampleFile
 from turncheck.providers.base import ChatMessage, ChatResponse, ProviderError
-from turncheck.providers.cassettes import cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.providers.factory import env_credentials
 from turncheck.report.calibration import (
     AgreementStats,
@@ -46,7 +46,7 @@ from turncheck.report.calibration import (
     is_below,
     percent_text,
 )
-from turncheck.report.run import Usage
+from turncheck.report.spend import Usage, add_costs
 from turncheck.stats.agreement import bootstrap_interval, cohen_kappa, confusion, within_one
 from turncheck.text.counts import counted
 from turncheck.text.environment import sandboxed_environment

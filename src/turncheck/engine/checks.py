@@ -53,7 +53,7 @@ from turncheck.formats.suite import (
 )
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
 from turncheck.report.app_calls import AppCall
-from turncheck.report.run import CheckResult, ToolCallResult, TurnResult
+from turncheck.report.results import CheckResult, ToolCallResult, TurnResult
 
 
 @dataclass

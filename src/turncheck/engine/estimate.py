@@ -35,7 +35,7 @@ from turncheck.choices import embedding_provider, price_id
 from turncheck.engine.budget import DEFAULT_MAX_OUTPUT_TOKENS
 from turncheck.engine.calibration import grader_prompt, grader_template
 from turncheck.engine.judge import JUDGE_SYSTEM_PROMPT, grader_messages, judge_messages
-from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.scorers.judge_scale import JUDGE_SCALE_SYSTEM_PROMPT
 from turncheck.engine.session import JUDGE_MAX_OUTPUT_TOKENS
 from turncheck.engine.tokens import (
@@ -65,7 +65,8 @@ from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage
 from turncheck.providers.factory import select_provider
 from turncheck.report.estimate import Estimate, Figures, SuiteEstimate
-from turncheck.report.run import EvalResult, Report, Usage
+from turncheck.report.run import EvalResult, Report
+from turncheck.report.spend import Usage, add_costs
 
 
 def planned_samples(suite: Suite | ProtocolSuite, override: int | None = None) -> int:

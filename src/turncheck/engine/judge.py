@@ -91,7 +91,7 @@ _FENCE_OPENER = re.compile(r"```[a-zA-Z0-9_-]*")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class JudgeVerdict:
     passed: bool
     reason: str
 
@@ -217,14 +217,14 @@ def _json_object(text: str, who: str) -> dict[str, Any]:
     return data
 
 
-def parse_verdict(text: str) -> Verdict:
+def parse_verdict(text: str) -> JudgeVerdict:
     data = _json_object(text, "judge")
     verdict, reason = data.get("pass"), data.get("reason")
     if not isinstance(verdict, bool) or not isinstance(reason, str):
         raise JudgeAnswerError(
             f'judge answer must be {{"pass": bool, "reason": str}}, got {_excerpt(text)}'
         )
-    return Verdict(verdict, given_reason(reason, "judge"))
+    return JudgeVerdict(verdict, given_reason(reason, "judge"))
 
 
 _INTEGER_STRING = re.compile(r"\s*[+-]?\d{1,3}\s*")

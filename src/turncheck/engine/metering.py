@@ -15,7 +15,7 @@ from turncheck.engine.session import SuiteSession
 from turncheck.engine.usage import chat_usage, embedding_usage
 from turncheck.providers.base import AnswerSchema, ChatMessage
 from turncheck.providers.factory import env_credentials
-from turncheck.report.run import Usage
+from turncheck.report.spend import Usage
 
 
 class JudgeMeter(Protocol):

@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 
 from turncheck.lazy import submodules_without_package_init
-from turncheck.report.results import add_costs
-from turncheck.report.run import PriceSource, Usage
+from turncheck.report.run import PriceSource
+from turncheck.report.spend import Usage
 
 # genai-prices' `__init__` also loads its price-update thread and the HTTP client it
 # fetches with (httpx2); turncheck prices from the bundled snapshot only, so a run loads
 # just the snapshot and its types (`genai_prices.calc_price` is the same one call).
 _snapshot, _types = submodules_without_package_init("genai_prices", "data_snapshot", "types")
 
-__all__ = ["Pricer", "add_costs"]
+__all__ = ["Pricer"]
 
 LIBRARY = "genai-prices"
 

@@ -25,10 +25,11 @@ import jinja2
 
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
-from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.repeats import case_outcome, combine_cases, plan_for, run_samples
 from turncheck.engine.schedule import open_suite_session, run_suite_cases, sent_system_prompt
-from turncheck.engine.scorers import ScoringContext, score
+from turncheck.engine.scorers import score
+from turncheck.engine.scorers.base import ScoringContext
 from turncheck.engine.scorers.extract import Extraction, extract
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tool_rounds import TurnAnswer, answer_turn
@@ -49,7 +50,8 @@ from turncheck.formats.protocol_templates import SecretRef, protocol_environment
 from turncheck.formats.suite import Message
 from turncheck.formats.suite_loader import SuiteFile
 from turncheck.providers.base import ChatMessage, ProviderError
-from turncheck.providers.cassettes import cassette_path_for, current_sample
+from turncheck.providers.call_context import current_sample
+from turncheck.providers.cassette_file import cassette_path_for
 from turncheck.report.protocol import (
     CaseAggregates,
     CaseResult,
@@ -60,8 +62,8 @@ from turncheck.report.protocol import (
     ScorerSummary,
     TurnSummary,
 )
-from turncheck.report.results import excerpt_answers, spend_totals
-from turncheck.report.run import Status, StatusReason, Usage
+from turncheck.report.results import Status, StatusReason, excerpt_answers
+from turncheck.report.spend import Usage, add_costs, spend_totals
 from turncheck.targets.conversation import begin_conversation
 from turncheck.text.user_regex import RegexWorkError, check_work, first_match
 

@@ -29,10 +29,11 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from turncheck.engine.interruption import STOP
 from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
-from turncheck.providers.cassettes import current_sample, use_sample
+from turncheck.providers.call_context import current_sample, use_sample
 from turncheck.report.protocol import CaseResult, CaseSample
-from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status, spend_totals
+from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status
 from turncheck.report.run import EvalResult
+from turncheck.report.spend import spend_totals
 from turncheck.stats.adaptive import UNUSABLE, more_samples
 from turncheck.stats.rates import (
     pass_k_table,

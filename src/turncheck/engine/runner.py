@@ -23,7 +23,7 @@ from turncheck.engine.checks import LevelOutcome, TurnContext, evaluate_level
 from turncheck.engine.interruption import STOP
 from turncheck.engine.metering import metered_embed, metered_judge, session_redactor
 from turncheck.engine.pairing import Pairing, SideOfPair, run_id_of
-from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.repeats import (
     combine,
     outcome_of,
@@ -56,19 +56,18 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
-from turncheck.providers.cassettes import cassette_path_for, current_sample
-from turncheck.report.results import excerpt_answers
-from turncheck.report.run import (
+from turncheck.providers.call_context import current_sample
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.report.results import (
     ConversationEnd,
-    EvalResult,
-    Report,
     Status,
     StatusReason,
-    SuiteResult,
     ToolCallResult,
     TurnResult,
-    Usage,
+    excerpt_answers,
 )
+from turncheck.report.run import EvalResult, Report, SuiteResult
+from turncheck.report.spend import Usage, add_costs
 from turncheck.targets.conversation import begin_conversation
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ if TYPE_CHECKING:
     from turncheck.report.protocol import ProtocolSuiteResult
 
 EvalCallback = Callable[[SuiteResult, EvalResult], None]
-__all__ = ["EvalCallback", "RunSettings", "Side", "run_both_sides", "run_suites"]
+__all__ = ["EvalCallback", "Side", "run_both_sides", "run_suite_files"]
 
 
 class EvalError(Exception):
@@ -440,7 +439,7 @@ async def _run_protocols(protocols: Sequence[tuple[SuiteFile, ProtocolSuite]],
                                        for f, p in protocols)))
 
 
-async def run_suites(
+async def run_suite_files(
     suite_files: list[SuiteFile],
     settings: RunSettings,
     diagnostics: list[Diagnostic] | None = None,
@@ -519,7 +518,7 @@ async def run_both_sides(head: Side, base: Side | None,
     share one limit of twice the head's `concurrency`, so a pull request takes about one
     side's time, and a side with less to do leaves its slots to the other."""
     if base is None:
-        return await run_suites(head.files, head.settings, head.diagnostics,
+        return await run_suite_files(head.files, head.settings, head.diagnostics,
                                 samples=head.samples), None
     pairing = Pairing()
     to_head = {old: new for new, old in (renames or {}).items()}
@@ -527,7 +526,7 @@ async def run_both_sides(head: Side, base: Side | None,
 
     def run(side: Side, handle: SideOfPair) -> Coroutine[Any, Any, Report]:
         settings = replace(side.settings, pairing=handle)
-        return run_suites(side.files, settings, side.diagnostics, samples=side.samples,
+        return run_suite_files(side.files, settings, side.diagnostics, samples=side.samples,
                           limit=limit)
 
     head_report, base_report = await asyncio.gather(

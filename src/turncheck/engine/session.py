@@ -35,7 +35,8 @@ from turncheck.providers.base import (
     EmbeddingResponse,
     Provider,
 )
-from turncheck.providers.cassettes import Cassette, calling_as
+from turncheck.providers.call_context import calling_as
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.factory import (
     base_url_for,
     make_provider,
@@ -44,7 +45,7 @@ from turncheck.providers.factory import (
 )
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder
-from turncheck.report.run import Usage
+from turncheck.report.spend import Usage
 from turncheck.text.credentials import url_credentials
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class SessionSettings:
     backoff_base_s: float = 0.5
     sleep: Sleep | None = None
     ledger: Ledger | None = None
-    """The run's hard budgets (set by `run_suites`); None: no budget."""
+    """The run's hard budgets (set by `run_suite_files`); None: no budget."""
     prune: bool = False
     """`record --prune`: each cassette keeps only what this run used (`Cassette.save`)."""
     apps_refused: str | None = None

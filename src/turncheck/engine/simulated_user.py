@@ -32,7 +32,7 @@ from turncheck.engine.tools import ToolSetup
 from turncheck.engine.usage import chat_usage
 from turncheck.formats.suite import CheckList, Eval, Metadata, SimulatedUser, Simulator
 from turncheck.providers.base import AnswerSchema, ChatMessage, ProviderError
-from turncheck.report.run import (
+from turncheck.report.results import (
     CheckResult,
     ConversationEnd,
     Ending,
@@ -40,8 +40,8 @@ from turncheck.report.run import (
     Status,
     ToolCallResult,
     TurnResult,
-    Usage,
 )
+from turncheck.report.spend import Usage
 
 SIMULATOR_PROMPT_VERSION = "turncheck-simulated-user/1"
 REVIEW_PROMPT_VERSION = "turncheck-simulator-review/1"

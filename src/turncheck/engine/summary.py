@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from turncheck.report.results import spend_totals
-from turncheck.report.run import EvalResult, Status, SuiteResult, Totals
+from turncheck.report.results import Status
+from turncheck.report.run import EvalResult, SuiteResult, Totals
+from turncheck.report.spend import spend_totals
 
 
 def with_suite_totals(suite: SuiteResult, evals: list[EvalResult]) -> SuiteResult:

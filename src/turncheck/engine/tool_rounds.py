@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from turncheck.engine.pricing import Pricer, add_costs
+from turncheck.engine.pricing import Pricer
 from turncheck.engine.session import SuiteSession
 from turncheck.engine.tools import (
     MAX_CALLS_PER_ANSWER,
@@ -20,7 +20,8 @@ from turncheck.engine.tools import (
 from turncheck.engine.usage import chat_usage
 from turncheck.providers.base import ChatMessage, ChatResponse, ToolCall
 from turncheck.report.app_calls import AppCall
-from turncheck.report.run import ToolCallResult, Usage
+from turncheck.report.results import ToolCallResult
+from turncheck.report.spend import Usage, add_costs
 from turncheck.targets.base import TargetResponse
 
 MAX_TOOL_ROUND_BYTES = 16 * 1024 * 1024

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from turncheck.report.run import Usage
+from turncheck.report.spend import Usage
 
 
 class ReportsTokens(Protocol):

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from turncheck.formats.names import DEFAULT_THRESHOLD
-from turncheck.formats.suite import Check, Metadata, NonEmptyStr, _Node
+from turncheck.formats.suite import Metadata, NonEmptyStr, _Node
 
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 Identifier = Annotated[StrictStr, Field(pattern=IDENTIFIER)]
@@ -121,7 +121,6 @@ class SelfAssessmentSpec(_Node):
     pattern: NonEmptyStr | None = None
 
 
-ScorerSpec: TypeAlias = Check | ListF1Spec | OrderSpec | JudgeScaleSpec | SelfAssessmentSpec
 SCORER_SPECS: dict[str, type[_Node]] = {
     "list_f1": ListF1Spec,
     "order": OrderSpec,

@@ -590,20 +590,6 @@ class Suite(BaseModel):
     evals: Annotated[list[Eval], Field(min_length=1)]
 
 
-_RECURSIVE_MODELS: tuple[type[BaseModel], ...] = (
-    _FollowUpFields,
-    *CHECK_TYPES.values(),
-    FollowUp,
-    OrGroup,
-    Turn,
-    Eval,
-    Suite,
-)
-# Validators and serializers are built on first use (`defer_build`): `validate` on a
-# plain suite never needs most check types, and building them all took a third of
-# its start-up.
-
-
 def level_items(checks: CheckList) -> tuple[list[Item], bool]:
     """The items of a level and whether it is an `or` level."""
     if isinstance(checks, OrGroup):

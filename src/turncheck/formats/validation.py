@@ -74,7 +74,7 @@ def validate_files(
             if found.kind is FileKind.SUITE:
                 result.suites.append(load_suite(found.path, file, max_depth, repository))
             else:
-                from turncheck.formats.samples import load_samples
+                from turncheck.formats.sample_loader import load_samples
 
                 result.samples.append(load_samples(found.path, file, repository))
     return result

@@ -12,7 +12,8 @@ from turncheck.github.client import Annotation
 from turncheck.github.workflow import annotation_command, log
 from turncheck.render.severity import TITLE, Group, change_with_evidence, eval_group, row_change
 from turncheck.report.comparison import Comparison, EvalComparison
-from turncheck.report.run import EvalResult, Report, Status, TurnResult
+from turncheck.report.results import Status, TurnResult
+from turncheck.report.run import EvalResult, Report
 
 AnnotationLevel = Literal["notice", "warning", "failure"]
 CommandLevel = Literal["error", "warning", "notice"]

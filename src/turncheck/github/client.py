@@ -31,7 +31,7 @@ from github.Repository import Repository
 from github.WorkflowRun import WorkflowRun
 from urllib3.util.retry import Retry
 
-from turncheck.git import ChangedFile, FileStatus
+from turncheck.git.changes import ChangedFile, FileStatus
 
 DEFAULT_API_URL = "https://api.github.com"
 # GITHUB_TOKEN cannot read GET /user; its comments are authored by this login.

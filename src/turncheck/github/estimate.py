@@ -19,7 +19,7 @@ from turncheck.github.publish import (
 from turncheck.github.workflow import log
 from turncheck.render.comment import MARKER
 from turncheck.render.estimate_view import estimate_markdown
-from turncheck.sides.runner import price_instant
+from turncheck.sides.two_commit_runner import price_instant
 
 
 def estimate_flow(job: Job, number: int, suites: list[str], head_sha: str, base_sha: str,

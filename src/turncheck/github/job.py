@@ -28,7 +28,7 @@ from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
 from turncheck.sides.checkout import Checkout
 from turncheck.sides.options import RunOptions
-from turncheck.sides.runner import Commits, Event, SideLoaded, TwoCommitRun
+from turncheck.sides.two_commit_runner import Commits, Event, SideLoaded, TwoCommitRun
 from turncheck.text.counts import counted
 
 RUNNER_ENV_PREFIXES = ("INPUT_", "GITHUB_", "ACTIONS_", "RUNNER_")

@@ -42,7 +42,7 @@ from turncheck.github.workflow import append_step_summary, escape_data, log, wri
 from turncheck.render.comment import (
     CommentContext,
     comment_headline,
-    render_comment,
+    comment_markdown,
     render_summary,
 )
 from turncheck.render.html_report import render_report
@@ -194,7 +194,7 @@ def write_html_report(job: Job, bundle: ReportBundle, comparison: Comparison,
     `reasons` (why the check fails) make its banner the comment's heading."""
     path = job.report_path.with_suffix(".html")
     html = render_report(head=bundle.head, base=bundle.base, comparison=comparison,
-                         reasons=reasons)
+                         reasons=reasons, why_ran=bundle.reasons)
     try:
         write_text_confined(path, html, root=job.context.workspace)
     except OSError as exc:
@@ -236,13 +236,13 @@ def publish(job: Job, bundle: ReportBundle, nothing_changed: bool,
     if bundle.pull_number is not None or bundle.event == "merge_group":
         api = job.api()
         if bundle.pull_number is not None:
-            body = render_comment(comparison, context)
+            body = comment_markdown(comparison, context)
             # With nothing changed any more, only an earlier comment is updated (its old
             # verdict must go); no new comment is created.
             post_comment(api, bundle.pull_number, body, context.marker, job.inputs.comment,
                          published, create=not nothing_changed)
         title = check_title(comparison, reasons)  # the heading names a budget stop
-        brief = render_comment(comparison, context, limit=CHECK_SUMMARY_LIMIT)
+        brief = comment_markdown(comparison, context, limit=CHECK_SUMMARY_LIMIT)
         if provenance.verified:
             post_check(api, bundle.head_sha, title, brief, bool(reasons), items,
                        job.context.run_url, published, text=summary,

@@ -19,7 +19,7 @@ from turncheck.github.workflow import log
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
-from turncheck.sides.runner import Commits
+from turncheck.sides.two_commit_runner import Commits
 
 
 def merged_flow(job: Job, provenance: Provenance = VERIFIED) -> int:

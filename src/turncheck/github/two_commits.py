@@ -14,7 +14,7 @@ from turncheck.github.workflow import log
 from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.changes import SuiteChanges
-from turncheck.sides.runner import Commits
+from turncheck.sides.two_commit_runner import Commits
 
 
 def refuse_base_checkout(job: Job, base_sha: str, head_sha: str) -> None:

@@ -24,21 +24,15 @@ from turncheck.providers.base import (
     USABILITY_EXTENSION,
     ProviderError,
 )
-from turncheck.providers.cassettes import (
+from turncheck.providers.call_context import (
     CALLER_HEADER,
-    DEFAULT_MAX_CASSETTE_BYTES,
     SAMPLE_HEADER,
-    Cassette,
-    CassetteFormatError,
-    CassetteMode,
-    Interaction,
-    Key,
-    _digest,
-    _token_blind,
     current_caller,
     current_sample,
-    problem_of,
 )
+from turncheck.providers.cassette_file import DEFAULT_MAX_CASSETTE_BYTES, CassetteFormatError
+from turncheck.providers.cassettes import Cassette, CassetteMode, problem_of
+from turncheck.providers.interactions import Interaction, Key, body_digest, token_blind
 from turncheck.providers.json_limits import JsonTooDeep, loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.secrets import SecretBinder
@@ -152,7 +146,7 @@ class CassetteTransport(Cassette, httpx.AsyncBaseTransport):
             match_body, stored_body, parsed = self._scrubber.parsed_body(body)
         except JsonTooDeep as exc:
             raise ProviderError(f"cannot send the request: its body's {exc}") from None
-        key = (method.upper(), self._scrubber.url(url), _digest(_token_blind(match_body)),
+        key = (method.upper(), self._scrubber.url(url), body_digest(token_blind(match_body)),
                current_sample())
         return key, stored_body, parsed
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, cast
 
 from turncheck.choices import PROVIDER_NAMES, PROVIDERS, Mode, ProviderSpec, provider_spec
 from turncheck.providers.base import Provider, ProviderError
-from turncheck.providers.cassettes import Cassette, cassette_path_for
+from turncheck.providers.cassette_file import cassette_path_for
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.common import Connection
 from turncheck.providers.http import RetryPolicy, Sleep
 from turncheck.providers.secrets import SecretBinder

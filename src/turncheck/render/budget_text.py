@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from turncheck.report.run import BudgetOutcome, Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import BudgetOutcome, Report
 from turncheck.text.counts import counted
 
 

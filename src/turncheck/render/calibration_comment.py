@@ -20,10 +20,10 @@ from turncheck.render.calibration_console import (
     kappa_verdict,
 )
 from turncheck.render.columns import Column, markdown_table
-from turncheck.render.table_model import Capped, or_dash, state_note
+from turncheck.render.display import Capped, or_dash, state_note
 from turncheck.report.calibration import (
     CalibrationFileResult,
-    Verdict,
+    GraderVerdict,
     percent_text,
 )
 from turncheck.report.calibration_comparison import (
@@ -38,7 +38,8 @@ MAX_FILES = 30
 MAX_FLIPPED_ROWS = 30
 MAX_SAMPLE_ROWS = 100
 VERDICT_ICON = {
-    Verdict.AGREE: "✅ agree", Verdict.DISAGREE: "❌ disagree", Verdict.ERROR: "💥 error",
+    GraderVerdict.AGREE: "✅ agree", GraderVerdict.DISAGREE: "❌ disagree",
+    GraderVerdict.ERROR: "💥 error",
 }
 
 

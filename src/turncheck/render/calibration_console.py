@@ -14,7 +14,7 @@ from turncheck.render.columns import (
     name_column,
     tally_spent,
 )
-from turncheck.render.table_model import (
+from turncheck.render.display import (
     console_heading,
     or_dash,
     print_lines,
@@ -25,8 +25,7 @@ from turncheck.report.calibration import (
     SampleGrade,
     percent_text,
 )
-from turncheck.report.results import add_costs
-from turncheck.report.spend import Spent, Usage
+from turncheck.report.spend import Usage, UsageAndCost, add_costs
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line, terminal_safe
 from turncheck.text.money import score_text
@@ -130,7 +129,7 @@ def _total_tally(results: Sequence[CalibrationFileResult]) -> Tally[_Figures]:
     figures = _Figures(len(rows), percent_text(100 * agreed / len(rows) if rows else None),
                        distance(sum(scored) / len(scored) if scored else None),
                        str(sum(r.errors for r in graded)))
-    spent = Spent(usage=sum((r.spent.usage for r in graded), Usage()),
+    spent = UsageAndCost(usage=sum((r.spent.usage for r in graded), Usage()),
                   cost_usd=add_costs([r.cost_usd for r in graded])) if graded else None
     return Tally("Total", [r.row() for r in graded], spent, figures)
 

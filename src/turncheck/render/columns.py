@@ -15,10 +15,10 @@ from typing import Any, Generic, TypeVar
 
 from markupsafe import Markup, escape
 
-from turncheck.render.table_model import DASH, Table, tokens_in_out
+from turncheck.render.display import DASH, Table, tokens_in_out
 from turncheck.report.results import Status
 from turncheck.report.rows import Row
-from turncheck.report.spend import Spent, Usage
+from turncheck.report.spend import Usage, UsageAndCost
 from turncheck.text.markdown import md_cell
 from turncheck.text.money import usd
 
@@ -65,7 +65,7 @@ class Tally(Generic[D]):
 
     name: str
     rows: Sequence[Row]
-    spent: Spent | None
+    spent: UsageAndCost | None
     """None: nothing was spent that could be shown (a sample file not graded)."""
     detail: D
 
@@ -99,16 +99,16 @@ def _tokens(usage: Usage) -> str:
     return tokens_in_out(usage.input_tokens, usage.output_tokens)
 
 
-def _judge_cost(spent: Spent) -> str:
+def _judge_cost(spent: UsageAndCost) -> str:
     unused = spent.judge_usage.total == 0 and spent.judge_cost_usd == 0
     return DASH if unused else usd(spent.judge_cost_usd)
 
 
-def tally_spent(tally: AnyTally) -> Spent | None:
+def tally_spent(tally: AnyTally) -> UsageAndCost | None:
     return tally.spent
 
 
-def _or_dash(spent: Callable[[R], Spent | None], cell: Callable[[Spent], str]
+def _or_dash(spent: Callable[[R], UsageAndCost | None], cell: Callable[[UsageAndCost], str]
              ) -> Callable[[R], str]:
     def shown(row: R) -> str:
         found = spent(row)
@@ -116,26 +116,26 @@ def _or_dash(spent: Callable[[R], Spent | None], cell: Callable[[Spent], str]
     return shown
 
 
-def model_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
+def model_spend_columns(spent: Callable[[R], UsageAndCost | None]) -> list[Column[R]]:
     """Every kind: the model's (a sample file's grader's) tokens in/out and cost; `spent`
     reads them from a row."""
     return [Column("Tokens in/out", _or_dash(spent, lambda s: _tokens(s.usage))),
             Column("Cost", _or_dash(spent, lambda s: usd(s.cost_usd)))]
 
 
-def judge_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
+def judge_spend_columns(spent: Callable[[R], UsageAndCost | None]) -> list[Column[R]]:
     """Kinds with a judge: its tokens in/out and cost (`—` for a judge never called)."""
     return [Column("Judge tokens", _or_dash(spent, lambda s: _tokens(s.judge_usage))),
             Column("Judge cost", _or_dash(spent, _judge_cost))]
 
 
-def simulator_spend_columns(spent: Callable[[R], Spent | None]) -> list[Column[R]]:
+def simulator_spend_columns(spent: Callable[[R], UsageAndCost | None]) -> list[Column[R]]:
     """Kinds with simulated users: the simulator's tokens in/out and cost, apart."""
     return [Column("Simulator tokens", _or_dash(spent, lambda s: _tokens(s.simulator_usage))),
             Column("Simulator cost", _or_dash(spent, _simulator_cost))]
 
 
-def _simulator_cost(spent: Spent) -> str:
+def _simulator_cost(spent: UsageAndCost) -> str:
     unused = spent.simulator_usage.total == 0 and spent.simulator_cost_usd == 0
     return DASH if unused else usd(spent.simulator_cost_usd)
 

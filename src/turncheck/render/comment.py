@@ -29,6 +29,7 @@ from turncheck.render.budget_text import budget_lines
 from turncheck.render.calibration_comment import calibration_view
 from turncheck.render.comment_transcript import change_view, transcripts, without_diff
 from turncheck.render.cost_causes import answers_change, cost_causes
+from turncheck.render.display import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.render.headline import Headline, headline
 from turncheck.render.latency import latency_rows
 from turncheck.render.prompt_changes import COMMENT_DIFF_LINES, SUMMARY_DIFF_LINES, DiffBudget
@@ -45,9 +46,9 @@ from turncheck.render.severity import (
     findings,
     fired,
 )
-from turncheck.render.table_model import EVAL_SUITE, Capped, Money, suite_heading
 from turncheck.report.comparison import Comparison, EvalComparison, EvalSide
-from turncheck.report.run import Report, Status
+from turncheck.report.results import Status
+from turncheck.report.run import Report
 from turncheck.text.counts import counted
 from turncheck.text.environment import make_environment, render_template
 from turncheck.text.money import MoneyRow
@@ -454,7 +455,7 @@ def _size(body: str) -> int:
     return len(body.encode("utf-8"))
 
 
-def render_comment(comparison: Comparison, context: CommentContext,
+def comment_markdown(comparison: Comparison, context: CommentContext,
                    limit: int = COMMENT_LIMIT) -> str:
     """The richest rendering whose UTF-8 size fits in `limit` bytes."""
     body = ""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from turncheck.render.display import STATUS_ICON, check_status
 from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     SUMMARY_DIFF_LINES,
@@ -25,9 +26,9 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.render.severity import Finding
-from turncheck.render.table_model import STATUS_ICON, check_status
 from turncheck.render.tool_calls import call_text
-from turncheck.report.run import EvalResult, Report, SampleResult, Status, TurnResult
+from turncheck.report.results import SampleResult, Status, TurnResult
+from turncheck.report.run import EvalResult, Report
 
 MAX_FAILED_CHECKS = 6
 MAX_PROMPT_DIFFS = 3

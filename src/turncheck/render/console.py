@@ -18,7 +18,7 @@ from turncheck.render.columns import (
     summary_columns,
     tally_spent,
 )
-from turncheck.render.table_model import (
+from turncheck.render.display import (
     STATUS_LABEL,
     Table,
     check_status,
@@ -30,22 +30,12 @@ from turncheck.render.table_model import (
 )
 from turncheck.render.tool_calls import call_text
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult
-from turncheck.report.run import (
-    CheckResult,
-    ConversationEnd,
-    Ending,
-    EvalResult,
-    Report,
-    Status,
-    StatusReason,
-    SuiteResult,
-)
+from turncheck.report.results import CheckResult, ConversationEnd, Ending, Status, StatusReason
+from turncheck.report.run import EvalResult, Report, SuiteResult
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line, terminal_safe
 
-__all__ = ["STATUS_LABEL", "Progress", "eval_lines", "overall", "print_failing", "summary",
-           "terminal_safe",
-           "transcript"]
+__all__ = ["Progress", "eval_lines", "overall", "print_failing", "summary", "transcript"]
 
 def _check_line(check: CheckResult) -> str:
     mark = STATUS_LABEL[check_status(check)]

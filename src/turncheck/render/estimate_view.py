@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turncheck.render.table_model import Table
+from turncheck.render.display import Table
 from turncheck.report.estimate import Estimate, Figures, SuiteEstimate
 from turncheck.text.counts import counted
 from turncheck.text.lines import terminal_safe

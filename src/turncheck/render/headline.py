@@ -12,8 +12,8 @@ from turncheck.compare.policy import FailOn
 from turncheck.render.app_changes import app_cost_changed, headline_changes
 from turncheck.render.severity import WORSE, Finding, Group, fails_check, fired
 from turncheck.report.comparison import ComparedRow, Comparison
+from turncheck.report.results import Status
 from turncheck.report.rows import ComparedSide
-from turncheck.report.run import Status
 from turncheck.text.counts import counted
 from turncheck.text.money import MoneyRow
 

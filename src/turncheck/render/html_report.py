@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
 
@@ -33,6 +33,7 @@ from turncheck.render.app_calls import (
 from turncheck.render.app_changes import change_views, changed_app_suites
 from turncheck.render.comment_transcript import results_by_key
 from turncheck.render.console import ending_text
+from turncheck.render.display import pass_k_text
 from turncheck.render.headline import Headline, headline
 from turncheck.render.latency import LatencyRow, latency_rows
 from turncheck.render.prompt_changes import (
@@ -46,14 +47,13 @@ from turncheck.render.prompt_changes import (
     text_change,
 )
 from turncheck.render.severity import ORDER, Group, broke_on, eval_group, findings
-from turncheck.render.table_model import pass_k_text
 from turncheck.report.calibration import CalibrationFileResult, SampleGrade
 from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn
-from turncheck.report.results import CheckResult, ConversationEnd, Usage
+from turncheck.report.results import CheckResult, ConversationEnd, TurnResult
 from turncheck.report.rows import Transition
-from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
-from turncheck.report.spend import Spend
+from turncheck.report.run import EvalResult, Report, SuiteResult
+from turncheck.report.spend import Spend, Usage
 from turncheck.text.counts import counted
 from turncheck.text.environment import html_environment, render_template
 from turncheck.text.money import usd
@@ -251,6 +251,8 @@ class ReportView:
     app_note: str = APP_CALLS_NOTE
     app_changes: list[AppChangesView] = field(default_factory=list)
     latency: list[LatencyRow] = field(default_factory=list)
+    ran_because: list[tuple[str, str]] = field(default_factory=list)
+    """(suite path, why) of each suite run only because a file it watches changed."""
 
 
 # -- building ---------------------------------------------------------------------------
@@ -797,8 +799,10 @@ def _replayed(base: Report | None, head: Report | None) -> frozenset[str]:
 
 def build_view(*, head: Report | None, base: Report | None = None,
                comparison: Comparison | None = None,
-               reasons: Sequence[str] | None = None) -> ReportView:
-    """`reasons`: why the check fails, for the verdict banner (None: the default gate)."""
+               reasons: Sequence[str] | None = None,
+               why_ran: Mapping[str, Sequence[str]] | None = None) -> ReportView:
+    """`reasons`: why the check fails, for the verdict banner (None: the default gate);
+    `why_ran`: suite path → why it ran although its own file did not change."""
     no_runs = head is None and base is None
     note = ("This comparison file has no conversations: pass the run reports "
             "(`turncheck report HEAD.json --base BASE.json`) to see them.") if no_runs else None
@@ -816,7 +820,9 @@ def build_view(*, head: Report | None, base: Report | None = None,
                       banner=banner(comparison, head, reasons), replayed=_replayed(base, head),
                       app_suites=app_suites(comparison, base, head),
                       app_changes=app_changes_views(comparison),
-                      latency=latency_rows(comparison) if comparison is not None else [])
+                      latency=latency_rows(comparison) if comparison is not None else [],
+                      ran_because=[(path, "; ".join(why))
+                                   for path, why in sorted((why_ran or {}).items())])
 
 
 def _asset(name: str) -> str:
@@ -840,11 +846,13 @@ def render_html(view: ReportView) -> str:
 
 def render_report(*, head: Report | None, base: Report | None = None,
                   comparison: Comparison | None = None,
-                  reasons: Sequence[str] | None = None) -> str:
+                  reasons: Sequence[str] | None = None,
+                  why_ran: Mapping[str, Sequence[str]] | None = None) -> str:
     """`reasons`: why the check fails (`compare.policy.fail_reasons`), for the verdict
-    banner; None reads the comparison under the default `fail-on`."""
+    banner; None reads the comparison under the default `fail-on`. `why_ran`: suite path
+    → why it ran (a file it watches changed)."""
     return render_html(build_view(head=head, base=base, comparison=comparison,
-                                  reasons=reasons))
+                                  reasons=reasons, why_ran=why_ran))
 
 
 _ENVIRONMENT = html_environment()

@@ -15,7 +15,8 @@ from turncheck.gc_pause import gc_paused
 from turncheck.render.console import eval_lines, overall
 from turncheck.report.calibration import CalibrationFileResult
 from turncheck.report.protocol import ProtocolSuiteResult
-from turncheck.report.run import EvalResult, Report, Status, SuiteResult, TurnResult
+from turncheck.report.results import Status, TurnResult
+from turncheck.report.run import EvalResult, Report, SuiteResult
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

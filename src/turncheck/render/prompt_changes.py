@@ -24,7 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turncheck.report.run import EvalResult, Report, SuiteResult, TurnResult
+from turncheck.report.results import TurnResult
+from turncheck.report.run import EvalResult, Report, SuiteResult
 
 SHORT_TEXT_CHARS = 160
 """A one-line text up to this long is shown whole on both sides, without a diff."""

@@ -16,6 +16,14 @@ from typing import Any
 
 from turncheck.render.columns import Column, markdown_table
 from turncheck.render.comment_transcript import change_view
+from turncheck.render.display import (
+    PROTOCOL_SUITE,
+    STATUS_ICON,
+    Capped,
+    Money,
+    samples_text,
+    suite_heading,
+)
 from turncheck.render.prompt_changes import (
     COMMENT_DIFF_LINES,
     DiffBudget,
@@ -24,14 +32,6 @@ from turncheck.render.prompt_changes import (
     setup_changes,
 )
 from turncheck.render.severity import ORDER, broke_on, eval_group
-from turncheck.render.table_model import (
-    PROTOCOL_SUITE,
-    STATUS_ICON,
-    Capped,
-    Money,
-    samples_text,
-    suite_heading,
-)
 from turncheck.report.protocol import CaseResult, ProtocolSuiteResult, ProtocolTurn, ScorerResult
 from turncheck.report.protocol_comparison import (
     CaseComparison,
@@ -40,8 +40,9 @@ from turncheck.report.protocol_comparison import (
     ScoreChange,
     ScorerChange,
 )
+from turncheck.report.results import Status
 from turncheck.report.rows import Transition
-from turncheck.report.run import Report, Status
+from turncheck.report.run import Report
 from turncheck.text.markdown import md_cell
 from turncheck.text.money import rating_text, score_change
 from turncheck.text.money import score_text as score

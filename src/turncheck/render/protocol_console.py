@@ -15,7 +15,7 @@ from turncheck.render.columns import (
     model_spend_columns,
     summary_columns,
 )
-from turncheck.render.table_model import (
+from turncheck.render.display import (
     STATUS_LABEL,
     Table,
     console_heading,
@@ -31,8 +31,9 @@ from turncheck.report.protocol import (
     ProtocolTurn,
     ScorerResult,
 )
-from turncheck.report.run import Report, Status
-from turncheck.report.spend import Spent
+from turncheck.report.results import Status
+from turncheck.report.run import Report
+from turncheck.report.spend import UsageAndCost
 from turncheck.text.counts import counted
 from turncheck.text.lines import one_line
 from turncheck.text.money import rating_text
@@ -77,7 +78,7 @@ def case_outcome(case: CaseResult, threshold: float | None,
     return f"{STATUS_LABEL[Status.PASS]} ({name} {score(irs)})"
 
 
-def _turn(turn: ProtocolTurn) -> Spent:
+def _turn(turn: ProtocolTurn) -> UsageAndCost:
     return turn
 
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from turncheck.compare.policy import FailOn, FailReason
-from turncheck.render.table_model import SHOWN_K
+from turncheck.render.display import SHOWN_K
 from turncheck.report.comparison import ComparedRow, Comparison
 from turncheck.report.protocol_comparison import ScorerChange
+from turncheck.report.results import Status
 from turncheck.report.rows import ComparedSide
-from turncheck.report.run import Status
 
 
 class Group(StrEnum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from turncheck.engine.tools import arguments_text
-from turncheck.report.run import ToolCallResult
+from turncheck.report.results import ToolCallResult
 
 MAX_RESULT_CHARS = 300
 """Characters of a scripted result a transcript line shows."""

@@ -92,7 +92,3 @@ class AppCall(ReportModel):
         table.setdefault(self.system_sha256, self.system)
         data.pop("system", None)
         return data
-
-    def same_call(self) -> AppCall:
-        """This call without what differs between runs of the same exchange (latency)."""
-        return self.model_copy(update={"first_token_ms": None, "total_ms": None})

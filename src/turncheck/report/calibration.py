@@ -17,7 +17,7 @@ from pydantic import Field
 from turncheck.report.model import ReportModel
 from turncheck.report.results import Status
 from turncheck.report.rows import Row, RowKind
-from turncheck.report.spend import Spent, Usage
+from turncheck.report.spend import Usage, UsageAndCost
 
 FAR_DISTANCE = 3
 
@@ -33,7 +33,7 @@ class Badge(StrEnum):
     """The grader could not score the sample."""
 
 
-class Verdict(StrEnum):
+class GraderVerdict(StrEnum):
     """What a sample's result says about the grader: the thing that can flip."""
 
     AGREE = "agree"
@@ -91,16 +91,16 @@ class SampleGrade(ReportModel):
     latency_ms: float = 0.0
 
     @property
-    def spent(self) -> Spent:
+    def spent(self) -> UsageAndCost:
         """The grader's call for this sample (the grader is the model here)."""
-        return Spent(usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
-                     cost_usd=self.cost_usd)
+        usage = Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+        return UsageAndCost(usage=usage, cost_usd=self.cost_usd)
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> GraderVerdict:
         if self.badge is Badge.ERROR:
-            return Verdict.ERROR
-        return Verdict.AGREE if self.badge is Badge.AGREE else Verdict.DISAGREE
+            return GraderVerdict.ERROR
+        return GraderVerdict.AGREE if self.badge is Badge.AGREE else GraderVerdict.DISAGREE
 
 
 class ConfusionMatrix(ReportModel):
@@ -164,10 +164,10 @@ class CalibrationFileResult(ReportModel):
         return self.grader is not None and bool(self.samples)
 
     @property
-    def spent(self) -> Spent:
+    def spent(self) -> UsageAndCost:
         """The grader's calls as every kind's spend (the grader is the model here)."""
-        return Spent(usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
-                     cost_usd=self.cost_usd)
+        usage = Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+        return UsageAndCost(usage=usage, cost_usd=self.cost_usd)
 
     def row(self) -> Row:
         """The file as one row: it fails below its minimum agreement, errors when the

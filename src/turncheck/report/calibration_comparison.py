@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from turncheck.report.calibration import AgreementStats, GraderInfo, Verdict
+from turncheck.report.calibration import AgreementStats, GraderInfo, GraderVerdict
 from turncheck.report.model import ReportModel
 from turncheck.report.rows import SuiteState
 
@@ -46,8 +46,8 @@ class FlippedSample(ReportModel):
     label: int
     base_score: int | None
     head_score: int | None
-    base_verdict: Verdict
-    head_verdict: Verdict
+    base_verdict: GraderVerdict
+    head_verdict: GraderVerdict
     head_reason: str | None
     head_error: str | None
     regression: bool

@@ -10,14 +10,14 @@ from pydantic import Field
 
 from turncheck.report.model import ReportModel
 from turncheck.report.run import PriceSource
-from turncheck.report.spend import Spent, Usage, add_costs
+from turncheck.report.spend import Usage, UsageAndCost, add_costs
 
 ExpectedSource = Literal["history", "guess"]
 ESTIMATE_KIND: Final = "estimate"
 ESTIMATE_SCHEMA_VERSION = 1
 
 
-class Figures(Spent):
+class Figures(UsageAndCost):
     """Tokens and cost of one side of an estimate (model, and judge plus embeddings)."""
 
 

@@ -15,13 +15,13 @@ from turncheck.report.results import (
     CheckResult,
     RepeatSummary,
     Sample,
-    Spent,
     Status,
     StatusReason,
     SuiteHeader,
     TurnResult,
 )
 from turncheck.report.rows import Row, RowKind, samples_of
+from turncheck.report.spend import UsageAndCost
 
 
 class NameMatch(ReportModel):
@@ -130,7 +130,7 @@ class CaseSample(Sample):
     turns: list[ProtocolTurn] = Field(default_factory=list)
 
 
-class CaseResult(Spent):
+class CaseResult(UsageAndCost):
     id: str
     status: Status
     """`pass`/`fail` against `pass_threshold` (every complete case passes without one);
@@ -215,7 +215,7 @@ LEGACY_LABELS = {
 the weighted score, and the others where they have a value."""
 
 
-class ProtocolSuiteResult(SuiteHeader, Spent):
+class ProtocolSuiteResult(SuiteHeader, UsageAndCost):
     cases_file: str | None = None
     pass_threshold: float | None = None
     turns: list[TurnSummary] = Field(default_factory=list)

@@ -28,12 +28,7 @@ from pydantic_core import PydanticSerializationError
 from turncheck.report.app_calls import AppCall
 from turncheck.report.model import PROMPT_TABLE as _PROMPT_TABLE
 from turncheck.report.model import ReportModel
-
-# Re-exported where they were before spend.py declared them once:
-from turncheck.report.spend import Spent as Spent
-from turncheck.report.spend import Usage as Usage
-from turncheck.report.spend import add_costs as add_costs
-from turncheck.report.spend import spend_totals as spend_totals
+from turncheck.report.spend import UsageAndCost
 
 
 class Status(StrEnum):
@@ -246,7 +241,7 @@ class PromptTable(ReportModel):
         return self
 
 
-class TurnResult(SharedPrompt, Spent):
+class TurnResult(SharedPrompt, UsageAndCost):
     turn: int
     prompt: str
     response: str
@@ -415,7 +410,7 @@ class SuiteHeader(ReportModel):
     cassette: str | None
 
 
-class Sample(Spent):
+class Sample(UsageAndCost):
     """One sample of a repeated case (eval or protocol case): an independent
     conversation, with its index, seed, status and spend. Each kind adds its outcome
     and its turns."""

@@ -16,49 +16,26 @@ from turncheck.report.calibration import CalibrationFileResult
 from turncheck.report.model import ReportModel
 from turncheck.report.protocol import ProtocolSuiteResult
 from turncheck.report.results import (
-    CheckResult,
     ConversationEnd,
-    Ending,
     PromptTable,
     RepeatSummary,
-    Sample,
     SampleResult,
     SharedPrompt,
     SimulatorSetup,
-    Spent,
     Status,
-    StatusReason,
     SuiteHeader,
-    ToolCallResult,
     TurnResult,
-    Usage,
 )
 from turncheck.report.rows import Row, RowKind, samples_of
+from turncheck.report.spend import UsageAndCost
 
-__all__ = [
-    "CheckResult",
-    "ConversationEnd",
-    "Ending",
-    "EvalResult",
-    "RepeatSummary",
-    "Report",
-    "Sample",
-    "SampleResult",
-    "SimulatorSetup",
-    "Spent",
-    "Status",
-    "StatusReason",
-    "SuiteResult",
-    "ToolCallResult",
-    "TurnResult",
-    "Usage",
-]
+__all__ = ["EvalResult", "Report", "SuiteResult"]
 
 RUN_KIND: Final = "run"
 SCHEMA_VERSION = 1
 
 
-class EvalResult(SharedPrompt, Spent):
+class EvalResult(SharedPrompt, UsageAndCost):
     name: str
     prompt: str
     status: Status
@@ -123,7 +100,7 @@ class EvalResult(SharedPrompt, Spent):
                    self.spend)
 
 
-class SuiteResult(SuiteHeader, Spent):
+class SuiteResult(SuiteHeader, UsageAndCost):
     evals: list[EvalResult] = Field(default_factory=list)
     # Left out when unset, so a suite without them reads as before they existed; a
     # report of an older turncheck reads as having neither.
@@ -149,7 +126,7 @@ class SuiteResult(SuiteHeader, Spent):
         return self.tools if result.tools is None else result.tools
 
 
-class Totals(Spent):
+class Totals(UsageAndCost):
     evals: int = 0
     passed: int = 0
     failed: int = 0

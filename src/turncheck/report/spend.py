@@ -60,7 +60,7 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-class Spent(ReportModel):
+class UsageAndCost(ReportModel):
     """What a result spent, as the run report has always written it: model and judge
     usage and cost side by side (a cost is None when unpriced). Declared once for every
     kind; `spend` is the same as one value."""
@@ -89,11 +89,11 @@ class Spent(ReportModel):
         )
 
 
-def spend_or_none(result: Spent | None) -> Spend | None:
+def spend_or_none(result: UsageAndCost | None) -> Spend | None:
     return None if result is None else result.spend
 
 
-def spend_totals(parts: Sequence[Spent]) -> dict[str, Usage | float | None]:
+def spend_totals(parts: Sequence[UsageAndCost]) -> dict[str, Usage | float | None]:
     """The `usage`, `cost_usd`, `judge_usage` and `judge_cost_usd` fields summed over
     `parts` (turns, samples, cases or suites); a cost is None when any part's is."""
     return {

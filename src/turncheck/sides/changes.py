@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from turncheck.formats.discovery import FileKind, Globs
-from turncheck.git import ChangedFile
+from turncheck.git.changes import ChangedFile
 
 CASSETTE_SUFFIX = ".cassette.yaml"
 

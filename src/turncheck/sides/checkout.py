@@ -12,10 +12,11 @@ from pathlib import Path
 
 from turncheck.engine.interruption import STOP
 from turncheck.formats.discovery import FileKind, FoundFile, Globs, discover
-from turncheck.formats.samples import SampleFile, load_samples
+from turncheck.formats.sample_loader import load_samples
+from turncheck.formats.samples import SampleFile
 from turncheck.formats.suite import MAX_DEPTH
 from turncheck.formats.suite_loader import SuiteFile, load_suite
-from turncheck.git import ChangedFile
+from turncheck.git.changes import ChangedFile
 from turncheck.sides.changes import SuiteChanges, suite_changes
 from turncheck.sides.dependencies import add_dependency_changes, dependencies_of
 

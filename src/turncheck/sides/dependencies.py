@@ -16,8 +16,8 @@ from pathlib import Path
 
 from turncheck.formats.discovery import glob_matches
 from turncheck.formats.references import referenced_paths, watch_globs
-from turncheck.formats.samples import load_samples
-from turncheck.git import ChangedFile
+from turncheck.formats.sample_loader import load_samples
+from turncheck.git.changes import ChangedFile
 from turncheck.sides.changes import SuiteChanges
 
 

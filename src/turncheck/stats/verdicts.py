@@ -78,10 +78,6 @@ class Verdict(StrEnum):
 
 
 NO_TEST = ShiftTest(1.0, 1.0)
-WORSE_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.LIKELY_REGRESSION})
-TRANSITIONS = frozenset({Verdict.BROKEN, Verdict.FIXED, Verdict.LATER_TURN,
-                         Verdict.EARLIER_TURN})
-"""Verdicts of rows with one usable sample per side."""
 
 
 

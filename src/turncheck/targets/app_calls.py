@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from turncheck.providers.cassettes import canonical_json
+from turncheck.providers.interactions import canonical_json
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.report.app_calls import AppCall, AppToolCall, AppToolResult, OfferedTool
 from turncheck.report.results import MAX_REPORT_ANSWER_CHARS, kept_prompt

@@ -29,7 +29,12 @@ from types import ModuleType
 from typing import Any
 
 from turncheck.targets.base import AppReply, Runtime, TargetError, Turn, reply_of
-from turncheck.targets.offline import AppEnvironment, refused_message, refusing_network
+from turncheck.targets.offline import (
+    AppEnvironment,
+    SaidOnce,
+    refused_message,
+    refusing_network,
+)
 from turncheck.targets.process import AppError
 from turncheck.targets.turn_header import (
     install,
@@ -59,6 +64,7 @@ class FunctionKind:
         self._runtime: Runtime | None = None
         self._proxy: frozenset[str] = frozenset()
         self._pool: ThreadPoolExecutor | None = None
+        self._say_once = SaidOnce()
 
     async def start(self, runtime: Runtime) -> None:
         self._runtime = runtime
@@ -71,7 +77,7 @@ class FunctionKind:
         try:
             with self._guard() as blocked:
                 module = _import_from(folders, module_name)
-            if blocked:
+            if self._say_once(blocked):
                 raise AppError(f"importing {module_name}: {refused_message(blocked)}")
         except AppError:
             raise
@@ -112,7 +118,7 @@ class FunctionKind:
                 result = await self._call(turn, arguments)
             except Exception as exc:
                 failed = exc
-        if blocked:
+        if self._say_once(blocked):
             raise TargetError(f"{self.reference}: {refused_message(blocked)}")
         if failed is not None:
             raise TargetError(f"{self.reference} raised {type(failed).__name__}: "

@@ -13,12 +13,15 @@ names the host. The environment is put back when the last such target stops.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 PROXY_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 """What the app is given to reach the proxy (`RecordingProxy.app_env`)."""
@@ -105,6 +108,25 @@ def refusing_network() -> Iterator[list[str]]:
         if _process_blocked:
             blocked.extend(_process_blocked)
             _process_blocked.clear()
+
+
+MAX_SAID_HOSTS = 20
+"""Refused hosts named in the run's output per target (each turn's error names its own)."""
+
+
+class SaidOnce:
+    """Each host a target's replay refused is said once in the run's output."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def __call__(self, refused: list[str]) -> list[str]:
+        for where in refused:
+            if where not in self._said and len(self._said) < MAX_SAID_HOSTS:
+                self._said.add(where)
+                logger.warning("turncheck replay: the app tried to reach %s: refused "
+                               "(nothing leaves the machine in replay)", where)
+        return refused
 
 
 def refused_message(blocked: list[str]) -> str:

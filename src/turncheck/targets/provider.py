@@ -113,7 +113,7 @@ class TargetProvider:
         self.offline = cassette is not None and cassette.mode == "replay"
         self.kind = _kind_of(target, policy, offline=self.offline)
         self.guard: ReplayGuard | None = None
-        """Replay: what keeps the app's Python processes on the machine."""
+        """Replay: what keeps the app's processes on the machine."""
         self.proxy: RecordingProxy | None = None
         self.app: AppProcess | None = None
         self._started = False
@@ -172,7 +172,7 @@ class TargetProvider:
         if self.proxy is not None:
             await self.proxy.stop()
         if self.guard is not None:
-            self.guard.remove()
+            await self.guard.stop()
 
     def _one_turn_at_a_time(self) -> None:
         """A call carried none of the open turns' user messages: from now on the app's
@@ -191,7 +191,7 @@ class TargetProvider:
 
     def _raise_if_it_left(self, before: int, then: str | None = None) -> None:
         """Replay: the app tried to reach another host since `before` refusals."""
-        refused = self.guard.refused()[before:] if self.guard is not None else []
+        refused = self.guard.refused_since(before) if self.guard is not None else []
         if refused:
             after = f" (then {then})" if then else ""
             raise AppError(refused_message(refused) + after) from None
@@ -264,6 +264,7 @@ class TargetProvider:
             await run_setup(target.setup, self.folder, env, target.setup_timeout)
         if self.offline:  # setup may install; the app itself stays on the machine
             self.guard = ReplayGuard()
+            await self.guard.start()
             env = self.guard.env(env)
         if target.start is not None:
             self.app = AppProcess(target.start, self.folder, env, port)

@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,7 +52,8 @@ from turncheck.providers.base import (
     ProviderError,
     RecordingMissing,
 )
-from turncheck.providers.cassettes import Cassette, current_sample, use_sample
+from turncheck.providers.call_context import current_sample, use_sample
+from turncheck.providers.cassettes import Cassette
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
@@ -69,6 +69,7 @@ from turncheck.targets.proxy_gate import (
     new_token,
     quiet_accept_errors,
     refusal,
+    serve_on_loopback,
     server_logger,
 )
 from turncheck.targets.stream_usage import (
@@ -258,12 +259,7 @@ class RecordingProxy:
         server = CappedServer(self._handle, request_factory=request_of, access_log=None,
                               logger=server_logger(), cap=connection_cap(),
                               on_refused=self._too_many_connections)
-        self._runner = web.ServerRunner(server, handle_signals=False)
-        await self._runner.setup()
-        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listening.bind(("127.0.0.1", 0))
-        self.port = listening.getsockname()[1]
-        await web.SockSite(self._runner, listening).start()
+        self._runner, self.port = await serve_on_loopback(server)
 
     def _too_many_connections(self) -> None:
         """The app holds more connections than the proxy serves at once: each open turn

@@ -21,6 +21,7 @@ import asyncio
 import hmac
 import logging
 import secrets
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -199,6 +200,16 @@ class CappedServer(web.Server):
             self._on_refused()
             return _Refused()
         return super().__call__()
+
+
+async def serve_on_loopback(server: web.Server) -> tuple[web.ServerRunner, int]:
+    """`server` listening on a free port of 127.0.0.1: its runner (to clean up) and port."""
+    runner = web.ServerRunner(server, handle_signals=False)
+    await runner.setup()
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, listening).start()
+    return runner, int(listening.getsockname()[1])
 
 
 class _Refused(asyncio.Protocol):

@@ -1,13 +1,24 @@
-"""Replay keeps a Python app process on the machine too (docs/targets.md, "Replay
-stays on the machine").
+"""Replay keeps an http or command app on the machine (docs/targets.md, "Replay stays
+on the machine").
 
-In replay, every process turncheck starts for an http or command app gets a folder
-first on its `PYTHONPATH` holding a `sitecustomize.py` that installs `offline.py`'s
-audit hook before the app's code runs: a connection to a host other than this machine
-is refused at once (before any name lookup), and the refused `host:port` is written to
-a file turncheck reads, so the turn errors naming the host even when the app swallows
-the refusal. The app's own `sitecustomize`, if it has one, runs after it. A process
-that is not Python (or runs `python -S` / `-I`) is not covered.
+In replay, every process turncheck starts for the app is guarded, and each guard notes
+each refused `host:port` in one file turncheck reads, so the turn errors naming the
+host even when the app swallows the refusal (and the run's output says it once):
+
+- whatever its language, proxy variables naming `egress_refuser.py`'s endpoint, which
+  answers every request 403 and connects nowhere: the HTTP clients that honour them
+  (curl, Go, Python, Ruby, Node with `NODE_USE_ENV_PROXY`) reach no other host;
+- a Node process gets `node_guard.py`'s script in `NODE_OPTIONS`, which refuses its
+  TCP connections to other hosts before any name lookup, whatever client made them;
+- a Python process gets a folder first on its `PYTHONPATH` holding a
+  `sitecustomize.py` that installs `offline.py`'s audit hook before the app's code
+  runs: any connection to a host other than this machine, raw sockets included, is
+  refused at once (before any name lookup). The app's own `sitecustomize`, if it has
+  one, runs after it.
+
+A process that ignores the proxy variables and is neither Python nor Node (or runs
+`python -S` / `-I`, or clears `NODE_OPTIONS`) can still open a socket to anywhere: only
+a network namespace stops that.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from turncheck.targets import offline
+from turncheck.targets.egress_refuser import EgressRefuser
+from turncheck.targets.node_guard import node_options, write_script
 
 REFUSED_ENV = "TURNCHECK_REPLAY_REFUSED"
 """The file the app process adds each refused `host:port` to."""
@@ -64,8 +77,8 @@ _turncheck_chain()
 
 
 class ReplayGuard:
-    """The `sitecustomize` folder of one target's replay, and the file of what it
-    refused."""
+    """The guards of one target's replay (its `sitecustomize` folder and its refusing
+    proxy), and the file of what they refused."""
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="turncheck-replay-guard-"))
@@ -74,14 +87,38 @@ class ReplayGuard:
         source = _SITECUSTOMIZE.format(offline=str(Path(offline.__file__).resolve()),
                                        variable=REFUSED_ENV)
         (self.folder / "sitecustomize.py").write_text(source, encoding="utf-8")
+        self.node_script = write_script(self.folder)
+        self.refuser = EgressRefuser(self._note)
+        self._say_once = offline.SaidOnce()
+
+    async def start(self) -> None:
+        await self.refuser.start()
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """`env` with the guard first on `PYTHONPATH`."""
+        """`env` with the guard first on `PYTHONPATH` and in `NODE_OPTIONS`, and the
+        refusing proxy as every proxy variable (the suite's own `env` cannot point them
+        elsewhere)."""
         guarded = dict(env)
         path = [str(self.folder), *filter(None, [env.get("PYTHONPATH")])]
         guarded["PYTHONPATH"] = os.pathsep.join(path)
+        guarded["NODE_OPTIONS"] = node_options(env, self.node_script)
         guarded[REFUSED_ENV] = str(self.log)
+        guarded.update(self.refuser.env())
         return guarded
+
+    def refused_since(self, before: int) -> list[str]:
+        """The `host:port`s refused after the first `before`; each host is said once in
+        the run's output."""
+        return self._say_once(self.refused()[before:])
+
+    def _note(self, where: str) -> None:
+        """A refusal of the refusing proxy, in the file the Python guard writes to."""
+        try:
+            if self.log.stat().st_size < MAX_REFUSED_BYTES:
+                with self.log.open("a", encoding="utf-8") as log:
+                    log.write(where.replace("\n", " ") + "\n")
+        except OSError:
+            pass  # the request is refused all the same
 
     def refused(self) -> list[str]:
         """The `host:port`s refused so far, oldest first."""
@@ -92,5 +129,6 @@ class ReplayGuard:
             return []
         return [line.strip()[:200] for line in text.splitlines()]
 
-    def remove(self) -> None:
+    async def stop(self) -> None:
+        await self.refuser.stop()
         shutil.rmtree(self.folder, ignore_errors=True)

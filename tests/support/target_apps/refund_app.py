@@ -5,7 +5,7 @@ answer. Its replies report no tool calls: only the recording proxy sees them.
 
     python refund_app.py PORT
 
-Environment: APP_API (chat | anthropic), APP_STREAM ("1" streams), APP_SYSTEM_PROMPT,
+Environment: APP_API (chat | responses | anthropic), APP_STREAM ("1" streams), APP_SYSTEM_PROMPT,
 APP_TOOLS (comma-separated tools offered, default both), APP_STREAM_OPTIONS ("0": a
 streamed chat call without `stream_options`, as OpenAI's quickstart does; "off": with
 `include_usage: false`).
@@ -96,6 +96,31 @@ def _chat_once(client: Any, messages: list[Any], tools: list[Any]
     return text, [calls[index] for index in sorted(calls)]
 
 
+def ask_responses(history: list[Any]) -> str:
+    """OpenAI's Responses API: `instructions`, `function_call` items answered with
+    `function_call_output` items; streamed, the answer is `response.completed`'s."""
+    import openai
+
+    client = openai.OpenAI()
+    tools = [{"type": "function", "name": name, **TOOLS[name]} for name in offered()]
+    for _ in range(6):
+        answer = client.responses.create(model="gpt-4o-mini", instructions=SYSTEM_PROMPT,
+                                         input=history, tools=tools, stream=STREAM)
+        if STREAM:
+            answer = next(event.response for event in answer
+                          if event.type == "response.completed")
+        calls = [item for item in answer.output if item.type == "function_call"]
+        if not calls:
+            history.append({"role": "assistant", "content": answer.output_text})
+            return str(answer.output_text)
+        for call in calls:
+            history += [{"type": "function_call", "call_id": call.call_id, "name": call.name,
+                         "arguments": call.arguments},
+                        {"type": "function_call_output", "call_id": call.call_id,
+                         "output": run_tool(call.name, json.loads(call.arguments or "{}"))}]
+    return "gave up"
+
+
 def ask_anthropic(history: list[Any]) -> str:
     import anthropic
 
@@ -136,7 +161,8 @@ class Handler(BaseHTTPRequestHandler):
         session_id = body.get("session_id") or uuid.uuid4().hex
         history = HISTORY.setdefault(session_id, [])
         history.append({"role": "user", "content": str(body.get("message", ""))})
-        ask = ask_anthropic if os.environ.get("APP_API") == "anthropic" else ask_chat
+        ask = {"anthropic": ask_anthropic, "responses": ask_responses}.get(
+            os.environ.get("APP_API", ""), ask_chat)
         try:
             text = ask(history)
         except Exception as exc:

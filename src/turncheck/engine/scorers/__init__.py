@@ -40,4 +40,4 @@ async def score(scorer: Scorer, ctx: ScoringContext) -> ScorerResult:
         )
 
 
-__all__ = ["ScorerError", "ScoringContext", "score"]
+__all__ = ["score"]

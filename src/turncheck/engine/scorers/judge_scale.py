@@ -36,9 +36,6 @@ def rating_answer(lowest: int = MIN_RATING, highest: int = MAX_RATING) -> Answer
                          {"type": "integer", "enum": list(range(lowest, highest + 1))})
 
 
-RATING_ANSWER = rating_answer()
-
-
 def system_prompt(lowest: int = MIN_RATING, highest: int = MAX_RATING) -> str:
     return f"""You are an exacting evaluator ({JUDGE_SCALE_PROMPT_VERSION}).
 You are shown a conversation between a user and an assistant, and a rubric.

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from turncheck.engine.scorers.base import ScorerError, ScoringContext
-from turncheck.engine.scorers.extract import extract
 from turncheck.formats.hierarchy import HierarchyError, names
 from turncheck.formats.names import DEFAULT_THRESHOLD, match_names, unique_names
 from turncheck.formats.protocol import ListF1Spec, Scorer
@@ -41,17 +40,6 @@ def list_f1(
         hallucinated=[name for name in predicted if name not in hit_p],
         extracted=list(predicted), expected=list(expected),
     )
-
-
-def score_response(
-    response: str,
-    expected: object,
-    threshold: float = DEFAULT_THRESHOLD,
-    aliases: Mapping[str, str] | None = None,
-) -> ListF1Detail:
-    """`list_f1` of the names extracted from `response` against `expected` (names or a
-    hierarchy)."""
-    return list_f1(extract(response).names, names(expected), threshold, aliases)
 
 
 def describe(detail: ListF1Detail) -> str:

@@ -10,7 +10,7 @@ from turncheck.github.shards import merged_flow
 from turncheck.github.two_commits import compare_flow, refuse_base_checkout
 from turncheck.github.workflow import log
 from turncheck.sides.changes import SuiteChanges
-from turncheck.sides.runner import Commits
+from turncheck.sides.two_commit_runner import Commits
 from turncheck.text.counts import counted
 
 

@@ -13,7 +13,7 @@ from turncheck.github.trust import TRUSTED_RUN_EVENT, VERIFIED, Provenance, appr
 from turncheck.github.two_commits import compare_flow, refuse_base_checkout
 from turncheck.github.workflow import escape_data, log
 from turncheck.sides.changes import SuiteChanges
-from turncheck.sides.runner import Commits
+from turncheck.sides.two_commit_runner import Commits
 from turncheck.text.counts import counted
 
 

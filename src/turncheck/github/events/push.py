@@ -9,7 +9,7 @@ from turncheck.github.job import Job, write_bundle
 from turncheck.github.publish import publish
 from turncheck.report.bundle import ReportBundle
 from turncheck.sides.changes import SuiteChanges
-from turncheck.sides.runner import Commits
+from turncheck.sides.two_commit_runner import Commits
 
 
 def branch_flow(job: Job) -> int:

@@ -22,7 +22,7 @@ from turncheck.choices import Mode
 from turncheck.diagnostics import Diagnostic
 from turncheck.engine.interruption import STOP
 from turncheck.engine.loop import run_coroutine
-from turncheck.engine.runner import Side, run_both_sides, run_suites
+from turncheck.engine.runner import Side, run_both_sides, run_suite_files
 from turncheck.engine.sharding import ShardSpec, select_shard
 from turncheck.formats.discovery import FileKind
 from turncheck.formats.validation import ValidationResult, validate_files
@@ -116,7 +116,7 @@ class TwoCommitRun:
             if tree is None:
                 return None
             base, shard = self._sharded(self.base_side(tree))
-            report = run_coroutine(run_suites(base.files, base.settings, samples=base.samples))
+            report = run_coroutine(run_suite_files(base.files, base.settings, samples=base.samples))
         return report.model_copy(update={"shard": shard})
 
     def head_side(self) -> Side:

@@ -1,5 +1,5 @@
 """The three kinds (evals, protocol cases, calibration samples) are shown through one
-model (render/table_model.py): a change to a table, a cap or a money line reaches the
+model (render/display.py): a change to a table, a cap or a money line reaches the
 console and the comment of every kind, and the same spend reads the same everywhere."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.golden.test_comment_golden import (
 )
 from tests.support.scripted_server import ScriptedServer
 from turncheck.render import calibration_console, console, protocol_console
-from turncheck.render.table_model import Capped, Money, MoneyLine, Table
+from turncheck.render.display import Capped, Money, MoneyLine, Table
 from turncheck.report.run import Report
 from turncheck.report.spend import Spend
 

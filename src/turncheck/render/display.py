@@ -1,4 +1,4 @@
-"""One model of what the console and the comment show for every kind — evals, protocol
+"""The display pieces the console and the comment share for every kind — evals, protocol
 cases and calibration samples: a status's icon, a suite's heading, a row's repeat count,
 a prompt's display, tables of rows (capped, aligned) and money base → head.
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TextIO, TypeVar
 
-from turncheck.report.run import CheckResult, Status
+from turncheck.report.results import CheckResult, Status
 from turncheck.text.lines import terminal_safe
 from turncheck.text.money import MoneyRow, percent_change, signed_int, usd
 
