@@ -1,8 +1,9 @@
 """Python and command targets run several conversations at once (docs/targets.md,
 "Concurrent turns"): the app has more than one turn in flight, every conversation still
-gets its own answers, and each of the app's model calls counts in its own turn, recorded
-and replayed. A command app that dies mid-run fails the conversations it was answering,
-and the others keep their results."""
+gets its own answers, and each of the app's model calls counts in its own turn (by the
+header naming it, or the user messages it carries), recorded and replayed. A command app
+that dies mid-run fails the conversations it was answering, and the others keep their
+results."""
 
 from __future__ import annotations
 
@@ -84,6 +85,9 @@ TARGETS = {
     "python in the worker process": ("    python: concurrent_app:answer\n", True),
     "command": (f"    command: [{sys.executable}, concurrent_app.py]\n    concurrent: true\n",
                 False),
+    "command, its calls naming no turn": (
+        f"    command: [{sys.executable}, concurrent_app.py]\n    concurrent: true\n"
+        '    env: {APP_FORWARD_ID: "0"}\n', False),
 }
 
 

@@ -2,9 +2,8 @@
 
 `session: {from: "header:X-Session-Id"}` sends the id back in the same header when no
 template places it (the app then keeps one session per conversation); validation warns
-about a session the app will never see; an app that does not forward the turn header
-under `forwards_header: true` gets the proxy's own explanation, not "the app answered
-HTTP 500"."""
+about a session the app will never see; an app whose model calls name a turn that is not
+being answered gets the proxy's own explanation, not "the app answered HTTP 500"."""
 
 from __future__ import annotations
 
@@ -73,7 +72,7 @@ def test_validation_warns_about_a_session_the_app_never_sees(tmp_path: Path) -> 
     assert "it is never sent back, so the app opens a new session each turn" in output, output
 
 
-def test_an_app_that_does_not_forward_the_turn_header_gets_the_proxys_reason(
+def test_an_app_that_names_no_open_turn_in_its_header_gets_the_proxys_reason(
         tmp_path: Path) -> None:
     suite = tmp_path / "bot.eval.yaml"
     suite.write_text(f"""\
@@ -84,7 +83,7 @@ metadata:
     start: {sys.executable} {SUPPORT_APP} {{port}}
     ready: /health
     http: {{path: /chat, body: {{message: "{{{{ last_message }}}}"}}, reply: reply}}
-    forwards_header: true
+    env: {{APP_TURN_HEADER: turn-999}}
 evals:
   - name: hello
     prompt: Hello
@@ -95,6 +94,6 @@ evals:
         ran = turncheck(tmp_path, clean_env(OPENAI_BASE_URL=server.base_url,
                                             OPENAI_API_KEY="sk-test-1"), "record", suite.name)
     assert ran.returncode != 0
-    assert "turncheck proxy: this model call has no X-Turncheck-Turn header" in ran.stdout, \
-        ran.stdout
+    assert "turncheck proxy: X-Turncheck-Turn 'turn-999' names no turn being answered now" \
+        in ran.stdout, ran.stdout
     assert "(then the app answered HTTP 500" in ran.stdout

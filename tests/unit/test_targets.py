@@ -72,8 +72,6 @@ def test_a_target_makes_the_model_optional_and_an_eval_may_override_it() -> None
      "greater than 0"),
     (("      path: /chat", "      path: chat"), 8, "http.path must start with /"),
     (("    start: python app.py {port}\n", ""), 5, "needs start"),
-    (("    stateful: true", "    stateful: true\n    concurrent: true"), 5,
-     "concurrent is for python and command targets"),
     (("    stateful: true", "    stateful: yes please"), 12, "boolean"),
 ])
 def test_a_wrong_target_is_reported_at_its_line(
@@ -91,7 +89,8 @@ def test_a_wrong_target_is_reported_at_its_line(
     ({"python": "bot:answer", "concurrent": False}, False),
     ({"command": "node bot.js"}, False),  # an app answering in order works unchanged
     ({"command": "node bot.js", "concurrent": True}, True),
-    ({"http": {"url": "http://app/chat"}}, False),
+    ({"http": {"url": "http://app/chat"}}, True),  # its calls attributed by their messages
+    ({"http": {"url": "http://app/chat"}, "concurrent": False}, False),
     ({"http": {"url": "http://app/chat"}, "forwards_header": True}, True),
 ])
 def test_which_targets_run_their_turns_concurrently(

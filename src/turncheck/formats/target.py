@@ -180,14 +180,13 @@ class Target(_Strict):
         default=False, description="Send only the newest user message (the app keeps history).")
     forwards_header: StrictBool = Field(
         default=False, description="The app copies the X-Turncheck-Turn header of each "
-        "turn's request onto the model calls it makes for that turn: turns then run "
-        "concurrently (http targets).")
+        "turn's request onto the model calls it makes for that turn, which are then "
+        "counted in their turn by it (http targets; without it, by the user messages "
+        "they carry).")
     concurrent: StrictBool | None = Field(
-        default=None, description="Several conversations' turns in flight at once (python "
-        "and command targets; http targets: forwards_header). python: on by default (each "
-        "turn's model calls made with httpx, as the openai and anthropic SDKs do, carry "
-        "the turn's header); command: off by default (the app echoes each line's id and "
-        "forwards it as X-Turncheck-Turn on its model calls).")
+        default=None, description="Several conversations' turns in flight at once. http "
+        "and python: on by default (false: one turn at a time); command: off by default "
+        "(the app answers lines out of order, echoing each line's id).")
 
     @field_validator("session", mode="wrap")
     @classmethod
@@ -231,9 +230,6 @@ class Target(_Strict):
                              "each turn's request)")
         if self.path is not None and self.python is None:
             raise ValueError("path is for python targets (where the module is imported from)")
-        if self.concurrent is not None and self.http is not None:
-            raise ValueError("concurrent is for python and command targets; an http target's "
-                             "turns run concurrently with forwards_header")
         if self.http is not None and self.start is None and \
                 any(step.path is not None for step in self.http.requests()):
             raise ValueError("http.path needs start (turncheck starts the app on a port it "
@@ -242,13 +238,11 @@ class Target(_Strict):
 
     @property
     def runs_concurrently(self) -> bool:
-        """Whether several turns go to the app at once (each naming its turn's id, which
-        the proxy attributes the app's model calls by)."""
-        if self.http is not None:
-            return self.forwards_header
-        if self.python is not None:
-            return self.concurrent is not False
-        return self.concurrent is True
+        """Whether several turns go to the app at once (the proxy attributing the app's
+        model calls by the turn's header or the user messages they carry)."""
+        if self.command is not None:
+            return self.concurrent is True
+        return self.concurrent is not False
 
     @property
     def kind(self) -> str:

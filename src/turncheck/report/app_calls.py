@@ -77,6 +77,10 @@ class AppCall(ReportModel):
     call has none: recorded latencies are not today's)."""
     total_ms: float | None = Field(default=None, exclude_if=_none)
     status: int = Field(default=200, exclude_if=lambda status: status == 200)
+    turn_guessed: bool = Field(default=False, exclude_if=_empty)
+    """Several of the app's turns were in flight and the call carried none of their user
+    messages: counted in the turn opened last, which may not be the one that made it
+    (docs/targets.md, "Concurrent turns")."""
 
     @model_serializer(mode="wrap")
     def _system_once(self, handler: SerializerFunctionWrapHandler) -> Any:

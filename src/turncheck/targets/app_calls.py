@@ -280,10 +280,10 @@ def _index(payload: JsonObject) -> int:
 
 
 def with_record(usage: ModelCall, provider: str, path: str, body: bytes, content_type: str,
-                content: bytes, parsed: Any, timing: tuple[float | None, float | None]
-                ) -> ModelCall:
-    """`usage` with its record: what the call sent and got, its tokens, and (answered
-    by the upstream now) its first-token and total latency."""
+                content: bytes, parsed: Any, timing: tuple[float | None, float | None],
+                turn_guessed: bool = False) -> ModelCall:
+    """`usage` with its record: what the call sent and got, its tokens, (answered by the
+    upstream now) its first-token and total latency, and whether its turn is a guess."""
     request = request_json(body)
     first, total = timing
     if first is None:  # read whole: its first token reached the app with the rest
@@ -299,7 +299,7 @@ def with_record(usage: ModelCall, provider: str, path: str, body: bytes, content
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cached_input_tokens=usage.cached_input_tokens or None,
         first_token_ms=None if first is None else round(first, 1),
-        total_ms=None if total is None else round(total, 1))
+        total_ms=None if total is None else round(total, 1), turn_guessed=turn_guessed)
     return replace(usage, record=record)
 
 

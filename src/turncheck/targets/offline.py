@@ -130,7 +130,11 @@ class SaidOnce:
 
 
 def refused_message(blocked: list[str]) -> str:
-    return (f"the app tried to reach {blocked[0]} directly: in replay nothing leaves the "
+    """Every host refused while the turn was open: with several turns in flight, the app's
+    attempts cannot be told apart by turn (the first may be another's)."""
+    hosts = list(dict.fromkeys(blocked))
+    named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+    return (f"the app tried to reach {named} directly: in replay nothing leaves the "
             "machine; its model calls must go through turncheck's proxy (the "
             "OPENAI_BASE_URL / ANTHROPIC_BASE_URL it is given, or the openai_base_url / "
             "anthropic_base_url arguments), see docs/targets.md")

@@ -6,11 +6,13 @@ through the recording proxy during the turn (their usage summed, each priced by 
 engine). The app is started on the first turn (setup, start, ready, proxy) and stopped
 with the session, however the run ends.
 
-Turns go to the app one at a time, the proxy attributing the app's model calls to the
-turn that is open (exact only when one is), unless the target runs them concurrently
-(`Target.runs_concurrently`: an http app with `forwards_header`, a python target unless
-`concurrent: false`, a command target with `concurrent: true`): each turn then has an
-id, the app's model calls carry it as a header and the proxy attributes them by it.
+Turns go to the app concurrently (`Target.runs_concurrently`: by default, except a
+command app, which says so with `concurrent: true`): each turn has an id, and the proxy
+attributes the app's model calls to their turn by the header naming it (an http app with
+`forwards_header`, a python target's httpx calls) or by the user messages they carry
+(`attribution.py`); `TurnGate` keeps turns whose calls could not be told apart from being
+open at once, and turns to one at a time when a call carries no open turn's messages
+(saying so once). Otherwise turns go one at a time, each call the open turn's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -35,6 +38,7 @@ from turncheck.providers.base import (
     RecordingMissing,
 )
 from turncheck.providers.cassettes import Cassette
+from turncheck.targets.attribution import user_history
 from turncheck.targets.base import (
     AppGone,
     AppReply,
@@ -62,6 +66,16 @@ from turncheck.targets.process import (
 )
 from turncheck.targets.proxy import RecordingProxy, TurnScope, Upstreams
 from turncheck.targets.replay_guard import ReplayGuard
+from turncheck.targets.turn_gate import TurnGate
+
+logger = logging.getLogger(__name__)
+_NAMING_THE_TURN = {
+    "http": "copy each turn's X-Turncheck-Turn request header onto its model calls "
+            "(forwards_header: true)",
+    "python": "make the call with httpx, as the openai and anthropic SDKs do (turncheck "
+              "then names its turn)",
+    "command": "send the line's id as the X-Turncheck-Turn header of the model call",
+}
 
 EXIT_WAIT_S = 1.0
 """How long a failed turn waits for the app's process to be seen exiting (a crash)."""
@@ -105,8 +119,11 @@ class TargetProvider:
         self._started = False
         self._start_error: ProviderError | None = None
         self._starting = asyncio.Lock()
-        self._one_turn: contextlib.AbstractAsyncContextManager[object] = \
-            contextlib.nullcontext() if target.runs_concurrently else asyncio.Lock()
+        self._gate = TurnGate(target.runs_concurrently)
+        self._names_turn = target.runs_concurrently and \
+            (target.http is None or target.forwards_header)
+        """Whether the app is given each turn's id (the line's `id`, the python target's
+        header, with `forwards_header` the request's header)."""
         self._turn_numbers = itertools.count(1)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -115,10 +132,11 @@ class TargetProvider:
         session_id = conversation.client_id if self.target.session == "client" \
             else conversation.app_id
         turn_id = f"turn-{next(self._turn_numbers)}" if self.target.runs_concurrently else None
-        turn = self._turn(request.messages, session_id, turn_id)
-        async with self._one_turn:
+        turn = self._turn(request.messages, session_id, turn_id if self._names_turn else None)
+        history = user_history([m.content for m in request.messages if m.role == "user"])
+        async with self._gate.turn(history):
             assert self.proxy is not None
-            scope = self.proxy.open_turn(turn_id)
+            scope = self.proxy.open_turn(turn_id, history)
             refusals = self.proxy.refusals
             left = len(self.guard.refused()) if self.guard is not None else 0
             started = time.perf_counter()
@@ -155,6 +173,21 @@ class TargetProvider:
             await self.proxy.stop()
         if self.guard is not None:
             await self.guard.stop()
+
+    def _one_turn_at_a_time(self) -> None:
+        """A call carried none of the open turns' user messages: from now on the app's
+        turns go one at a time, so that each call is the open turn's."""
+        if self._gate.serial:
+            return
+        self._gate.serial = True
+        logger.warning(
+            "turncheck: the %s's model calls cannot all be counted in their own turns: a "
+            "call carried none of the user messages of the turns in flight (the app "
+            "rewrites or summarises them), so its turns now go to it one at a time (a "
+            "call made meanwhile is marked turn_guessed in the report). To keep them "
+            "concurrent, include the user's message in the model call, or %s; or set "
+            "concurrent: false to go one at a time from the start",
+            self.name, _NAMING_THE_TURN[self.target.kind])
 
     def _raise_if_it_left(self, before: int, then: str | None = None) -> None:
         """Replay: the app tried to reach another host since `before` refusals."""
@@ -223,6 +256,7 @@ class TargetProvider:
         adopt_orphans()
         self.proxy = RecordingProxy(self.cassette,
                                     Upstreams.from_env(self.env, self.openai_base))
+        self.proxy.on_unattributable = self._one_turn_at_a_time
         await self.proxy.start()
         port = free_port() if target.start is not None else None
         env = app_environment(self.env, target.env, self.proxy.app_env(), port)

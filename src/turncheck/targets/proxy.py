@@ -22,12 +22,15 @@ request is parsed once (its key and its model), the answer once (whether it is w
 keeping, its usage), secrets are looked for in the answer's own bytes, and its YAML is
 written once, by `cassette_yaml`'s quick writer.
 
-Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (a
-target whose turns run concurrently: an http app with `forwards_header` copies it from
-the turn's request, a command app from the line's `id`, a python target's httpx clients
-get it from turncheck); without the header, it is the one open turn's (the target then
-opens one turn at a time). Either way attribution is exact: the turn's usage is the sum of its
-calls, and they are keyed by its sample.
+Attribution: a call is the turn's whose id its `X-Turncheck-Turn` header names (an http
+app with `forwards_header` copies it from the turn's request, a python target's httpx
+clients get it from turncheck); without the header, the one open turn's when the target
+opens one at a time, else the open turn whose user messages the call carries
+(`attribution.py`). A call that carries none of them while several turns are open
+cannot be attributed: it is counted in the turn opened last, marked `turn_guessed`, and
+the target is told (`on_unattributable`) so that it opens one turn at a time from then
+on. Attributed, the turn's usage is the sum of its calls, and they are keyed by its
+sample.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from aiohttp import web
 
@@ -54,6 +57,7 @@ from turncheck.providers.cassettes import Cassette
 from turncheck.providers.json_limits import loads_bounded
 from turncheck.providers.reply import Reply
 from turncheck.providers.urls import as_sent
+from turncheck.targets import attribution
 from turncheck.targets.app_calls import with_record
 from turncheck.targets.base import TURN_HEADER
 from turncheck.targets.proxy_gate import (
@@ -119,6 +123,8 @@ class TurnScope:
     """What the gate raised (a budget stop): the turn ends with it, as the engine's own."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """The request (URL and body digest) of each of `errors`, in the same order."""
+    texts: tuple[str, ...] = ()
+    """The conversation's user messages up to this turn's, collapsed (`attribution.py`)."""
 
     def fail(self, request: tuple[str, str], message: str) -> None:
         self.errors.append(message)
@@ -212,7 +218,12 @@ class RecordingProxy:
         self.turn: TurnScope | None = None
         """The open turn, when turns are sent one at a time."""
         self.turns: dict[str, TurnScope] = {}
-        """The open turns by id, when the app forwards the turn header."""
+        """The open turns by id, when the target opens several at once."""
+        self.by_content = True
+        """Whether calls without a header are still attributed by the messages they
+        carry (until one carries none of an open turn's)."""
+        self.on_unattributable: Callable[[], None] | None = None
+        """Called when a call carries no open turn's user messages."""
         self.unattributed: list[ModelCall] = []
         """Calls made outside any turn (while the app starts, say)."""
         self.refusals = 0
@@ -270,11 +281,13 @@ class RecordingProxy:
             live, self._live = self._live, None
             await live.aclose()
 
-    def open_turn(self, turn_id: str | None = None) -> TurnScope:
+    def open_turn(self, turn_id: str | None = None, texts: tuple[str, ...] = ()
+                  ) -> TurnScope:
         """Attribute calls to a new turn, keyed by the caller's sample and gated by its
         budget gate (both context variables of the engine's task): the calls naming
-        `turn_id` in their header, or without one every call from now on."""
-        scope = TurnScope(current_sample(), NETWORK_GATE.get())
+        `turn_id` in their header or carrying its user messages `texts`, or without an id
+        every call from now on."""
+        scope = TurnScope(current_sample(), NETWORK_GATE.get(), texts=texts)
         if turn_id is None:
             self.turn = scope
         else:
@@ -297,23 +310,34 @@ class RecordingProxy:
                 self._upstreams.url(api, rest) + ("?" + query if query else ""))
         return url
 
-    def _scope_of(self, request: web.BaseRequest) -> tuple[TurnScope | None, str | None]:
+    def _scope_of(self, request: web.BaseRequest, body: bytes) -> _Attributed:
         """The turn a call is attributed to, or why it cannot be."""
         turn_id = request.headers.get(TURN_HEADER)
         if turn_id is not None:
             scope = self.turns.get(turn_id)
             if scope is None:
-                return None, (f"turncheck proxy: {TURN_HEADER} {turn_id[:40]!r} names no "
-                              "turn being answered now")
-            return scope, None
-        if self.turns:
-            return None, (f"turncheck proxy: this model call has no {TURN_HEADER} header: "
-                          "the target's turns run concurrently, so each model call must "
-                          "name its turn (http forwards_header: copy the header of the "
-                          "turn's request; command: send the line's id; python: turncheck "
-                          "adds it to calls made with httpx, as the openai and anthropic "
-                          "SDKs do); or turn that off: concurrent: false, or no forwards_header")
-        return self.turn, None
+                return _Attributed(None, f"turncheck proxy: {TURN_HEADER} {turn_id[:40]!r} "
+                                         "names no turn being answered now")
+            return _Attributed(scope)
+        if not self.turns:
+            return _Attributed(self.turn)
+        return self._by_content(body)
+
+    def _by_content(self, body: bytes) -> _Attributed:
+        scopes = list(self.turns.values())
+        if len(scopes) == 1 and not self.by_content:
+            return _Attributed(scopes[0])
+        messages = attribution.call_messages(body)
+        found = attribution.owner(scopes, messages) if messages else None
+        if found is not None:
+            return _Attributed(found)
+        if self.by_content:
+            self.by_content = False
+            if self.on_unattributable is not None:
+                self.on_unattributable()
+        if len(scopes) == 1:
+            return _Attributed(scopes[0])
+        return _Attributed(scopes[-1], guessed=True)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         reason = refusal(request.method, request.raw_path, request.headers, self.token)
@@ -330,7 +354,7 @@ class RecordingProxy:
         except ValueError as exc:
             self._log_refusal(request.method, request.raw_path, str(exc))
             return _error(400, f"turncheck proxy: not a URL to send upstream: {exc}")
-        scope, problem = self._scope_of(request)
+        scope, problem, guessed = self._scope_of(request, body)
         if problem is not None:
             self.refusals += 1
             self.last_refusal = problem
@@ -339,7 +363,7 @@ class RecordingProxy:
         NETWORK_GATE.set(scope.guarded_gate() if scope is not None else None)
         asked = usage_asked_body(api, rest, body)
         call = _Call(request, api, rest, url, asked or body, scope, app_body=body,
-                     usage_filter=UsageChunkFilter() if asked else None)
+                     usage_filter=UsageChunkFilter() if asked else None, guessed=guessed)
         try:
             return await self._answer(call)
         except RecordingMissing as exc:
@@ -452,9 +476,16 @@ class RecordingProxy:
         usage = usage_of(call.api, call.rest, model, content_type, reply.content,
                          replayed=bool(reply.extensions.get(REPLAYED_EXTENSION)), parsed=parsed)
         usage = with_record(usage, call.api, call.rest, call.app_body, content_type, reply.content,
-                            parsed, (call.first_token_ms, total_ms))
+                            parsed, (call.first_token_ms, total_ms), call.guessed)
         scope = call.scope
         (scope.calls if scope is not None else self.unattributed).append(usage)
+
+
+class _Attributed(NamedTuple):
+    scope: TurnScope | None
+    problem: str | None = None
+    """Why the call is refused (a header naming no open turn)."""
+    guessed: bool = False
 
 
 class _Network:
@@ -494,6 +525,8 @@ class _Call:
     """The request as the app sent it (`body`: as sent upstream, usage asked for)."""
     usage_filter: UsageChunkFilter | None = None
     """Set when the proxy asked for usage the app did not: takes it out of the stream."""
+    guessed: bool = False
+    """Counted in `scope` for want of a better turn (it carried no open turn's messages)."""
 
     def passed_on(self, chunk: bytes) -> bytes:
         return chunk if self.usage_filter is None else self.usage_filter.feed(chunk)

@@ -8,7 +8,8 @@ through) are wrapped once to add the header of the turn being answered in the ca
 a context variable, which follows the turn into the tasks it starts and, through
 `contextvars.copy_context`, into the worker thread of a sync function — to requests for
 the recording proxy only. A call made with another HTTP client reaches the proxy without
-the header and is refused, saying so (docs/targets.md, "Concurrent turns"). The same
+the header and is counted in its turn by the user messages it carries (docs/targets.md,
+"Concurrent turns"). The same
 wrapper puts the proxy's placeholder key on those requests: a function run in
 turncheck's process builds its client from turncheck's environment.
 """

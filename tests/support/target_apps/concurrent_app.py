@@ -8,7 +8,8 @@ once to `vars.inflight_file`.
   built once and shared by every turn) and `concurrent_app:answer_async` (`AsyncOpenAI`);
 - a command target: `python concurrent_app.py`, speaking the concurrent JSON-lines
   protocol (each line's `id` echoed in its reply and sent as `X-Turncheck-Turn` on the
-  model call), one thread per line, the model called with `urllib`. A line whose last
+  model call unless the environment's `APP_FORWARD_ID` is `0`), one thread per line, the
+  model called with `urllib`. A line whose last
   message is `crash` makes the process exit with code 3 once `vars.crash_when` other
   lines are in flight and `vars.answered_first` quick lines (`quick` in the message: no
   wait, no model call) have been answered; a line with `slow` waits 60 s.
@@ -91,11 +92,13 @@ WRITE = threading.Lock()
 
 
 def _ask_model(messages: list[dict[str, str]], turn_id: str) -> str:
+    headers = {"content-type": "application/json",
+               "authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"}
+    if os.environ.get("APP_FORWARD_ID") != "0":
+        headers["X-Turncheck-Turn"] = turn_id
     request = urllib.request.Request(
         os.environ["OPENAI_BASE_URL"] + "/chat/completions", method="POST",
-        data=json.dumps({"model": MODEL, "messages": messages}).encode(),
-        headers={"content-type": "application/json", "X-Turncheck-Turn": turn_id,
-                 "authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"})
+        data=json.dumps({"model": MODEL, "messages": messages}).encode(), headers=headers)
     with urllib.request.urlopen(request, timeout=30) as response:
         return str(json.load(response)["choices"][0]["message"]["content"])
 

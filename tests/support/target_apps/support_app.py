@@ -9,7 +9,9 @@ APP_HUGE ("1": answer a gigabyte), APP_FORWARD_HEADER ("1": copy the request's
 X-Turncheck-Turn header onto the model calls), APP_INFLIGHT_FILE (where the app writes the
 most /chat requests it answered at once), APP_SYSTEM_PROMPT (the system prompt, in code by
 default), APP_UNHEALTHY ("1": /health answers 503), APP_DELAY (seconds before each
-reply), APP_PID_FILE (where the app writes its process group id). History is kept
+reply), APP_PID_FILE (where the app writes its process group id), APP_REWRITE ("1": the
+model is sent the user's messages with their words reversed, as an app that rewrites them
+would), APP_TURN_HEADER (an X-Turncheck-Turn header put on every model call). History is kept
 server-side per `session_id` of the request body; a request without one starts a fresh
 conversation. Endpoints: GET /health, POST /chat
 {message, session_id} -> {reply, session_id}.
@@ -82,10 +84,15 @@ def ask_anthropic(messages: list[dict[str, str]], stream: bool) -> str:
 ASK = {"chat": ask_openai_chat, "responses": ask_openai_responses, "anthropic": ask_anthropic}
 
 
+def rewritten(message: str) -> str:
+    return " ".join(reversed(message.split())) if os.environ.get("APP_REWRITE") == "1" \
+        else message
+
+
 def reply_to(message: str, session_id: str) -> str:
     with LOCK:
         history = HISTORY.setdefault(session_id, [])
-        history.append({"role": "user", "content": message})
+        history.append({"role": "user", "content": rewritten(message)})
         sent = list(history)
     ask = ASK[os.environ.get("APP_API", "chat")]
     stream = os.environ.get("APP_STREAM") == "1"
@@ -129,6 +136,8 @@ class Handler(BaseHTTPRequestHandler):
         turn = self.headers.get("X-Turncheck-Turn")
         FORWARDED.headers = {"X-Turncheck-Turn": turn} \
             if turn and os.environ.get("APP_FORWARD_HEADER") == "1" else {}
+        if os.environ.get("APP_TURN_HEADER"):
+            FORWARDED.headers = {"X-Turncheck-Turn": os.environ["APP_TURN_HEADER"]}
         _count_in_flight(+1)
         try:
             text = reply_to(str(body.get("message", "")), session_id)
