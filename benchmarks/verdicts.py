@@ -440,7 +440,7 @@ def one_pr(scenario: Scenario, sampling: Sampling, base: np.ndarray, head: np.nd
 
 
 PURE_TESTS = ("turn_shift_test", "fisher_worse", "fisher_better", "stratified_shift_test",
-              "predictive_test")
+              "two_stage_test")
 """The library's exact tests: pure functions of their arguments, called with the same
 samples again and again across PRs, so memoised (wherever a module imported them)."""
 
