@@ -14,6 +14,7 @@ import pytest
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons
 from turncheck.compare.pool import pool_reports
+from turncheck.render.comment import CommentContext, render_comment
 from turncheck.report.run import EvalResult, PriceSource, Report, Status, SuiteResult, Usage
 from turncheck.stats.drift import two_run_variance
 from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test
@@ -119,3 +120,19 @@ def test_twenty_evals_that_broke_still_fail_the_live_default_gate() -> None:
     pooled, pool = pool_reports([report(base, "b", "main-run")])
     comparison = compare_reports(pooled, report(head, "h", "pr-run"), base_pool=pool)
     assert fail_reasons(comparison, DEFAULT_FAIL_ON)
+
+
+def test_the_comment_says_when_the_verdict_rests_on_one_stored_run_and_how_to_do_better(
+) -> None:
+    base, head = [True] * 10 + [False] * 10, [True] * 9 + [False] * 11
+    pooled, pool = pool_reports([report(base, "b", "main-run"),
+                                 report(base, "earlier", "older-run")])
+    head_report = report(head, "h", "pr-run")
+    body = render_comment(compare_reports(pooled, head_report, base_pool=pool),
+                          CommentContext(fail_reasons=[], head=head_report, base=pooled))
+    assert "Verdicts rest on one stored run of main" in body
+    assert "turncheck workflow again on the base commit" in body
+    pooled, pool = pool_reports([report(base, "b", "main-run"), report(base, "b", "rerun")])
+    body = render_comment(compare_reports(pooled, head_report, base_pool=pool),
+                          CommentContext(fail_reasons=[], head=head_report, base=pooled))
+    assert "one stored run" not in body
