@@ -95,6 +95,37 @@ def test_identical_live_prs_against_one_stored_run_fail_at_most_five_percent(rat
     assert identical_pr_fail_rate(rate, shared=None) <= 0.05
 
 
+def per_history_fail_rates(rate: float, shared: float | None) -> list[tuple[float, float]]:
+    """For each stored base run (k of the 20 evals passed): its chance, and the chance
+    that an identical PR fails the default gate against it. The outcomes are those of
+    `identical_pr_fail_rate` (a history's and a head's chance multiply to theirs), so
+    each is decided once."""
+    found = []
+    for passed in range(EVALS + 1):
+        history = math.comb(EVALS, passed) * rate ** passed * (1 - rate) ** (EVALS - passed)
+        failed = 0.0
+        for broke in range(passed + 1):
+            for fixed in range(EVALS - passed + 1):
+                counts = (passed - broke, EVALS - passed - fixed, broke, fixed)
+                chance = history * math.comb(passed, broke) * (1 - rate) ** broke \
+                    * rate ** (passed - broke) * math.comb(EVALS - passed, fixed) \
+                    * rate ** fixed * (1 - rate) ** (EVALS - passed - fixed)
+                failed += chance if chance < NEGLIGIBLE else chance * outcome_fails(counts,
+                                                                                   shared)
+        found.append((history, failed / history))
+    return found
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.4, 0.5])
+def test_one_stored_run_pushes_identical_prs_over_ten_percent_in_few_histories(rate: float
+                                                                               ) -> None:
+    # Issue 45 item 4: main's stored run held fixed, the share of identical PRs failing
+    # against it; exact: 0.51 % / 0.16 % / 0.59 % of histories fail more than 10 % of
+    # PRs (at 0.3 / 0.4 / 0.5), the goal is at most 5 %.
+    histories = per_history_fail_rates(rate, shared=None)
+    assert sum(chance for chance, failed in histories if failed > 0.10) <= 0.05
+
+
 @pytest.mark.parametrize("rate", [0.3, 0.4, 0.5])
 def test_identical_live_prs_against_a_calm_history_fail_at_most_five_percent(rate: float
                                                                              ) -> None:
