@@ -1177,6 +1177,9 @@ LEFT_OUT = (
     "0.95->0.8 and 0.9->0.7 only (the gate on observed effect bites there).",
     "issue 45's 'usual set-up' draws the earlier commits' runs from the same rates as the "
     "base commit's (no change between those commits): they only inform the drift.",
+    "issue 45 item 4's `history` cells draw --prs / 10 histories of main, 50 identical PRs "
+    "against each; the live default path's per-history figures are exact in "
+    "tests/unit/test_live_default_path.py.",
     "issue 45's cells run at the --prs size (no halving); 100 PRs put a rate near 5 % "
     "within about +- 4 points, so a MISS at 6-7 % there is not shown to exceed 5 %.",
     "the action target (1,000 x 3 at 100 ms, <= 1.15x one side) is measured by "
