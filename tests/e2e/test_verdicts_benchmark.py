@@ -99,6 +99,25 @@ def test_an_outage_reaches_the_comparison_as_errors(bench: ModuleType) -> None:
     assert outcome.head_calls == 20 and outcome.base_calls == 20
 
 
+def test_history_cells_hold_main_runs_fixed_for_their_prs(bench: ModuleType) -> None:
+    """Issue 45 item 4: PRs of one history meet the same stored runs of main; each
+    history's false fails are counted apart."""
+    scenario = bench.scenarios()["history null 20 at 0.5"]
+    sampling = bench.replace(bench.HISTORY_SAMPLINGS[scenario.name][0], per_history=3)
+    key, tally = bench.run_cell(bench.Cell(scenario, sampling, 6, 2024))
+    assert key.startswith("history null 20 at 0.5 | pooled base of 1 run")
+    assert len(tally.history_fails) == 2 and sum(tally.history_fails) == tally.default_gate
+    seen: list[object] = []
+    original = bench.pooled_base
+    bench.pooled_base = lambda scenario, history, sampling: (
+        seen.append(history.tobytes()) or original(scenario, history, sampling))
+    try:
+        bench.run_cell(bench.Cell(scenario, sampling, 6, 2024))
+    finally:
+        bench.pooled_base = original
+    assert len(seen) == 6 and len(set(seen)) == 2
+
+
 def test_quick_run_prints_every_target_and_fails_on_a_miss(
         bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     code = bench.main(["--quick", "--workers", "1"])
@@ -109,6 +128,7 @@ def test_quick_run_prints_every_target_and_fails_on_a_miss(
                    "0.9->0.5 in 20 mixture | auto<=60", "null 20 at 0.7 | repeat 1 replay",
                    "The default gate", "auto<=20 separate runs",
                    "Issue 36: false regressions", "pooled base of 1 run",
+                   "Issue 45 item 4", "histories failing > 10% of PRs",
                    "Left out, and why"):
         assert needed in out
     assert code == (1 if " MISS" in out else 0)

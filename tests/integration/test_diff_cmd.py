@@ -126,9 +126,10 @@ def test_diff_tops_the_base_up_when_the_head_varies(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in data["suites"][0]["evals"]}
     capital, sky = rows["capital"], rows["sky"]
     # Alone, the base's 5 of 5 would have stopped; the head's 3 of 5 looks worse, so
-    # both sides go on, look after look, to max_repeat.
-    assert (capital["base"]["passes"], capital["base"]["samples"]) == (20, 20)
-    assert (capital["head"]["passes"], capital["head"]["samples"]) == (3, 20)
+    # both sides go on, look after look, to max_repeat: 60 by default with both sides
+    # sampled together (30 for a side alone).
+    assert (capital["base"]["passes"], capital["base"]["samples"]) == (60, 60)
+    assert (capital["head"]["passes"], capital["head"]["samples"]) == (3, 60)
     assert capital["base"]["paired"] == capital["head"]["paired"] is not None
     assert capital["verdict"] == "regression"
     # Every sample of both sides agreed: both stopped at the first look of 5.

@@ -171,3 +171,15 @@ def test_errored_samples_are_not_counted_in_the_repeat_summary() -> None:
     assert summary.pass_hat_n and not summary.flaky and summary.pass_rate == 1.0
     assert summary.turn_of_pass == {"1": 3}
     assert result.status is Status.PASS
+
+
+def test_repeat_auto_run_alone_tops_a_flaky_eval_up_to_thirty_by_default(tmp_path: Path
+                                                                         ) -> None:
+    # A side sampled alone (`turncheck run`, a head against main's stored runs) takes
+    # max_repeat 30 unless the suite sets it; both sides together take 60 (test_diff_cmd).
+    with ScriptedServer() as server:
+        _three_of_five(server)
+        report = run_text(tmp_path, suite_yaml(EVAL, "  repeat: auto\n"), server)
+    [flaky] = report.suites[0].evals
+    assert flaky.repeats is not None
+    assert (flaky.repeats.samples, flaky.repeats.samples_saved) == (30, 0)

@@ -14,6 +14,7 @@ import pytest
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.policy import DEFAULT_FAIL_ON, fail_reasons
 from turncheck.compare.pool import pool_reports
+from turncheck.render.comment import CommentContext, comment_markdown
 from turncheck.report.results import Status
 from turncheck.report.run import EvalResult, PriceSource, Report, SuiteResult
 from turncheck.report.spend import Usage
@@ -96,6 +97,37 @@ def test_identical_live_prs_against_one_stored_run_fail_at_most_five_percent(rat
     assert identical_pr_fail_rate(rate, shared=None) <= 0.05
 
 
+def per_history_fail_rates(rate: float, shared: float | None) -> list[tuple[float, float]]:
+    """For each stored base run (k of the 20 evals passed): its chance, and the chance
+    that an identical PR fails the default gate against it. The outcomes are those of
+    `identical_pr_fail_rate` (a history's and a head's chance multiply to theirs), so
+    each is decided once."""
+    found = []
+    for passed in range(EVALS + 1):
+        history = math.comb(EVALS, passed) * rate ** passed * (1 - rate) ** (EVALS - passed)
+        failed = 0.0
+        for broke in range(passed + 1):
+            for fixed in range(EVALS - passed + 1):
+                counts = (passed - broke, EVALS - passed - fixed, broke, fixed)
+                chance = history * math.comb(passed, broke) * (1 - rate) ** broke \
+                    * rate ** (passed - broke) * math.comb(EVALS - passed, fixed) \
+                    * rate ** fixed * (1 - rate) ** (EVALS - passed - fixed)
+                failed += chance if chance < NEGLIGIBLE else chance * outcome_fails(counts,
+                                                                                   shared)
+        found.append((history, failed / history))
+    return found
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.4, 0.5])
+def test_one_stored_run_pushes_identical_prs_over_ten_percent_in_few_histories(rate: float
+                                                                               ) -> None:
+    # Issue 45 item 4: main's stored run held fixed, the share of identical PRs failing
+    # against it; exact: 0.51 % / 0.16 % / 0.59 % of histories fail more than 10 % of
+    # PRs (at 0.3 / 0.4 / 0.5), the goal is at most 5 %.
+    histories = per_history_fail_rates(rate, shared=None)
+    assert sum(chance for chance, failed in histories if failed > 0.10) <= 0.05
+
+
 @pytest.mark.parametrize("rate", [0.3, 0.4, 0.5])
 def test_identical_live_prs_against_a_calm_history_fail_at_most_five_percent(rate: float
                                                                              ) -> None:
@@ -121,3 +153,19 @@ def test_twenty_evals_that_broke_still_fail_the_live_default_gate() -> None:
     pooled, pool = pool_reports([report(base, "b", "main-run")])
     comparison = compare_reports(pooled, report(head, "h", "pr-run"), base_pool=pool)
     assert fail_reasons(comparison, DEFAULT_FAIL_ON)
+
+
+def test_the_comment_says_when_the_verdict_rests_on_one_stored_run_and_how_to_do_better(
+) -> None:
+    base, head = [True] * 10 + [False] * 10, [True] * 9 + [False] * 11
+    pooled, pool = pool_reports([report(base, "b", "main-run"),
+                                 report(base, "earlier", "older-run")])
+    head_report = report(head, "h", "pr-run")
+    body = comment_markdown(compare_reports(pooled, head_report, base_pool=pool),
+                          CommentContext(fail_reasons=[], head=head_report, base=pooled))
+    assert "Verdicts rest on one stored run of main" in body
+    assert "turncheck workflow again on the base commit" in body
+    pooled, pool = pool_reports([report(base, "b", "main-run"), report(base, "b", "rerun")])
+    body = comment_markdown(compare_reports(pooled, head_report, base_pool=pool),
+                          CommentContext(fail_reasons=[], head=head_report, base=pooled))
+    assert "one stored run" not in body

@@ -7,11 +7,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.integrate import quad
-from scipy.special import betaln
-from scipy.stats import norm
+from scipy.stats import binom
 
 from turncheck.compare.comparison import compare_reports
 from turncheck.compare.pool import pool_reports
@@ -30,8 +29,8 @@ from turncheck.stats.pooled import (
     PooledBase,
     PooledHead,
     pooled_suite_test,
-    predictive_test,
     shared_run_variance,
+    two_stage_test,
 )
 from turncheck.stats.verdicts import Verdict
 
@@ -54,37 +53,52 @@ def report(evals: list[EvalResult], commit: str) -> Report:
                   started_at="2026-01-01T00:00:00Z", duration_s=0.0, commit=commit)
 
 
-def test_an_always_passing_eval_hands_its_predictive_law_to_the_step_down() -> None:
-    base = PooledBase(passes=100, samples=100, runs=5)
-    test = predictive_test(base, 0.0625, 20, 20, [20])
-    # Its least p-value is the predictive chance of 0 passes of 20: B(a, b + 20) / B(a, b)
-    # for the Jeffreys posterior (a + b = N + 1) with its mean moved on the logit scale by
-    # the run's drift s ~ N(0, 0.0625 (1 + 1/5)), averaged over s.
-    mean, size, scale = 100.5 / 101, 101, math.sqrt(0.0625 * 1.2)
-
-    def none_pass(s: float) -> float:
-        moved = 1 / (1 + math.exp(-(math.log(mean / (1 - mean)) + s)))
-        a, b = moved * size, (1 - moved) * size
-        return math.exp(betaln(a, b + 20) - betaln(a, b)) * norm.pdf(s, scale=scale)
-
-    assert math.isclose(test.least_worse, quad(none_pass, -8 * scale, 8 * scale)[0],
-                        rel_tol=1e-6)
-    assert test.worse == 1.0 and test.worse_null
-    assert math.isclose(sum(mass for _, mass in test.worse_null), 1.0, rel_tol=1e-9)
-    # Its chance of reaching p <= 0.01 is its law's, well under the bound 0.01.
-    reach = sum(mass for p, mass in test.worse_null if p <= 0.01)
-    assert reach < 0.002
+def test_an_always_passing_eval_cannot_reach_a_small_p_value_against_its_base() -> None:
+    # Given 120 passes of 120 over both sides, the head passed every sample whatever
+    # happened: its law has one result, so it costs the step-down nothing.
+    test = two_stage_test(PooledBase(passes=100, samples=100, runs=5), 0.0625, 20, 20, [20])
+    assert test.worse == 1.0 and test.least_worse == 1.0
+    assert [p for p, _ in test.worse_null] == [1.0]
 
 
-def test_stable_pooled_evals_cost_the_changed_one_almost_nothing() -> None:
-    stable = predictive_test(PooledBase(100, 100, 5), 0.0, 20, 20, [20])
-    dropped = predictive_test(PooledBase(90, 100, 5), 0.0, 13, 20, [20])
+@pytest.mark.parametrize("rate", [0.3, 0.5, 0.8, 0.95])
+def test_a_two_stage_head_keeps_its_level_for_any_fixed_pass_rate(rate: float) -> None:
+    """Every way a base run of 20 samples and a `repeat: auto` head (a first look of 10,
+    stopped when it all passed or all failed, else topped up by 20) can fall at one fixed
+    pass rate, enumerated: the head's test rejects at level a with chance at most a."""
+    found: dict[tuple[int, int, int], float] = {}
+
+    def p_worse(base: int, passes: int, samples: int) -> float:
+        key = (base, passes, samples)
+        if key not in found:
+            found[key] = two_stage_test(PooledBase(base, 20, 1), 0.0, passes, samples,
+                                        [10, 20]).worse
+        return found[key]
+
+    rejected = dict.fromkeys((0.01, 0.05, 0.1), 0.0)
+    for base in range(21):
+        for first in range(11):
+            chance = binom.pmf(base, 20, rate) * binom.pmf(first, 10, rate)
+            heads = [(first, 10, 1.0)] if first in (0, 10) else \
+                [(first + more, 30, binom.pmf(more, 20, rate)) for more in range(21)]
+            for passes, samples, weight in heads:
+                p = p_worse(base, passes, samples)
+                for level in rejected:
+                    rejected[level] += chance * weight * (p <= level)
+    assert all(rejected[level] <= level for level in rejected), rejected
+    if rate <= 0.8:  # not trivially conservative (at 0.95 few results are attainable)
+        assert rejected[0.1] > 0.03
+
+
+def test_stable_pooled_evals_cost_the_changed_one_nothing() -> None:
+    # Given their pooled passes, always-passing evals can only have passed every head
+    # sample: the step-down adjusts the dropped eval's p-value by nothing.
+    stable = two_stage_test(PooledBase(100, 100, 5), 0.0, 20, 20, [20])
+    dropped = two_stage_test(PooledBase(90, 100, 5), 0.0, 13, 20, [20])
     tests = [dropped, *[stable] * 19]
-    with_laws = discrete_holm([t.worse for t in tests], [t.worse_null for t in tests],
-                              [t.least_worse for t in tests], [True] * 20)
-    bound_only = discrete_holm([t.worse for t in tests], [()] * 20,
-                               [t.least_worse for t in tests], [True] * 20)
-    assert with_laws[0] < 0.05 < bound_only[0]
+    adjusted = discrete_holm([t.worse for t in tests], [t.worse_null for t in tests],
+                             [t.least_worse for t in tests], [True] * 20)
+    assert math.isclose(adjusted[0], dropped.worse, rel_tol=1e-9) and adjusted[0] < 0.01
 
 
 def test_the_drift_of_one_base_run_against_one_head_run_is_recovered() -> None:
@@ -115,9 +129,12 @@ def test_the_suite_test_finds_a_diffuse_drop_and_widens_with_drift() -> None:
 
 def test_a_two_stage_head_in_the_suite_test_counts_its_first_look_stops() -> None:
     bases = [PooledBase(95, 100, 5)] * 10
-    stopped = [PooledHead(10, 10, (10, 20))] * 10
-    assert pooled_suite_test(bases, stopped, 0.0).better < 0.5 < pooled_suite_test(
-        bases, stopped, 0.0).worse
+    failed = [PooledHead(0, 10, (10, 20))] * 10
+    passed = [PooledHead(10, 10, (10, 20))] * 10
+    # Every first look failing against a base passing 95 % of the time is a drop; every
+    # first look passing was, given the pooled passes and the stop, the only result.
+    assert pooled_suite_test(bases, failed, 0.0).worse < 1e-6
+    assert pooled_suite_test(bases, passed, 0.0).worse == 1.0
 
 
 def suite_runs(rates: list[int], commit: str) -> list[Report]:

@@ -26,7 +26,7 @@ from turncheck.stats.drift import (
     two_run_variances_without,
 )
 from turncheck.stats.looks import sequential_test, testable_looks
-from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, predictive_test
+from turncheck.stats.pooled import PooledBase, PooledHead, pooled_suite_test, two_stage_test
 from turncheck.stats.tests import ShiftTest
 from turncheck.stats.turn_hazards import drifting_turn_test
 from turncheck.stats.verdicts import (
@@ -113,8 +113,8 @@ def separately_adaptive(suites: Sequence[SuiteComparison]
 
 
 def head_design(side: EvalSide) -> tuple[list[int | None], list[int]]:
-    """The head outcomes a predictive test may use, and the design they were taken by
-    (`stats.pooled.design_of`): all of a fixed side's samples in one look; for
+    """The head outcomes a test against another run may use, and the design they were
+    taken by (`stats.pooled.design_of`): all of a fixed side's samples in one look; for
     `repeat: auto` alone, the first look and its top-up (a top-up that could have
     been taken counts even when the look stopped). When the first look did not stop
     although it all passed (on different turns), only that look is used: the
@@ -149,8 +149,8 @@ def pooled_counts(item: EvalComparison, runs: Sequence[tuple[int, int]]
 
 def pooled_evidence(item: EvalComparison, runs: Sequence[tuple[int, int]], variance: float,
                     settings: VerdictSettings = DEFAULT_SETTINGS) -> Evidence:
-    """Evidence against a pooled base: the effects as usual, the test the predictive
-    test against a new run of the base (`stats.pooled.predictive_test`)."""
+    """Evidence against a pooled base: the effects as usual, the test against
+    a new run of the base (`stats.pooled`)."""
     assert item.base is not None and item.head is not None
     counts = pooled_counts(item, runs)
     test = None if counts is None else pooled_eval_test(item, counts, variance)
@@ -178,13 +178,14 @@ def pooled_eval_test(item: EvalComparison, counts: tuple[PooledBase, PooledHead]
     """A head of a fixed number of samples: compared with the base turn by turn, so a
     later turn of pass is tested too (`stats.turn_hazards.drifting_turn_test`, the drift
     of the head run against the K pooled runs' average, sigma² (1 + 1/K)); a two-stage
-    `repeat: auto` head: the predictive test of its pass rate for that design."""
+    `repeat: auto` head: the conditional test of its pass rate for that design
+    (`stats.pooled.two_stage_test`)."""
     assert item.base is not None and item.head is not None
     base, head = counts
     if len(head.looks) == 1:
         return drifting_turn_test(side_outcomes(item.base), head_design(item.head)[0],
                                   variance * (1 + 1 / base.runs))
-    return predictive_test(base, variance, head.passes, head.samples, head.looks)
+    return two_stage_test(base, variance, head.passes, head.samples, head.looks)
 
 
 def pool_runs(suite: SuiteComparison, item: EvalComparison, base_pool: BasePool | None
@@ -332,7 +333,7 @@ def suite_level_evidence(suites: Sequence[SuiteComparison], evidence: Sequence[E
                          ) -> list[Evidence]:
     """One suite-level test per suite over its evals judged on both sides (`evidence`
     in `suites_evidence` order tells which were): the exact stratified test when both
-    sides were sampled; against a pooled base the predictive suite test, whose law
+    sides were sampled; against a pooled base the conditional suite test, whose law
     shares one run-level drift over the suite's evals (`stats.pooled.pooled_suite_test`)."""
     judged = iter(evidence)
     found = []

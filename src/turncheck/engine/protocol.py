@@ -186,7 +186,7 @@ class _ProtocolRun:
     ) -> None:
         self.file = suite_file
         self.protocol = protocol
-        self.plan = plan_for(protocol.metadata, settings.repeat)
+        self.plan = plan_for(protocol.metadata, settings.repeat, alone=settings.pairing is None)
         self.limits = limits
         self.session = session
         self.pricer = pricer

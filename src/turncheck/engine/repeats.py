@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
 from turncheck.engine.interruption import STOP
-from turncheck.formats.suite import DEFAULT_MAX_REPEAT, Metadata
+from turncheck.formats.suite import DEFAULT_ALONE_MAX_REPEAT, DEFAULT_MAX_REPEAT, Metadata
 from turncheck.providers.call_context import current_sample, use_sample
 from turncheck.report.protocol import CaseResult, CaseSample
 from turncheck.report.results import USABLE, RepeatSummary, SampleResult, Status
@@ -58,10 +58,13 @@ class RepeatPlan:
         return self.fixed != 1
 
 
-def plan_for(metadata: Metadata, override: RepeatSetting | None = None) -> RepeatPlan:
-    """The suite's repeat plan; `override` (the command line's) replaces its `repeat`."""
+def plan_for(metadata: Metadata, override: RepeatSetting | None = None, alone: bool = True
+             ) -> RepeatPlan:
+    """The suite's repeat plan; `override` (the command line's) replaces its `repeat`;
+    `alone`: no other side decides the looks with this one (its default `max_repeat`)."""
     repeat = override if override is not None else metadata.repeat
-    max_repeat = metadata.max_repeat or DEFAULT_MAX_REPEAT
+    max_repeat = metadata.max_repeat \
+        or (DEFAULT_ALONE_MAX_REPEAT if alone else DEFAULT_MAX_REPEAT)
     if repeat == "auto":
         return RepeatPlan(None, max_repeat, metadata.min_pass)
     count = repeat or 1

@@ -119,7 +119,7 @@ class _SuiteRun:
         limits: Sequence[asyncio.Semaphore] = (),
     ) -> None:
         self.limits = limits
-        self.plan = plan_for(suite.metadata, settings.repeat)
+        self.plan = plan_for(suite.metadata, settings.repeat, alone=settings.pairing is None)
         self.file = suite_file
         self.suite = suite
         self.session = session

@@ -41,8 +41,15 @@ MAX_TURNS = 50
 """Most scripted `turns` one eval may list."""
 MAX_REPEAT = 100
 """Most samples (independent conversations) one eval may take."""
-DEFAULT_MAX_REPEAT = 20
-"""`max_repeat` of `repeat: auto` when the suite does not set it."""
+DEFAULT_MAX_REPEAT = 60
+"""`max_repeat` of `repeat: auto` when the suite does not set it and both sides are
+sampled together (the joint design stops a steady eval after 5 samples a side and spends
+the rest on evals that look worse: docs/statistics.md, "How far `auto` goes")."""
+DEFAULT_ALONE_MAX_REPEAT = 30
+"""`max_repeat` of `repeat: auto` when the suite does not set it and a side is sampled
+alone (against main's stored runs, or a run compared later): that design tops every
+mixed first look up to `max_repeat`, so 60 would spend about 70 % of fixed 20 on both
+sides' calls on a flaky suite, against 43 % at 30."""
 
 NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
 TokenCount = Annotated[StrictInt, Field(ge=0)]
@@ -175,7 +182,8 @@ class Metadata(BaseModel):
     )
     max_repeat: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | None = Field(
         default=None, description=f"Most samples per eval with `repeat: auto` "
-        f"(default {DEFAULT_MAX_REPEAT})."
+        f"(default {DEFAULT_MAX_REPEAT} with base and head sampled together, "
+        f"{DEFAULT_ALONE_MAX_REPEAT} for a side sampled alone)."
     )
     min_pass: Annotated[StrictInt, Field(ge=1, le=MAX_REPEAT)] | None = Field(
         default=None, description="Passing samples an eval needs to pass (default: all of them)."

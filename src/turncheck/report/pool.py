@@ -64,7 +64,17 @@ class BasePool(ReportModel):
         if self.drifting:
             problems.append(f"drifting: pass rates move between runs (σ ≈ "
                             f"{self.drift_sigma:.2f} on the logit scale)")
-        if not problems:
-            return None
-        runs = counted(self.runs, "pooled main run")
-        return f"Baseline of {runs} is " + "; ".join(problems) + "."
+        found = [f"Baseline of {counted(self.runs, 'pooled main run')} is "
+                 + "; ".join(problems) + "."] if problems else []
+        if self.runs == 1:
+            found.append(ONE_RUN_NOTE)
+        return " ".join(found) or None
+
+
+ONE_RUN_NOTE = (
+    "Verdicts rest on one stored run of main: a run that happened to pass more often "
+    "than usual makes identical changes look worse against it. For a stronger base, "
+    "run the main-branch turncheck workflow again on the base commit (workflow_dispatch "
+    "or a nightly schedule): its runs are pooled, up to 8.")
+"""The comment's word when the base side is a single stored run (docs/statistics.md, "The
+level for the pull request in front of you")."""
