@@ -127,7 +127,7 @@ class ReportModel(BaseModel):
     free-form value is cut at `MAX_VALUE_DEPTH` levels, when the model is built, copied
     with changes or assigned to."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     @model_validator(mode="after")
     def _well_formed_strings(self, info: ValidationInfo) -> Self:
