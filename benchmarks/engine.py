@@ -77,8 +77,20 @@ OVERHEAD_TARGET_TURNS_PER_S = 400.0
 REPLAY_TARGET_S = 5.0
 REPLAY_TARGET_TURNS = 5_000
 PR_RATIO_TARGET = 1.15
-MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay", "replay-scale", "pr")
-DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay", "replay-scale", "pr")
+MEASUREMENTS = ("latency", "scale", "cpu", "startup", "overhead", "replay", "replay-scale", "pr",
+                "whole")
+DEFAULT_MEASUREMENTS = ("latency", "scale", "cpu", "startup", "replay", "replay-scale", "pr",
+                        "whole")
+WHOLE_RATIO_TARGET = 1.15
+"""Issue 47: `turncheck run` of 400 x 3 at C = 32, 100 ms, whole process, over the bound
+plus start-up (importing the dependencies)."""
+WHOLE_SCALE_RATIO_TARGET = 1.2
+"""The same for 5,000 x 3 at C = 64, 50 ms."""
+REPLAY_CPU_TO_FLOOR_TARGET = 1.2
+"""`turncheck run` of one replayed suite: CPU over the CPU of importing its dependencies."""
+DEPENDENCY_IMPORTS = "import aiohttp, jinja2, pydantic, yaml\nfrom pydantic import BaseModel\n"
+"""turncheck's own dependencies as issue 47 measured them: the floor of a process that
+imports them (a replay needs none of aiohttp and Jinja2 and imports neither)."""
 REPLAY_PEAK_TARGET_MIB = 200.0
 
 
@@ -447,7 +459,31 @@ def startup_run(args: argparse.Namespace) -> list[Row]:
             f"{what}: turncheck {name}", f"{wall:.3f} s (CPU {cpu:.3f}, user {user:.3f} s)",
             f"<= {target} s", wall / target, wall <= target,
         ))
-    return [*rows, floor_row(wall, max(5, args.repeat))]
+    return [*rows, floor_row(wall, max(5, args.repeat)), *replay_cpu_rows(one_file, args)]
+
+
+def replay_cpu_rows(one_file: str, args: argparse.Namespace) -> list[Row]:
+    """CPU of `turncheck run` of one replayed suite against importing the dependencies,
+    measured alternately (best of each)."""
+    repeat = max(5, args.repeat)
+    floors = {"turncheck's dependencies (aiohttp, Jinja2, pydantic, PyYAML)": DEPENDENCY_IMPORTS,
+              "what a replay imports (pydantic, PyYAML, asyncio, price snapshot)":
+              DEPENDENCY_FLOOR}
+    run_cpu, floor_cpu = math.inf, dict.fromkeys(floors, math.inf)
+    for _ in range(repeat):
+        run_cpu = min(run_cpu, startup_seconds(["run", "--quiet", one_file], 1)[1])
+        for name, code in floors.items():
+            floor_cpu[name] = min(floor_cpu[name],
+                                  process_seconds([sys.executable, "-c", code], 1)[1])
+    rows = []
+    for name, floor in floor_cpu.items():
+        ratio = run_cpu / floor
+        print(f"CPU: turncheck run {one_file} {run_cpu:.3f} s / importing {name} "
+              f"{floor:.3f} s = {ratio:.2f} (target <= {REPLAY_CPU_TO_FLOOR_TARGET})")
+        rows.append(Row(f"CPU: run of one replayed suite / importing {name}",
+                        f"{run_cpu:.3f} s / {floor:.3f} s", f"<= {REPLAY_CPU_TO_FLOOR_TARGET}",
+                        ratio, ratio <= REPLAY_CPU_TO_FLOOR_TARGET))
+    return rows
 
 
 def floor_row(run_wall: float, repeat: int) -> Row:
@@ -650,6 +686,117 @@ def replay_scale_run(args: argparse.Namespace, tmp: Path) -> list[Row]:
     ]
 
 
+WHOLE_CHILD = """
+import json, os, sys, time
+from turncheck.cli import main as cli
+
+stamps = {}
+build_parser = cli.build_parser
+
+def timed(name, function):
+    def wrapper(*args, **kwargs):
+        stamps[name + '_start'] = time.time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            stamps[name + '_end'] = time.time()
+            with open(os.environ['TURNCHECK_BENCH_STAMPS'], 'w') as out:
+                json.dump(stamps, out)
+    return wrapper
+
+def parser_then_wrap(argv):
+    parser = build_parser(argv)
+    from turncheck.cli import run_cmd
+    stamps['imported'] = time.time()
+    run_cmd.load = timed('load', run_cmd.load)
+    run_cmd.execute = timed('run', run_cmd.execute)
+    return parser
+
+cli.build_parser = parser_then_wrap
+sys.argv = ['turncheck', *sys.argv[1:]]
+raise SystemExit(cli.main())
+"""
+"""`turncheck run` as the console script runs it, with time stamps at the end of start-up
+(the parser built, the command's modules imported), around loading the suites and around
+the run; the parent adds the process's start and end."""
+
+
+@dataclass
+class Whole:
+    wall_s: float
+    cpu_s: float
+    phases: dict[str, float]
+
+
+def whole_process(suite: SuiteFile, concurrency: int, stamps: Path) -> Whole:
+    command = [sys.executable, "-c", WHOLE_CHILD, "run", "--mode", "live", "--quiet",
+               "--concurrency", str(concurrency), str(suite.path)]
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "TURNCHECK_BENCH_STAMPS": str(stamps),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env, cwd=ROOT)
+    ended = time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"whole-process run failed ({done.returncode}):\n"
+                         f"{done.stdout[-1500:]}{done.stderr[-1500:]}")
+    at = json.loads(stamps.read_text(encoding="utf-8"))
+    phases = {"start-up imports": at["imported"] - started,
+              "suite loading": at["load_end"] - at["load_start"],
+              "run": at["run_end"] - at["run_start"],
+              "report and exit": ended - at["run_end"]}
+    phases["other (options, config)"] = ended - started - sum(phases.values())
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Whole(ended - started, cpu, phases)
+
+
+def whole_run(what: str, evals: int, turns: int, concurrency: int, latency: float,
+              target: float, args: argparse.Namespace, tmp: Path) -> Row:
+    """`turncheck run` of E x T at C against a server answering after `latency`, the whole
+    process, alternating with importing the dependencies: wall / (bound + that floor)."""
+    e, t, c, ms = evals, turns, concurrency, latency * 1000
+    print(f"\n== {what}: whole process, turncheck run of {e} evals x {t} turns, C={c}, "
+          f"latency {ms:g} ms")
+    print_load()
+    compile_turncheck()
+    bound = math.ceil(e / c) * t * latency
+    runs, floors = [], []
+    with scripted(t, latency, False) as server:
+        suite = write_suite(tmp, e, t, server.base_url)
+        for number in range(1, args.repeat + 1):
+            floors.append(process_seconds([sys.executable, "-c", DEPENDENCY_IMPORTS], 1)[0])
+            runs.append(whole_process(suite, c, tmp / "stamps.json"))
+            phases = ", ".join(f"{name} {value:.3f}" for name, value in runs[-1].phases.items())
+            print(f"  run {number}: wall {runs[-1].wall_s:.3f} s, CPU {runs[-1].cpu_s:.2f} s "
+                  f"({phases} s); importing the dependencies {floors[-1]:.3f} s")
+    best, floor = min(runs, key=lambda r: r.wall_s), min(floors)
+    ratio = best.wall_s / (bound + floor)
+    excess = best.phases["run"] - bound
+    print(f"bound ceil(E/C) * T * latency = {bound:.3f} s; start-up floor (importing aiohttp, "
+          f"Jinja2, pydantic, PyYAML) {floor:.3f} s")
+    print(f"best whole process {best.wall_s:.3f} s, above bound + floor by "
+          f"{best.wall_s - bound - floor:.3f} s: start-up imports "
+          f"{best.phases['start-up imports'] - floor:+.3f} s over the floor, suite loading "
+          f"{best.phases['suite loading']:.3f} s, run excess {excess:.3f} s "
+          f"({excess / (e * t) * 1000:.2f} ms per turn), report and exit "
+          f"{best.phases['report and exit']:.3f} s")
+    print(f"ratio whole/(bound + floor) = {ratio:.3f} (target <= {target}); "
+          f"whole/bound = {best.wall_s / bound:.3f}")
+    return Row(f"whole process {e}x{t} @C={c}, {ms:g} ms", f"{best.wall_s:.3f} s",
+               f"(bound {bound:.2f} + floor {floor:.2f}) x {target}", ratio, ratio <= target)
+
+
+def whole_runs(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    return [
+        whole_run("9. whole process", args.evals, args.turns, args.concurrency, args.latency,
+                  WHOLE_RATIO_TARGET, args, tmp),
+        whole_run("10. whole process at scale", args.scale_evals, args.turns,
+                  args.scale_concurrency, args.scale_latency, WHOLE_SCALE_RATIO_TARGET,
+                  args, tmp),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     header = ("measurement", "value", "bound/target", "ratio", "result")
     table = [header] + [
@@ -735,6 +882,8 @@ def main(argv: list[str]) -> None:
             rows.append(pr_run(args, Path(tmp)))
         if "replay-scale" in only:
             rows += replay_scale_run(args, Path(tmp))
+        if "whole" in only:
+            rows += whole_runs(args, Path(tmp))
     print_table(rows)
     print_load()
 

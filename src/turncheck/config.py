@@ -61,7 +61,7 @@ class ProjectConfig(BaseModel):
     """Every key the configuration file may hold, with turncheck's built-in defaults."""
 
     model_config = ConfigDict(extra="forbid", alias_generator=_kebab, populate_by_name=True,
-                              frozen=True)
+                              frozen=True, defer_build=True)
 
     paths: list[StrictStr] = Field(default_factory=lambda: ["."])
     suite_globs: Globs_ = Field(default_factory=lambda: list(DEFAULT_SUITE_GLOBS))

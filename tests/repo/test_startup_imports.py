@@ -137,13 +137,14 @@ REPLAY_NEEDS_NONE_OF = ("aiohttp.client", "aiohttp.connector", "requests", "urll
                         "pygments", "turncheck.render.junit", "turncheck.render.protocol_console",
                         "turncheck.render.calibration_console", "turncheck.formats.protocol",
                         "httpx", "httpcore", "turncheck.providers.cassette_transport",
-                        "turncheck.providers.live_http", "turncheck.providers.aiohttp_transport")
+                        "turncheck.providers.live_http", "turncheck.providers.aiohttp_transport",
+                        "turncheck.report.comparison", "turncheck.report.protocol_comparison")
 """What a replay of one plain suite never uses (issue 25: ≤ 0.25 s whole-process): the
 live network client and httpx (a replay's answers come from the cassette, never through
 an httpx transport), vcrpy's patching of every HTTP client, grading (numpy, Jinja),
 protocol scoring, genai-prices' price updater (and its HTTP client, httpx2), httpx's
-command-line client (click, pygments), the protocol suite format, and the JUnit, protocol
-and calibration renderers.
+command-line client (click, pygments), the protocol suite format, the JUnit, protocol
+and calibration renderers, and the comparison's report models.
 Each loads when its part of a run is used."""
 
 

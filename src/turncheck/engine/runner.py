@@ -67,7 +67,7 @@ from turncheck.report.results import (
     excerpt_answers,
 )
 from turncheck.report.run import EvalResult, Report, SuiteResult
-from turncheck.report.spend import Usage, add_costs
+from turncheck.report.spend import NO_USAGE, Usage, add_costs
 from turncheck.targets.conversation import begin_conversation
 
 if TYPE_CHECKING:
@@ -91,13 +91,13 @@ class EvalError(Exception):
 class _EvalState:
     messages: list[ChatMessage]
     turns: list[TurnResult] = field(default_factory=list)
-    judge_usage: Usage = field(default_factory=Usage)
+    judge_usage: Usage = field(default_factory=lambda: NO_USAGE)
     judge_costs: list[float | None] = field(default_factory=list)
     failed_on_turn: int | None = None
     """Scripted turns: the turn whose checks failed first."""
     answered: list[ChatMessage] = field(default_factory=list)
     """The last turn's answer (with its tool rounds), not yet in `messages`."""
-    simulator_usage: Usage = field(default_factory=Usage)
+    simulator_usage: Usage = field(default_factory=lambda: NO_USAGE)
     simulator_costs: list[float | None] = field(default_factory=list)
     conversation: ConversationEnd | None = None
     """A simulated user's conversation: how it ended (`engine/simulated_user.py`)."""
@@ -343,7 +343,7 @@ class _SuiteRun:
         passed_on: int | None,
         error: str | None,
     ) -> EvalResult:
-        usage = sum((t.usage for t in state.turns), Usage())
+        usage = sum((t.usage for t in state.turns), NO_USAGE)
         user = evaluation.user
         return EvalResult(
             name=evaluation.display_name,
@@ -372,12 +372,9 @@ class _SuiteRun:
         return None if own == ToolSetup.of(self.suite.metadata).tools else list(own)
 
 
-_NO_USAGE = Usage()
-
-
 def _minus(after: Usage, before: Usage) -> Usage:
     if after == before:  # most turns call no judge: one shared zero, not one per turn
-        return _NO_USAGE
+        return NO_USAGE
     return Usage(input_tokens=after.input_tokens - before.input_tokens,
                  output_tokens=after.output_tokens - before.output_tokens)
 

@@ -9,7 +9,7 @@ class BudgetLimits(BaseModel):
     """Hard limits on live calls: a suite's `budget:` block, or `--max-cost-usd` /
     `--max-live-tokens` for a whole run. Replayed calls never count."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     max_cost_usd: StrictFloat | StrictInt | None = Field(
         default=None, ge=0, description="Most USD the live calls may cost."

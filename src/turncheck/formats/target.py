@@ -49,7 +49,7 @@ Command = NonEmpty | Annotated[list[NonEmpty], Field(min_length=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, defer_build=True)
 
 
 def template_problem(text: str) -> str | None:

@@ -4,9 +4,11 @@ suite's tokens and cost are theirs, and how many there were per turn on each sid
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from turncheck.report.comparison import AppCalls, SuiteComparison
-from turncheck.report.run import SuiteResult
+if TYPE_CHECKING:  # the run's console loads no comparison models
+    from turncheck.report.comparison import AppCalls, SuiteComparison
+    from turncheck.report.run import SuiteResult
 
 APP_CALLS_NOTE = ("tokens and cost of app-target suites are the app's own model calls "
                   "(recorded through turncheck's proxy), plus the judge's")

@@ -118,6 +118,19 @@ def _cleaned_fields(model: BaseModel, json_input: bool = False) -> dict[str, Any
     return changed
 
 
+_SHARED_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+"""One set of explicitly set field names per combination, shared by every model that has
+it: pydantic keeps one per instance (about 2 KiB for a turn's 19 names), a sixth of a
+replayed 5,000-eval run's memory. `ReportModel.__setattr__` copies it before adding."""
+
+
+def _share_fields_set(model: BaseModel) -> None:
+    names = model.__pydantic_fields_set__
+    shared = _SHARED_FIELD_SETS.setdefault(frozenset(names), names)
+    if shared is not names:
+        object.__setattr__(model, "__pydantic_fields_set__", shared)
+
+
 class ReportModel(BaseModel):
     """A part of a run report or comparison; unknown fields are rejected.
 
@@ -127,12 +140,13 @@ class ReportModel(BaseModel):
     free-form value is cut at `MAX_VALUE_DEPTH` levels, when the model is built, copied
     with changes or assigned to."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     @model_validator(mode="after")
     def _well_formed_strings(self, info: ValidationInfo) -> Self:
         for name, value in _cleaned_fields(self, info.mode == "json").items():
             object.__setattr__(self, name, value)
+        _share_fields_set(self)
         return self
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None,
@@ -142,4 +156,7 @@ class ReportModel(BaseModel):
         return super().model_copy(update=cleaned, deep=deep)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__pydantic_fields_set__:  # shared: pydantic adds the name
+            object.__setattr__(self, "__pydantic_fields_set__",
+                               set(self.__pydantic_fields_set__))
         super().__setattr__(name, _cleaned(value))

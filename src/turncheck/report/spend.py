@@ -22,6 +22,10 @@ class Usage(ReportModel):
     output_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
+        if not other.total:  # one instance, not a copy per sum (usages are never changed)
+            return self
+        if not self.total:
+            return other
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -30,6 +34,15 @@ class Usage(ReportModel):
     @property
     def total(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+NO_USAGE = Usage()
+"""Zero tokens: one instance for every result that spent none (a turn without a judge or a
+simulated user), as usages are never changed in place."""
+
+
+def _no_usage() -> Usage:
+    return NO_USAGE
 
 
 def add_costs(costs: list[float | None]) -> float | None:
@@ -65,12 +78,12 @@ class UsageAndCost(ReportModel):
     usage and cost side by side (a cost is None when unpriced). Declared once for every
     kind; `spend` is the same as one value."""
 
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(default_factory=_no_usage)
     cost_usd: float | None = 0.0
-    judge_usage: Usage = Field(default_factory=Usage)
+    judge_usage: Usage = Field(default_factory=_no_usage)
     judge_cost_usd: float | None = 0.0
     """Judge and embedding calls made to check or score it."""
-    simulator_usage: Usage = Field(default_factory=Usage, exclude_if=lambda u: u.total == 0)
+    simulator_usage: Usage = Field(default_factory=_no_usage, exclude_if=lambda u: u.total == 0)
     """A simulated user's model calls (docs/suites.md): counted apart from the model's or
     app's `usage`, left out of reports without one."""
     simulator_cost_usd: float | None = Field(default=0.0, exclude_if=lambda value: value == 0)
