@@ -498,7 +498,7 @@ async def wait_ready(url: str, timeout: float = 30.0) -> None:
 def bare_run(server: Server, evals: int, turns: int, concurrency: int) -> float:
     """Start the app (its model calls straight to the server), wait until it is ready,
     run the conversations, stop it."""
-    from turncheck.targets.process import free_port
+    from turncheck.targets.ports import free_port
 
     port = free_port()
     env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": FAKE_KEY}

@@ -21,7 +21,6 @@ import ctypes
 import os
 import shlex
 import signal
-import socket
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -110,13 +109,6 @@ def _container_capabilities() -> Callable[[], None] | None:
             prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
 
     return drop
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def app_environment(base: Mapping[str, str], extra: Mapping[str, str] | None,

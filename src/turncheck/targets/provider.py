@@ -53,13 +53,13 @@ from turncheck.targets.conversation import current_conversation
 from turncheck.targets.function_target import FunctionKind
 from turncheck.targets.http_target import HttpKind
 from turncheck.targets.offline import refused_message
+from turncheck.targets.ports import free_port
 from turncheck.targets.process import (
     AppError,
     AppProcess,
     adopt_orphans,
     app_environment,
     end_escaped_processes,
-    free_port,
     hide_own_environment,
     run_setup,
     wait_ready,

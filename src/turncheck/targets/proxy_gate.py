@@ -21,13 +21,13 @@ import asyncio
 import hmac
 import logging
 import secrets
-import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from turncheck.providers.secret_forms import FormRedactor
+from turncheck.targets.ports import server_socket
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +206,7 @@ async def serve_on_loopback(server: web.Server) -> tuple[web.ServerRunner, int]:
     """`server` listening on a free port of 127.0.0.1: its runner (to clean up) and port."""
     runner = web.ServerRunner(server, handle_signals=False)
     await runner.setup()
-    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listening.bind(("127.0.0.1", 0))
+    listening = server_socket()
     await web.SockSite(runner, listening).start()
     return runner, int(listening.getsockname()[1])
 
