@@ -611,5 +611,11 @@ def level_items(checks: CheckList) -> tuple[list[Item], bool]:
     return list(checks), False
 
 
+_KIND_OF_MODEL = {model: key for key, model in CHECK_TYPES.items()}
+
+
 def check_type(check: Check) -> str:
+    kind = _KIND_OF_MODEL.get(check.__class__)  # validation asks for every check's kind
+    if kind is not None:
+        return kind
     return next(key for key, model in CHECK_TYPES.items() if isinstance(check, model))
