@@ -96,6 +96,8 @@ class _SuiteValidator(SuiteReporter):
         self.has_target = False
         self.simulator_model = False
         """The metadata pins a simulator model (`metadata.simulator.model`)."""
+        self.unwalked_tool_or_app_checks = 0
+        """Tool and app checks built since an eval's checks were last walked for them."""
         """An app target reports the tool calls it ran: its tool checks need no declaration."""
 
     # -- suite ---------------------------------------------------------------
@@ -297,6 +299,9 @@ class _SuiteValidator(SuiteReporter):
         else:
             declared = self.declared_tools
             self.scripted(path, built.tool_results, built.tool_choice, declared)
+        if not self.unwalked_tool_or_app_checks:
+            return  # the eval has none: most evals, and walking their checks costs
+        self.unwalked_tool_or_app_checks = 0
         # One walk of the eval's checks serves both questions.
         checks = list(_eval_checks(path, built, _is_tool_or_app_check))
         self.app_checks(built, checks)
@@ -428,6 +433,8 @@ class _SuiteValidator(SuiteReporter):
                 return None
             data["checks"] = nested
         built: Check | None = self.build(CHECK_TYPES[kind], data, path)
+        if built is not None and _is_tool_or_app_check(built):
+            self.unwalked_tool_or_app_checks += 1
         return built
 
     def follow_up(self, path: Path, raw: dict[str, Any], depth: int) -> FollowUp | None:
