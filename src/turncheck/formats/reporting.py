@@ -108,7 +108,9 @@ class SuiteReporter(Reporter):
         """Check templates where `rendered` keys hold them; reject them everywhere else.
 
         Every string of every suite passes through here, so strings without `{{` (nearly
-        all) are skipped inline, and a path is built only for what is looked into.
+        all) are skipped inline, a mapping or list is looked into only when its text (its
+        repr, which keeps every `{` of its strings) has one, and a path is built only for
+        what is looked into.
         """
         if isinstance(value, dict):
             children: Any = value.items()
@@ -129,7 +131,7 @@ class SuiteReporter(Reporter):
                 for index, text in enumerate(item):
                     if isinstance(text, str) and "{{" in text:
                         self.templates_in((*path, part, index), text)
-            elif isinstance(item, dict | list):
+            elif isinstance(item, dict | list) and "{{" in repr(item):
                 self.templated_fields((*path, part), item, rendered)
 
     def metadata(self, raw: Any, model: type[Metadata] = Metadata) -> Metadata | None:

@@ -18,6 +18,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -436,7 +437,15 @@ class OrGroup(_Node):
         return next((item for item in self.or_ if isinstance(item, FollowUp)), None)
 
 
-Item: TypeAlias = Check | OrGroup | FollowUp
+def _built_item(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    # The loader builds every item before its level: pydantic would return an item as
+    # it is too, but only after trying (and failing) each union member listed before
+    # its class — up to 19 for a follow-up, a third of building an eval.
+    return value if value.__class__ in _ITEM_CLASSES else handler(value)
+
+
+Item: TypeAlias = Annotated[Check | OrGroup | FollowUp, WrapValidator(_built_item)]
+_ITEM_CLASSES = frozenset((*CHECK_TYPES.values(), OrGroup, FollowUp))
 CheckList: TypeAlias = Annotated[list[Item], Field(min_length=1)] | OrGroup
 
 
@@ -605,5 +614,11 @@ def level_items(checks: CheckList) -> tuple[list[Item], bool]:
     return list(checks), False
 
 
+_KIND_OF_MODEL = {model: key for key, model in CHECK_TYPES.items()}
+
+
 def check_type(check: Check) -> str:
+    kind = _KIND_OF_MODEL.get(check.__class__)  # validation asks for every check's kind
+    if kind is not None:
+        return kind
     return next(key for key, model in CHECK_TYPES.items() if isinstance(check, model))

@@ -96,6 +96,8 @@ class _SuiteValidator(SuiteReporter):
         self.has_target = False
         self.simulator_model = False
         """The metadata pins a simulator model (`metadata.simulator.model`)."""
+        self.unwalked_tool_or_app_checks = 0
+        """Tool and app checks built since an eval's checks were last walked for them."""
         """An app target reports the tool calls it ran: its tool checks need no declaration."""
 
     # -- suite ---------------------------------------------------------------
@@ -297,8 +299,15 @@ class _SuiteValidator(SuiteReporter):
         else:
             declared = self.declared_tools
             self.scripted(path, built.tool_results, built.tool_choice, declared)
-        self.app_checks(path, built)
-        for check_path, check in _eval_tool_checks(path, built):
+        if not self.unwalked_tool_or_app_checks:
+            return  # the eval has none: most evals, and walking their checks costs
+        self.unwalked_tool_or_app_checks = 0
+        # One walk of the eval's checks serves both questions.
+        checks = list(_eval_checks(path, built, _is_tool_or_app_check))
+        self.app_checks(built, checks)
+        for check_path, check in checks:
+            if not _is_tool_check(check):
+                continue
             for name, where in _named_tools(check_path, check):
                 if name == "*" and isinstance(check, NoToolCallCheck):
                     continue
@@ -312,11 +321,13 @@ class _SuiteValidator(SuiteReporter):
                 elif name not in declared:
                     self.unknown_tool(where, name, declared)
 
-    def app_checks(self, path: Path, built: Eval) -> None:
+    def app_checks(self, built: Eval, checks: list[tuple[Path, Check]]) -> None:
         """Checks on what an app sent stand only where the conversation is with an app."""
         if self.has_target or built.target is not None:
             return
-        for check_path, check in _eval_checks(path, built, _is_app_check):
+        for check_path, check in checks:
+            if not _is_app_check(check):
+                continue
             kind = check_type(check)
             key = "source" if kind not in APP_CHECK_TYPES else kind
             self.error_at_key((*check_path, key), "app-check-without-app",
@@ -422,6 +433,8 @@ class _SuiteValidator(SuiteReporter):
                 return None
             data["checks"] = nested
         built: Check | None = self.build(CHECK_TYPES[kind], data, path)
+        if built is not None and _is_tool_or_app_check(built):
+            self.unwalked_tool_or_app_checks += 1
         return built
 
     def follow_up(self, path: Path, raw: dict[str, Any], depth: int) -> FollowUp | None:
@@ -499,7 +512,13 @@ def _is_tool_check(check: Check) -> bool:
 
 
 def _is_app_check(check: Check) -> bool:
-    return check_type(check) in APP_CHECK_TYPES or getattr(check, "source", None) == "app"
+    # A model's fields are in its __dict__; most checks have no `source`, and asking
+    # pydantic for a missing attribute raises and catches.
+    return check_type(check) in APP_CHECK_TYPES or check.__dict__.get("source") == "app"
+
+
+def _is_tool_or_app_check(check: Check) -> bool:
+    return _is_tool_check(check) or _is_app_check(check)
 
 
 def _eval_checks(path: Path, built: Eval, wanted: Callable[[Check], bool]
@@ -513,9 +532,6 @@ def _eval_checks(path: Path, built: Eval, wanted: Callable[[Check], bool]
         if checks is not None:
             yield from _checks((*path, key), checks, wanted)
 
-
-def _eval_tool_checks(path: Path, built: Eval) -> Iterator[tuple[Path, Check]]:
-    return _eval_checks(path, built, _is_tool_check)
 
 
 def _named_tools(path: Path, check: Check) -> Iterator[tuple[str, Path]]:
