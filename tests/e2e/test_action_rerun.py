@@ -77,16 +77,16 @@ def live_pr(tmp_path: Path, model: ScriptedServer, github: FakeGitHub
 
 
 def attempt(repo: GitRepo, tmp_path: Path, github: FakeGitHub, base: str, head: str,
-            number: int) -> ActionRun:
+            number: int, **inputs: str) -> ActionRun:
     return run_pull_request(repo, tmp_path / f"attempt{number}", github, base, head,
                             {"mode": "live", "repeat": str(SAMPLES),
-                             "fail-on": "invalid,error,regression,broken"},
+                             "fail-on": "invalid,error,regression,broken", **inputs},
                             extra_env={"GITHUB_RUN_ATTEMPT": str(number)})
 
 
-def head_samples(run: ActionRun) -> int:
+def head_samples(run: ActionRun, side: str = "head") -> int:
     assert run.report is not None
-    evals = run.report["head"]["suites"][0]["evals"]  # type: ignore[index]
+    evals = run.report[side]["suites"][0]["evals"]  # type: ignore[index]
     [italy] = [e for e in evals if e["name"] == "italy"]
     return len(italy["samples"])
 
@@ -142,3 +142,19 @@ def test_an_earlier_report_of_other_commits_is_ignored_with_a_notice(
     assert head_samples(second) == SAMPLES
     assert second.report is not None and second.report["earlier_attempts"] == 0
     assert "earlier attempt" not in github_fake.comments_on(PR)[-1].body
+
+
+def test_a_base_re_run_beside_the_head_is_pooled_with_it(
+    tmp_path: Path, model: ScriptedServer, github_fake: FakeGitHub
+) -> None:
+    """Both sides sampled together in every attempt keep each attempt's samples on both
+    sides, so drift between attempts hits them alike."""
+    repo, base, head = live_pr(tmp_path, model, github_fake)
+    first = attempt(repo, tmp_path, github_fake, base, head, 1, baseline="rerun")
+    assert (head_samples(first), head_samples(first, "base")) == (SAMPLES, SAMPLES)
+    upload_attempt(github_fake, repo, 1)
+
+    second = attempt(repo, tmp_path, github_fake, base, head, 2, baseline="rerun")
+    assert "re-run: pooling the head and base samples of 1 earlier attempt" in second.stdout
+    assert (head_samples(second), head_samples(second, "base")) == (2 * SAMPLES, 2 * SAMPLES)
+    assert second.returncode == 1, second.stdout + second.stderr

@@ -4,15 +4,16 @@ Re-running a live check on the same commits draws fresh head samples; tested alo
 a true drop re-run until green is eventually green. So a re-run attempt
 (`GITHUB_RUN_ATTEMPT` > 1) reads the report the earlier attempt of the same run
 uploaded (`ATTEMPT_PREFIX` + its attempt number; docs/action.md) and pools that
-report's head samples into its own head (`compare.pool.pool_reports`): a false fail
+report's head samples into its own head (`compare.pool.pool_reports`), and its base
+samples too when every attempt re-ran the base beside the head: a false fail
 then needs the pooled samples to fail again, and a true drop is tested on ever more
 samples. Each attempt's report holds every earlier attempt's samples, so only the
 newest earlier one is read.
 
 The earlier report is read as untrusted data: its size is capped, its schema checked,
 and it is used only when it names this repository, pull request, run, base and head
-commits and an earlier attempt; otherwise it is ignored with a one-line notice, as
-when there is none (no upload step, expired).
+commits and an earlier attempt whose base was taken the same way; otherwise it is
+ignored with a one-line notice, as when there is none (no upload step, expired).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from turncheck.compare.pool import pool_reports
 from turncheck.github.bundle import BundleError, bundle_from_zip
 from turncheck.github.client import ArtifactRef, GitHubApiError
 from turncheck.github.job import Job
-from turncheck.report.bundle import ReportBundle
+from turncheck.report.bundle import BaselineInfo, ReportBundle
 from turncheck.report.run import Report
 from turncheck.sides.runner import Commits
 
@@ -51,6 +52,8 @@ class ThisAttempt:
     attempt: int
     pull_number: int | None
     commits: Commits
+    base_ran: bool
+    """This attempt re-ran the base beside the head (else the base is main's stored runs)."""
 
     def mismatch(self, bundle: ReportBundle) -> str | None:
         if bundle.repository != self.repository or bundle.run_id != self.run_id:
@@ -61,13 +64,20 @@ class ThisAttempt:
             return "it is of other commits"
         if bundle.run_attempt is None or not 1 <= bundle.run_attempt < self.attempt:
             return "it is not an earlier attempt's"
+        if base_ran_with_head(bundle.base, bundle.baseline) != self.base_ran:
+            return "its base was taken otherwise (re-run beside the head, or main's runs)"
         return None
 
 
-def this_attempt(job: Job, commits: Commits, number: int | None) -> ThisAttempt:
+def this_attempt(job: Job, commits: Commits, number: int | None,
+                 base_ran: bool) -> ThisAttempt:
     context = job.context
     return ThisAttempt(context.repository, context.run_id, context.run_attempt, number,
-                       commits)
+                       commits, base_ran)
+
+
+def base_ran_with_head(base: Report | None, baseline: BaselineInfo | None) -> bool:
+    return base is not None and (baseline is None or baseline.source == "rerun")
 
 
 def pools_attempts(job: Job) -> bool:
@@ -112,12 +122,24 @@ def _attempt_named(artifact: ArtifactRef) -> int:
     return int(suffix) if suffix.isdigit() else 0
 
 
-def pooled_head(head: Report, earlier: ReportBundle, head_sha: str) -> Report:
-    """This attempt's head with the earlier attempts' head samples of each repeated eval
-    pooled in (matched by eval identity; an eval the earlier report lacks stays as run)."""
-    ours, theirs = (r.model_copy(update={"commit": head_sha}) for r in (head, earlier.head))
-    pooled, _ = pool_reports([ours, theirs])
-    return pooled
+def pooled_sides(head: Report, base: Report | None, earlier: ReportBundle,
+                 commits: Commits) -> tuple[Report, Report | None]:
+    """This attempt's sides with the earlier attempts' samples pooled in: the head always;
+    the base when it was re-run beside the head in every attempt (then both sides keep
+    their samples of each attempt, taken together). `earlier` matched `this_attempt`."""
+    head = pooled(head, earlier.head, commits.head or "")
+    if base is not None and earlier.base is not None and base_ran_with_head(
+            earlier.base, earlier.baseline):
+        base = pooled(base, earlier.base, commits.base or "")
+    return head, base
+
+
+def pooled(ours: Report, theirs: Report, commit: str) -> Report:
+    """`ours` with `theirs`' samples of each repeated eval pooled in (matched by eval
+    identity; an eval `theirs` lacks stays as run)."""
+    stamped = [r.model_copy(update={"commit": commit}) for r in (ours, theirs)]
+    report, _ = pool_reports(stamped)
+    return report
 
 
 def pooled_note(earlier_attempts: int) -> str | None:

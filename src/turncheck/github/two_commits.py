@@ -8,8 +8,9 @@ from turncheck import git
 from turncheck.engine.interruption import STOP
 from turncheck.github.attempts import (
     AFRESH,
+    base_ran_with_head,
     earlier_attempt,
-    pooled_head,
+    pooled_sides,
     pools_attempts,
     this_attempt,
 )
@@ -44,7 +45,8 @@ def compare_flow(job: Job, commits: Commits, changes: SuiteChanges, number: int 
     """Run `changes` at head and base, write the report, publish (unless a shard)."""
     with STOP.keeping():  # after a signal the runs stop at once, and their report is written
         head, base_report, baseline = head_and_base(job, commits, changes)
-        head, earlier_attempts = with_earlier_attempts(job, commits, number, head)
+        head, base_report, earlier_attempts = with_earlier_attempts(
+            job, commits, number, (head, base_report), baseline)
         bundle = with_token_counts(ReportBundle(
             repository=job.context.repository, event=job.context.event_name,
             pull_number=number, base_sha=commits.base, head_sha=commits.head or "unknown",
@@ -63,18 +65,22 @@ def compare_flow(job: Job, commits: Commits, changes: SuiteChanges, number: int 
 
 
 def with_earlier_attempts(job: Job, commits: Commits, number: int | None,
-                          head: Report) -> tuple[Report, int]:
-    """On a live re-run, the head with the earlier attempts' samples pooled in, and how
-    many attempts they are (`attempts.py`); else the head as run and 0."""
+                          sides: tuple[Report, Report | None], baseline: BaselineInfo | None
+                          ) -> tuple[Report, Report | None, int]:
+    """On a live re-run, the sides with the earlier attempts' samples pooled in, and how
+    many attempts they are (`attempts.py`); else the sides as run and 0."""
+    head, base = sides
     if not pools_attempts(job):
-        return head, 0
-    earlier = earlier_attempt(job, this_attempt(job, commits, number))
+        return head, base, 0
+    base_ran = base_ran_with_head(base, baseline)
+    earlier = earlier_attempt(job, this_attempt(job, commits, number, base_ran))
     if earlier.bundle is None:
         log(f"::notice title=turncheck::{escape_data(earlier.notice or AFRESH)}")
-        return head, 0
+        return head, base, 0
     count = earlier.bundle.earlier_attempts + 1
-    log(f"re-run: pooling the head samples of {counted(count, 'earlier attempt')}")
-    return pooled_head(head, earlier.bundle, commits.head or ""), count
+    pooled = "head and base" if base_ran else "head"
+    log(f"re-run: pooling the {pooled} samples of {counted(count, 'earlier attempt')}")
+    return (*pooled_sides(head, base, earlier.bundle, commits), count)
 
 
 def head_and_base(job: Job, commits: Commits, changes: SuiteChanges
