@@ -123,6 +123,7 @@ def test_a_re_run_pools_the_earlier_attempts_samples_and_still_fails_on_a_real_d
     upload_attempt(github_fake, repo, 2)
 
     third = attempt(repo, tmp_path, github_fake, base, head, 3)
+    assert third.returncode == 1, third.stdout + third.stderr
     assert head_samples(third) == 3 * SAMPLES  # attempt 2's report already held attempt 1's
     assert "pooled with 2 earlier attempts' samples" in github_fake.comments_on(PR)[-1].body
 
