@@ -90,11 +90,14 @@ def pools_attempts(job: Job) -> bool:
 def earlier_attempt(job: Job, attempt: ThisAttempt) -> Earlier:
     """The newest earlier attempt's report that matches `attempt`, read from the run's
     artifacts, or the one-line reason it cannot be pooled."""
+    if not job.inputs.github_token:
+        return Earlier(None, f"no github-token to read the earlier attempt's report; {AFRESH}")
     api = job.api()
     try:
-        artifacts = api.run_artifacts(int(attempt.run_id), ATTEMPT_PREFIX)
+        listed = api.run_artifacts(int(attempt.run_id), ATTEMPT_PREFIX)
     except GitHubApiError as exc:
         return Earlier(None, f"cannot list this run's artifacts ({exc.message}); {AFRESH}")
+    artifacts = [a for a in listed if _attempt_named(a) < attempt.attempt]
     if not artifacts:
         return Earlier(None, f"no earlier attempt's report ({ATTEMPT_PREFIX}<n> artifact, "
                              f"missing or expired) on this run; {AFRESH}")
