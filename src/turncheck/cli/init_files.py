@@ -58,6 +58,7 @@ jobs:
       pull-requests: write   # the PR comment
       checks: write          # the check run with annotations
       statuses: write        # fallback when checks: write is not granted
+      actions: read          # a re-run reads the earlier attempt's report
     steps:
       - uses: actions/checkout@v5
         with:
@@ -72,6 +73,16 @@ jobs:
           path: turncheck-report.html
           if-no-files-found: ignore
           retention-days: 14
+      # Each attempt's report: re-running a failed check pools the earlier
+      # attempt's samples instead of starting afresh (docs/action.md,
+      # "Re-running a failed check").
+      - uses: actions/upload-artifact@v6
+        if: always() && github.event_name == 'pull_request'
+        with:
+          name: turncheck-attempt-${{ github.run_attempt }}
+          path: turncheck-report.json
+          if-no-files-found: ignore
+          retention-days: 5
       # A fork's token is read-only: keep the report; turncheck-fork-comment.yml posts it.
       - uses: actions/upload-artifact@v6
         if: >-

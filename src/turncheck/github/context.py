@@ -78,6 +78,8 @@ class GitHubContext:
     output_path: Path | None
     summary_path: Path | None
     payload: dict[str, Any]
+    run_attempt: int = 1
+    """`GITHUB_RUN_ATTEMPT`: 2 and up when a run's jobs are re-run."""
 
     @property
     def run_url(self) -> str | None:
@@ -178,4 +180,9 @@ def read_context(env: Mapping[str, str]) -> GitHubContext:
         output_path=_path(env, "GITHUB_OUTPUT"),
         summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
         payload=payload,
+        run_attempt=_attempt(env.get("GITHUB_RUN_ATTEMPT", "")),
     )
+
+
+def _attempt(value: str) -> int:
+    return int(value) if value.isdigit() and int(value) >= 1 else 1

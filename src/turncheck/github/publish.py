@@ -19,6 +19,7 @@ from turncheck.github.annotations import (
     path_prefix,
     print_annotations,
 )
+from turncheck.github.attempts import pooled_note
 from turncheck.github.check_names import CHECK_NAME, STATUS_CONTEXT, VERDICT_EXTERNAL_ID
 from turncheck.github.client import (
     Annotation,
@@ -172,6 +173,9 @@ def check_title(comparison: Comparison, reasons: list[str]) -> str:
 
 def token_notes(bundle: ReportBundle, provenance: Provenance = VERIFIED) -> list[str]:
     notes = [f"live tokens spent: {bundle.live_tokens:,}"]
+    pooled = pooled_note(bundle.earlier_attempts)
+    if pooled is not None:
+        notes.append(pooled)
     if not provenance.verified:  # where a fork's base came from is only its claim
         return [*notes, UNVERIFIED_BASELINE_NOTE]
     if bundle.baseline is not None and (bundle.baseline.source == "artifact"

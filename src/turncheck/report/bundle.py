@@ -91,3 +91,10 @@ class ReportBundle(ReportModel):
     """Tokens sent to providers over the network by this job (head and base runs)."""
     saved_tokens: int = 0
     """Tokens a live re-run of the baseline would have spent, saved by reusing an artifact."""
+    run_id: str | None = None
+    """The Actions run that wrote this report (`GITHUB_RUN_ID`)."""
+    run_attempt: int | None = None
+    """Its attempt (`GITHUB_RUN_ATTEMPT`): a re-run of a failed check is attempt 2 and up."""
+    earlier_attempts: int = 0
+    """Earlier attempts of the same run and commits whose head samples are pooled into
+    `head` (a re-run adds evidence; it does not start afresh)."""
