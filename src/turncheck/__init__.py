@@ -8,8 +8,9 @@ light.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from turncheck.lazy import package_face
 
 __all__ = [
     "Comparison",
@@ -47,13 +48,7 @@ if TYPE_CHECKING:
     from turncheck.report.run import Report
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'turncheck' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__, _ = package_face(__name__, _HOMES, globals())
 
 
 def __dir__() -> list[str]:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
@@ -93,3 +94,23 @@ def skip_optional_submodule(skipped: str) -> None:
            for f in sys.meta_path):
         return
     sys.meta_path.insert(0, _OptionalSubmoduleSkipper(skipped))
+
+
+def package_face(package: str, homes: dict[str, str], namespace: dict[str, object]
+                 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A package face's `__getattr__` and `__dir__` (PEP 562): each name in `homes` is
+    imported from its module on first use and kept, so importing the package loads none
+    of them (a replay's start-up reads no comparison models)."""
+
+    def get(name: str) -> object:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        namespace[name] = value
+        return value
+
+    def names() -> list[str]:
+        return sorted(homes)
+
+    return get, names
