@@ -202,3 +202,16 @@ def test_a_reply_without_the_text_at_its_path_is_a_clear_error() -> None:
         _kind(reply="data.answer")._parse(b'{"data": {}}', "application/json")
     with pytest.raises(TargetError, match="the app's reply is not JSON: <html>"):
         _kind(reply="answer")._parse(b"<html>", "text/html")
+
+
+def test_python_in_a_start_command_is_turncheck_s_own_interpreter() -> None:
+    """`{python}` runs the app with turncheck's interpreter, whatever `python` comes first
+    on the user's PATH (a pyenv shim without turncheck's packages broke the examples)."""
+    import shlex
+    import sys
+
+    from turncheck.targets.process import argv_of
+
+    assert argv_of("{python} app.py {port}", 8123) == [
+        "/bin/sh", "-c", f"{shlex.quote(sys.executable)} app.py 8123"]
+    assert argv_of(["{python}", "app.py"], None) == [sys.executable, "app.py"]

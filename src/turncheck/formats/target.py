@@ -153,7 +153,8 @@ class Target(_Strict):
 
     start: Command | None = Field(
         default=None, description="Starts the app, in the suite's folder; {port} is a free "
-        "port (also $PORT). Without it the app is not started by turncheck.")
+        "port (also $PORT), {python} the interpreter running turncheck. Without it the app "
+        "is not started by turncheck.")
     ready: NonEmpty | None = Field(
         default=None, description="Path (or URL) polled with GET until it answers.")
     ready_timeout: Seconds = Field(default=DEFAULT_READY_TIMEOUT_S,

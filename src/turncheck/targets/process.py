@@ -137,11 +137,15 @@ def with_own_interpreter(path: str) -> str:
 
 def argv_of(command: str | Sequence[str], port: int | None) -> list[str]:
     """A string runs in the shell (as the user typed it); a list runs as is. `{port}` is
-    filled in either way."""
-    fill = (lambda text: text.replace("{port}", str(port))) if port is not None else str
+    filled in either way, and `{python}` with the interpreter running turncheck (an app
+    that needs turncheck's own packages, as the shipped examples do, whatever `python`
+    comes first on the user's PATH)."""
+    def fill(text: str, python: str) -> str:
+        text = text.replace("{python}", python)
+        return text.replace("{port}", str(port)) if port is not None else text
     if isinstance(command, str):
-        return ["/bin/sh", "-c", fill(command)]
-    return [fill(word) for word in command]
+        return ["/bin/sh", "-c", fill(command, shlex.quote(sys.executable))]
+    return [fill(word, sys.executable) for word in command]
 
 
 def describe(command: str | Sequence[str]) -> str:
